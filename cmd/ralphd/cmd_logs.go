@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+func cmdLogs(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "logs", "logs [RUN] [--follow] [--raw] [-v]", `
+Without RUN, list this project's run logs (written with RALPH_LOG=1 or --log):
+time, mode, iterations and outcome. With RUN (a log file name, a prefix of
+one, a path, or "last"), render that run for a person; --raw prints the JSONL
+as it is, --follow keeps printing as the run goes on.`)
+	follow := fs.Bool("follow", false, "keep printing new lines until the run ends")
+	raw := fs.Bool("raw", false, "print the JSONL unchanged")
+	verbose := fs.Bool("v", false, "also show tool results, allowed bd calls and tokens")
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 1 {
+		return usageErrorf(a, fs, "give at most one RUN")
+	}
+	id, err := identify(ctx, "")
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		return exitUsage
+	}
+	dir := filepath.Join(state.ProjectDir(stateRoot(a), id.ID), "logs")
+	runs, err := logjsonl.ListRuns(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return reportErr(a, err)
+	}
+	if len(pos) == 0 && !*follow {
+		if len(runs) == 0 {
+			fmt.Fprintf(a.stdout, "no run logs in %s\nrun with RALPH_LOG=1 or --log to write one\n", dir)
+			return exitOK
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RUN\tSTARTED\tMODE\tITERATIONS\tOUTCOME")
+		for _, r := range runs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", strings.TrimSuffix(r.Name, ".log"), r.Start.Local().Format(time.DateTime), r.Mode, r.Iterations, r.Outcome)
+		}
+		tw.Flush()
+		return exitOK
+	}
+	want := "last"
+	if len(pos) == 1 {
+		want = pos[0]
+	}
+	path, err := findRun(runs, want)
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		hintf(a.stderr, "run `ralphd logs` to list the runs")
+		return exitUsage
+	}
+	opts := logjsonl.RenderOptions{Raw: *raw, Verbose: *verbose, Color: isTerminal(a.stdout)}
+	if *follow {
+		err = logjsonl.Follow(ctx, path, a.stdout, opts)
+	} else {
+		var f *os.File
+		if f, err = os.Open(path); err == nil {
+			err = logjsonl.Render(a.stdout, f, opts)
+			f.Close()
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		return reportErr(a, err)
+	}
+	return exitOK
+}
+
+// findRun resolves a RUN argument to a log file.
+func findRun(runs []logjsonl.RunSummary, want string) (string, error) {
+	if want == "last" || want == "latest" {
+		if len(runs) == 0 {
+			return "", fmt.Errorf("no run logs yet")
+		}
+		newest := runs[0]
+		for _, r := range runs[1:] {
+			if r.Start.After(newest.Start) {
+				newest = r
+			}
+		}
+		return newest.Path, nil
+	}
+	if strings.ContainsRune(want, os.PathSeparator) {
+		if _, err := os.Stat(want); err != nil {
+			return "", fmt.Errorf("no log at %s", want)
+		}
+		return want, nil
+	}
+	var match []string
+	for _, r := range runs {
+		if r.Name == want || strings.TrimSuffix(r.Name, ".log") == want {
+			return r.Path, nil
+		}
+		if strings.HasPrefix(r.Name, want) {
+			match = append(match, r.Path)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return "", fmt.Errorf("no run log matches %q", want)
+	}
+	return "", fmt.Errorf("%q matches %d runs; give more of the name", want, len(match))
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}

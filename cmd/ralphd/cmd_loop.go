@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/prompts"
+)
+
+func cmdBuild(ctx context.Context, a *app, args []string) int {
+	return runLoop(ctx, a, args, modes.ModeBuild, 50, `
+Run BUILD iterations: each takes the first issue from `+"`bd ready`"+`, runs the
+agent on it, and checks what changed. Stops with exit 0 when no ready work is
+left, and with exit 3 when N iterations ran and ready work is left.
+N defaults to 50; 0 means no cap.`)
+}
+
+func cmdPlan(ctx context.Context, a *app, args []string) int {
+	return runLoop(ctx, a, args, modes.ModePlan, 1, `
+Run PLANNING iterations with full powers over bd: gap analysis, dependencies,
+priorities, acceptance criteria, and review of stuck issues. Ends early when
+the planner's final result ends with <promise>PLAN_COMPLETE</promise>.
+N defaults to 1.`)
+}
+
+// runLoop is build and plan: open the project, take its lock, and run.
+func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN int, desc string) int {
+	fs := newFlags(a, mode, mode+" [flags] [N]", desc)
+	config.BindFlags(fs)
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	maxIter := defaultN
+	switch len(pos) {
+	case 0:
+	case 1:
+		n, err := strconv.Atoi(pos[0])
+		if err != nil || n < 0 {
+			return usageErrorf(a, fs, "N must be a whole number of iterations (0: no cap), got %q", pos[0])
+		}
+		maxIter = n
+	default:
+		return usageErrorf(a, fs, "too many arguments: %q", pos)
+	}
+	ls, code := setupLoop(ctx, a, fs, mode)
+	if ls == nil {
+		return code
+	}
+	defer ls.close()
+
+	var err error
+	if mode == modes.ModeBuild {
+		_, err = ls.loop.Build(ctx, maxIter)
+	} else {
+		_, err = ls.loop.Plan(ctx, maxIter)
+	}
+	return loopExit(a, err)
+}
+
+// loopExit maps a run's error to the exit code, with a hint where one helps.
+func loopExit(a *app, err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, modes.ErrCapReached):
+		return exitCap
+	case errors.Is(err, modes.ErrAgentUnusable):
+		errorf(a.stderr, "%v", err)
+		hintf(a.stderr, "fix the agent's setup (install it, log in, or set a valid API key), then run ralphd again; no attempt was counted")
+		return exitAgent
+	case errors.Is(err, modes.ErrInterrupted):
+		return exitInterrupted
+	default:
+		return reportErr(a, err)
+	}
+}
+
+// loopSetup is everything a run holds open.
+type loopSetup struct {
+	p      *project
+	loop   *modes.Loop
+	closer []func()
+}
+
+func (ls *loopSetup) close() {
+	for i := len(ls.closer) - 1; i >= 0; i-- {
+		ls.closer[i]()
+	}
+}
+
+// setupLoop opens the project, takes its lock, resolves bd and the agent,
+// and builds the Loop. On failure it prints why and returns the exit code.
+func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loopSetup, int) {
+	p, code := openProject(ctx, a, fs, "")
+	if p == nil {
+		return nil, code
+	}
+	ls := &loopSetup{p: p}
+	lock, err := p.store.Lock(mode)
+	if err != nil {
+		return nil, reportErr(a, err)
+	}
+	ls.closer = append(ls.closer, func() { _ = lock.Release() })
+
+	realBD, err := beads.LookPath(p.cfg.BD)
+	if err != nil {
+		ls.close()
+		return nil, reportErr(a, err)
+	}
+	backend, code := lookupBackend(a, p.cfg)
+	if backend == nil {
+		ls.close()
+		return nil, code
+	}
+	bd, err := beads.NewClient(realBD, p.dir)
+	if err != nil {
+		ls.close()
+		return nil, reportErr(a, err)
+	}
+	promptDir := p.cfg.PromptDir
+	if promptDir == "" {
+		promptDir = filepath.Join(p.dir, ".ralph")
+	}
+	ps, err := prompts.Load(promptDir)
+	if err != nil {
+		ls.close()
+		errorf(a.stderr, "%v", err)
+		return nil, exitUsage
+	}
+	now := time.Now()
+	loop := &modes.Loop{
+		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
+		Human: humanLogger(a), Out: a.stdout, RunID: newRunID(now), Version: readBuildInfo().Version,
+		Self: a.argv0, RealBD: realBD, Env: a.env,
+	}
+	if p.cfg.Log {
+		w, err := logjsonl.Create(p.store.LogsDir(), now, p.cfg.LogRetention)
+		if err != nil {
+			ls.close()
+			errorf(a.stderr, "open the run log: %v", err)
+			return nil, exitError
+		}
+		loop.Log = w
+		ls.closer = append(ls.closer, func() { _ = w.Close() })
+	}
+	ls.loop = loop
+	return ls, exitOK
+}
+
+// lookupBackend returns the configured agent backend, or prints why it
+// cannot be used and returns exit 5 (not installed) or 2 (bad config).
+func lookupBackend(a *app, cfg *config.Config) (agent.Backend, int) {
+	b, err := agent.Lookup(cfg.Agent, agent.WithAgentCmd(cfg.AgentCmd))
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		return nil, exitUsage
+	}
+	if bin := b.Binary(); bin != "" {
+		if _, err := exec.LookPath(bin); err != nil {
+			errorf(a.stderr, "agent %s is not installed: %s not found on PATH", b.Name(), bin)
+			if h, ok := b.(agent.InstallHinter); ok {
+				hintf(a.stderr, "%s", h.InstallHint())
+			}
+			return nil, exitAgent
+		}
+	}
+	return b, exitOK
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+func cmdStatus(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "status", "status [--json]", `
+Show this project's state: its id and which rule made it, the state dir, the
+ralphd holding the lock (if any), attempts per issue with stuck ones marked,
+the last run, and the run logs. Reads only; creates nothing.`)
+	asJSON := fs.Bool("json", false, "print a stable JSON object for scripts")
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	id, err := identify(ctx, "")
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		return exitUsage
+	}
+	cfg, err := loadConfig(a, id.TopLevel, nil)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	st, err := state.ReadStatus(stateRoot(a), id, cfg.MaxStuck)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(st); err != nil {
+			return reportErr(a, err)
+		}
+		return exitOK
+	}
+	if err := st.WriteText(a.stdout); err != nil {
+		return reportErr(a, err)
+	}
+	return exitOK
+}
+
+func cmdReset(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "reset", "reset ISSUE-ID... | reset --all", `
+Clear attempt counters, and remove the `+modes.StuckLabel+` label so BUILD picks
+the issues up again. This is the safe way to do what the bash loop's docs
+call "rm attempts.txt".`)
+	all := fs.Bool("all", false, "reset every issue")
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if *all == (len(pos) > 0) {
+		return usageErrorf(a, fs, "name the issues to reset, or pass --all (not both)")
+	}
+	p, code := openProject(ctx, a, nil, "")
+	if p == nil {
+		return code
+	}
+	lock, err := p.store.Lock("reset")
+	if err != nil {
+		return reportErr(a, err)
+	}
+	defer lock.Release()
+
+	var cleared map[string]int
+	if *all {
+		cleared, err = p.store.ResetAllAttempts()
+	} else {
+		cleared, err = p.store.ResetAttempts(pos...)
+	}
+	if err != nil {
+		return reportErr(a, err)
+	}
+	ids := make([]string, 0, len(cleared))
+	for id := range cleared {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(a.stdout, "reset %s (was %d attempts)\n", id, cleared[id])
+	}
+	if len(ids) == 0 {
+		fmt.Fprintln(a.stdout, "no attempt counters to reset")
+	}
+	unstick(ctx, a, p.cfg, p.dir, pos, *all)
+	return exitOK
+}
+
+// unstick removes the stuck label from the named issues (or all labelled
+// ones). bd trouble is a warning: the counters are already reset.
+func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []string, all bool) {
+	bin, err := beads.LookPath(cfg.BD)
+	if err != nil {
+		warnf(a.stderr, "could not remove the %s labels: %v", modes.StuckLabel, err)
+		return
+	}
+	bd, err := beads.NewClient(bin, dir)
+	if err != nil {
+		warnf(a.stderr, "could not remove the %s labels: %v", modes.StuckLabel, err)
+		return
+	}
+	if all {
+		issues, err := bd.List(ctx, beads.ListOptions{All: true})
+		if err != nil {
+			warnf(a.stderr, "could not list issues to remove %s labels: %v", modes.StuckLabel, err)
+			return
+		}
+		ids = nil
+		for _, is := range issues {
+			if is.HasLabel(modes.StuckLabel) {
+				ids = append(ids, is.ID)
+			}
+		}
+	}
+	for _, id := range ids {
+		is, err := bd.Show(ctx, id)
+		if err != nil {
+			warnf(a.stderr, "could not read %s: %v", id, err)
+			continue
+		}
+		if !is.HasLabel(modes.StuckLabel) {
+			continue
+		}
+		if err := bd.LabelRemove(ctx, id, modes.StuckLabel); err != nil {
+			warnf(a.stderr, "could not remove %s from %s: %v", modes.StuckLabel, id, err)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "removed %s from %s\n", modes.StuckLabel, id)
+	}
+}
+
+func cmdMigrate(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "migrate", "migrate", `
+Import the attempt counts of a legacy in-repo .ralph-attempts file into the
+state dir (adding to any counts already there), then remove the file.`)
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	p, code := openProject(ctx, a, nil, "")
+	if p == nil {
+		return code
+	}
+	if !state.HasLegacyAttempts(p.dir) {
+		fmt.Fprintf(a.stdout, "nothing to migrate: %s does not exist\n", state.LegacyAttemptsPath(p.dir))
+		return exitOK
+	}
+	lock, err := p.store.Lock("migrate")
+	if err != nil {
+		return reportErr(a, err)
+	}
+	defer lock.Release()
+	counts, err := p.store.Migrate(p.dir)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	fmt.Fprintf(a.stdout, "imported %d issue counter(s) into %s and removed %s\n", len(counts), p.store.AttemptsPath(), state.LegacyAttemptsPath(p.dir))
+	return exitOK
+}

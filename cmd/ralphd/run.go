@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/modes"
+)
+
+// app carries what every subcommand needs from the process: its streams and
+// environment. Nothing in it is global, so tests can run many apps at once.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	env    []string // the full environment, for child processes
+	argv0  string   // how ralphd was invoked (absolute path when resolvable)
+}
+
+// command is one ralphd subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, a *app, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"build", "run BUILD iterations over `bd ready` (ralphd build [N])", cmdBuild},
+		{"plan", "run PLANNING iterations (ralphd plan [N])", cmdPlan},
+		{"status", "show this project's state: lock, attempts, last run", cmdStatus},
+		{"reset", "clear attempt counters (ralphd reset ID... | --all)", cmdReset},
+		{"migrate", "import a legacy .ralph-attempts file into the state dir", cmdMigrate},
+		{"logs", "list runs, or render one (ralphd logs [RUN] [--follow|--raw])", cmdLogs},
+		{"policy", "print the bd policy, or check one call (policy check)", cmdPolicy},
+		{"config", "print the effective configuration and where each value came from", cmdConfig},
+		{"agents", "list agent backends and whether each is installed", cmdAgents},
+		{"hook", "agent hook entry points (hook pre-tool-use)", cmdHook},
+		{"version", "print version information", func(_ context.Context, a *app, _ []string) int { return cmdVersion(a.stdout) }},
+		{"help", "show help for ralphd or a command", cmdHelp},
+	}
+}
+
+// run is ralphd's whole life after main: it dispatches on argv and returns
+// the exit code.
+func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, env: os.Environ()}
+	if len(argv) > 0 {
+		a.argv0 = argv[0]
+		if exe, err := os.Executable(); err == nil {
+			a.argv0 = exe
+		}
+		argv = argv[1:]
+	}
+	if len(argv) == 0 {
+		usage(a.stderr)
+		return exitUsage
+	}
+	name := argv[0]
+	switch name {
+	case modes.GuardCommand:
+		// The bd wrapper on an agent's PATH: this process is the guard.
+		return runGuard(ctx, a, argv[1:])
+	case "-h", "--help", "-help":
+		usage(a.stdout)
+		return exitOK
+	case "-v", "--version":
+		return cmdVersion(a.stdout)
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, a, argv[1:])
+		}
+	}
+	errorf(a.stderr, "unknown command %q", name)
+	if s := suggest(name); s != "" {
+		hintf(a.stderr, "did you mean `ralphd %s`?", s)
+	}
+	hintf(a.stderr, "run `ralphd help` for the list of commands")
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `ralphd runs an AI coding agent in a loop over a beads (bd) tracker.
+
+Usage:
+  ralphd <command> [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'ralphd help <command>' or 'ralphd <command> --help' for a command's flags.
+Exit codes: 0 done, 1 error, 2 usage/config, 3 cap reached with work left,
+4 project locked by another ralphd, 5 agent unusable, 130 interrupted.
+`)
+}
+
+func cmdHelp(ctx context.Context, a *app, args []string) int {
+	if len(args) == 0 {
+		usage(a.stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] && c.name != "help" {
+			sub := &app{stdin: a.stdin, stdout: a.stdout, stderr: a.stdout, getenv: a.getenv, env: a.env, argv0: a.argv0}
+			c.run(ctx, sub, []string{"--help"})
+			return exitOK
+		}
+	}
+	errorf(a.stderr, "no help for unknown command %q", args[0])
+	return exitUsage
+}
+
+// suggest returns the command closest to a mistyped name, if any is close.
+func suggest(name string) string {
+	best, bestD := "", 3
+	for _, c := range commands() {
+		if d := editDistance(name, c.name); d < bestD {
+			best, bestD = c.name, d
+		}
+		if strings.HasPrefix(c.name, name) && len(name) >= 2 {
+			return c.name
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// newFlags returns a flag set for one subcommand whose usage prints the
+// given synopsis and description before the flags.
+func newFlags(a *app, name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet("ralphd "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: ralphd %s\n\n%s\n", synopsis, strings.TrimSpace(description))
+		var hasFlags bool
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprint(w, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseArgs parses flags that may come before or after positional
+// arguments, as users type both (`build 50 --log`, `build --log 50`). A
+// `--` ends flag parsing; everything after it is positional.
+//
+// It returns the positional arguments, or done=true with an exit code when
+// parsing ended the command (help was asked for, or a usage error).
+func parseArgs(a *app, fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK, true
+		}
+		if err != nil {
+			hintf(a.stderr, "run `%s --help` for usage", fs.Name())
+			return nil, exitUsage, true
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// errorf prints a user-facing error in the house style: lowercase, no final
+// period, prefixed with the program name.
+func errorf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "ralphd: error: "+format+"\n", args...)
+}
+
+// hintf prints what the user can do about the previous error.
+func hintf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "ralphd: hint: "+format+"\n", args...)
+}
+
+// usageErrorf reports a usage error for the command and returns exitUsage.
+func usageErrorf(a *app, fs *flag.FlagSet, format string, args ...any) int {
+	errorf(a.stderr, format, args...)
+	hintf(a.stderr, "run `%s --help` for usage", fs.Name())
+	return exitUsage
+}

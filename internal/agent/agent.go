@@ -1,0 +1,166 @@
+// Package agent runs one coding-agent process per iteration and turns its
+// output stream into events and a final Outcome.
+//
+// A Backend knows how to start one agent CLI (argv, env, stdin) and how to
+// parse what it prints. Adding an agent means adding one Backend in this
+// package and one line in the registry (see Lookup); nothing else in ralphd
+// changes. Run starts a Backend's process in its own process group, feeds
+// its output to the Backend's Parser and makes sure no process of the
+// agent's tree outlives the run.
+package agent
+
+import (
+	"time"
+)
+
+// Status classifies how an iteration's agent run ended.
+type Status string
+
+// Outcome statuses. Only StatusOK and StatusAgentError are attempts at the
+// work; the others are about the provider, the setup or the process.
+const (
+	StatusOK          Status = "ok"           // the agent finished its turn without error
+	StatusAgentError  Status = "agent_error"  // the agent ran but reported failure (max turns, tool errors, exit != 0)
+	StatusRateLimited Status = "rate_limited" // provider quota or rate limit; not an attempt
+	StatusFatal       Status = "fatal_config" // agent unusable: not installed, not logged in, invalid key
+	StatusTimeout     Status = "timeout"      // ralphd killed it at the iteration timeout
+	StatusCrashed     Status = "crashed"      // the process died with no final result
+	StatusInterrupted Status = "interrupted"  // ralphd was asked to stop (signal) mid-iteration
+)
+
+// EventKind is the kind of a normalised stream event.
+type EventKind string
+
+// Event kinds shared by all backends.
+const (
+	EventInit       EventKind = "init"
+	EventText       EventKind = "text"
+	EventToolCall   EventKind = "tool_call"
+	EventToolResult EventKind = "tool_result"
+	EventRateLimit  EventKind = "rate_limit"
+	EventError      EventKind = "error"
+	EventResult     EventKind = "result"
+)
+
+// Event is one normalised event parsed from an agent's output line.
+type Event struct {
+	Kind      EventKind
+	SessionID string
+	Text      string // assistant text, tool output, or error message
+	Tool      string // tool name for tool calls ("Bash", "command_execution", ...)
+	ToolID    string
+	Command   string // the shell command of a shell tool call
+	IsError   bool
+	ResetAt   time.Time // for EventRateLimit, when known
+}
+
+// Usage counts tokens. Backends fill what they report.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+	}
+}
+
+// Outcome is the result of one agent run.
+type Outcome struct {
+	Status     Status
+	Reason     string    // a short human explanation, for logs and notes
+	ResultText string    // the agent's final result text (completion promises are matched here only)
+	CostUSD    *float64  // nil when the backend reports no cost; never invented
+	Usage      Usage     // tokens, when reported
+	Turns      int       // agent turns, when reported
+	SessionID  string    // the agent's session id, when reported
+	ResetAt    time.Time // for StatusRateLimited: when the quota resets, if the agent said
+	Commands   []string  // shell commands the agent asked to run, in order, for the policy audit
+	ToolCalls  int       // number of tool calls seen
+	ExitCode   int       // the process exit code (-1 when killed by a signal)
+	// Denials are the tool calls the agent's own permission system refused
+	// (Claude's result.permission_denials). A refused command also appears
+	// in Commands, because the agent asked for it.
+	Denials []Denial
+	// Transient marks a StatusRateLimited outcome caused by a server-side
+	// error (HTTP 5xx, 529 overloaded) rather than a quota: ResetAt is then
+	// only a short backoff, not a reset time the provider announced.
+	Transient bool
+}
+
+// Denial is one tool call the agent's permission system refused.
+type Denial struct {
+	Tool    string `json:"tool"`
+	ToolID  string `json:"tool_id,omitempty"`
+	Command string `json:"command,omitempty"` // the shell command, for shell tools
+}
+
+// Parser turns one agent's output lines into events. It is stateful: one
+// Parser per run. Line must tolerate any input (non-JSON, unknown types,
+// truncated lines) without panicking.
+type Parser interface {
+	// Line parses one stdout line (without its newline).
+	Line(line []byte) []Event
+	// Finish returns the Outcome once the process has exited. exitCode is -1
+	// when the process was killed; stderrTail is the last part of stderr.
+	Finish(exitCode int, stderrTail string) Outcome
+}
+
+// Invocation is what ralphd asks of one agent run.
+type Invocation struct {
+	Mode      string // "build" or "plan"
+	IssueID   string // empty in plan mode
+	Iteration int
+	Attempt   int
+	Prompt    string // sent on stdin
+	Dir       string // the project directory (the agent's cwd)
+	Model     string // optional model override
+	// ScratchDir is a private per-iteration directory where a backend may
+	// write files it needs (settings, policy files).
+	ScratchDir string
+	// DenyBash are the shell command prefixes the policy forbids in this
+	// mode ("bd delete", "bd dep remove", ...), for backends that can
+	// compile them into the agent's own permission system.
+	DenyBash []string
+	// HookArgv, when set, is the command that checks one Bash tool call
+	// against the policy (ralphd's `hook pre-tool-use`), for backends with
+	// a pre-tool hook.
+	HookArgv []string
+	// MaxBudgetUSD, when > 0, is passed to agents that support a per-run
+	// spending cap.
+	MaxBudgetUSD float64
+}
+
+// Spec is how to start the agent process.
+type Spec struct {
+	Argv  []string
+	Env   []string // added to the (scrubbed) environment
+	Stdin string
+}
+
+// Backend is one agent CLI.
+type Backend interface {
+	// Name is the backend's name as given to --agent.
+	Name() string
+	// Binary is the executable the backend needs on PATH, if any.
+	Binary() string
+	// Command builds the process spec for one run. It may write files into
+	// inv.ScratchDir.
+	Command(inv Invocation) (Spec, error)
+	// NewParser returns a fresh parser for one run's output.
+	NewParser() Parser
+}
+
+// InstallHinter is implemented by backends that can tell a user how to
+// install their binary. Run puts the hint in the StatusFatal reason when
+// the binary is missing.
+type InstallHinter interface {
+	InstallHint() string
+}

@@ -1,0 +1,627 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// DefaultTransientBackoff is how long a Claude run that failed with a
+// server-side error (HTTP 5xx, 529 overloaded) waits before the next try:
+// such an Outcome is StatusRateLimited with Transient set and ResetAt this
+// far after the run ended.
+const DefaultTransientBackoff = 30 * time.Second
+
+// ClaudeSettingsFile is the name of the settings file the Claude backend
+// writes into Invocation.ScratchDir.
+const ClaudeSettingsFile = "claude-settings.json"
+
+// DefaultClaudeTools are the tools the Claude backend grants with
+// --allowedTools. Running as root, Claude Code refuses
+// --dangerously-skip-permissions, so every tool an unattended run needs is
+// allowed explicitly; the deny rules from Invocation.DenyBash still win
+// over these (Claude evaluates deny before allow).
+func DefaultClaudeTools() []string {
+	return []string{
+		"Bash", "Read", "Edit", "MultiEdit", "Write", "Glob", "Grep", "LS",
+		"NotebookEdit", "TodoWrite", "Task", "WebFetch", "WebSearch",
+	}
+}
+
+// Claude is the backend for Claude Code (`claude -p --output-format
+// stream-json --verbose`), the default agent.
+type Claude struct {
+	// Bin is the executable; "claude" when empty.
+	Bin string
+	// AllowedTools overrides DefaultClaudeTools when non-nil.
+	AllowedTools []string
+	// Now is the clock used for reset times; time.Now when nil.
+	Now func() time.Time
+	// TransientBackoff overrides DefaultTransientBackoff when > 0.
+	TransientBackoff time.Duration
+}
+
+// Name returns "claude".
+func (c Claude) Name() string { return "claude" }
+
+// Binary returns the executable Claude needs on PATH.
+func (c Claude) Binary() string {
+	if c.Bin != "" {
+		return c.Bin
+	}
+	return "claude"
+}
+
+// InstallHint says how to install Claude Code.
+func (c Claude) InstallHint() string {
+	return "install Claude Code with `npm install -g @anthropic-ai/claude-code`, " +
+		"then log in by running `claude` once (or set ANTHROPIC_API_KEY)"
+}
+
+// Command builds the claude command line. The prompt goes on stdin. When
+// inv.HookArgv or inv.DenyBash is set it writes
+// <ScratchDir>/claude-settings.json (a PreToolUse hook for Bash running
+// HookArgv, and the allow and deny rules) and passes it with --settings;
+// without a ScratchDir the same JSON is passed inline.
+func (c Claude) Command(inv Invocation) (Spec, error) {
+	allowed := c.AllowedTools
+	if allowed == nil {
+		allowed = DefaultClaudeTools()
+	}
+	deny, err := claudeDenyRules(inv.DenyBash)
+	if err != nil {
+		return Spec{}, err
+	}
+	argv := []string{c.Binary(), "-p", "--output-format", "stream-json", "--verbose"}
+	if inv.Model != "" {
+		argv = append(argv, "--model", inv.Model)
+	}
+	if len(inv.HookArgv) > 0 || len(deny) > 0 {
+		settings, err := claudeSettings(inv.HookArgv, allowed, deny)
+		if err != nil {
+			return Spec{}, err
+		}
+		if inv.ScratchDir != "" {
+			path := filepath.Join(inv.ScratchDir, ClaudeSettingsFile)
+			if err := os.MkdirAll(inv.ScratchDir, 0o700); err != nil {
+				return Spec{}, fmt.Errorf("write claude settings: %w", err)
+			}
+			if err := writeFileAtomic(path, settings, 0o600); err != nil {
+				return Spec{}, fmt.Errorf("write claude settings: %w", err)
+			}
+			argv = append(argv, "--settings", path)
+		} else {
+			argv = append(argv, "--settings", string(settings))
+		}
+	}
+	if inv.MaxBudgetUSD > 0 {
+		argv = append(argv, "--max-budget-usd", strconv.FormatFloat(inv.MaxBudgetUSD, 'f', -1, 64))
+	}
+	// The tool lists are variadic options: the '=' form keeps each to one
+	// argument, and nothing positional follows them (the prompt is on stdin).
+	if len(deny) > 0 {
+		argv = append(argv, "--disallowedTools="+strings.Join(deny, ","))
+	}
+	if len(allowed) > 0 {
+		argv = append(argv, "--allowedTools="+strings.Join(allowed, ","))
+	}
+	return Spec{Argv: argv, Env: ralphEnv(inv), Stdin: inv.Prompt}, nil
+}
+
+// NewParser returns a Claude stream-json parser.
+func (c Claude) NewParser() Parser {
+	return newClaudeParser(c.Now, c.TransientBackoff)
+}
+
+// claudeDenyRules compiles shell command prefixes into Claude permission
+// rules: "bd delete" becomes "Bash(bd delete:*)".
+func claudeDenyRules(prefixes []string) ([]string, error) {
+	var rules []string
+	for _, p := range prefixes {
+		p = strings.Join(strings.Fields(p), " ")
+		if p == "" {
+			continue
+		}
+		if strings.ContainsAny(p, "(),") {
+			return nil, fmt.Errorf("claude deny rule %q: parentheses and commas cannot be expressed in a Claude permission rule", p)
+		}
+		rules = append(rules, "Bash("+p+":*)")
+	}
+	return rules, nil
+}
+
+// claudeSettings renders the --settings JSON.
+func claudeSettings(hookArgv, allow, deny []string) ([]byte, error) {
+	type hook struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+	}
+	type matcher struct {
+		Matcher string `json:"matcher"`
+		Hooks   []hook `json:"hooks"`
+	}
+	type permissions struct {
+		Allow []string `json:"allow,omitempty"`
+		Deny  []string `json:"deny,omitempty"`
+	}
+	type settings struct {
+		Permissions permissions          `json:"permissions"`
+		Hooks       map[string][]matcher `json:"hooks,omitempty"`
+	}
+	s := settings{Permissions: permissions{Allow: allow, Deny: deny}}
+	if len(hookArgv) > 0 {
+		s.Hooks = map[string][]matcher{
+			"PreToolUse": {{
+				Matcher: "Bash",
+				Hooks:   []hook{{Type: "command", Command: shellJoin(hookArgv), Timeout: 30}},
+			}},
+		}
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render claude settings: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// shellJoin quotes argv for sh: Claude runs a hook command with a shell.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// Texts that classify a failed Claude run. Claude Code's wording changes
+// between versions, so these are matched case-insensitively and only when
+// the stream did not already decide.
+var (
+	reClaudeAuth = regexp.MustCompile(`(?i)not logged in|please run /login|invalid api key|` +
+		`authentication_error|oauth token (?:has expired|revoked)`)
+	reClaudeBilling   = regexp.MustCompile(`(?i)credit balance is too low`)
+	reClaudeNested    = regexp.MustCompile(`(?i)cannot be launched inside another claude code session`)
+	reClaudeLimit     = regexp.MustCompile(`(?i)hit your (?:usage |weekly |session )?limit|usage limit|rate limit|limit reached`)
+	reClaudeTransient = regexp.MustCompile(`(?i)overloaded|internal server error|api error: 5\d\d|\b529\b`)
+)
+
+// claudeParser parses Claude Code's stream-json output (also Amp's, which
+// is a subset). It keeps only what the Outcome needs.
+type claudeParser struct {
+	now     func() time.Time
+	backoff time.Duration
+
+	sessionID string
+	commands  []string
+	toolIDs   map[string]struct{}
+	toolCalls int
+	msgUsage  map[string]Usage // per assistant message id, for runs without a result
+	msgOrder  []string
+
+	assistantErr     string // the last assistant message's top-level "error"
+	assistantErrText string
+	rateRejected     bool
+	rateResetAt      time.Time
+	sawStream        bool // a line was recognised as Claude stream-json
+
+	haveResult bool
+	res        claudeResult
+}
+
+// claudeResult is the final "result" line.
+type claudeResult struct {
+	subtype   string
+	isError   bool
+	text      string
+	apiStatus int64
+	errors    []string
+	turns     int
+	cost      *float64
+	usage     Usage
+	denials   []Denial
+}
+
+func newClaudeParser(now func() time.Time, backoff time.Duration) *claudeParser {
+	if now == nil {
+		now = time.Now
+	}
+	if backoff <= 0 {
+		backoff = DefaultTransientBackoff
+	}
+	return &claudeParser{now: now, backoff: backoff}
+}
+
+// Line parses one stdout line. Lines that are not JSON objects of a known
+// type yield no events.
+func (p *claudeParser) Line(line []byte) []Event {
+	evs, _ := p.line(line)
+	return evs
+}
+
+// line parses one line and reports whether it was Claude stream-json.
+func (p *claudeParser) line(line []byte) ([]Event, bool) {
+	if !gjson.ValidBytes(line) {
+		return nil, false
+	}
+	v := gjson.ParseBytes(line)
+	if !v.IsObject() {
+		return nil, false
+	}
+	typ := v.Get("type").String()
+	switch typ {
+	case "system", "assistant", "user", "rate_limit_event", "result", "stream_event":
+	default:
+		return nil, false
+	}
+	p.sawStream = true
+	if sid := v.Get("session_id").String(); sid != "" {
+		p.sessionID = sid
+	}
+	switch typ {
+	case "system":
+		if v.Get("subtype").String() == "init" {
+			return []Event{{Kind: EventInit, SessionID: p.sessionID}}, true
+		}
+	case "assistant":
+		return p.assistant(v), true
+	case "user":
+		return p.user(v), true
+	case "rate_limit_event":
+		return p.rateLimit(v), true
+	case "result":
+		return p.result(v), true
+	}
+	return nil, true
+}
+
+func (p *claudeParser) assistant(v gjson.Result) []Event {
+	msg := v.Get("message")
+	if id := msg.Get("id").String(); id != "" {
+		if u := msg.Get("usage"); u.IsObject() {
+			if p.msgUsage == nil {
+				p.msgUsage = make(map[string]Usage)
+			}
+			if _, seen := p.msgUsage[id]; !seen {
+				p.msgOrder = append(p.msgOrder, id)
+			}
+			p.msgUsage[id] = claudeUsage(u)
+		}
+	}
+	var evs []Event
+	var text strings.Builder
+	for _, c := range msg.Get("content").Array() {
+		switch c.Get("type").String() {
+		case "text":
+			t := c.Get("text").String()
+			text.WriteString(t)
+			evs = append(evs, Event{Kind: EventText, SessionID: p.sessionID, Text: t})
+		case "tool_use":
+			id := c.Get("id").String()
+			if id != "" {
+				if _, dup := p.toolIDs[id]; dup {
+					continue
+				}
+				if p.toolIDs == nil {
+					p.toolIDs = make(map[string]struct{})
+				}
+				p.toolIDs[id] = struct{}{}
+			}
+			p.toolCalls++
+			name := c.Get("name").String()
+			cmd := shellCommand(name, c.Get("input"))
+			if cmd != "" {
+				p.commands = append(p.commands, cmd)
+			}
+			evs = append(evs, Event{Kind: EventToolCall, SessionID: p.sessionID, Tool: name, ToolID: id, Command: cmd})
+		}
+	}
+	if e := v.Get("error").String(); e != "" {
+		p.assistantErr = e
+		p.assistantErrText = text.String()
+		evs = append(evs, Event{Kind: EventError, SessionID: p.sessionID, Text: joinNonEmpty(": ", e, p.assistantErrText), IsError: true})
+	}
+	return evs
+}
+
+// shellCommand returns the command of a shell tool call: Claude's Bash
+// input.command, or input.cmd as Amp's Bash tool names it.
+func shellCommand(tool string, input gjson.Result) string {
+	if tool != "Bash" {
+		return ""
+	}
+	if c := input.Get("command"); c.Type == gjson.String {
+		return c.String()
+	}
+	if c := input.Get("cmd"); c.Type == gjson.String {
+		return c.String()
+	}
+	return ""
+}
+
+func (p *claudeParser) user(v gjson.Result) []Event {
+	var evs []Event
+	for _, c := range v.Get("message.content").Array() {
+		if c.Get("type").String() != "tool_result" {
+			continue
+		}
+		evs = append(evs, Event{
+			Kind:      EventToolResult,
+			SessionID: p.sessionID,
+			ToolID:    c.Get("tool_use_id").String(),
+			Text:      contentText(c.Get("content")),
+			IsError:   c.Get("is_error").Bool(),
+		})
+	}
+	return evs
+}
+
+// contentText flattens a tool_result content: a string or a list of
+// {"type":"text","text":...} blocks.
+func contentText(c gjson.Result) string {
+	if !c.IsArray() {
+		return c.String()
+	}
+	var parts []string
+	for _, b := range c.Array() {
+		if t := b.Get("text"); t.Exists() {
+			parts = append(parts, t.String())
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (p *claudeParser) rateLimit(v gjson.Result) []Event {
+	info := v.Get("rate_limit_info")
+	status := info.Get("status").String()
+	var reset time.Time
+	if r := info.Get("resetsAt"); r.Type == gjson.Number && r.Int() > 0 {
+		reset = time.Unix(r.Int(), 0)
+	}
+	if status == "rejected" {
+		p.rateRejected = true
+		if !reset.IsZero() {
+			p.rateResetAt = reset
+		}
+	}
+	return []Event{{
+		Kind:      EventRateLimit,
+		SessionID: p.sessionID,
+		Text:      joinNonEmpty(" ", status, info.Get("rateLimitType").String()),
+		IsError:   status == "rejected",
+		ResetAt:   reset,
+	}}
+}
+
+func (p *claudeParser) result(v gjson.Result) []Event {
+	r := claudeResult{
+		subtype:   v.Get("subtype").String(),
+		isError:   v.Get("is_error").Bool(),
+		text:      v.Get("result").String(),
+		apiStatus: v.Get("api_error_status").Int(),
+		turns:     int(v.Get("num_turns").Int()),
+		usage:     claudeUsage(v.Get("usage")),
+	}
+	if c := v.Get("total_cost_usd"); c.Type == gjson.Number {
+		f := c.Float()
+		r.cost = &f
+	}
+	for _, e := range v.Get("errors").Array() {
+		r.errors = append(r.errors, e.String())
+	}
+	for _, d := range v.Get("permission_denials").Array() {
+		tool := d.Get("tool_name").String()
+		r.denials = append(r.denials, Denial{
+			Tool:    tool,
+			ToolID:  d.Get("tool_use_id").String(),
+			Command: shellCommand(tool, d.Get("tool_input")),
+		})
+	}
+	p.haveResult = true
+	p.res = r
+	return []Event{{Kind: EventResult, SessionID: p.sessionID, Text: r.text, IsError: r.isError}}
+}
+
+// claudeUsage reads a Claude usage object.
+func claudeUsage(u gjson.Result) Usage {
+	return Usage{
+		InputTokens:      u.Get("input_tokens").Int(),
+		OutputTokens:     u.Get("output_tokens").Int(),
+		CacheReadTokens:  u.Get("cache_read_input_tokens").Int(),
+		CacheWriteTokens: u.Get("cache_creation_input_tokens").Int(),
+	}
+}
+
+// Finish classifies the run from the stream; the exit code only matters
+// when the stream says nothing (no result line, no provider error).
+func (p *claudeParser) Finish(exitCode int, stderrTail string) Outcome {
+	out := p.outcome(exitCode)
+	if v, ok := p.verdict(stderrTail); ok {
+		v.apply(&out)
+		return out
+	}
+	out.Status = StatusCrashed
+	out.Reason = fmt.Sprintf("the agent exited (%s) without a final result", exitDescription(exitCode))
+	if last := lastLine(stderrTail); last != "" {
+		out.Reason += ": " + last
+	}
+	return out
+}
+
+// outcome returns the Outcome fields the stream reported, without a status.
+func (p *claudeParser) outcome(exitCode int) Outcome {
+	out := Outcome{
+		SessionID: p.sessionID,
+		Commands:  p.commands,
+		ToolCalls: p.toolCalls,
+		ExitCode:  exitCode,
+	}
+	if p.haveResult {
+		out.ResultText = p.res.text
+		out.CostUSD = p.res.cost
+		out.Usage = p.res.usage
+		out.Turns = p.res.turns
+		out.Denials = p.res.denials
+	} else {
+		for _, id := range p.msgOrder {
+			out.Usage = out.Usage.Add(p.msgUsage[id])
+		}
+	}
+	return out
+}
+
+// verdict is a classification.
+type verdict struct {
+	status    Status
+	reason    string
+	resetAt   time.Time
+	transient bool
+}
+
+func (v verdict) apply(o *Outcome) {
+	o.Status, o.Reason, o.ResetAt, o.Transient = v.status, v.reason, v.resetAt, v.transient
+}
+
+// verdict classifies the run from the stream. stderrTail, when not empty,
+// is also searched for provider messages if the stream has no result. It
+// reports false when nothing in the stream or stderr decides: no result
+// line and no provider error.
+func (p *claudeParser) verdict(stderrTail string) (verdict, bool) {
+	r := p.res
+	if p.haveResult && !r.isError {
+		if r.subtype == "" || r.subtype == "success" {
+			return verdict{status: StatusOK, reason: "finished"}, true
+		}
+		return verdict{status: StatusAgentError, reason: "the agent ended with " + r.subtype}, true
+	}
+	if p.haveResult {
+		switch r.subtype {
+		case "error_max_turns", "error_max_budget_usd", "error_max_structured_output_retries":
+			return verdict{status: StatusAgentError, reason: p.errorReason()}, true
+		}
+	}
+	// The result is an error, or there is no result: look for provider
+	// signals in the stream, then in the texts.
+	texts := append([]string{r.text, p.assistantErrText}, r.errors...)
+	if !p.haveResult {
+		texts = append(texts, stderrTail)
+	}
+	all := strings.Join(texts, "\n")
+	free := p.assistantErr == "" // no typed error: the texts may decide
+	switch {
+	case p.assistantErr == "authentication_failed", r.apiStatus == 401, r.apiStatus == 403,
+		free && reClaudeAuth.MatchString(all):
+		return verdict{status: StatusFatal, reason: "Claude Code cannot authenticate: " + firstText(all) +
+			"; log in by running `claude` once, or set a valid ANTHROPIC_API_KEY"}, true
+	case p.assistantErr == "billing_error", r.apiStatus == 402, free && reClaudeBilling.MatchString(all):
+		return verdict{status: StatusFatal, reason: "Claude billing error: " + firstText(all) +
+			"; check the account's plan or credit balance"}, true
+	case free && reClaudeNested.MatchString(all):
+		return verdict{status: StatusFatal, reason: "Claude Code refused to run nested: " + firstText(all) +
+			"; unset CLAUDECODE in ralphd's environment"}, true
+	case r.apiStatus == 429, p.assistantErr == "rate_limit", p.rateRejected,
+		free && r.apiStatus == 0 && reClaudeLimit.MatchString(all):
+		reset := p.rateResetAt
+		if reset.IsZero() {
+			reset, _ = parseResetText(all, p.now())
+		}
+		return verdict{status: StatusRateLimited, reason: "rate limited: " + firstText(all), resetAt: reset}, true
+	case r.apiStatus >= 500, p.assistantErr == "server_error",
+		free && reClaudeTransient.MatchString(all):
+		reason := "transient API error"
+		if r.apiStatus != 0 {
+			reason += " " + strconv.FormatInt(r.apiStatus, 10)
+		}
+		return verdict{status: StatusRateLimited, transient: true, reason: reason + ": " + firstText(all),
+			resetAt: p.now().Add(p.backoff)}, true
+	case p.haveResult:
+		return verdict{status: StatusAgentError, reason: p.errorReason()}, true
+	case p.assistantErr != "":
+		return verdict{status: StatusAgentError, reason: "API error " + p.assistantErr + ": " + firstText(all)}, true
+	}
+	return verdict{}, false
+}
+
+// errorReason describes an error result.
+func (p *claudeParser) errorReason() string {
+	r := p.res
+	msg := strings.Join(r.errors, "; ")
+	if msg == "" {
+		msg = r.text
+	}
+	label := r.subtype
+	if label == "" || label == "success" {
+		label = "error"
+	}
+	if msg = truncate(firstLine(msg), 300); msg != "" {
+		return label + ": " + msg
+	}
+	return label
+}
+
+// firstText returns the first non-empty line of s, shortened, or a
+// placeholder.
+func firstText(s string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return truncate(l, 300)
+		}
+	}
+	return "(no message)"
+}
+
+// exitDescription describes an exit code.
+func exitDescription(code int) string {
+	if code < 0 {
+		return "killed by a signal"
+	}
+	return "exit code " + strconv.Itoa(code)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	l, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(l)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return truncate(strings.TrimSpace(s), 300)
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, adding "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}

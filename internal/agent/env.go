@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// RunMarkerEnv is the environment variable Run sets, to a value unique to
+// the run, in the agent's environment. Every descendant of the agent
+// inherits it unless it clears its environment, so processes that left the
+// agent's process group (setsid, double fork) can still be found in
+// /proc/<pid>/environ and ended with the run.
+const RunMarkerEnv = "RALPHD_AGENT_RUN"
+
+// scrubbedEnv lists variables removed from the agent's environment.
+//
+//   - CLAUDECODE, CLAUDE_CODE_ENTRYPOINT: set by Claude Code for the
+//     commands it runs; since 2.1.39 a claude started with CLAUDECODE set
+//     refuses to run ("cannot be launched inside another Claude Code
+//     session"), so ralphd started from inside Claude Code would fail.
+//   - CLAUDE_CODE_SSE_PORT: binds a claude to the parent's IDE connection.
+//   - CLAUDE_AGENT_SDK_VERSION: marks the process as started by the SDK.
+//   - CODEX_SANDBOX, CODEX_SANDBOX_NETWORK_DISABLED: set inside Codex's
+//     sandbox; a nested codex would believe it is sandboxed already.
+//   - GEMINI_CLI: set by Gemini CLI for its shell commands.
+//   - RALPH_MODE, RALPH_ISSUE_ID, RALPH_ITERATION, RALPH_ATTEMPT and
+//     RunMarkerEnv: ralphd's own per-run values; stale ones from a parent
+//     must never leak into a run that does not set them.
+//
+// Credentials and user configuration (ANTHROPIC_API_KEY,
+// CLAUDE_CODE_USE_BEDROCK, ...) are deliberately kept.
+var scrubbedEnv = []string{
+	"CLAUDECODE",
+	"CLAUDE_CODE_ENTRYPOINT",
+	"CLAUDE_CODE_SSE_PORT",
+	"CLAUDE_AGENT_SDK_VERSION",
+	"CODEX_SANDBOX",
+	"CODEX_SANDBOX_NETWORK_DISABLED",
+	"GEMINI_CLI",
+	"RALPH_MODE",
+	"RALPH_ISSUE_ID",
+	"RALPH_ITERATION",
+	"RALPH_ATTEMPT",
+	RunMarkerEnv,
+}
+
+// ScrubbedEnvVars returns the names of the variables Run removes from the
+// agent's inherited environment.
+func ScrubbedEnvVars() []string { return slices.Clone(scrubbedEnv) }
+
+// defaultPath is used when the base environment has no PATH at all.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// buildEnv assembles the agent's environment: base without the scrubbed
+// variables, then layers (later layers win), with pathPrefix put first on
+// PATH. Entries without '=' are dropped. Each variable appears once, in
+// the position of its first occurrence.
+func buildEnv(base []string, pathPrefix string, layers ...[]string) []string {
+	idx := make(map[string]int)
+	var out []string
+	set := func(kv string) {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return
+		}
+		if i, seen := idx[k]; seen {
+			out[i] = kv
+			return
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(scrubbedEnv, k) {
+			continue
+		}
+		set(kv)
+	}
+	for _, l := range layers {
+		for _, kv := range l {
+			set(kv)
+		}
+	}
+	if pathPrefix != "" {
+		old := defaultPath
+		if i, ok := idx["PATH"]; ok {
+			old = strings.TrimPrefix(out[i], "PATH=")
+		}
+		dirs := []string{pathPrefix}
+		clean := filepath.Clean(pathPrefix)
+		for _, d := range filepath.SplitList(old) {
+			if d != "" && filepath.Clean(d) == clean {
+				continue
+			}
+			dirs = append(dirs, d)
+		}
+		set("PATH=" + strings.Join(dirs, string(filepath.ListSeparator)))
+	}
+	return out
+}
+
+// envValue returns the value of key in env, and whether it is set.
+func envValue(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ralphEnv returns the RALPH_* variables describing inv to the agent.
+func ralphEnv(inv Invocation) []string {
+	return []string{
+		"RALPH_MODE=" + inv.Mode,
+		"RALPH_ISSUE_ID=" + inv.IssueID,
+		"RALPH_ITERATION=" + strconv.Itoa(inv.Iteration),
+		"RALPH_ATTEMPT=" + strconv.Itoa(inv.Attempt),
+	}
+}

@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config carries what a backend may need when it is looked up. Each
+// backend reads the fields that concern it.
+type Config struct {
+	// AgentCmd is the command line of the command backend (--agent-cmd).
+	AgentCmd string
+	// Bin overrides the backend's executable (for tests and unusual
+	// installs); empty means the backend's default.
+	Bin string
+	// Now is the clock for reset times; time.Now when nil.
+	Now func() time.Time
+}
+
+// Option sets a field of Config.
+type Option func(*Config)
+
+// WithAgentCmd sets the command line of the command backend.
+func WithAgentCmd(line string) Option { return func(c *Config) { c.AgentCmd = line } }
+
+// WithBin overrides the backend's executable.
+func WithBin(path string) Option { return func(c *Config) { c.Bin = path } }
+
+// WithClock sets the clock used for reset times.
+func WithClock(now func() time.Time) Option { return func(c *Config) { c.Now = now } }
+
+// backendEntry is one registered backend.
+type backendEntry struct {
+	name string
+	make func(Config) (Backend, error)
+}
+
+// registry lists the backends. Adding a backend is one line here.
+func registry() []backendEntry {
+	return []backendEntry{
+		{"claude", func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
+		{"command", newCommandBackend},
+	}
+}
+
+func newCommandBackend(c Config) (Backend, error) {
+	if strings.TrimSpace(c.AgentCmd) == "" {
+		return nil, errNoCommandLine
+	}
+	return Command{Line: c.AgentCmd, Now: c.Now}, nil
+}
+
+// Lookup returns the backend called name, configured by opts. An unknown
+// name is an error that lists the valid ones.
+func Lookup(name string, opts ...Option) (Backend, error) {
+	var cfg Config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for _, e := range registry() {
+		if e.name == name {
+			b, err := e.make(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", name, err)
+			}
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown agent %q: choose one of %s", name, strings.Join(Names(), ", "))
+}
+
+// Names returns the names of all backends, sorted.
+func Names() []string {
+	var names []string
+	for _, e := range registry() {
+		names = append(names, e.name)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    []Option
+		want    string // backend name; empty when an error is expected
+		errText string
+	}{
+		{name: "claude", want: "claude"},
+		{name: "command", opts: []Option{WithAgentCmd("./agent.sh")}, want: "command"},
+		{name: "command", errText: "--agent-cmd"},
+		{name: "command", opts: []Option{WithAgentCmd("   ")}, errText: "--agent-cmd"},
+		{name: "gpt-9", errText: `unknown agent "gpt-9": choose one of claude, command`},
+		{name: "", errText: "choose one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+tt.errText, func(t *testing.T) {
+			is := is.New(t)
+			b, err := Lookup(tt.name, tt.opts...)
+			if tt.errText != "" {
+				is.True(err != nil)
+				is.True(strings.Contains(err.Error(), tt.errText)) // error names the fix
+				return
+			}
+			is.NoErr(err)
+			is.Equal(b.Name(), tt.want)
+			is.True(b.NewParser() != nil)
+		})
+	}
+}
+
+func TestLookupOptions(t *testing.T) {
+	is := is.New(t)
+	b, err := Lookup("claude", WithBin("/opt/claude"), WithClock(clock))
+	is.NoErr(err)
+	is.Equal(b.Binary(), "/opt/claude")
+	c, ok := b.(Claude)
+	is.True(ok)
+	is.Equal(c.Now(), fixedNow)
+
+	b, err = Lookup("command", WithAgentCmd("echo hi"))
+	is.NoErr(err)
+	is.Equal(b.Binary(), "sh")
+	spec, err := b.Command(Invocation{Mode: "build", IssueID: "bd-1", Iteration: 2, Attempt: 3, Prompt: "go"})
+	is.NoErr(err)
+	is.Equal(spec.Argv, []string{"sh", "-c", "echo hi"})
+	is.Equal(spec.Stdin, "go")
+	is.Equal(spec.Env, []string{"RALPH_MODE=build", "RALPH_ISSUE_ID=bd-1", "RALPH_ITERATION=2", "RALPH_ATTEMPT=3"})
+}
+
+func TestNames(t *testing.T) {
+	is := is.New(t)
+	names := Names()
+	is.Equal(names, []string{"claude", "command"})
+	for _, n := range names {
+		if n == "command" {
+			continue // needs a command line
+		}
+		b, err := Lookup(n)
+		is.NoErr(err)
+		is.Equal(b.Name(), n) // the registry name is the backend's name
+		_, hint := b.(InstallHinter)
+		is.True(hint) // every backend says how to install it
+	}
+}

@@ -1,0 +1,514 @@
+package beads
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTimeout is the per-call timeout a Client uses when its Timeout is
+// zero. Real bd answers in well under a second; the margin covers waiting
+// on the .beads lock while other bd processes (agents) write.
+const DefaultTimeout = 30 * time.Second
+
+// waitDelay bounds how long a call waits for bd's output pipes after its
+// process group was killed.
+const waitDelay = 2 * time.Second
+
+// Client runs the user's bd binary, one process per call. Every call
+// passes --json, runs under its own timeout in its own process group
+// (killed as a whole on timeout or cancellation), and fails on a non-zero
+// exit code. The zero value runs "bd" from PATH in the current directory;
+// a Client must not be copied after first use.
+type Client struct {
+	// Bin is the bd binary: a path, or a name looked up in PATH on every
+	// call. NewClient resolves it to an absolute path once.
+	Bin string
+	// Dir is the directory bd runs in; bd finds .beads/ from there. Empty
+	// means the current directory.
+	Dir string
+	// Env holds extra "KEY=value" entries added to the inherited
+	// environment, for example "BEADS_DIR=..." or "BD_JSON_ENVELOPE=1".
+	Env []string
+	// Timeout limits each call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Actor, when set, is passed as --actor, the name bd records in its
+	// audit trail and as the assignee of claims.
+	Actor string
+
+	calls atomic.Int64
+}
+
+// NewClient returns a Client for the bd binary bin (a name looked up in
+// PATH, or a path; "" means "bd"), resolved to an absolute path once,
+// running in dir. It returns a *NotInstalledError when bd is missing.
+func NewClient(bin, dir string) (*Client, error) {
+	path, err := LookPath(bin)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Bin: path, Dir: dir, Timeout: DefaultTimeout}, nil
+}
+
+// LookPath resolves bin (a name looked up in PATH, or a path; "" means
+// "bd") to an absolute path. It returns a *NotInstalledError, which names
+// the install routes, when there is no such executable.
+func LookPath(bin string) (string, error) {
+	if bin == "" {
+		bin = "bd"
+	}
+	p, err := exec.LookPath(bin)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return "", &NotInstalledError{Bin: bin, Err: err}
+		}
+		return "", fmt.Errorf("look up %s: %w", bin, err)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("look up %s: %w", bin, err)
+	}
+	return abs, nil
+}
+
+// Calls returns how many bd processes this Client has started.
+func (c *Client) Calls() int64 { return c.calls.Load() }
+
+// ReadyOptions selects the work bd ready returns.
+type ReadyOptions struct {
+	// Parent scopes the result to the descendants of this issue (an epic).
+	Parent string
+	// Limit caps the number of issues; zero means all of them (--limit 0),
+	// not bd's default of 100.
+	Limit int
+}
+
+// Ready returns the issues ready to work on, in bd's order (priority, then
+// newest first).
+func (c *Client) Ready(ctx context.Context, opts ReadyOptions) ([]Issue, error) {
+	if opts.Limit < 0 {
+		return nil, fmt.Errorf("bd ready: negative limit %d", opts.Limit)
+	}
+	args := []string{"ready", "--limit", strconv.Itoa(opts.Limit)}
+	if opts.Parent != "" {
+		if err := checkID(opts.Parent); err != nil {
+			return nil, fmt.Errorf("bd ready: %w", err)
+		}
+		args = append(args, "--parent", opts.Parent)
+	}
+	return c.issues(ctx, args)
+}
+
+// Show returns one issue with its dependencies as edges whose
+// DependsOnStatus is set.
+func (c *Client) Show(ctx context.Context, id string) (Issue, error) {
+	issues, err := c.ShowMany(ctx, id)
+	if err != nil {
+		return Issue{}, err
+	}
+	if len(issues) != 1 {
+		return Issue{}, fmt.Errorf("bd show %s: want one issue, got %d", id, len(issues))
+	}
+	return issues[0], nil
+}
+
+// ShowMany returns the issues with the given ids in one bd call. It fails
+// when any id is unknown. No ids means no call and no issues.
+func (c *Client) ShowMany(ctx context.Context, ids ...string) ([]Issue, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("bd show: %w", err)
+		}
+	}
+	return c.issues(ctx, append([]string{"show"}, ids...))
+}
+
+// ListOptions selects the issues bd list returns.
+type ListOptions struct {
+	// Status filters by stored status; bd accepts a comma-separated list.
+	// Empty means bd's default: every status but closed.
+	Status string
+	// All includes closed issues.
+	All bool
+}
+
+// List returns issues, all of them (--limit 0), in bd's order.
+func (c *Client) List(ctx context.Context, opts ListOptions) ([]Issue, error) {
+	args := []string{"list", "--limit", "0"}
+	if opts.Status != "" {
+		args = append(args, "--status", opts.Status)
+	}
+	if opts.All {
+		args = append(args, "--all")
+	}
+	return c.issues(ctx, args)
+}
+
+// Blocked returns the open issues that have open blockers, with BlockedBy
+// set.
+func (c *Client) Blocked(ctx context.Context) ([]Issue, error) {
+	return c.issues(ctx, []string{"blocked"})
+}
+
+// Stats returns the counts bd stats prints.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	args := []string{"stats"}
+	out, err := c.RunJSON(ctx, args...)
+	if err != nil {
+		return Stats{}, err
+	}
+	s, err := ParseStats(out)
+	if err != nil {
+		return Stats{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
+	}
+	return s, nil
+}
+
+// CreateOptions describes a new issue. Empty fields are left to bd's
+// defaults (type task, priority 2).
+type CreateOptions struct {
+	Title       string
+	Description string
+	Type        string
+	Priority    *int
+	Acceptance  string
+	Design      string
+	Notes       string
+	Labels      []string
+	// Parent makes the issue a child of this one (id "<parent>.N").
+	Parent string
+	// ID sets the issue id explicitly instead of a generated one.
+	ID string
+	// Deps are ids this issue depends on, as "id" (blocks) or "type:id".
+	Deps []string
+}
+
+// Create creates an issue and returns it as bd printed it.
+func (c *Client) Create(ctx context.Context, o CreateOptions) (Issue, error) {
+	if strings.TrimSpace(o.Title) == "" {
+		return Issue{}, errors.New("bd create: empty title")
+	}
+	args := []string{"create"}
+	if strings.HasPrefix(o.Title, "-") {
+		args = append(args, "--title", o.Title)
+	} else {
+		args = append(args, o.Title)
+	}
+	args = appendFlag(args, "--description", o.Description)
+	args = appendFlag(args, "--type", o.Type)
+	if o.Priority != nil {
+		args = append(args, "--priority", strconv.Itoa(*o.Priority))
+	}
+	args = appendFlag(args, "--acceptance", o.Acceptance)
+	args = appendFlag(args, "--design", o.Design)
+	args = appendFlag(args, "--notes", o.Notes)
+	if len(o.Labels) > 0 {
+		args = append(args, "--labels", strings.Join(o.Labels, ","))
+	}
+	args = appendFlag(args, "--parent", o.Parent)
+	args = appendFlag(args, "--id", o.ID)
+	if len(o.Deps) > 0 {
+		args = append(args, "--deps", strings.Join(o.Deps, ","))
+	}
+	out, err := c.RunJSON(ctx, args...)
+	if err != nil {
+		return Issue{}, err
+	}
+	is, err := ParseIssue(out)
+	if err != nil {
+		return Issue{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
+	}
+	return is, nil
+}
+
+// UpdateStatus sets an issue's status and returns the updated issue.
+func (c *Client) UpdateStatus(ctx context.Context, id, status string) (Issue, error) {
+	if status == "" {
+		return Issue{}, fmt.Errorf("bd update %s: empty status", id)
+	}
+	return c.one(ctx, id, false, "update", id, "--status", status)
+}
+
+// Claim atomically sets an issue in_progress with the actor as assignee.
+// A claim by another actor fails with an *ExitError.
+func (c *Client) Claim(ctx context.Context, id string) (Issue, error) {
+	return c.one(ctx, id, false, "update", id, "--claim")
+}
+
+// AppendNotes appends text to an issue's notes (bd joins with a newline);
+// it never replaces them.
+func (c *Client) AppendNotes(ctx context.Context, id, text string) (Issue, error) {
+	if text == "" {
+		return Issue{}, fmt.Errorf("bd update %s: empty note", id)
+	}
+	return c.one(ctx, id, false, "update", id, "--append-notes", text)
+}
+
+// Fields holds the issue fields Update sets; nil fields are left alone. A
+// pointer to "" clears a text field.
+type Fields struct {
+	Priority    *int
+	Type        *string
+	Acceptance  *string
+	Title       *string
+	Description *string
+	Design      *string
+}
+
+// Update replaces the given fields of an issue and returns the updated
+// issue. ralphd uses it to revert changes a mode may not make. Fields with
+// nothing set is an error, because bd would print no JSON.
+func (c *Client) Update(ctx context.Context, id string, f Fields) (Issue, error) {
+	args := []string{"update", id}
+	if f.Priority != nil {
+		args = append(args, "--priority", strconv.Itoa(*f.Priority))
+	}
+	for _, s := range []struct {
+		flag string
+		v    *string
+	}{
+		{"--type", f.Type},
+		{"--acceptance", f.Acceptance},
+		{"--title", f.Title},
+		{"--description", f.Description},
+		{"--design", f.Design},
+	} {
+		if s.v != nil {
+			args = append(args, s.flag, *s.v)
+		}
+	}
+	if len(args) == 2 {
+		return Issue{}, fmt.Errorf("bd update %s: no fields to change", id)
+	}
+	return c.one(ctx, id, false, args...)
+}
+
+// Close closes an issue with a reason and returns it. bd refuses, with an
+// *ExitError, to close an issue that has open blockers.
+func (c *Client) Close(ctx context.Context, id, reason string) (Issue, error) {
+	args := []string{"close", id}
+	args = appendFlag(args, "--reason", reason)
+	return c.one(ctx, id, false, args...)
+}
+
+// Reopen reopens a closed issue, with an optional reason, and returns it.
+// Reopening an open issue succeeds; bd then prints no issue, so Reopen
+// reads it with show.
+func (c *Client) Reopen(ctx context.Context, id, reason string) (Issue, error) {
+	args := []string{"reopen", id}
+	args = appendFlag(args, "--reason", reason)
+	return c.one(ctx, id, true, args...)
+}
+
+// DepAdd records that issueID depends on dependsOnID, so dependsOnID
+// blocks issueID when depType is "" or DepBlocks.
+func (c *Client) DepAdd(ctx context.Context, issueID, dependsOnID, depType string) error {
+	args := []string{"dep", "add", issueID, dependsOnID}
+	args = appendFlag(args, "--type", depType)
+	return c.noResult(ctx, []string{issueID, dependsOnID}, args)
+}
+
+// DepRemove removes the dependency of issueID on dependsOnID.
+func (c *Client) DepRemove(ctx context.Context, issueID, dependsOnID string) error {
+	return c.noResult(ctx, []string{issueID, dependsOnID}, []string{"dep", "remove", issueID, dependsOnID})
+}
+
+// LabelAdd adds a label to an issue.
+func (c *Client) LabelAdd(ctx context.Context, id, label string) error {
+	if err := checkLabel(label); err != nil {
+		return fmt.Errorf("bd label add: %w", err)
+	}
+	return c.noResult(ctx, []string{id}, []string{"label", "add", id, label})
+}
+
+// LabelRemove removes a label from an issue.
+func (c *Client) LabelRemove(ctx context.Context, id, label string) error {
+	if err := checkLabel(label); err != nil {
+		return fmt.Errorf("bd label remove: %w", err)
+	}
+	return c.noResult(ctx, []string{id}, []string{"label", "remove", id, label})
+}
+
+// RunJSON runs bd with args and --json (plus --actor when set) and returns
+// its stdout. It fails with a typed error when bd is missing, times out,
+// is cancelled or exits non-zero; it does not look at the output.
+func (c *Client) RunJSON(ctx context.Context, args ...string) ([]byte, error) {
+	argv := jsonArgs(args)
+	if c.Actor != "" {
+		argv = append([]string{"--actor", c.Actor}, argv...)
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	bin := c.Bin
+	if bin == "" {
+		bin = "bd"
+	}
+	cmd := exec.CommandContext(callCtx, bin, argv...)
+	cmd.Dir = c.Dir
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	setProcessGroup(cmd)
+	cmd.WaitDelay = waitDelay
+
+	if err := cmd.Start(); err != nil {
+		return nil, c.startError(bin, argv, err)
+	}
+	c.calls.Add(1)
+	err := cmd.Wait()
+	if err == nil {
+		return stdout.Bytes(), nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if cause := context.Cause(ctx); cause != nil && cause != ctxErr {
+			return nil, fmt.Errorf("%s: %w: %w", commandLine(argv), ctxErr, cause)
+		}
+		return nil, fmt.Errorf("%s: %w", commandLine(argv), ctxErr)
+	}
+	// ErrWaitDelay after a clean exit means that something bd started kept
+	// its output open after bd had exited; bd's own output is complete.
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() && callCtx.Err() == nil {
+		return stdout.Bytes(), nil
+	}
+	if callCtx.Err() != nil {
+		return nil, &TimeoutError{Args: argv, Timeout: timeout}
+	}
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) {
+		return nil, fmt.Errorf("%s: %w", commandLine(argv), err)
+	}
+	msg, ok := ParseErrorObject(stdout.Bytes())
+	if !ok {
+		msg, _ = ParseErrorObject(stderr.Bytes())
+	}
+	ee := &ExitError{Args: argv, Code: xe.ExitCode(), Stderr: trimStderr(stderr.String()), Message: msg}
+	if strings.Contains(stderr.String(), "no beads database found") ||
+		strings.Contains(msg, "no beads database found") {
+		return nil, &NotInitializedError{Dir: c.Dir, Err: ee}
+	}
+	return nil, ee
+}
+
+// startError classifies a failure to start bd.
+func (c *Client) startError(bin string, argv []string, err error) error {
+	if c.Dir != "" {
+		if _, serr := os.Stat(c.Dir); serr != nil {
+			return fmt.Errorf("%s: working directory: %w", commandLine(argv), serr)
+		}
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return &NotInstalledError{Bin: bin, Err: err}
+	}
+	return fmt.Errorf("%s: start: %w", commandLine(argv), err)
+}
+
+// issues runs a command that prints an issue array and parses it.
+func (c *Client) issues(ctx context.Context, args []string) ([]Issue, error) {
+	out, err := c.RunJSON(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	issues, err := ParseIssues(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
+	}
+	return issues, nil
+}
+
+// one runs a mutation of issue id that prints the changed issue in an
+// array. When showIfEmpty is set and bd printed no issue, it reads the
+// issue with show instead.
+func (c *Client) one(ctx context.Context, id string, showIfEmpty bool, args ...string) (Issue, error) {
+	if err := checkID(id); err != nil {
+		return Issue{}, fmt.Errorf("bd %s: %w", args[0], err)
+	}
+	out, err := c.RunJSON(ctx, args...)
+	if err != nil {
+		return Issue{}, err
+	}
+	if showIfEmpty && len(bytes.TrimSpace(out)) == 0 {
+		return c.Show(ctx, id)
+	}
+	issues, err := ParseIssues(out)
+	if err != nil {
+		return Issue{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
+	}
+	switch {
+	case len(issues) == 1:
+		return issues[0], nil
+	case len(issues) == 0 && showIfEmpty:
+		return c.Show(ctx, id)
+	}
+	return Issue{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)),
+		newBadJSON(out, "want one issue, got %d", len(issues)))
+}
+
+// noResult runs a mutation whose output ralphd does not need, after
+// checking the issue ids among its operands.
+func (c *Client) noResult(ctx context.Context, ids, args []string) error {
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return fmt.Errorf("bd %s: %w", strings.Join(args[:2], " "), err)
+		}
+	}
+	_, err := c.RunJSON(ctx, args...)
+	return err
+}
+
+// checkID rejects an issue id bd would misread: empty, or starting with
+// "-" (a flag).
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty issue id")
+	case strings.HasPrefix(id, "-"):
+		return fmt.Errorf("invalid issue id %q: starts with '-'", id)
+	}
+	return nil
+}
+
+// checkLabel rejects a label bd would misread: empty, or starting with
+// "-" (a flag).
+func checkLabel(l string) error {
+	switch {
+	case strings.TrimSpace(l) == "":
+		return errors.New("empty label")
+	case strings.HasPrefix(l, "-"):
+		return fmt.Errorf("invalid label %q: starts with '-'", l)
+	}
+	return nil
+}
+
+// appendFlag appends "flag value" when value is not empty. bd's flag
+// parser takes the next argument as the value even when it starts with
+// "-".
+func appendFlag(args []string, flag, value string) []string {
+	if value == "" {
+		return args
+	}
+	return append(args, flag, value)
+}
+
+// jsonArgs returns args with --json appended, in a new slice.
+func jsonArgs(args []string) []string {
+	return append(append(make([]string, 0, len(args)+1), args...), "--json")
+}

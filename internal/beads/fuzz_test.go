@@ -1,0 +1,135 @@
+package beads_test
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// addFixtureSeeds seeds f with the stdout and stderr of every fixture and
+// with a few hand-made edge cases.
+func addFixtureSeeds(f *testing.F) {
+	f.Helper()
+	for _, fx := range loadFixtures(f) {
+		f.Add(fx.Stdout)
+		if len(fx.Stderr) > 0 {
+			f.Add(fx.Stderr)
+		}
+	}
+	for _, s := range []string{
+		``, `[]`, `{}`, `null`, `[null]`, `{"data":null,"schema_version":1}`,
+		`[{"id":"a","priority":"P1","dependencies":[{"id":"b","dependency_type":"parent-child","status":"open"}]}]`,
+		`[{"id":"a","priority":1,"blocked_by":[{"id":"b"},"c"]}]`,
+		`{"error":{"message":"x"}}`, `{"summary":{"total_issues":1e400}}`,
+	} {
+		f.Add([]byte(s))
+	}
+}
+
+// checkParseError checks that a parser error is one of the typed ones and
+// that a BadJSONError keeps exactly the head of the input.
+func checkParseError(t *testing.T, data []byte, err error) {
+	t.Helper()
+	var bj *beads.BadJSONError
+	var re *beads.ReportedError
+	switch {
+	case errors.As(err, &bj):
+		n := min(len(data), beads.HeadLen)
+		if bj.Head != string(data[:n]) || bj.Len != len(data) {
+			t.Fatalf("BadJSONError head %q, len %d; input %q", bj.Head, bj.Len, data)
+		}
+		_ = err.Error()
+	case errors.As(err, &re):
+		if msg, ok := beads.ParseErrorObject(data); !ok || msg != re.Message {
+			t.Fatalf("ReportedError %q, but ParseErrorObject says %q, %v", re.Message, msg, ok)
+		}
+	default:
+		t.Fatalf("untyped error %T: %v", err, err)
+	}
+}
+
+// checkIssue checks the invariants of a parsed issue.
+func checkIssue(t *testing.T, i beads.Issue) {
+	t.Helper()
+	if i.ID == "" {
+		t.Fatal("issue without id")
+	}
+	for _, d := range i.Dependencies {
+		if d.DependsOnID == "" || d.IssueID == "" {
+			t.Fatalf("dependency without ids: %+v", d)
+		}
+	}
+}
+
+func FuzzParseIssues(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		issues, err := beads.ParseIssues(data)
+		if err != nil {
+			checkParseError(t, data, err)
+			return
+		}
+		for _, i := range issues {
+			checkIssue(t, i)
+		}
+		// Parsing is deterministic and does not depend on the input
+		// buffer after it returns.
+		cp := bytes.Clone(data)
+		again, err := beads.ParseIssues(cp)
+		for k := range cp {
+			cp[k] = 0
+		}
+		if err != nil || !reflect.DeepEqual(issues, again) {
+			t.Fatalf("second parse differs: %v", err)
+		}
+	})
+}
+
+func FuzzParseIssue(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		issue, err := beads.ParseIssue(data)
+		if err != nil {
+			checkParseError(t, data, err)
+			return
+		}
+		checkIssue(t, issue)
+		// Whatever is one issue is also a list of exactly that issue.
+		list, err := beads.ParseIssues(data)
+		if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0], issue) {
+			t.Fatalf("ParseIssues disagrees with ParseIssue: %v, %d issues", err, len(list))
+		}
+	})
+}
+
+func FuzzParseStats(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := beads.ParseStats(data)
+		if err != nil {
+			checkParseError(t, data, err)
+		}
+	})
+}
+
+func FuzzParseErrorObject(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, ok := beads.ParseErrorObject(data)
+		if !ok {
+			if msg != "" {
+				t.Fatalf("message %q without ok", msg)
+			}
+			return
+		}
+		// An error object is never taken for issues.
+		_, err := beads.ParseIssues(data)
+		var re *beads.ReportedError
+		if !errors.As(err, &re) || re.Message != msg {
+			t.Fatalf("ParseIssues on an error object: %v", err)
+		}
+	})
+}

@@ -1,0 +1,90 @@
+package beads
+
+import "time"
+
+// Status values bd 1.0.5 knows (see `bd statuses --json`).
+const (
+	StatusOpen       = "open"
+	StatusInProgress = "in_progress"
+	StatusBlocked    = "blocked"
+	StatusDeferred   = "deferred"
+	StatusClosed     = "closed"
+	StatusPinned     = "pinned"
+	StatusHooked     = "hooked"
+)
+
+// Dependency type values. DepBlocks is the only type that keeps an issue
+// out of `bd ready`.
+const (
+	DepBlocks      = "blocks"
+	DepParentChild = "parent-child"
+)
+
+// Issue is one beads issue, with every field ralphd reads. Field names follow
+// bd 1.0.5's JSON output as recorded in the contract fixtures. Fields bd
+// omits when empty are zero here.
+type Issue struct {
+	ID                 string
+	Title              string
+	Description        string
+	Design             string
+	AcceptanceCriteria string
+	Notes              string
+	Status             string
+	Priority           int
+	IssueType          string
+	Assignee           string
+	Owner              string
+	CreatedBy          string
+	CloseReason        string
+	Parent             string // `parent` in list/ready items; else the target of a parent-child dependency
+	Labels             []string
+
+	// Dependencies are the issues this one depends on. bd prints them as raw
+	// edges in `list`/`ready` and as full issue objects in `show`; both are
+	// normalised to edges here.
+	Dependencies []Dependency
+
+	DependencyCount int
+	DependentCount  int
+	CommentCount    int
+	BlockedBy       []string // only in `blocked` items
+
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	StartedAt  time.Time
+	ClosedAt   time.Time
+	DeferUntil time.Time
+}
+
+// Dependency is one edge: IssueID depends on DependsOnID. In the `blocks`
+// type that means DependsOnID blocks IssueID.
+type Dependency struct {
+	IssueID     string
+	DependsOnID string
+	Type        string
+	// DependsOnStatus is the status of DependsOnID when bd reported it
+	// (`show` does; `list` does not).
+	DependsOnStatus string
+}
+
+// HasLabel reports whether the issue carries label l.
+func (i Issue) HasLabel(l string) bool {
+	for _, x := range i.Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats is the summary `bd stats --json` prints.
+type Stats struct {
+	Total      int
+	Open       int
+	InProgress int
+	Blocked    int
+	Closed     int
+	Deferred   int
+	Ready      int
+}

@@ -1,0 +1,445 @@
+// Package config resolves ralphd's effective configuration from layered
+// sources and remembers where each value came from.
+//
+// The order, highest first: command-line flags, RALPH_* environment
+// variables, the project's .ralph/config.json, the global
+// <XDG config home>/ralph/config.json, and built-in defaults. Every key is
+// declared once, in fields, which drives flag registration, environment
+// names, file validation and `ralphd config`.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type kind int
+
+const (
+	kindString kind = iota
+	kindInt
+	kindBool
+	kindDuration
+	kindFloat
+)
+
+func (k kind) String() string {
+	return [...]string{"string", "integer", "boolean", "duration", "number"}[k]
+}
+
+// Field declares one configuration key.
+type Field struct {
+	Key     string   // the key in config.json, e.g. "iteration_timeout"
+	Flag    string   // the command-line flag name, e.g. "iteration-timeout"
+	Env     string   // the environment variable, e.g. "RALPH_ITERATION_TIMEOUT"
+	Default string   // the default, as text
+	Help    string   // one line of help
+	Allowed []string // the allowed values, for enumerations
+	Min     float64  // the smallest allowed number, for numeric kinds
+	kind    kind
+}
+
+// Kind names the field's value type, for messages.
+func (f Field) Kind() string { return f.kind.String() }
+
+func field(key string, k kind, def, help string, allowed ...string) Field {
+	return Field{
+		Key:     key,
+		Flag:    strings.ReplaceAll(key, "_", "-"),
+		Env:     "RALPH_" + strings.ToUpper(key),
+		Default: def,
+		Help:    help,
+		Allowed: allowed,
+		kind:    k,
+	}
+}
+
+// Fields returns every configuration key ralphd knows, in display order.
+func Fields() []Field {
+	return []Field{
+		field("agent", kindString, "claude", "agent backend", "claude", "command", "codex", "opencode", "gemini", "amp"),
+		field("agent_cmd", kindString, "", "command line for the `command` agent backend, run with sh -c (implies agent=command)"),
+		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
+		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
+		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
+		field("max_stuck", kindInt, "3", "failed attempts before an issue is marked STUCK and skipped"),
+		field("iteration_timeout", kindDuration, "45m", "wall-clock limit for one agent run"),
+		field("stop_grace", kindDuration, "30s", "time between SIGTERM and SIGKILL when stopping an agent"),
+		field("log", kindBool, "false", "write a JSONL run log to the state dir"),
+		field("log_retention", kindInt, "10", "how many run logs to keep"),
+		field("prompt_dir", kindString, "", "directory with PROMPT_build.md / PROMPT_plan.md overrides (default .ralph/)"),
+		field("verify", kindString, "", "verification command run after every BUILD iteration, with sh -c"),
+		field("verify_timeout", kindDuration, "10m", "wall-clock limit for the verification command"),
+		field("error_fingerprint_repeats", kindInt, "2", "same-error repeats on one issue before the strategy shifts"),
+		field("no_progress_repeats", kindInt, "2", "no-progress repeats on one issue before the strategy shifts"),
+		field("max_cost_usd", kindFloat, "0", "stop the run once its summed agent cost reaches this (0: no cap)"),
+		field("run_timeout", kindDuration, "0s", "wall-clock limit for the whole run (0: none)"),
+		field("failure_branches", kindBool, "true", "commit a hard-stopped issue's work to a wip/ralph-fail-* branch"),
+		field("push_failure_branches", kindBool, "false", "push failure branches to origin"),
+		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
+		field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning"),
+		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
+		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
+		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
+	}
+}
+
+func lookupField(key string) (Field, bool) {
+	for _, f := range Fields() {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Error is a configuration error: a bad key or value in a named source.
+// It maps to the usage exit code.
+type Error struct {
+	Source string // "flag --x", "env RALPH_X", or a file path
+	Key    string
+	Msg    string
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s: %s", e.Source, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.Source, e.Key, e.Msg)
+}
+
+// Config is the effective configuration.
+type Config struct {
+	Agent                   string
+	AgentCmd                string
+	Model                   string
+	BD                      string
+	Scope                   string
+	MaxStuck                int
+	IterationTimeout        time.Duration
+	StopGrace               time.Duration
+	Log                     bool
+	LogRetention            int
+	PromptDir               string
+	Verify                  string
+	VerifyTimeout           time.Duration
+	ErrorFingerprintRepeats int
+	NoProgressRepeats       int
+	MaxCostUSD              float64
+	RunTimeout              time.Duration
+	FailureBranches         bool
+	PushFailureBranches     bool
+	AllowDirty              bool
+	BuildBatch              int
+	PlanEvery               int
+	Poll                    time.Duration
+	QuotaBackoffMax         time.Duration
+
+	values  map[string]string // effective raw values
+	sources map[string]string // where each came from
+}
+
+// Source says where the effective value of key came from: "default",
+// a file path, "env RALPH_X" or "flag --x".
+func (c *Config) Source(key string) string { return c.sources[key] }
+
+// Value returns the effective value of key as text.
+func (c *Config) Value(key string) string { return c.values[key] }
+
+// Loader holds the inputs Load layers together.
+type Loader struct {
+	GlobalFile  string              // <XDG config home>/ralph/config.json; may not exist
+	ProjectFile string              // <project>/.ralph/config.json; may not exist
+	Getenv      func(string) string // the environment
+	Flags       *flag.FlagSet       // parsed flags registered with BindFlags; may be nil
+}
+
+// BindFlags registers a flag on fs for each named key (all keys when none
+// are named). Load reads back only the flags the user set.
+func BindFlags(fs *flag.FlagSet, keys ...string) {
+	want := map[string]bool{}
+	for _, k := range keys {
+		want[k] = true
+	}
+	for _, f := range Fields() {
+		if len(keys) > 0 && !want[f.Key] {
+			continue
+		}
+		help := f.Help
+		if len(f.Allowed) > 0 {
+			help += " (" + strings.Join(f.Allowed, ", ") + ")"
+		}
+		help += fmt.Sprintf(" [env %s]", f.Env)
+		if f.kind == kindBool {
+			def, _ := strconv.ParseBool(f.Default)
+			fs.Bool(f.Flag, def, help)
+			continue
+		}
+		fs.String(f.Flag, f.Default, help)
+	}
+}
+
+// Load resolves the effective configuration.
+func Load(l Loader) (*Config, error) {
+	c := &Config{values: map[string]string{}, sources: map[string]string{}}
+	for _, f := range Fields() {
+		c.values[f.Key] = f.Default
+		c.sources[f.Key] = "default"
+	}
+	for _, path := range []string{l.GlobalFile, l.ProjectFile} {
+		if path == "" {
+			continue
+		}
+		if err := c.loadFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if l.Getenv != nil {
+		for _, f := range Fields() {
+			if v := l.Getenv(f.Env); v != "" {
+				if err := c.set(f, v, "env "+f.Env); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if l.Flags != nil {
+		var err error
+		l.Flags.Visit(func(fl *flag.Flag) {
+			f, ok := flagField(fl.Name)
+			if !ok || err != nil {
+				return
+			}
+			err = c.set(f, fl.Value.String(), "flag --"+fl.Name)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// An agent command line means the command backend, unless the agent
+	// was chosen explicitly at a higher or equal layer.
+	if c.values["agent_cmd"] != "" && c.sources["agent"] == "default" {
+		c.values["agent"] = "command"
+		c.sources["agent"] = c.sources["agent_cmd"] + " (implied)"
+	}
+	if err := c.decode(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func flagField(name string) (Field, bool) {
+	for _, f := range Fields() {
+		if f.Flag == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+func (c *Config) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return &Error{Source: path, Msg: "not a JSON object: " + err.Error() + "; fix the file or remove it"}
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := lookupField(k)
+		if !ok {
+			return &Error{Source: path, Key: k, Msg: "unknown key; known keys: " + strings.Join(knownKeys(), ", ")}
+		}
+		v, err := jsonText(f, raw[k])
+		if err != nil {
+			return &Error{Source: path, Key: k, Msg: err.Error()}
+		}
+		if err := c.set(f, v, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func knownKeys() []string {
+	var ks []string
+	for _, f := range Fields() {
+		ks = append(ks, f.Key)
+	}
+	return ks
+}
+
+// jsonText turns a JSON value into the text form set() validates.
+func jsonText(f Field, raw json.RawMessage) (string, error) {
+	switch f.kind {
+	case kindBool:
+		var b bool
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return "", fmt.Errorf("want true or false, got %s", raw)
+		}
+		return strconv.FormatBool(b), nil
+	case kindInt, kindFloat:
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return "", fmt.Errorf("want a %s, got %s", f.kind, raw)
+		}
+		return n.String(), nil
+	case kindDuration:
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return s, nil
+		}
+		var secs float64
+		if err := json.Unmarshal(raw, &secs); err != nil {
+			return "", fmt.Errorf("want a duration such as \"45m\" or a number of seconds, got %s", raw)
+		}
+		return (time.Duration(secs * float64(time.Second))).String(), nil
+	default:
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("want a string, got %s", raw)
+		}
+		return s, nil
+	}
+}
+
+// set validates v for f and records it with its source.
+func (c *Config) set(f Field, v, source string) error {
+	bad := func(msg string) error { return &Error{Source: source, Key: f.Key, Msg: msg} }
+	switch f.kind {
+	case kindBool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad(fmt.Sprintf("want true or false, got %q", v))
+		}
+		v = strconv.FormatBool(b)
+	case kindInt:
+		n, err := strconv.Atoi(v)
+		if err != nil || float64(n) < f.Min {
+			return bad(fmt.Sprintf("want a whole number >= %g, got %q", f.Min, v))
+		}
+	case kindFloat:
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n < f.Min {
+			return bad(fmt.Sprintf("want a number >= %g, got %q", f.Min, v))
+		}
+	case kindDuration:
+		d, err := parseDuration(v)
+		if err != nil || d < 0 {
+			return bad(fmt.Sprintf("want a duration such as 90s, 45m or 2h, got %q", v))
+		}
+	}
+	if len(f.Allowed) > 0 {
+		ok := false
+		for _, a := range f.Allowed {
+			ok = ok || a == v
+		}
+		if !ok {
+			return bad(fmt.Sprintf("%q is not allowed; use one of: %s", v, strings.Join(f.Allowed, ", ")))
+		}
+	}
+	c.values[f.Key] = v
+	c.sources[f.Key] = source
+	return nil
+}
+
+// parseDuration accepts Go durations and plain numbers of seconds.
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	return time.ParseDuration(v)
+}
+
+// decode copies validated raw values into the typed fields.
+func (c *Config) decode() error {
+	str := func(k string) string { return c.values[k] }
+	num := func(k string) int { n, _ := strconv.Atoi(c.values[k]); return n }
+	flt := func(k string) float64 { n, _ := strconv.ParseFloat(c.values[k], 64); return n }
+	boo := func(k string) bool { b, _ := strconv.ParseBool(c.values[k]); return b }
+	dur := func(k string) time.Duration { d, _ := parseDuration(c.values[k]); return d }
+	c.Agent = str("agent")
+	c.AgentCmd = str("agent_cmd")
+	c.Model = str("model")
+	c.BD = str("bd")
+	c.Scope = str("scope")
+	c.MaxStuck = num("max_stuck")
+	c.IterationTimeout = dur("iteration_timeout")
+	c.StopGrace = dur("stop_grace")
+	c.Log = boo("log")
+	c.LogRetention = num("log_retention")
+	c.PromptDir = str("prompt_dir")
+	c.Verify = str("verify")
+	c.VerifyTimeout = dur("verify_timeout")
+	c.ErrorFingerprintRepeats = num("error_fingerprint_repeats")
+	c.NoProgressRepeats = num("no_progress_repeats")
+	c.MaxCostUSD = flt("max_cost_usd")
+	c.RunTimeout = dur("run_timeout")
+	c.FailureBranches = boo("failure_branches")
+	c.PushFailureBranches = boo("push_failure_branches")
+	c.AllowDirty = boo("allow_dirty")
+	c.BuildBatch = num("build_batch")
+	c.PlanEvery = num("plan_every")
+	c.Poll = dur("poll")
+	c.QuotaBackoffMax = dur("quota_backoff_max")
+	switch {
+	case c.Agent == "command" && c.AgentCmd == "":
+		return &Error{Source: c.sources["agent"], Key: "agent", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
+	case c.MaxStuck < 1:
+		return &Error{Source: c.sources["max_stuck"], Key: "max_stuck", Msg: "must be at least 1"}
+	case c.IterationTimeout <= 0:
+		return &Error{Source: c.sources["iteration_timeout"], Key: "iteration_timeout", Msg: "must be greater than 0"}
+	case c.Poll <= 0:
+		return &Error{Source: c.sources["poll"], Key: "poll", Msg: "must be greater than 0"}
+	case c.BuildBatch < 1:
+		return &Error{Source: c.sources["build_batch"], Key: "build_batch", Msg: "must be at least 1"}
+	case c.LogRetention < 1:
+		return &Error{Source: c.sources["log_retention"], Key: "log_retention", Msg: "must be at least 1"}
+	}
+	return nil
+}
+
+// Entry is one line of the effective configuration.
+type Entry struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// Entries lists every key with its effective value and source.
+func (c *Config) Entries() []Entry {
+	var es []Entry
+	for _, f := range Fields() {
+		es = append(es, Entry{Key: f.Key, Value: c.values[f.Key], Source: c.sources[f.Key]})
+	}
+	return es
+}
+
+// WriteTable prints the effective configuration, one key per line, with
+// where each value came from.
+func (c *Config) WriteTable(w io.Writer) {
+	for _, e := range c.Entries() {
+		v := e.Value
+		if v == "" {
+			v = `""`
+		}
+		fmt.Fprintf(w, "%-26s %-12s %s\n", e.Key, v, e.Source)
+	}
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+func writeFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLayering(t *testing.T) {
+	dir := t.TempDir()
+	global := writeFile(t, dir, "global.json", `{"max_stuck": 5, "iteration_timeout": "10m", "log": true, "model": "g"}`)
+	project := writeFile(t, dir, "project.json", `{"max_stuck": 4, "verify": "go test ./...", "model": "p"}`)
+
+	tests := []struct {
+		name      string
+		env       map[string]string
+		flags     []string
+		key, want string
+		source    string
+	}{
+		{"default", nil, nil, "poll", "60s", "default"},
+		{"global file", nil, nil, "iteration_timeout", "10m", global},
+		{"project beats global", nil, nil, "max_stuck", "4", project},
+		{"env beats project", map[string]string{"RALPH_MAX_STUCK": "7"}, nil, "max_stuck", "7", "env RALPH_MAX_STUCK"},
+		{"flag beats env", map[string]string{"RALPH_MAX_STUCK": "7"}, []string{"--max-stuck", "9"}, "max_stuck", "9", "flag --max-stuck"},
+		{"bool env", map[string]string{"RALPH_LOG": "0"}, nil, "log", "false", "env RALPH_LOG"},
+		{"bool flag", nil, []string{"--log"}, "log", "true", "flag --log"},
+		{"empty env is unset", map[string]string{"RALPH_MODEL": ""}, nil, "model", "p", project},
+		{"agent_cmd implies command", nil, []string{"--agent-cmd", "true"}, "agent", "command", "flag --agent-cmd (implied)"},
+		{"explicit agent wins over implication", map[string]string{"RALPH_AGENT": "claude"}, []string{"--agent-cmd", "true"}, "agent", "claude", "env RALPH_AGENT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			BindFlags(fs)
+			is.NoErr(fs.Parse(tt.flags))
+			c, err := Load(Loader{GlobalFile: global, ProjectFile: project, Getenv: envOf(tt.env), Flags: fs})
+			is.NoErr(err)
+			is.Equal(c.Value(tt.key), tt.want)   // effective value
+			is.Equal(c.Source(tt.key), tt.source) // provenance
+		})
+	}
+}
+
+func TestTypedValues(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	p := writeFile(t, dir, "c.json", `{"iteration_timeout": 90, "max_cost_usd": 2.5, "failure_branches": false}`)
+	c, err := Load(Loader{ProjectFile: p})
+	is.NoErr(err)
+	is.Equal(c.IterationTimeout, 90*time.Second) // a number is seconds
+	is.Equal(c.MaxCostUSD, 2.5)
+	is.Equal(c.FailureBranches, false)
+	is.Equal(c.MaxStuck, 3) // default
+	is.Equal(c.Agent, "claude")
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		file     string
+		env      map[string]string
+		wantKey  string
+		contains string
+	}{
+		{"unknown key", `{"max_stuk": 3}`, nil, "max_stuk", "unknown key; known keys: agent,"},
+		{"bad type", `{"max_stuck": "three"}`, nil, "max_stuck", "want a integer"},
+		{"bad enum", `{"agent": "gpt"}`, nil, "agent", `"gpt" is not allowed; use one of: claude, command`},
+		{"bad duration env", ``, map[string]string{"RALPH_ITERATION_TIMEOUT": "soon"}, "iteration_timeout", "want a duration"},
+		{"zero stuck", `{"max_stuck": 0}`, nil, "max_stuck", "at least 1"},
+		{"command without cmd", `{"agent": "command"}`, nil, "agent", "needs agent_cmd"},
+		{"not an object", `[1,2]`, nil, "", "not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := ""
+			if tt.file != "" {
+				p = writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "_")+".json", tt.file)
+			}
+			_, err := Load(Loader{ProjectFile: p, Getenv: envOf(tt.env)})
+			var ce *Error
+			is.True(errors.As(err, &ce)) // a config error, mapped to exit 2
+			is.Equal(ce.Key, tt.wantKey)
+			is.True(strings.Contains(err.Error(), tt.contains)) // says what is allowed
+			if p != "" && tt.env == nil {
+				is.True(strings.Contains(err.Error(), p)) // names the file
+			}
+		})
+	}
+}
+
+func TestMissingFilesAreFine(t *testing.T) {
+	is := is.New(t)
+	c, err := Load(Loader{GlobalFile: "/nonexistent/a.json", ProjectFile: "/nonexistent/b.json"})
+	is.NoErr(err)
+	is.Equal(len(c.Entries()), len(Fields()))
+}
+
+func FuzzLoadFile(f *testing.F) {
+	f.Add(`{"max_stuck": 4}`)
+	f.Add(`{"iteration_timeout": "1h", "log": true}`)
+	f.Add(`{"agent": "command", "agent_cmd": "x"}`)
+	f.Add(`nonsense`)
+	f.Fuzz(func(t *testing.T, body string) {
+		p := filepath.Join(t.TempDir(), "c.json")
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(Loader{ProjectFile: p})
+		if err == nil && c.MaxStuck < 1 {
+			t.Fatalf("accepted max_stuck %d", c.MaxStuck)
+		}
+	})
+}

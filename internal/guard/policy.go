@@ -1,0 +1,332 @@
+package guard
+
+import (
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// Rule IDs. Every Decision names one of them.
+const (
+	RulePlanAll     = "plan-all"
+	RuleUnknownMode = "unknown-mode"
+
+	RuleRead     = "build-read"
+	RuleCreate   = "build-create"
+	RuleUpdate   = "build-update"
+	RuleNote     = "build-note"
+	RuleLabelAdd = "build-label-add"
+	RuleDepAdd   = "build-dep-add"
+	RuleClose    = "build-close"
+	RuleReopen   = "build-reopen"
+
+	RuleDelete         = "build-delete"
+	RuleDepRemove      = "build-dep-remove"
+	RulePriority       = "build-priority"
+	RuleType           = "build-type"
+	RuleAcceptance     = "build-acceptance"
+	RuleTitle          = "build-title"
+	RuleStatusClosed   = "build-status-closed"
+	RuleStatus         = "build-status"
+	RuleLabelRemove    = "build-label-remove"
+	RuleParent         = "build-parent"
+	RuleSchedule       = "build-schedule"
+	RuleUpdateField    = "build-update-field"
+	RuleCreateFlag     = "build-create-flag"
+	RuleCycleCheck     = "build-cycle-check"
+	RuleCloseReason    = "build-close-reason"
+	RuleCloseForce     = "build-close-force"
+	RuleEdit           = "build-edit"
+	RuleRaw            = "build-raw"
+	RuleNotAllowed     = "build-not-allowed"
+	RuleUnknownCommand = "build-unknown-command"
+	RuleUnknownFlag    = "build-unknown-flag"
+	RuleFlag           = "build-flag"
+	RuleBadArgv        = "build-bad-argv"
+	RuleDynamic        = "build-dynamic"
+)
+
+// Rule is one named rule of the policy: why a call is allowed or refused,
+// and for a refusal, what the agent should do instead.
+type Rule struct {
+	ID      string
+	Reason  string
+	Instead string
+}
+
+// noteInstead is the standard way for BUILD to ask PLANNING for a change.
+const noteInstead = "add a note with `bd update <id> --append-notes \"…\"` saying what should change and why, " +
+	"or create a blocking issue (`bd create \"…\"` then `bd dep add <id> <new-id>`); PLANNING will review it"
+
+// rules holds every rule. It is the single source of the reasons and advice
+// that refusals, `ralphd policy` and the README print.
+var rules = []Rule{
+	{RulePlanAll, "PLANNING may run any bd command", ""},
+	{RuleUnknownMode, "the guard's mode is neither build nor plan, so every call is refused",
+		"run the agent through ralphd, which sets " + EnvMode + " to build or plan"},
+
+	{RuleRead, "read-only commands are always allowed", ""},
+	{RuleCreate, "BUILD may create issues; PLANNING reviews new issues", ""},
+	{RuleUpdate, "BUILD may set status (open, in_progress, blocked), notes, description, design, " +
+		"assignee and claim, and add labels", ""},
+	{RuleNote, "BUILD may add notes and comments", ""},
+	{RuleLabelAdd, "BUILD may add labels", ""},
+	{RuleDepAdd, "BUILD may add dependencies", ""},
+	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", ""},
+	{RuleReopen, "BUILD may reopen issues", ""},
+
+	{RuleDelete, "deleting issues is PLANNING's power",
+		"if the issue is obsolete or a duplicate, add a note with `bd update <id> --append-notes \"…\"` " +
+			"saying why; PLANNING will review it"},
+	{RuleDepRemove, "removing dependencies is PLANNING's power",
+		"if a dependency is wrong, add a note with `bd update <id> --append-notes \"…\"` saying why; " +
+			"if it blocks you, `bd update <id> --status blocked`; PLANNING will review it"},
+	{RulePriority, "changing priority is PLANNING's power; BUILD works issues in the order PLANNING set",
+		"add a note with `bd update <id> --append-notes \"…\"` saying which priority it should have and why, " +
+			"or create a blocking issue; PLANNING will review it"},
+	{RuleType, "changing an issue's type is PLANNING's power", noteInstead},
+	{RuleAcceptance, "acceptance criteria belong to PLANNING; BUILD meets them and does not rewrite them",
+		"if the criteria are wrong or cannot be met, add a note with `bd update <id> --append-notes \"…\"` " +
+			"and create a blocking issue; PLANNING will review it"},
+	{RuleTitle, "the title defines the work item; retitling it changes what the issue means, which is PLANNING's power",
+		"propose the new title in a note: `bd update <id> --append-notes \"…\"`; PLANNING will review it"},
+	{RuleStatusClosed, "`bd update --status closed` closes even past open blockers and records no reason; " +
+		"closing must go through `bd close --reason`",
+		"close with `bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
+	{RuleStatus, "BUILD may set the status only to open, in_progress or blocked",
+		"use `bd update <id> --status in_progress|blocked|open`; to finish, `bd close <id> --reason \"…\"`; " +
+			"to postpone, set it blocked and add a note; PLANNING will review it"},
+	{RuleLabelRemove, "BUILD may add labels but not remove or replace them",
+		"add labels with `bd label add <id> <label>`; to drop one, add a note with " +
+			"`bd update <id> --append-notes \"…\"`; PLANNING will review it"},
+	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead},
+	{RuleSchedule, "deferring and due dates decide when work happens, which is PLANNING's power",
+		"if the issue cannot be done now, `bd update <id> --status blocked` and add a note with " +
+			"`bd update <id> --append-notes \"…\"` saying why; PLANNING will review it"},
+	{RuleUpdateField, "BUILD may change only status, notes, description, design, assignee and claim, and add labels",
+		noteInstead},
+	{RuleCreateFlag, "bulk, explicit-ID, cross-repo and infrastructure issue creation is PLANNING's job",
+		"create one issue at a time with `bd create \"title\" -d \"…\"` and link it with `bd dep add`"},
+	{RuleCycleCheck, "skipping the cycle check can leave a dependency cycle that only PLANNING can undo",
+		"run the same command without --no-cycle-check"},
+	{RuleCloseReason, "closing needs a non-empty --reason, given inline, that cites the evidence",
+		"`bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
+	{RuleCloseForce, "--force closes pinned issues and issues with unsatisfied gates; BUILD may not override those checks",
+		"close without --force; if the close is refused, add a note with `bd update <id> --append-notes \"…\"` " +
+			"and leave it for PLANNING"},
+	{RuleEdit, "`bd edit` opens an editor on any field, including those BUILD may not change",
+		"use `bd update <id>` with --notes, --append-notes, --description, --design, --status or --assignee"},
+	{RuleRaw, "raw, bulk and administrative changes bypass the per-field rules; they belong to PLANNING or a human",
+		"make the change with the allowed commands one at a time, or describe it in a note; PLANNING will review it"},
+	{RuleNotAllowed, "this bd command is not on the BUILD allowlist",
+		"`ralphd policy` lists what BUILD may run; if you need this change, " + noteInstead},
+	{RuleUnknownCommand, "there is no such bd command, and BUILD refuses commands it does not know",
+		"check the spelling; `bd --help` lists the commands"},
+	{RuleUnknownFlag, "this command has no such flag, and BUILD refuses flags it does not know",
+		"`bd <command> --help` lists the flags; drop the flag or use an allowed one"},
+	{RuleFlag, "this flag is not on BUILD's allowlist for this command",
+		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead},
+	{RuleBadArgv, "the command line is malformed; bd would reject it and ralphd cannot check it",
+		"write it as `bd <command> [flags] [ids]`"},
+	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
+		"input) where ralphd must read it to decide",
+		"write the command name, the flag names and the values of --status and --reason literally"},
+}
+
+// ruleByID returns the rule with the given ID.
+func ruleByID(id string) Rule {
+	for _, r := range rules {
+		if r.ID == id {
+			return r
+		}
+	}
+	return Rule{ID: id, Reason: "unknown rule"}
+}
+
+// Rules returns every rule of the policy, in a stable order.
+func Rules() []Rule {
+	return append([]Rule(nil), rules...)
+}
+
+// allFlags allows every flag of a modelled command.
+const allFlags = "*"
+
+// commandPolicy is the BUILD policy for one command. PLAN allows everything.
+type commandPolicy struct {
+	path  string // canonical command path
+	allow bool   // BUILD may run the command (subject to the flag rules below)
+	rule  string // the rule that allows it, or the rule that refuses it
+	// flags lists the command's own flags BUILD may use (long names), or
+	// allFlags. Global flags are always allowed.
+	flags string
+	// refuse maps flags BUILD may not use to the specific rule; other flags
+	// missing from flags fall under RuleFlag.
+	refuse map[string]string
+	// values restricts the values BUILD may give a flag.
+	values map[string][]string
+	// require lists flags that must be present with a non-blank value.
+	require []string
+	note    string
+}
+
+// allowedStatuses are the statuses BUILD may set with `bd update --status`.
+var allowedStatuses = []string{beads.StatusOpen, beads.StatusInProgress, beads.StatusBlocked}
+
+// policy is the BUILD allowlist, kept as data in one place. A command that
+// is not listed is refused with RuleNotAllowed (or RuleUnknownCommand if bd
+// does not have it).
+var policy = []commandPolicy{
+	// Read-only.
+	{path: "", allow: true, rule: RuleRead, flags: allFlags, note: "bare `bd` prints help; `bd --version`"},
+	{path: "ready", allow: true, rule: RuleRead, flags: allFlags, note: "`--claim` claims the first ready issue"},
+	{path: "show", allow: true, rule: RuleRead, flags: allFlags, note: "alias `view`"},
+	{path: "list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "blocked", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "status", allow: true, rule: RuleRead, flags: allFlags, note: "alias `stats`"},
+	{path: "search", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "count", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "children", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "query", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "graph", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "graph check", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "history", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "stale", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "dep tree", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "dep list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "dep cycles", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "comments", allow: true, rule: RuleRead, flags: allFlags, note: "`bd comments <id>` lists comments"},
+	{path: "comments list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "label list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "label list-all", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "config get", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "config list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "where", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "info", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "context", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "version", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "statuses", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "types", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "prime", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "help", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "human", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "quickstart", allow: true, rule: RuleRead, flags: allFlags},
+
+	// Writes BUILD may make.
+	{path: "create", allow: true, rule: RuleCreate, flags: allFlags,
+		refuse: map[string]string{
+			"id": RuleCreateFlag, "force": RuleCreateFlag, "repo": RuleCreateFlag, "file": RuleCreateFlag,
+			"graph": RuleCreateFlag, "ephemeral": RuleCreateFlag, "wisp-type": RuleCreateFlag,
+			"mol-type": RuleCreateFlag, "event-actor": RuleCreateFlag, "event-category": RuleCreateFlag,
+			"event-payload": RuleCreateFlag, "event-target": RuleCreateFlag, "waits-for": RuleCreateFlag,
+			"waits-for-gate": RuleCreateFlag, "no-history": RuleCreateFlag,
+		},
+		note: "alias `new`; a new issue's priority, type and acceptance are part of creating it"},
+	{path: "q", allow: true, rule: RuleCreate, flags: allFlags, note: "quick capture: create, print the ID"},
+	{path: "update", allow: true, rule: RuleUpdate,
+		flags: "status notes append-notes description body-file stdin allow-empty-description design " +
+			"design-file assignee claim add-label session",
+		refuse: map[string]string{
+			"priority": RulePriority, "type": RuleType, "acceptance": RuleAcceptance, "title": RuleTitle,
+			"remove-label": RuleLabelRemove, "set-labels": RuleLabelRemove, "parent": RuleParent,
+			"defer": RuleSchedule, "due": RuleSchedule,
+			"estimate": RuleUpdateField, "external-ref": RuleUpdateField, "spec-id": RuleUpdateField,
+			"metadata": RuleUpdateField, "set-metadata": RuleUpdateField, "unset-metadata": RuleUpdateField,
+			"ephemeral": RuleUpdateField, "persistent": RuleUpdateField, "history": RuleUpdateField,
+			"no-history": RuleUpdateField, "await-id": RuleUpdateField,
+		},
+		values: map[string][]string{"status": allowedStatuses},
+		note:   "--status only open, in_progress or blocked"},
+	{path: "note", allow: true, rule: RuleNote, flags: allFlags, note: "appends to the notes"},
+	{path: "comment", allow: true, rule: RuleNote, flags: allFlags},
+	{path: "comments add", allow: true, rule: RuleNote, flags: allFlags},
+	{path: "label add", allow: true, rule: RuleLabelAdd, flags: allFlags},
+	{path: "tag", allow: true, rule: RuleLabelAdd, flags: allFlags, note: "adds one label"},
+	{path: "assign", allow: true, rule: RuleUpdate, flags: allFlags, note: "sets the assignee"},
+	{path: "dep add", allow: true, rule: RuleDepAdd, flags: allFlags,
+		refuse: map[string]string{"no-cycle-check": RuleCycleCheck}},
+	{path: "dep", allow: true, rule: RuleDepAdd, flags: allFlags,
+		refuse: map[string]string{"no-cycle-check": RuleCycleCheck},
+		note:   "`bd dep <blocker> --blocks <blocked>`"},
+	{path: "dep relate", allow: true, rule: RuleDepAdd, flags: allFlags, note: "adds a relates_to link"},
+	{path: "link", allow: true, rule: RuleDepAdd, flags: allFlags, note: "shorthand for `bd dep add`"},
+	{path: "close", allow: true, rule: RuleClose, flags: "reason claim-next continue no-auto session suggest-next",
+		refuse:  map[string]string{"force": RuleCloseForce, "reason-file": RuleCloseReason},
+		require: []string{"reason"},
+		note:    "alias `done`; --reason (-r) must be non-empty"},
+	{path: "reopen", allow: true, rule: RuleReopen, flags: allFlags},
+
+	// Refused with a specific rule.
+	{path: "delete", rule: RuleDelete},
+	{path: "dep remove", rule: RuleDepRemove, note: "alias `dep rm`"},
+	{path: "dep unrelate", rule: RuleDepRemove},
+	{path: "priority", rule: RulePriority},
+	{path: "label remove", rule: RuleLabelRemove},
+	{path: "defer", rule: RuleSchedule},
+	{path: "undefer", rule: RuleSchedule},
+	{path: "edit", rule: RuleEdit},
+	{path: "sql", rule: RuleRaw},
+	{path: "import", rule: RuleRaw},
+	{path: "restore", rule: RuleRaw},
+	{path: "batch", rule: RuleRaw, note: "its stdin may hold any write"},
+	{path: "compact", rule: RuleRaw},
+	{path: "migrate", rule: RuleRaw},
+	{path: "config set", rule: RuleRaw},
+	{path: "config set-many", rule: RuleRaw},
+	{path: "config unset", rule: RuleRaw},
+	{path: "config apply", rule: RuleRaw},
+	{path: "init", rule: RuleRaw},
+	{path: "rename", rule: RuleRaw},
+	{path: "rename-prefix", rule: RuleRaw},
+	{path: "flatten", rule: RuleRaw},
+	{path: "gc", rule: RuleRaw},
+	{path: "prune", rule: RuleRaw},
+	{path: "purge", rule: RuleRaw},
+	{path: "admin", rule: RuleRaw},
+}
+
+// policyFor returns the BUILD policy of a canonical command path.
+func policyFor(path string) (commandPolicy, bool) {
+	for _, p := range policy {
+		if p.path == path {
+			return p, true
+		}
+	}
+	return commandPolicy{}, false
+}
+
+// allows reports whether BUILD may use the command's own flag name.
+func (p commandPolicy) allows(flag string) bool {
+	if _, refused := p.refuse[flag]; refused {
+		return false
+	}
+	if p.flags == allFlags {
+		return true
+	}
+	for _, f := range strings.Fields(p.flags) {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// restricted reports whether some use of the command is refused in BUILD,
+// so that arguments unknown until run time cannot be allowed.
+func (p commandPolicy) restricted() bool {
+	return !p.allow || p.flags != allFlags || len(p.refuse) > 0 || len(p.values) > 0 || len(p.require) > 0
+}
+
+// isGlobalFlag reports whether the long flag name is one of bd's global
+// flags (or the root's --version), which BUILD may always use.
+func isGlobalFlag(name string) bool {
+	return name == "version" || globalFlagNames[name]
+}
+
+// globalFlagNames is the set of bd's global flag names. It is never modified.
+var globalFlagNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range parseFlagList(globalFlags) {
+		m[f.long] = true
+	}
+	return m
+}()

@@ -1,0 +1,227 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Environment variables ralphd sets for the agent process, read by the guard
+// when ralphd runs as `bd` from the agent's PATH.
+const (
+	EnvMode      = "RALPHD_GUARD_MODE" // build or plan
+	EnvRealBD    = "RALPHD_REAL_BD"    // absolute path of the real bd, resolved once at start
+	EnvLogPath   = "RALPHD_LOG_PATH"   // the run's JSONL log, when logging is on
+	EnvRunID     = "RALPHD_RUN_ID"     // the run's ID, for audit events
+	EnvStateDir  = "RALPHD_STATE_DIR"  // the project's state directory (history)
+	EnvIteration = "RALPHD_ITERATION"  // the iteration number, for audit events
+)
+
+// ExitRefused is the guard's exit code for a refused call, and for a guard
+// that cannot run at all (no mode, no real bd). It is 1 because bd itself
+// exits 1 for every error, including its own read-only refusals
+// ("operation 'update' is not allowed in read-only mode"), so scripts and
+// agents treat a refusal like any failed bd call; the audit log, not the
+// exit code, tells refusals apart.
+const ExitRefused = 1
+
+// AuditRecord describes one bd call that went through the guard.
+type AuditRecord struct {
+	Time     time.Time     // when the call reached the guard
+	Mode     Mode          // the mode the guard enforced
+	Argv     []string      // the arguments after "bd"
+	Allowed  bool          // the policy's verdict
+	Rule     string        // the deciding rule
+	Reason   string        // the policy's reason
+	ExitCode int           // the real bd's exit code; ExitRefused when refused; -1 when bd could not run
+	Duration time.Duration // how long the real bd ran
+	Error    string        // why the real bd could not run, when it could not
+}
+
+// GuardEnv is what the guard needs from its caller.
+type GuardEnv struct {
+	Mode   Mode
+	RealBD string // absolute path of the real bd
+	// Audit receives one record per call, after the call finished (or was
+	// refused). It may be nil. An audit error is reported on stderr and does
+	// not change the exit code.
+	Audit func(ctx context.Context, rec AuditRecord) error
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// GuardEnvFromEnv reads the mode and the real bd's path from the
+// environment through getenv (os.Getenv in production). The audit sink is
+// left for the caller to set.
+func GuardEnvFromEnv(getenv func(string) string) (GuardEnv, error) {
+	mode, err := ParseMode(getenv(EnvMode))
+	if err != nil {
+		return GuardEnv{}, fmt.Errorf("read %s: %w", EnvMode, err)
+	}
+	real := getenv(EnvRealBD)
+	if real == "" {
+		return GuardEnv{Mode: mode}, fmt.Errorf("read %s: not set; run the agent through ralphd", EnvRealBD)
+	}
+	return GuardEnv{Mode: mode, RealBD: real}, nil
+}
+
+// RunGuard is the entry point when ralphd runs as `bd` on the agent's PATH.
+// args are the arguments after the program name. It decides the call with
+// env.Mode's policy, audits it, and either refuses it (the message on
+// stderr, exit ExitRefused) or runs the real bd with the same arguments,
+// stdin, stdout and stderr and returns its exit code.
+//
+// The real bd runs as a child rather than through syscall.Exec, because
+// the guard must outlive it to audit its exit code. The child gets its own
+// process group; SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the guard are
+// forwarded to that group, and cancelling ctx sends SIGTERM to the group
+// (bd flushes pending batch commits on SIGTERM) and SIGKILL five seconds
+// later. A child killed by a signal yields 128+signal, as in a shell.
+func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader, stdout, stderr io.Writer) int {
+	now := env.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	d := Decide(env.Mode, args)
+	rec := AuditRecord{
+		Time: start, Mode: env.Mode, Argv: append([]string(nil), args...),
+		Allowed: d.Allowed, Rule: d.Rule, Reason: d.Reason, ExitCode: ExitRefused,
+	}
+	if !d.Allowed {
+		fmt.Fprint(stderr, d.Message())
+		audit(ctx, env, rec, stderr)
+		return ExitRefused
+	}
+	if err := checkRealBD(env.RealBD); err != nil {
+		rec.ExitCode, rec.Error = -1, err.Error()
+		fmt.Fprintf(stderr, "ralphd guard: cannot run the real bd: %v\n", err)
+		audit(ctx, env, rec, stderr)
+		return ExitRefused
+	}
+	code, err := runChild(ctx, env.RealBD, args, stdin, stdout, stderr)
+	rec.ExitCode, rec.Duration = code, now().Sub(start)
+	if err != nil {
+		rec.ExitCode, rec.Error = -1, err.Error()
+		fmt.Fprintf(stderr, "ralphd guard: run %s: %v\n", env.RealBD, err)
+		code = ExitRefused
+	}
+	audit(ctx, env, rec, stderr)
+	return code
+}
+
+func audit(ctx context.Context, env GuardEnv, rec AuditRecord, stderr io.Writer) {
+	if env.Audit == nil {
+		return
+	}
+	if err := env.Audit(ctx, rec); err != nil {
+		fmt.Fprintf(stderr, "ralphd guard: audit bd call: %v\n", err)
+	}
+}
+
+// checkRealBD refuses a real bd path that is missing, relative, not
+// executable, or ralphd itself (which would recurse forever).
+func checkRealBD(path string) error {
+	if path == "" {
+		return fmt.Errorf("%s is not set; run the agent through ralphd", EnvRealBD)
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%s=%q is not an absolute path", EnvRealBD, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("stat real bd: %w", err)
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s=%q is not an executable file", EnvRealBD, path)
+	}
+	if self, err := os.Executable(); err == nil {
+		if si, err := os.Stat(self); err == nil && os.SameFile(fi, si) {
+			return fmt.Errorf("%s=%q is ralphd itself; it must point at the real bd", EnvRealBD, path)
+		}
+	}
+	return nil
+}
+
+// forwarded are the signals the guard passes on to the real bd.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// killDelay is how long a cancelled child gets between SIGTERM and SIGKILL.
+const killDelay = 5 * time.Second
+
+// runChild runs the real bd in its own process group and returns its exit
+// code. The error is non-nil only when bd could not be started or waited
+// for.
+func runChild(ctx context.Context, path string, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	// argv[0] stays the real bd's absolute path: a bd that re-executes
+	// itself through argv[0] must not come back through the guard.
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return signalGroup(cmd.Process, syscall.SIGTERM)
+	}
+	cmd.WaitDelay = killDelay
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	if err := cmd.Start(); err != nil {
+		return -1, fmt.Errorf("start: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if sig, ok := s.(syscall.Signal); ok {
+					_ = signalGroup(cmd.Process, sig)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	if ctx.Err() != nil {
+		// Whatever is left of the group after a cancel is killed.
+		_ = signalGroup(cmd.Process, syscall.SIGKILL)
+	}
+	return exitCode(cmd, err)
+}
+
+// signalGroup sends sig to the process group led by p.
+func signalGroup(p *os.Process, sig syscall.Signal) error {
+	if p == nil {
+		return nil
+	}
+	if err := syscall.Kill(-p.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal process group %d: %w", p.Pid, err)
+	}
+	return nil
+}
+
+// exitCode turns cmd.Wait's result into a shell-style exit code.
+func exitCode(cmd *exec.Cmd, err error) (int, error) {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return -1, fmt.Errorf("wait: %w", err)
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) && !errors.Is(err, exec.ErrWaitDelay) {
+		return ps.ExitCode(), fmt.Errorf("wait: %w", err)
+	}
+	return ps.ExitCode(), nil
+}

@@ -1,0 +1,114 @@
+package guard
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func TestTable(t *testing.T) {
+	is := is.New(t)
+	rows := Table()
+	find := func(cmd string) TableRow {
+		for _, r := range rows {
+			if r.Command == cmd {
+				return r
+			}
+		}
+		t.Fatalf("no row %q", cmd)
+		return TableRow{}
+	}
+	is.Equal(find("bd ready").Build, "allowed")
+	is.Equal(find("bd delete").Build, "refused")
+	is.Equal(find("bd delete").Rule, RuleDelete)
+	is.Equal(find("bd dep remove (rm)").Rule, RuleDepRemove)
+	is.Equal(find("bd update").Build, "allowed (limited)")
+	is.Equal(find("bd update --priority/-p").Rule, RulePriority)
+	is.Equal(find("bd update --status/-s closed").Rule, RuleStatusClosed)
+	is.Equal(find("bd close (done)").Build, "allowed (limited)")
+	is.Equal(find("bd close without a non-empty --reason").Rule, RuleCloseReason)
+	is.True(strings.Contains(find("bd update --priority/-p").Note, "Instead:"))
+	for _, r := range rows {
+		is.Equal(r.Plan, "allowed") // PLAN allows everything
+		is.True(r.Note != "")
+		is.True(r.Rule != "")
+	}
+
+	// Every BUILD rule appears in the table.
+	for _, rule := range Rules() {
+		if rule.ID == RulePlanAll || rule.ID == RuleUnknownMode {
+			continue
+		}
+		is.True(slices.ContainsFunc(rows, func(r TableRow) bool { return r.Rule == rule.ID })) // rule in table
+	}
+
+	// The table agrees with Decide on the commands it lists.
+	for _, r := range rows {
+		if !strings.HasPrefix(r.Command, "bd ") || strings.ContainsAny(r.Command, "(-<") {
+			continue
+		}
+		d := Decide(ModeBuild, strings.Fields(strings.TrimPrefix(r.Command, "bd ")))
+		if r.Build == "refused" {
+			is.True(!d.Allowed) // refused in the table, refused by Decide
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	is := is.New(t)
+	n := len(Table())
+
+	var md bytes.Buffer
+	is.NoErr(WriteTable(&md, TableMarkdown))
+	lines := strings.Split(strings.TrimSuffix(md.String(), "\n"), "\n")
+	is.Equal(len(lines), n+2) // header, separator, one line per row
+	is.Equal(lines[0], "| command | BUILD | PLAN | rule | note |")
+	for _, l := range lines[2:] {
+		is.True(strings.HasPrefix(l, "| `bd") || strings.HasPrefix(l, "| `a") || strings.HasPrefix(l, "| `any"))
+		is.Equal(strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"), 6) // five cells; pipes in text escaped
+	}
+	is.True(strings.Contains(md.String(), "open, in_progress, blocked"))
+
+	var txt bytes.Buffer
+	is.NoErr(WriteTable(&txt, TableText))
+	is.Equal(strings.Count(txt.String(), "\n"), n+1)
+	is.True(strings.HasPrefix(txt.String(), "COMMAND"))
+	is.True(strings.Contains(txt.String(), "build-dep-remove"))
+
+	is.True(WriteTable(&txt, TableFormat(9)) != nil)
+}
+
+func TestDisallowedTools(t *testing.T) {
+	is := is.New(t)
+	rules := DisallowedTools(ModeBuild)
+	for _, want := range []string{
+		"Bash(bd delete:*)",
+		"Bash(bd dep remove:*)",
+		"Bash(bd dep rm:*)",
+		"Bash(bd update * --priority*)",
+		"Bash(bd update * --status closed*)",
+		"Bash(bd label remove:*)",
+		"Bash(bd sql:*)",
+	} {
+		is.True(slices.Contains(rules, want)) // rule present
+	}
+	for _, r := range rules {
+		is.True(strings.HasPrefix(r, "Bash(bd ") && strings.HasSuffix(r, ")"))
+		is.True(!strings.Contains(r, "bd ready") && !strings.Contains(r, "bd close:*")) // allowed commands stay allowed
+	}
+	is.True(slices.IsSorted(rules))
+	is.Equal(DisallowedTools(ModePlan), nil)
+	is.Equal(DisallowedTools(Mode("")), rules) // no valid mode: as strict as BUILD
+
+	prefixes := DenyPrefixes(ModeBuild)
+	is.True(slices.Contains(prefixes, "bd delete"))
+	is.True(slices.Contains(prefixes, "bd dep rm"))
+	for _, p := range prefixes {
+		d := Decide(ModeBuild, strings.Fields(strings.TrimPrefix(p, "bd ")))
+		is.True(!d.Allowed) // every prefix is refused by Decide
+	}
+	is.Equal(DenyPrefixes(ModePlan), nil)
+}

@@ -1,0 +1,90 @@
+package logjsonl_test
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/logjsonl/logjsonltest"
+)
+
+// benchSize is the input of one benchmark operation.
+const benchSize = 32 << 20
+
+// pipeReader hands out at most 64 KiB per Read, as a pipe does, and hides
+// bytes.Reader's WriterTo so that io.Copy does not get the whole input in
+// one call.
+type pipeReader struct{ r *bytes.Reader }
+
+func (p pipeReader) Read(b []byte) (int, error) {
+	return p.r.Read(b[:min(len(b), 64<<10)])
+}
+
+func benchInput(b *testing.B) []byte {
+	b.Helper()
+	in, err := io.ReadAll(logjsonltest.Stream(benchSize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
+func benchFile(b *testing.B) *os.File {
+	b.Helper()
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "run.log"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// BenchmarkCopyLines pipes stream-json-like lines through Writer.CopyLines
+// into a file. Compare its MB/s with BenchmarkIOCopyBaseline's.
+func BenchmarkCopyLines(b *testing.B) {
+	in := benchInput(b)
+	f := benchFile(b)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Truncate(0); err != nil {
+			b.Fatal(err)
+		}
+		w := logjsonl.New(f, logjsonl.Options{})
+		if err := w.CopyLines(logjsonl.StreamStdout, pipeReader{bytes.NewReader(in)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIOCopyBaseline copies the same input into a file with io.Copy.
+func BenchmarkIOCopyBaseline(b *testing.B) {
+	in := benchInput(b)
+	f := benchFile(b)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Truncate(0); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(f, pipeReader{bytes.NewReader(in)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMeta measures one loop_meta record.
+func BenchmarkMeta(b *testing.B) {
+	cost := 0.0871
+	w := logjsonl.New(io.Discard, logjsonl.Options{})
+	data := logjsonl.IterationEnd{Iteration: 1, ExitCode: 0, DurationSeconds: 45, Outcome: "ok", Turns: 3, CostUSD: &cost}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Meta(logjsonl.EventIterationEnd, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package logjsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+func addFixtureSeeds(f *testing.F, add func(b []byte)) {
+	f.Helper()
+	for _, path := range fixtureFiles(f) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		add(b)
+	}
+}
+
+// FuzzAgentOutput checks the line classifier and the chunker: every record
+// is one line of JSON, agent output cannot pass for ralphd's events, and
+// the agent's bytes can be rebuilt from the log.
+func FuzzAgentOutput(f *testing.F) {
+	addFixtureSeeds(f, func(b []byte) { f.Add(b, uint16(4096), false) })
+	f.Add([]byte(`{"type":"loop_meta","event":"run_end"}`+"\n"), uint16(100), false)
+	f.Add([]byte(`{"t\u0079pe":"loop_meta","type":"x"}`+"\n"), uint16(100), false)
+	f.Add([]byte("ééé\xff\x00\n\n{}\n[1]"), uint16(3), true)
+	f.Fuzz(func(t *testing.T, data []byte, bound uint16, stderr bool) {
+		stream := StreamStdout
+		if stderr {
+			stream = StreamStderr
+		}
+		maxLine := int(bound)%200 + 4
+		var viaCopy, viaLine bytes.Buffer
+		if err := New(&viaCopy, Options{MaxLine: maxLine}).CopyLines(stream, bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		w := New(&viaLine, Options{MaxLine: maxLine})
+		for line := range bytes.Lines(data) {
+			if err := w.AgentLine(stream, line); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(viaCopy.Bytes(), viaLine.Bytes()) {
+			t.Fatalf("CopyLines and AgentLine differ:\n%q\n%q", viaCopy.Bytes(), viaLine.Bytes())
+		}
+		out := viaCopy.Bytes()
+		for line := range bytes.Lines(out) {
+			if !bytes.HasSuffix(line, []byte("\n")) || !json.Valid(line) {
+				t.Fatalf("not a JSON line: %q", line)
+			}
+			var rec map[string]json.RawMessage // like jq: exact keys, the last duplicate wins
+			if err := json.Unmarshal(line, &rec); err != nil {
+				t.Fatalf("not an object: %q", line)
+			}
+			if string(rec["type"]) == `"loop_meta"` {
+				t.Fatalf("agent output passes for an event: %q", line)
+			}
+		}
+		if utf8.Valid(data) {
+			want := string(data)
+			if want != "" && !strings.HasSuffix(want, "\n") {
+				want += "\n"
+			}
+			if got := reconstruct(t, out); got != want {
+				t.Fatalf("lost bytes:\n got %q\nwant %q", got, want)
+			}
+		}
+	})
+}
+
+// FuzzRender checks that any input renders without panicking or failing
+// and that nothing reaches the terminal that could drive it.
+func FuzzRender(f *testing.F) {
+	addFixtureSeeds(f, func(b []byte) { f.Add(b, false) })
+	log, err := os.ReadFile(writeSampleRun(f, f.TempDir()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(log, true)
+	f.Add([]byte(`{"type":"loop_meta","event":"iteration_end","data":{"duration_seconds":1e300,"cost_usd":"x","iteration":[]}}`), true)
+	f.Add([]byte(`{"type":"assistant","message":{"content":"\u001b]0;title\u0007"}}`), false)
+	f.Fuzz(func(t *testing.T, data []byte, verbose bool) {
+		var out bytes.Buffer
+		if err := Render(&out, bytes.NewReader(data), RenderOptions{Verbose: verbose, MaxText: 64}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.String() {
+			if unicode.IsControl(r) && r != '\n' && r != '\t' {
+				t.Fatalf("control character %U in output:\n%q", r, out.String())
+			}
+		}
+		if err := Render(&out, bytes.NewReader(data), RenderOptions{Verbose: verbose, Color: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzSummarize checks that any log content can be summarised.
+func FuzzSummarize(f *testing.F) {
+	addFixtureSeeds(f, func(b []byte) { f.Add(b) })
+	log, err := os.ReadFile(writeSampleRun(f, f.TempDir()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(log)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := RunSummary{Outcome: OutcomeUnfinished}
+		if err := s.read(bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+		if s.Size != int64(len(data)) {
+			t.Fatalf("size %d, want %d", s.Size, len(data))
+		}
+	})
+}
+
+// FuzzValidJSON checks validJSON against encoding/json.Valid.
+func FuzzValidJSON(f *testing.F) {
+	addFixtureSeeds(f, func(b []byte) {
+		for line := range bytes.Lines(b) {
+			f.Add(line)
+		}
+	})
+	for _, s := range []string{
+		``, ` `, `{}`, `[]`, `{"a":[1,-0.5e+3,true,false,null,"\u00e9\n"]}`, `01`, `-`, `1.`, `1e`, `.5`, `"\x"`,
+		`{"a" 1}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{,}`, `"` + "\x01" + `"`, "\"\xff\xfe\"", `"\ud800"`, ` {"a":{}} `,
+		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
+		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+		`{"a":` + strings.Repeat(`{"b":`, maxDepth-1) + `1` + strings.Repeat("}", maxDepth),
+		`{"a":` + strings.Repeat(`{"b":`, maxDepth) + `1` + strings.Repeat("}", maxDepth+1),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%.200q) = %v, encoding/json says %v", data, got, want)
+		}
+	})
+}

@@ -1,0 +1,819 @@
+package logjsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+const (
+	// DefaultMaxText is the default number of bytes of a fallback line or a
+	// tool output that Render shows.
+	DefaultMaxText = 2000
+	// DefaultPoll is Follow's default polling interval.
+	DefaultPoll = 250 * time.Millisecond
+	// renderMaxLine bounds the bytes of one log line Render parses; a longer
+	// line is shown cut, as raw text.
+	renderMaxLine = 8 << 20
+)
+
+// RenderOptions controls Render and Follow.
+type RenderOptions struct {
+	// Raw prints the JSONL as it is.
+	Raw bool
+	// Color adds ANSI colours: set it only when writing to a terminal.
+	Color bool
+	// Verbose also shows successful tool results, allowed bd calls,
+	// thinking blocks, tokens and lines Render otherwise skips.
+	Verbose bool
+	// Location is the time zone of the times shown; nil means time.Local.
+	Location *time.Location
+	// MaxText is how many bytes of a fallback line or a tool output are
+	// shown; 0 means DefaultMaxText. The agent's own text is never cut.
+	MaxText int
+	// Poll is how often Follow looks for new lines; 0 means DefaultPoll.
+	Poll time.Duration
+}
+
+// Render writes the run log read from r for a person: for each iteration a
+// header (number, issue id and title, attempt n/N), the agent's text, each
+// tool call on one line (for Bash, the command), guard denials highlighted,
+// and the iteration's result (outcome, duration, turns, cost). It
+// understands ralphd's loop_meta and agent_output records and Claude Code's
+// stream-json; any other line is shown as raw text. Lines that are not JSON
+// do not stop it. With opts.Raw it copies r unchanged.
+func Render(w io.Writer, r io.Reader, opts RenderOptions) error {
+	if opts.Raw {
+		if _, err := io.Copy(w, r); err != nil {
+			return fmt.Errorf("copy run log: %w", err)
+		}
+		return nil
+	}
+	rd := newRenderer(w, opts)
+	lr := newLineReader(r, renderMaxLine)
+	for {
+		line, total, err := lr.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return fmt.Errorf("read run log: %w", err)
+			}
+			if rest, n := lr.rest(); n > 0 {
+				rd.line(rest, n)
+			}
+			rd.finish()
+			return rd.flush()
+		}
+		rd.line(line, total)
+		if rd.err != nil {
+			return rd.flush()
+		}
+	}
+}
+
+// Follow renders the run log at path like Render and then waits for new
+// lines, polling every opts.Poll, until the run_end event has been shown
+// (it returns nil) or ctx is done (it returns ctx.Err()). A line still
+// being written is shown once it is complete. With opts.Raw it prints the
+// bytes as they are.
+func Follow(ctx context.Context, path string, w io.Writer, opts RenderOptions) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open run log: %w", err)
+	}
+	defer f.Close()
+	poll := opts.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	wait := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			return nil
+		}
+	}
+	if opts.Raw {
+		return followRaw(f, w, wait)
+	}
+	rd := newRenderer(w, opts)
+	lr := newLineReader(f, renderMaxLine)
+	for {
+		line, total, err := lr.next()
+		if err == nil {
+			rd.line(line, total)
+			if rd.ended || rd.err != nil {
+				return rd.flush()
+			}
+			continue
+		}
+		if !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read run log: %w", err)
+		}
+		if err := rd.flush(); err != nil {
+			return err
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// runEndPrefix starts every run_end record ralphd writes.
+const runEndPrefix = `{"type":"loop_meta","event":"run_end"`
+
+// followRaw copies f to w as it grows, up to and including the run_end
+// record.
+func followRaw(f io.Reader, w io.Writer, wait func() error) error {
+	buf := make([]byte, 64<<10)
+	head := make([]byte, 0, len(runEndPrefix)) // the start of the current line
+	for {
+		n, err := f.Read(buf)
+		data := buf[:n]
+		for len(data) > 0 {
+			seg := data
+			i := bytes.IndexByte(data, '\n')
+			if i >= 0 {
+				seg = data[:i+1]
+			}
+			if room := cap(head) - len(head); room > 0 {
+				head = append(head, seg[:min(room, len(seg))]...)
+			}
+			if _, err := w.Write(seg); err != nil {
+				return fmt.Errorf("write run log: %w", err)
+			}
+			data = data[len(seg):]
+			if i >= 0 {
+				if string(head) == runEndPrefix {
+					return nil
+				}
+				head = head[:0]
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			if n == 0 {
+				if err := wait(); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("read run log: %w", err)
+		}
+	}
+}
+
+// style is how one rendered line looks in colour.
+type style string
+
+const (
+	plain   style = ""
+	bold    style = "\x1b[1m"
+	dim     style = "\x1b[2m"
+	red     style = "\x1b[31m"
+	redBold style = "\x1b[1;31m"
+	green   style = "\x1b[32m"
+	yellow  style = "\x1b[33m"
+	cyan    style = "\x1b[36m"
+	reset         = "\x1b[0m"
+)
+
+// agentResult is the agent's own result line, kept until the iteration's
+// end is shown.
+type agentResult struct {
+	turns      int64
+	cost       *float64
+	durationMS int64
+	isError    bool
+}
+
+type renderer struct {
+	w       *bufio.Writer
+	opts    RenderOptions
+	maxText int
+	loc     *time.Location
+
+	tools     map[string]string // tool_use id to tool name, this iteration
+	result    *agentResult      // the agent's result not yet shown
+	lastError string            // the text of the last assistant error shown
+	ended  bool              // run_end was shown
+	err    error             // first write error
+}
+
+func newRenderer(w io.Writer, opts RenderOptions) *renderer {
+	rd := &renderer{
+		w:       bufio.NewWriter(w),
+		opts:    opts,
+		maxText: opts.MaxText,
+		loc:     opts.Location,
+		tools:   map[string]string{},
+	}
+	if rd.maxText <= 0 {
+		rd.maxText = DefaultMaxText
+	}
+	if rd.loc == nil {
+		rd.loc = time.Local
+	}
+	return rd
+}
+
+func (rd *renderer) flush() error {
+	if rd.err == nil {
+		if err := rd.w.Flush(); err != nil {
+			rd.err = fmt.Errorf("write rendered log: %w", err)
+		}
+	}
+	return rd.err
+}
+
+// println writes one line in style st.
+func (rd *renderer) println(st style, s string) {
+	if rd.err != nil {
+		return
+	}
+	var err error
+	if rd.opts.Color && st != plain {
+		_, err = rd.w.WriteString(string(st) + s + reset + "\n")
+	} else {
+		_, err = rd.w.WriteString(s + "\n")
+	}
+	if err != nil {
+		rd.err = fmt.Errorf("write rendered log: %w", err)
+	}
+}
+
+// block writes multi-line text, each line indented.
+func (rd *renderer) block(st style, indent, text string) {
+	text = strings.TrimRight(sanitize(text), "\n ")
+	if text == "" {
+		return
+	}
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.TrimSpace(l) == "" {
+			rd.println(plain, "")
+			continue
+		}
+		rd.println(st, indent+l)
+	}
+}
+
+// finish shows what is still pending at the end of the input.
+func (rd *renderer) finish() {
+	rd.showResult()
+}
+
+// line renders one log line; total is its full length (line may be cut).
+func (rd *renderer) line(b []byte, total int) {
+	if len(bytes.TrimSpace(b)) == 0 && total == len(b) {
+		return
+	}
+	if total > len(b) || !validJSON(b) {
+		rd.raw(b, total)
+		return
+	}
+	rec := gjson.ParseBytes(b)
+	if !rec.IsObject() {
+		rd.raw(b, total)
+		return
+	}
+	switch rec.Get("type").String() {
+	case TypeMeta:
+		rd.meta(rec)
+	case TypeAgentOutput:
+		rd.agentOutput(rec)
+	case "system":
+		rd.system(rec)
+	case "assistant":
+		rd.assistant(rec)
+	case "user":
+		rd.user(rec)
+	case "result":
+		rd.agentResultLine(rec)
+	case "rate_limit_event":
+		rd.rateLimit(rec)
+	case "stream_event":
+		if rd.opts.Verbose {
+			rd.raw(b, total)
+		}
+	default:
+		rd.raw(b, total)
+	}
+}
+
+// raw shows a line Render does not understand.
+func (rd *renderer) raw(b []byte, total int) {
+	s := rd.cut(string(b), total)
+	rd.println(plain, "  "+oneLine(s))
+}
+
+func (rd *renderer) meta(rec gjson.Result) {
+	data := rec.Get("data")
+	ts, _ := time.Parse(time.RFC3339, rec.Get("timestamp").String())
+	switch event := rec.Get("event").String(); event {
+	case EventRunStart:
+		parts := []string{"▶ run"}
+		if !ts.IsZero() {
+			parts[0] += " " + ts.In(rd.loc).Format(time.DateTime)
+		}
+		parts = appendNonEmpty(parts, data.Get("mode").String())
+		agent := data.Get("agent").String()
+		if m := data.Get("model").String(); m != "" {
+			agent += " (" + m + ")"
+		}
+		parts = appendNonEmpty(parts, agent)
+		if v := data.Get("ralphd_version").String(); v != "" {
+			parts = append(parts, "ralphd "+v)
+		}
+		if n := data.Get("max_iterations").Int(); n > 0 {
+			parts = append(parts, fmt.Sprintf("max %d iterations", n))
+		}
+		if p := data.Get("project_id").String(); p != "" {
+			parts = append(parts, "project "+p)
+		}
+		rd.println(bold, oneLine(strings.Join(parts, " · ")))
+	case EventIterationStart:
+		rd.showResult()
+		clear(rd.tools)
+		rd.lastError = ""
+		parts := []string{"━━ iteration " + data.Get("iteration").String()}
+		issue := data.Get("issue_id").String()
+		if issue != "" && issue != "none" {
+			if title := data.Get("issue_title").String(); title != "" {
+				issue += " " + strconv.Quote(title)
+			}
+			parts = append(parts, issue)
+		} else {
+			parts = appendNonEmpty(parts, data.Get("mode").String())
+		}
+		if a := data.Get("attempt").Int(); a > 0 {
+			att := "attempt " + strconv.FormatInt(a, 10)
+			if m := data.Get("max_attempts").Int(); m > 0 {
+				att += "/" + strconv.FormatInt(m, 10)
+			}
+			parts = append(parts, att)
+		}
+		rd.println(plain, "")
+		rd.println(bold, oneLine(strings.Join(parts, " · "))+" ━━")
+	case EventIterationEnd:
+		rd.iterationEnd(data)
+	case EventStuck:
+		s := "⚠ stuck: " + data.Get("issue_id").String()
+		if a := data.Get("attempts").Int(); a > 0 {
+			s += fmt.Sprintf(" after %d", a)
+			if m := data.Get("max_attempts").Int(); m > 0 {
+				s += fmt.Sprintf("/%d", m)
+			}
+			s += " attempts"
+		}
+		s = withDetail(s, " · ", data.Get("action").String())
+		s = withDetail(s, " — ", data.Get("reason").String())
+		rd.println(yellow, oneLine(s))
+	case EventBDCall:
+		cmd := joinArgv(data.Get("argv"))
+		if a := data.Get("allowed"); a.Exists() && !a.Bool() {
+			s := withDetail("  ⛔ ralphd denied: "+cmd, " — ", data.Get("reason").String())
+			rd.println(redBold, oneLine(s))
+		} else if rd.opts.Verbose {
+			s := "  bd: " + cmd
+			if c := data.Get("exit_code"); c.Exists() {
+				s += " (exit " + c.String() + ")"
+			}
+			rd.println(dim, oneLine(s))
+		}
+	case EventViolation:
+		s := withDetail("  ⛔ violation", ": ", data.Get("kind").String())
+		s = withDetail(s, ": ", data.Get("detail").String())
+		if c := data.Get("command").String(); c != "" {
+			s += " [" + c + "]"
+		}
+		rd.println(redBold, oneLine(s))
+	case EventQuotaWaitStart:
+		s := "⏳ waiting for the quota"
+		if t, err := time.Parse(time.RFC3339, data.Get("reset_at").String()); err == nil {
+			s += " until " + t.In(rd.loc).Format(time.DateTime)
+		}
+		if sec := data.Get("wait_seconds").Int(); sec > 0 {
+			s += " (" + seconds(sec) + ")"
+		}
+		s = withDetail(s, " — ", data.Get("reason").String())
+		rd.println(yellow, oneLine(s))
+	case EventQuotaWaitEnd:
+		s := "⏳ quota wait over after "
+		if data.Get("interrupted").Bool() {
+			s = "⏳ quota wait interrupted after "
+		}
+		rd.println(yellow, s+seconds(data.Get("waited_seconds").Int()))
+	case EventRunEnd:
+		rd.showResult()
+		parts := []string{"■ run end: " + data.Get("outcome").String()}
+		parts = append(parts, plural(data.Get("iterations").Int(), "iteration"))
+		if d := data.Get("duration_seconds"); d.Exists() {
+			parts = append(parts, seconds(d.Int()))
+		}
+		if c := data.Get("cost_usd"); c.Type == gjson.Number {
+			parts = append(parts, dollars(c.Float()))
+		}
+		rd.println(bold, oneLine(withDetail(strings.Join(parts, " · "), " — ", data.Get("reason").String())))
+		rd.ended = true
+	default:
+		s := "· " + event
+		if data.IsObject() && data.Raw != "{}" {
+			s += " " + rd.cut(data.Raw, len(data.Raw))
+		}
+		rd.println(dim, oneLine(s))
+	}
+}
+
+func (rd *renderer) iterationEnd(data gjson.Result) {
+	res := rd.result
+	rd.result = nil
+	exit := data.Get("exit_code").Int()
+	outcome := data.Get("outcome").String()
+	st := green
+	switch {
+	case outcome == "" && exit == 0:
+		outcome = "ok"
+	case outcome == "":
+		outcome = "failed"
+		st = red
+	case outcome == "ok":
+	case outcome == "rate_limited" || outcome == "interrupted":
+		st = yellow
+	default:
+		st = red
+	}
+	parts := []string{"└ iteration " + data.Get("iteration").String() + ": " + outcome}
+	if exit != 0 {
+		parts = append(parts, "exit "+strconv.FormatInt(exit, 10))
+	}
+	if d := data.Get("duration_seconds"); d.Exists() {
+		parts = append(parts, seconds(d.Int()))
+	} else if res != nil && res.durationMS > 0 {
+		parts = append(parts, seconds((res.durationMS+500)/1000))
+	}
+	if t := data.Get("turns").Int(); t > 0 {
+		parts = append(parts, plural(t, "turn"))
+	} else if res != nil && res.turns > 0 {
+		parts = append(parts, plural(res.turns, "turn"))
+	}
+	if c := data.Get("cost_usd"); c.Type == gjson.Number {
+		parts = append(parts, dollars(c.Float()))
+	} else if res != nil && res.cost != nil {
+		parts = append(parts, dollars(*res.cost))
+	}
+	if rd.opts.Verbose {
+		if tok := data.Get("tokens"); tok.IsObject() {
+			parts = append(parts, fmt.Sprintf("%d in / %d out tokens",
+				tok.Get("input_tokens").Int(), tok.Get("output_tokens").Int()))
+		}
+	}
+	if data.Get("issue_closed").Bool() {
+		parts = append(parts, "issue closed")
+	}
+	rd.println(st, oneLine(withDetail(strings.Join(parts, " · "), " — ", data.Get("reason").String())))
+}
+
+// showResult shows the agent's result line when no iteration_end did.
+func (rd *renderer) showResult() {
+	res := rd.result
+	if res == nil {
+		return
+	}
+	rd.result = nil
+	st, parts := green, []string{"└ agent result: ok"}
+	if res.isError {
+		st, parts[0] = red, "└ agent result: error"
+	}
+	if res.durationMS > 0 {
+		parts = append(parts, seconds((res.durationMS+500)/1000))
+	}
+	if res.turns > 0 {
+		parts = append(parts, plural(res.turns, "turn"))
+	}
+	if res.cost != nil {
+		parts = append(parts, dollars(*res.cost))
+	}
+	rd.println(st, strings.Join(parts, " · "))
+}
+
+func (rd *renderer) agentOutput(rec gjson.Result) {
+	stream := rec.Get("stream").String()
+	line := rec.Get("line").String()
+	var tags []string
+	if stream != StreamStdout {
+		tags = append(tags, stream)
+	}
+	if c := rec.Get("chunk").Int(); c > 0 {
+		tags = append(tags, "[chunk "+strconv.FormatInt(c, 10)+"]")
+	}
+	label := "  "
+	if len(tags) > 0 {
+		label += strings.Join(tags, " ") + ": "
+	}
+	st := plain
+	if stream != StreamStdout {
+		st = dim
+	}
+	rd.println(st, oneLine(label+rd.cut(line, len(line))))
+}
+
+func (rd *renderer) system(rec gjson.Result) {
+	if rec.Get("subtype").String() != "init" {
+		if rd.opts.Verbose {
+			rd.println(dim, oneLine("  · system "+rec.Get("subtype").String()))
+		}
+		return
+	}
+	parts := []string{"  · init"}
+	if v := rec.Get("claude_code_version").String(); v != "" {
+		parts = append(parts, "claude code "+v)
+	}
+	parts = appendNonEmpty(parts, rec.Get("model").String())
+	if rd.opts.Verbose {
+		if id := rec.Get("session_id").String(); id != "" {
+			parts = append(parts, "session "+id)
+		}
+	}
+	rd.println(dim, oneLine(strings.Join(parts, " · ")))
+}
+
+func (rd *renderer) assistant(rec gjson.Result) {
+	content := rec.Get("message.content")
+	if e := rec.Get("error"); e.Exists() && e.String() != "" {
+		var text []string
+		for _, blk := range content.Array() {
+			if t := blk.Get("text").String(); t != "" {
+				text = append(text, t)
+			}
+		}
+		rd.lastError = strings.Join(text, " ")
+		rd.println(red, oneLine("  ! "+e.String()+": "+rd.lastError))
+		return
+	}
+	if content.Type == gjson.String {
+		rd.block(plain, "  ", content.String())
+		return
+	}
+	for _, blk := range content.Array() {
+		switch blk.Get("type").String() {
+		case "text":
+			rd.block(plain, "  ", blk.Get("text").String())
+		case "thinking":
+			if rd.opts.Verbose {
+				rd.block(dim, "  (thinking) ", blk.Get("thinking").String())
+			}
+		case "tool_use", "server_tool_use":
+			name := blk.Get("name").String()
+			if id := blk.Get("id").String(); id != "" && len(rd.tools) < 10000 {
+				rd.tools[id] = name
+			}
+			rd.println(cyan, rd.toolCall(name, blk.Get("input")))
+		default:
+			if rd.opts.Verbose {
+				rd.println(dim, oneLine("  · "+blk.Get("type").String()))
+			}
+		}
+	}
+}
+
+// toolCall renders one tool call on one line.
+func (rd *renderer) toolCall(name string, input gjson.Result) string {
+	if name == "Bash" {
+		return "  $ " + oneLine(input.Get("command").String())
+	}
+	var arg string
+	for _, key := range []string{"file_path", "path", "notebook_path", "pattern", "url", "query", "description", "prompt", "command"} {
+		if v := input.Get(key); v.Type == gjson.String && v.String() != "" {
+			arg = v.String()
+			break
+		}
+	}
+	if arg == "" && input.Exists() && input.Raw != "{}" {
+		arg = input.Raw
+	}
+	s := "  ▸ " + name
+	if arg != "" {
+		s += " " + rd.cut(arg, len(arg))
+	}
+	return oneLine(s)
+}
+
+func (rd *renderer) user(rec gjson.Result) {
+	content := rec.Get("message.content")
+	if !content.IsArray() {
+		if rd.opts.Verbose {
+			rd.block(dim, "  > ", content.String())
+		}
+		return
+	}
+	for _, blk := range content.Array() {
+		if blk.Get("type").String() != "tool_result" {
+			continue
+		}
+		text := toolResultText(blk.Get("content"))
+		first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+		first = rd.cut(first, len(first))
+		switch {
+		case blk.Get("is_error").Bool() && isDenial(text):
+			rd.println(redBold, oneLine("  ⛔ denied: "+first))
+		case blk.Get("is_error").Bool():
+			s := "  ✗ "
+			if name := rd.tools[blk.Get("tool_use_id").String()]; name != "" {
+				s += name + ": "
+			}
+			rd.println(red, oneLine(s+first))
+		case rd.opts.Verbose:
+			rd.println(dim, oneLine("    → "+first))
+		}
+	}
+}
+
+// toolResultText returns a tool result's content, a string or a list of
+// text blocks.
+func toolResultText(c gjson.Result) string {
+	if !c.IsArray() {
+		return c.String()
+	}
+	var parts []string
+	for _, blk := range c.Array() {
+		if t := blk.Get("text"); t.Exists() {
+			parts = append(parts, t.String())
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// isDenial reports whether an error tool result is a policy denial: a
+// message from ralphd's hook, or Claude Code's own "Permission to use ...
+// has been denied" for the rules ralphd compiles into its settings.
+func isDenial(text string) bool {
+	lower := strings.ToLower(text)
+	return strings.Contains(lower, "ralphd") ||
+		(strings.Contains(lower, "permission to use") && strings.Contains(lower, "denied"))
+}
+
+func (rd *renderer) agentResultLine(rec gjson.Result) {
+	res := &agentResult{
+		turns:      rec.Get("num_turns").Int(),
+		durationMS: rec.Get("duration_ms").Int(),
+		isError:    rec.Get("is_error").Bool(),
+	}
+	if c := rec.Get("total_cost_usd"); c.Type == gjson.Number {
+		cost := c.Float()
+		res.cost = &cost
+	}
+	rd.result = res
+	if !res.isError {
+		return
+	}
+	s := "  ✗ agent error"
+	if sub := rec.Get("subtype").String(); sub != "" && sub != "success" {
+		s += " [" + sub + "]"
+	}
+	if st := rec.Get("api_error_status"); st.Type == gjson.Number {
+		s += " (HTTP " + st.String() + ")"
+	}
+	text := rec.Get("result").String()
+	if text != "" && text == rd.lastError {
+		return // the assistant's error message said it already
+	}
+	if text == "" {
+		var errs []string
+		for _, e := range rec.Get("errors").Array() {
+			errs = append(errs, e.String())
+		}
+		text = strings.Join(errs, "; ")
+	}
+	rd.println(red, oneLine(withDetail(s, ": ", rd.cut(text, len(text)))))
+}
+
+func (rd *renderer) rateLimit(rec gjson.Result) {
+	info := rec.Get("rate_limit_info")
+	status := info.Get("status").String()
+	if strings.HasPrefix(status, "allowed") && !rd.opts.Verbose {
+		return
+	}
+	s := "  ⏳ rate limit: " + status
+	if t := info.Get("rateLimitType").String(); t != "" {
+		s += " (" + t + ")"
+	}
+	if at := info.Get("resetsAt").Int(); at > 0 {
+		s += ", resets " + time.Unix(at, 0).In(rd.loc).Format(time.DateTime)
+	}
+	rd.println(yellow, oneLine(s))
+}
+
+// cut shortens s to the renderer's MaxText bytes, on a character boundary,
+// noting how much was left out of a line of total bytes.
+func (rd *renderer) cut(s string, total int) string {
+	if len(s) <= rd.maxText && total <= len(s) {
+		return s
+	}
+	n := min(rd.maxText, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", max(total, len(s)))
+}
+
+// sanitize makes s safe to print on a terminal: invalid UTF-8, control
+// characters (escape sequences included) except newline and tab, and
+// bidirectional overrides become U+FFFD.
+func sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if unsafeRune(r) {
+			r = utf8.RuneError
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return (unicode.IsControl(r) && r != '\n' && r != '\t') || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// oneLine sanitizes s and puts it on one line.
+func oneLine(s string) string {
+	s = sanitize(s)
+	if strings.ContainsAny(s, "\n\t") {
+		s = strings.NewReplacer("\n", " ⏎ ", "\t", " ").Replace(strings.TrimRight(s, "\n"))
+	}
+	return s
+}
+
+func appendNonEmpty(parts []string, s string) []string {
+	if s == "" {
+		return parts
+	}
+	return append(parts, s)
+}
+
+func withDetail(s, sep, detail string) string {
+	if detail == "" {
+		return s
+	}
+	return s + sep + detail
+}
+
+// joinArgv renders an argv array as a command line, quoting arguments that
+// need it.
+func joinArgv(argv gjson.Result) string {
+	var parts []string
+	for _, a := range argv.Array() {
+		s := a.String()
+		if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`;&|<>*?()") {
+			s = strconv.Quote(s)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ")
+}
+
+// seconds formats a duration given in seconds, e.g. 2m5s.
+func seconds(sec int64) string {
+	if sec < 0 || sec > 1<<32 {
+		return strconv.FormatInt(sec, 10) + "s"
+	}
+	return (time.Duration(sec) * time.Second).String()
+}
+
+func dollars(usd float64) string {
+	if usd >= 1 || usd == 0 {
+		return fmt.Sprintf("$%.2f", usd)
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.FormatInt(n, 10) + " " + word + "s"
+}

@@ -1,0 +1,115 @@
+package logjsonl
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// logFile is one .log file in a log directory, with what orders it.
+type logFile struct {
+	name   string
+	t      time.Time // from the name, or the modification time
+	suffix int       // the N of a -N suffix
+	named  bool      // the name follows FileTimeLayout
+}
+
+// parseLogName parses <FileTimeLayout>[-N].log in local time.
+func parseLogName(name string) (t time.Time, suffix int, ok bool) {
+	base, found := strings.CutSuffix(name, ".log")
+	if !found || len(base) < len(FileTimeLayout) {
+		return time.Time{}, 0, false
+	}
+	t, err := time.ParseInLocation(FileTimeLayout, base[:len(FileTimeLayout)], time.Local)
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	rest := base[len(FileTimeLayout):]
+	if rest == "" {
+		return t, 0, true
+	}
+	digits, found := strings.CutPrefix(rest, "-")
+	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
+		return time.Time{}, 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	return t, n, true
+}
+
+// listLogFiles returns the regular .log files of dir, oldest first: by the
+// time in their name (then the -N suffix), or by modification time for
+// files named otherwise.
+func listLogFiles(dir string) ([]logFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []logFile
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		lf := logFile{name: e.Name()}
+		lf.t, lf.suffix, lf.named = parseLogName(lf.name)
+		if !lf.named {
+			info, err := e.Info()
+			if err != nil {
+				continue // removed meanwhile
+			}
+			lf.t = info.ModTime()
+		}
+		files = append(files, lf)
+	}
+	slices.SortFunc(files, func(a, b logFile) int {
+		if c := a.t.Compare(b.t); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.suffix, b.suffix); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return files, nil
+}
+
+// Prune keeps the newest keep regular files named *.log in dir and deletes
+// the older ones. The file named except (a base name, usually the log just
+// created) is never deleted and counts as the newest. Files are ordered by
+// the time in their name (<YYYY-MM-DDTHH-MM-SS>[-N].log) or, for other
+// names, by modification time. Other files and directories are left alone.
+// Prune returns the paths it deleted; it tries every file and joins the
+// errors. keep < 1 is treated as 1 when except is set, else as 0.
+func Prune(dir string, keep int, except string) (removed []string, err error) {
+	files, err := listLogFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list logs for retention: %w", err)
+	}
+	files = slices.DeleteFunc(files, func(f logFile) bool { return f.name == except })
+	if except != "" {
+		keep-- // the excepted file is one of the kept
+	}
+	keep = max(keep, 0)
+	if len(files) <= keep {
+		return nil, nil
+	}
+	var errs []error
+	for _, f := range files[:len(files)-keep] {
+		path := filepath.Join(dir, f.name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove old log: %w", err))
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, errors.Join(errs...)
+}

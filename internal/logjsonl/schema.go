@@ -1,0 +1,225 @@
+package logjsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the version of the event schema described in this file.
+// It is written as "schema_version" in the data of every run_start event.
+// Adding an event or an optional field keeps the version; renaming or
+// removing a field, or changing its meaning, bumps it.
+const SchemaVersion = 1
+
+// Record types: the value of the top-level "type" key of the lines ralphd
+// itself writes.
+const (
+	// TypeMeta marks ralphd's own events.
+	TypeMeta = "loop_meta"
+	// TypeAgentOutput marks a wrapped agent line (not JSON, or from stderr,
+	// or a chunk of an over-long line).
+	TypeAgentOutput = "agent_output"
+)
+
+// Stream names for [Writer.AgentLine] and [Writer.CopyLines]. Only lines of
+// StreamStdout are ever passed through verbatim.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// Event names, the "event" key of loop_meta records. The first three and
+// the quota events continue the bash loop's vocabulary (which called the
+// quota events quota_sleep_start/quota_sleep_end).
+const (
+	EventRunStart       = "run_start"        // data: RunStart
+	EventIterationStart = "iteration_start"  // data: IterationStart
+	EventIterationEnd   = "iteration_end"    // data: IterationEnd
+	EventStuck          = "stuck"            // data: Stuck
+	EventBDCall         = "bd_call"          // data: BDCall, written by the guard process
+	EventViolation      = "violation"        // data: Violation
+	EventQuotaWaitStart = "quota_wait_start" // data: QuotaWaitStart
+	EventQuotaWaitEnd   = "quota_wait_end"   // data: QuotaWaitEnd
+	EventPlanChanges    = "plan_changes"     // data: free form (what a PLANNING iteration changed in the graph)
+	EventSweep          = "sweep"            // data: free form (a housekeeping pass over the issues)
+	EventDecision       = "decision"         // data: Decision
+	EventRunEnd         = "run_end"          // data: RunEnd
+)
+
+// Tokens counts the tokens of one iteration or run. Its fields match
+// agent.Usage, so an agent.Usage converts to it directly.
+type Tokens struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// RunStart is the data of a run_start event. SchemaVersion must be set to
+// [SchemaVersion].
+type RunStart struct {
+	SchemaVersion int    `json:"schema_version"`
+	Mode          string `json:"mode"`           // "build" or "plan"
+	MaxIterations int    `json:"max_iterations"` // 0 means no limit
+	Version       string `json:"ralphd_version"`
+	ProjectID     string `json:"project_id"`
+	Agent         string `json:"agent"`
+	Model         string `json:"model,omitempty"`
+	ProjectDir    string `json:"project_dir,omitempty"`
+	Scope         string `json:"scope,omitempty"` // the epic a BUILD run is limited to
+	MaxAttempts   int    `json:"max_attempts,omitempty"`
+	PID           int    `json:"pid,omitempty"`
+}
+
+// IterationStart is the data of an iteration_start event. The first three
+// keys are the bash loop's, in its order.
+type IterationStart struct {
+	Iteration   int    `json:"iteration"`
+	IssueID     string `json:"issue_id,omitempty"` // empty in PLANNING mode
+	Mode        string `json:"mode"`
+	IssueTitle  string `json:"issue_title,omitempty"`
+	Attempt     int    `json:"attempt,omitempty"`      // this attempt at the issue, from 1
+	MaxAttempts int    `json:"max_attempts,omitempty"` // attempts before the issue counts as stuck
+}
+
+// IterationEnd is the data of an iteration_end event. The first three keys
+// are the bash loop's; DurationSeconds is whole seconds, as there.
+type IterationEnd struct {
+	Iteration       int      `json:"iteration"`
+	ExitCode        int      `json:"exit_code"` // -1 when the agent was killed by a signal
+	DurationSeconds int64    `json:"duration_seconds"`
+	Outcome         string   `json:"outcome,omitempty"` // an agent.Status value ("ok", "agent_error", ...)
+	Reason          string   `json:"reason,omitempty"`
+	IssueID         string   `json:"issue_id,omitempty"`
+	Attempt         int      `json:"attempt,omitempty"`
+	MaxAttempts     int      `json:"max_attempts,omitempty"`
+	IssueClosed     bool     `json:"issue_closed,omitempty"`
+	Turns           int      `json:"turns,omitempty"`
+	ToolCalls       int      `json:"tool_calls,omitempty"`
+	CostUSD         *float64 `json:"cost_usd,omitempty"` // nil when the agent reports no cost
+	Tokens          *Tokens  `json:"tokens,omitempty"`
+	SessionID       string   `json:"session_id,omitempty"`
+}
+
+// Stuck is the data of a stuck event: an issue used up its attempts.
+type Stuck struct {
+	IssueID     string `json:"issue_id"`
+	Attempts    int    `json:"attempts"`
+	MaxAttempts int    `json:"max_attempts"`
+	Iteration   int    `json:"iteration,omitempty"`
+	Action      string `json:"action,omitempty"` // what ralphd did about it ("noted", "blocked", ...)
+	Reason      string `json:"reason,omitempty"`
+}
+
+// BDCall is the data of a bd_call event: the guard's audit of one bd
+// command the agent ran.
+type BDCall struct {
+	Argv      []string `json:"argv"`
+	Mode      string   `json:"mode"`
+	Allowed   bool     `json:"allowed"`
+	ExitCode  *int     `json:"exit_code,omitempty"` // nil when the command was denied or did not run
+	Reason    string   `json:"reason,omitempty"`    // why it was denied
+	Rule      string   `json:"rule,omitempty"`      // the policy rule that matched
+	Iteration int      `json:"iteration,omitempty"`
+	IssueID   string   `json:"issue_id,omitempty"`
+}
+
+// Violation is the data of a violation event: the agent did something the
+// mode forbids, found by an audit after the fact or by a denied hook.
+type Violation struct {
+	Iteration int    `json:"iteration,omitempty"`
+	IssueID   string `json:"issue_id,omitempty"`
+	Mode      string `json:"mode"`
+	Kind      string `json:"kind"` // e.g. "forbidden_command", "priority_changed"
+	Detail    string `json:"detail,omitempty"`
+	Command   string `json:"command,omitempty"`
+}
+
+// QuotaWaitStart is the data of a quota_wait_start event.
+type QuotaWaitStart struct {
+	Agent       string    `json:"agent,omitempty"`
+	Iteration   int       `json:"iteration,omitempty"`
+	ResetAt     time.Time `json:"reset_at,omitzero"` // when the quota resets, if known; write it in UTC
+	WaitSeconds int64     `json:"wait_seconds"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
+// QuotaWaitEnd is the data of a quota_wait_end event.
+type QuotaWaitEnd struct {
+	WaitedSeconds int64 `json:"waited_seconds"`
+	Interrupted   bool  `json:"interrupted,omitempty"`
+}
+
+// Decision is the data of a decision event: a choice ralphd made that a
+// person may want to audit (skipping an issue, picking the next one, ...).
+type Decision struct {
+	Iteration int    `json:"iteration,omitempty"`
+	IssueID   string `json:"issue_id,omitempty"`
+	Decision  string `json:"decision"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// RunEnd is the data of a run_end event, the run's summary.
+type RunEnd struct {
+	Iterations      int      `json:"iterations"`
+	Outcome         string   `json:"outcome"` // why the run ended ("complete", "max_iterations", "interrupted", "error", ...)
+	DurationSeconds int64    `json:"duration_seconds"`
+	Reason          string   `json:"reason,omitempty"`
+	IssuesClosed    int      `json:"issues_closed,omitempty"`
+	Stuck           int      `json:"stuck,omitempty"`
+	Violations      int      `json:"violations,omitempty"`
+	CostUSD         *float64 `json:"cost_usd,omitempty"`
+	Tokens          *Tokens  `json:"tokens,omitempty"`
+}
+
+// Field is one key and value of an event's data.
+type Field struct {
+	Key   string
+	Value any
+}
+
+// Fields is event data built ad hoc, written with its keys in slice order.
+// Values are encoded with encoding/json (without HTML escaping). Keys must
+// be unique.
+type Fields []Field
+
+// MarshalJSON encodes f as a JSON object with the keys in slice order.
+func (f Fields) MarshalJSON() ([]byte, error) {
+	return f.appendJSON(nil)
+}
+
+func (f Fields) appendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, '{')
+	for i, kv := range f {
+		for _, prev := range f[:i] {
+			if prev.Key == kv.Key {
+				return nil, fmt.Errorf("encode data: duplicate key %q", kv.Key)
+			}
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, []byte(kv.Key))
+		dst = append(dst, ':')
+		v, err := marshalCompact(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("encode data key %q: %w", kv.Key, err)
+		}
+		dst = append(dst, v...)
+	}
+	return append(dst, '}'), nil
+}
+
+// marshalCompact encodes v as compact JSON without HTML escaping, so that a
+// "<promise>" in a value stays readable and greppable.
+func marshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,226 @@
+package logjsonl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DefaultMaxLine is the default bound on the length of one agent line.
+// Longer lines are written as wrapped chunks of at most this many bytes of
+// the original line.
+const DefaultMaxLine = 16 << 20
+
+// DefaultRetention is how many run logs [Create] keeps when given 0.
+const DefaultRetention = 10
+
+// FileTimeLayout is the layout of a log file's name without its extension,
+// in local time, as the bash loop named its logs.
+const FileTimeLayout = "2006-01-02T15-04-05"
+
+// maxSuffix bounds the "-N" suffixes Create tries for a taken name.
+const maxSuffix = 1000
+
+// ErrClosed is returned by writes to a closed Writer.
+var ErrClosed = errors.New("log writer is closed")
+
+// Options configures a Writer. The zero value is ready to use.
+type Options struct {
+	// Now is the clock for event timestamps; nil means time.Now.
+	Now func() time.Time
+	// MaxLine bounds the bytes of one agent line held in memory; 0 means
+	// DefaultMaxLine. A longer line is written as several wrapped chunks.
+	MaxLine int
+}
+
+// Writer writes one run's log. All its methods are safe for concurrent use:
+// each record reaches the underlying writer in a single Write call made
+// under one mutex, so records never interleave inside a line.
+type Writer struct {
+	mu     sync.Mutex
+	out    io.Writer
+	file   *os.File // the file Create opened, closed by Close; nil for New
+	closed bool
+
+	path    string
+	now     func() time.Time
+	maxLine int
+
+	removed []string
+	pruneEr error
+}
+
+// New returns a Writer that writes records to w. Close does not close w.
+// For records appended by other processes ([AppendMeta]) not to be
+// overwritten, a file behind w must be opened with O_APPEND.
+func New(w io.Writer, opts Options) *Writer {
+	lw := &Writer{out: w, now: opts.Now, maxLine: opts.MaxLine}
+	if lw.now == nil {
+		lw.now = time.Now
+	}
+	if lw.maxLine <= 0 {
+		lw.maxLine = DefaultMaxLine
+	}
+	return lw
+}
+
+// Create opens a new run log in dir and applies retention, with default
+// Options. See [CreateWith].
+func Create(dir string, now time.Time, retention int) (*Writer, error) {
+	return CreateWith(dir, now, retention, Options{})
+}
+
+// CreateWith creates dir (0700) if needed and a new file in it named after
+// now in local time, <YYYY-MM-DDTHH-MM-SS>.log, or <...>-1.log, -2, ... if
+// that name is taken. The file is created with mode 0600 and opened with
+// O_APPEND. Then it applies retention with [Prune]: it keeps the newest
+// retention .log files in dir, the new one included, and deletes the rest
+// (0 means DefaultRetention, a negative value keeps every file). A failed
+// deletion does not fail CreateWith; [Writer.Retention] reports it.
+func CreateWith(dir string, now time.Time, retention int, opts Options) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	base := now.Local().Format(FileTimeLayout)
+	for i := 0; i < maxSuffix; i++ {
+		name := base + ".log"
+		if i > 0 {
+			name = base + "-" + strconv.Itoa(i) + ".log"
+		}
+		path := filepath.Join(dir, name)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create log file: %w", err)
+		}
+		w := New(f, opts)
+		w.file = f
+		w.path = path
+		if retention == 0 {
+			retention = DefaultRetention
+		}
+		if retention > 0 {
+			w.removed, w.pruneEr = Prune(dir, retention, name)
+		}
+		return w, nil
+	}
+	return nil, fmt.Errorf("create log file: %d files named %s*.log already exist in %s; remove old logs", maxSuffix, base, dir)
+}
+
+// Path returns the path of the file Create opened, or "" for a Writer made
+// by New.
+func (w *Writer) Path() string { return w.path }
+
+// Retention returns the old logs Create deleted and the error of the
+// retention pass, if any.
+func (w *Writer) Retention() (removed []string, err error) {
+	return w.removed, w.pruneEr
+}
+
+// Meta writes one loop_meta record for event with data, stamped with the
+// Writer's clock. See [MetaLine] for the format and what data may be.
+func (w *Writer) Meta(event string, data any) error {
+	line, err := MetaLine(event, w.now(), data)
+	if err != nil {
+		return err
+	}
+	return w.write(line)
+}
+
+// AgentLine writes one line the agent printed on stream. A trailing newline
+// is dropped; a line holding more newlines is written as several lines. A
+// StreamStdout line that is a JSON object is written verbatim; any other
+// line is wrapped (see the package documentation). A line longer than the
+// Writer's MaxLine is written as chunks.
+func (w *Writer) AgentLine(stream string, line []byte) error {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	s := w.newSplitter(stream)
+	if len(line) <= w.maxLine && bytes.IndexByte(line, '\n') < 0 {
+		s.finish(line) // the common case: no copy
+	} else {
+		s.feed(line)
+		s.endLine()
+	}
+	s.flush()
+	return s.err
+}
+
+// CopyLines reads r to EOF and writes each line as AgentLine would, a line
+// without a final newline included. It holds at most the Writer's MaxLine
+// bytes of a line, plus small buffers, whatever the input. Lines that
+// arrive in the same read are written together in one Write, which keeps
+// the cost per line low. After a write error CopyLines keeps reading r (and
+// discards it) so that the process writing the pipe never blocks, and
+// returns the first error at the end.
+func (w *Writer) CopyLines(stream string, r io.Reader) error {
+	s := w.newSplitter(stream)
+	buf := make([]byte, readSize)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && s.err == nil {
+			s.feed(buf[:n])
+			s.flush()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// Keep what was read of an unfinished line.
+			if s.err == nil && (len(s.pending) > 0 || s.chunk > 0) {
+				s.endLine()
+			}
+			s.flush()
+			if s.err != nil {
+				return s.err
+			}
+			return fmt.Errorf("read agent %s: %w", stream, err)
+		}
+	}
+	if s.err == nil && (len(s.pending) > 0 || s.chunk > 0) {
+		s.endLine()
+		s.flush()
+	}
+	return s.err
+}
+
+// Close closes the file Create opened. Writes after Close fail with
+// ErrClosed. Close is safe to call more than once.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.file == nil {
+		return nil
+	}
+	if err := w.file.Close(); err != nil {
+		return fmt.Errorf("close log file: %w", err)
+	}
+	return nil
+}
+
+// write writes p, one or more complete records, in a single Write call.
+func (w *Writer) write(p []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	if _, err := w.out.Write(p); err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/prompts"
+)
+
+// Build runs BUILD iterations until no ready work is left, maxIter
+// iterations have run (0: no cap), or something stops the run. It returns
+// the run's result and, for stops other than success, an error the command
+// line maps to an exit code (ErrCapReached, ErrAgentUnusable,
+// ErrInterrupted, or a runtime error).
+func (l *Loop) Build(ctx context.Context, maxIter int) (*Result, error) {
+	res := l.begin(ctx, ModeBuild, maxIter)
+	err := l.build(ctx, res, maxIter)
+	l.finish(res, err)
+	return res, err
+}
+
+func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
+	skip := map[string]bool{} // issues this run has given up on
+	quota := backoff{max: l.Config.QuotaBackoffMax}
+	for {
+		if ctx.Err() != nil {
+			return res.stop(StopInterrupted, "stopped by a signal before the next iteration", ErrInterrupted)
+		}
+		if l.overBudget(res) {
+			return res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
+		}
+
+		ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: l.Config.Scope})
+		if err != nil {
+			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
+		}
+		if len(ready) == 0 {
+			return res.stop(StopSuccess, l.emptyQueueReason(ctx), nil)
+		}
+		pick, err := l.pick(ctx, res, ready, skip)
+		if err != nil {
+			return res.stop(StopError, "could not update a stuck issue", err)
+		}
+		if pick == nil {
+			return res.stop(StopAllSkipped, fmt.Sprintf("all ready work is stuck and skipped: %s; PLANNING or `ralphd reset ID` puts it back", strings.Join(res.Skipped, ", ")), nil)
+		}
+		if maxIter > 0 && res.Iterations >= maxIter {
+			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with %d ready issues left (next: %s)", maxIter, len(ready)-len(skip), pick.ID), ErrCapReached)
+		}
+
+		it, err := l.buildIteration(ctx, res, *pick)
+		switch {
+		case errors.Is(err, ErrAgentUnusable):
+			return res.stop(StopAgentUnusable, it.reason, err)
+		case errors.Is(err, ErrInterrupted):
+			return res.stop(StopInterrupted, "stopped by a signal during an iteration; its attempt was given back", err)
+		case err != nil:
+			return res.stop(StopError, it.reason, err)
+		}
+		if it.rateLimited {
+			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
+				return res.stop(StopInterrupted, "stopped by a signal while waiting for the agent's quota", ErrInterrupted)
+			}
+			continue
+		}
+		quota.reset()
+	}
+}
+
+// pick returns the first ready issue (in bd's order) this run can work on,
+// marking issues that have used up their attempts as stuck on the way. It
+// returns nil when every ready issue is skipped.
+func (l *Loop) pick(ctx context.Context, res *Result, ready []beads.Issue, skip map[string]bool) (*beads.Issue, error) {
+	for i := range ready {
+		is := ready[i]
+		if skip[is.ID] {
+			continue
+		}
+		// A stuck issue stays skipped until PLANNING or `ralphd reset`
+		// clears its label.
+		if is.HasLabel(StuckLabel) {
+			l.skip(res, skip, is.ID, "labelled "+StuckLabel)
+			continue
+		}
+		n, err := l.State.Attempt(is.ID)
+		if err != nil {
+			return nil, fmt.Errorf("read attempts of %s: %w", is.ID, err)
+		}
+		if n >= l.Config.MaxStuck {
+			if err := l.markStuck(ctx, res, is, n); err != nil {
+				return nil, err
+			}
+			l.skip(res, skip, is.ID, fmt.Sprintf("stuck after %d attempts", n))
+			continue
+		}
+		return &is, nil
+	}
+	return nil, nil
+}
+
+func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
+	skip[id] = true
+	res.Skipped = append(res.Skipped, id)
+	l.event(logjsonl.EventDecision, logjsonl.Decision{IssueID: id, Decision: "skip", Reason: why})
+}
+
+// markStuck appends the STUCK note (appending: plain --notes would erase
+// the planner's notes) and the stuck label. Its attempts stay at the limit
+// so `ralphd status` shows why; clearing the label in PLANNING resets them.
+func (l *Loop) markStuck(ctx context.Context, res *Result, is beads.Issue, n int) error {
+	note := fmt.Sprintf("STUCK: Failed after %d attempts at %s. Moving to next issue.", n, l.now().UTC().Format(time.RFC3339))
+	if _, err := l.BD.AppendNotes(ctx, is.ID, note); err != nil {
+		return fmt.Errorf("add STUCK note to %s: %w", is.ID, err)
+	}
+	if err := l.BD.LabelAdd(ctx, is.ID, StuckLabel); err != nil {
+		return fmt.Errorf("label %s %s: %w", is.ID, StuckLabel, err)
+	}
+	res.Stuck = append(res.Stuck, is.ID)
+	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: is.ID, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: "noted and labelled " + StuckLabel})
+	l.human().Warn("issue is stuck; skipping it", "issue", is.ID, "attempts", n)
+	return l.State.AppendHistory(state.Record{
+		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: is.ID, Attempt: n,
+		StartedAt: l.now(), EndedAt: l.now(), Outcome: "stuck", Stuck: true,
+	})
+}
+
+// emptyQueueReason says that all work is done or blocked, with counts.
+func (l *Loop) emptyQueueReason(ctx context.Context) string {
+	msg := "all work complete or blocked"
+	if l.Config.Scope != "" {
+		msg = fmt.Sprintf("all work in %s complete or blocked", l.Config.Scope)
+	}
+	st, err := l.BD.Stats(ctx)
+	if err != nil {
+		return msg
+	}
+	return fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, st.Blocked, st.InProgress, st.Closed)
+}
+
+// iteration is what one iteration did, for the loop's next decision.
+type iteration struct {
+	rateLimited bool
+	resetAt     time.Time
+	reason      string
+}
+
+// buildIteration runs the agent on one issue and judges the result.
+func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) (iteration, error) {
+	res.Iterations++
+	iter := res.Iterations
+	res.tried(is.ID)
+	started := l.now()
+
+	// The attempt is persisted before the agent starts, so a crash
+	// mid-iteration cannot lose it (the cold-start sweep gives it back).
+	attempt, err := l.State.IncrementAttempt(is.ID)
+	if err != nil {
+		return iteration{reason: "could not record the attempt"}, fmt.Errorf("count attempt on %s: %w", is.ID, err)
+	}
+	before, err := l.snapshot(ctx)
+	if err != nil {
+		_, _ = l.State.GiveBackAttempt(is.ID)
+		return iteration{reason: "could not snapshot the tracker"}, err
+	}
+	prev, _ := l.previousAttempts(is.ID)
+	prompt, err := l.Prompts.Build(prompts.BuildData{
+		Issue: is, Attempt: attempt, MaxAttempts: l.Config.MaxStuck, Scope: l.Config.Scope,
+		PreviousAttempts: prev,
+	})
+	if err != nil {
+		_, _ = l.State.GiveBackAttempt(is.ID)
+		return iteration{reason: "the BUILD prompt does not render"}, err
+	}
+
+	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
+		Iteration: iter, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: attempt, MaxAttempts: l.Config.MaxStuck,
+	})
+	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", iter, is.ID, is.Title, attempt, l.Config.MaxStuck))
+	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, iter, attempt, l.Config.MaxStuck)
+
+	out, calls, err := l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: iter, issue: is.ID, attempt: attempt, prompt: prompt, budget: l.remainingBudget(res)})
+	if err != nil {
+		_, _ = l.State.GiveBackAttempt(is.ID)
+		return iteration{reason: "the agent could not be started"}, err
+	}
+	res.addCost(out)
+	rec := state.Record{
+		RunID: res.RunID, Mode: ModeBuild, Iteration: iter, IssueID: is.ID, Attempt: attempt,
+		StartedAt: started, ExitCode: out.ExitCode, CostUSD: out.CostUSD, Tokens: stateTokens(out.Usage),
+		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: out.SessionID, Turns: out.Turns, ToolCalls: out.ToolCalls,
+		Outcome: string(out.Status), Gate: "agent", BDCalls: calls,
+	}
+
+	// Outcomes that are not attempts at the work: give the attempt back.
+	switch out.Status {
+	case agent.StatusRateLimited, agent.StatusFatal, agent.StatusInterrupted:
+		if _, err := l.State.GiveBackAttempt(is.ID); err != nil {
+			return iteration{reason: "could not give the attempt back"}, err
+		}
+		rec.Attempt = 0
+		if out.Status != agent.StatusInterrupted {
+			// The agent never got to work: the iteration does not count
+			// against the cap either.
+			res.Iterations--
+		}
+		// Leave nothing claimed: an interrupted agent may have set
+		// in_progress. Use a context that survives the cancellation.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		l.unclaim(cctx, is.ID)
+		cancel()
+		l.endIteration(res, rec, out, false)
+		switch out.Status {
+		case agent.StatusRateLimited:
+			return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, nil
+		case agent.StatusFatal:
+			return iteration{reason: out.Reason}, fmt.Errorf("%w: %s", ErrAgentUnusable, out.Reason)
+		default:
+			return iteration{reason: out.Reason}, ErrInterrupted
+		}
+	}
+
+	closed, err := l.judgeBuild(ctx, res, &rec, is, before, out)
+	if err != nil {
+		return iteration{reason: "could not judge the iteration"}, err
+	}
+	if closed {
+		if _, err := l.State.ResetAttempts(is.ID); err != nil {
+			return iteration{reason: "could not reset attempts"}, err
+		}
+		res.Closed = append(res.Closed, is.ID)
+	}
+	l.endIteration(res, rec, out, closed)
+	return iteration{}, nil
+}
+
+// judgeBuild decides what an iteration achieved: it reverts forbidden
+// changes, puts claimed work back, and reports whether the issue is closed
+// for good. It fills in rec.
+func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, is beads.Issue, before tamper.Snapshot, out agent.Outcome) (bool, error) {
+	after, err := l.snapshotFresh(ctx)
+	if err != nil {
+		return false, err
+	}
+	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
+	if len(vs) > 0 {
+		res.Violations += len(vs)
+		for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
+			rec.Violations = append(rec.Violations, r.Violation.String())
+			detail := r.Violation.String()
+			if r.Err != nil {
+				detail += " (revert failed: " + r.Err.Error() + ")"
+			}
+			l.event(logjsonl.EventViolation, logjsonl.Violation{
+				Iteration: rec.Iteration, IssueID: r.Violation.IssueID, Mode: ModeBuild, Kind: string(r.Violation.Kind), Detail: detail,
+			})
+			l.human().Warn("forbidden change reverted", "issue", r.Violation.IssueID, "change", detail)
+		}
+		l.snap.invalidate()
+		rec.Outcome = "violation"
+		rec.Gate = "policy"
+		return false, nil
+	}
+
+	cur, ok := after[is.ID]
+	if !ok {
+		return false, fmt.Errorf("issue %s is missing after the iteration", is.ID)
+	}
+	switch cur.Status {
+	case beads.StatusClosed:
+		rec.Outcome = "closed"
+		return true, nil
+	case beads.StatusInProgress:
+		// No agent is alive any more, so nothing may stay claimed.
+		l.unclaim(ctx, is.ID)
+		if rec.Outcome == string(agent.StatusOK) {
+			rec.Outcome = "not_closed"
+		}
+	default:
+		if rec.Outcome == string(agent.StatusOK) {
+			rec.Outcome = "not_closed"
+		}
+	}
+	return false, nil
+}
+
+// unclaim sets an in_progress issue back to open.
+func (l *Loop) unclaim(ctx context.Context, id string) {
+	cur, err := l.BD.Show(ctx, id)
+	if err != nil || cur.Status != beads.StatusInProgress {
+		return
+	}
+	if _, err := l.BD.UpdateStatus(ctx, id, beads.StatusOpen); err != nil {
+		l.human().Warn("could not set the issue back to open", "issue", id, "err", err)
+		return
+	}
+	l.snap.invalidate()
+}
+
+// endIteration records a finished iteration in history and the log.
+func (l *Loop) endIteration(res *Result, rec state.Record, out agent.Outcome, closed bool) {
+	rec.EndedAt = l.now()
+	rec.DurationSeconds = rec.EndedAt.Sub(rec.StartedAt).Seconds()
+	if err := l.State.AppendHistory(rec); err != nil {
+		l.human().Error("could not append to history", "err", err)
+	}
+	// Only now is the iteration settled: a crash before this point leaves
+	// the record for the next start's sweep to settle.
+	if err := l.State.ClearRunning(); err != nil {
+		l.human().Warn("could not clear the running-agent record", "err", err)
+	}
+	l.event(logjsonl.EventIterationEnd, logjsonl.IterationEnd{
+		Iteration: rec.Iteration, ExitCode: rec.ExitCode, DurationSeconds: int64(rec.DurationSeconds),
+		Outcome: rec.Outcome, Reason: out.Reason, IssueID: rec.IssueID, Attempt: rec.Attempt, MaxAttempts: l.Config.MaxStuck,
+		IssueClosed: closed, Turns: out.Turns, ToolCalls: out.ToolCalls, CostUSD: out.CostUSD, Tokens: tokensOf(out.Usage),
+		SessionID: out.SessionID,
+	})
+	kv := []any{"outcome", rec.Outcome, "duration", time.Duration(rec.DurationSeconds * float64(time.Second)).Round(time.Second)}
+	if rec.IssueID != "" {
+		kv = append([]any{"issue", rec.IssueID}, kv...)
+	}
+	if out.CostUSD != nil {
+		kv = append(kv, "cost", fmt.Sprintf("$%.4f", *out.CostUSD))
+	}
+	if out.Reason != "" && rec.Outcome != "closed" {
+		kv = append(kv, "reason", out.Reason)
+	}
+	l.human().Info(fmt.Sprintf("iteration %d done", rec.Iteration), kv...)
+}

@@ -1,0 +1,206 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/prompts"
+)
+
+// Mode names, as written in logs, history and the guard's environment.
+const (
+	ModeBuild = "build"
+	ModePlan  = "plan"
+)
+
+// StuckLabel marks an issue BUILD gave up on. PLANNING (or `ralphd reset`)
+// clears it.
+const StuckLabel = "ralph:stuck"
+
+// PlanPromise is the completion promise that ends PLANNING early when it
+// ends the agent's final result.
+const PlanPromise = "<promise>PLAN_COMPLETE</promise>"
+
+// StopReason says why a run stopped.
+type StopReason string
+
+// Stop reasons, as recorded in history and reports.
+const (
+	StopSuccess       StopReason = "success"        // no ready work left (or planning complete)
+	StopAllSkipped    StopReason = "all_skipped"    // ready work exists but every issue is stuck
+	StopMaxIterations StopReason = "max_iterations" // the cap was reached with ready work left
+	StopBudget        StopReason = "budget"         // the cost cap was reached
+	StopTimeout       StopReason = "timeout"        // the run's wall-clock limit was reached
+	StopInterrupted   StopReason = "interrupted"    // a signal stopped the run
+	StopAgentUnusable StopReason = "agent_unusable" // the agent cannot run at all
+	StopError         StopReason = "error"          // a runtime error (bd failed, state unwritable)
+)
+
+// Errors a run ends with. The command line maps them to exit codes.
+var (
+	// ErrCapReached: the iteration cap or the cost budget stopped the run
+	// with ready work left (exit 3).
+	ErrCapReached = errors.New("iteration cap reached with ready work left")
+	// ErrAgentUnusable: the agent is not installed, not logged in, or its
+	// key is invalid (exit 5).
+	ErrAgentUnusable = errors.New("agent unusable")
+	// ErrInterrupted: a signal or the run timeout stopped the run.
+	ErrInterrupted = errors.New("interrupted")
+)
+
+// Result summarises a run.
+type Result struct {
+	Mode       string
+	RunID      string
+	Stop       StopReason
+	Reason     string // one human sentence about the stop
+	Iterations int
+	Closed     []string // issues closed (and verified) in this run
+	Tried      []string // issues worked on in this run, in first-tried order
+	Stuck      []string // issues marked stuck in this run
+	Skipped    []string // stuck issues skipped in this run
+	Violations int
+	CostUSD    *float64
+	Usage      agent.Usage
+	Started    time.Time
+	Ended      time.Time
+}
+
+func (r *Result) tried(id string) {
+	for _, x := range r.Tried {
+		if x == id {
+			return
+		}
+	}
+	r.Tried = append(r.Tried, id)
+}
+
+func (r *Result) addCost(o agent.Outcome) {
+	r.Usage = r.Usage.Add(o.Usage)
+	if o.CostUSD != nil {
+		c := *o.CostUSD
+		if r.CostUSD != nil {
+			c += *r.CostUSD
+		}
+		r.CostUSD = &c
+	}
+}
+
+// Loop holds everything BUILD and PLANNING iterations need. cmd/ralphd
+// builds one per run.
+type Loop struct {
+	Dir     string // the project's top-level directory
+	Config  *config.Config
+	BD      *beads.Client
+	State   *state.Store
+	Backend agent.Backend
+	Prompts *prompts.Set
+	Log     *logjsonl.Writer // nil when logging is off
+	Human   *log.Logger      // one line per iteration start and end
+	Out     io.Writer        // the end-of-run summary (stdout)
+	RunID   string
+	Version string
+
+	// Self is ralphd's own executable: the guard on the agent's PATH and
+	// the Claude hook run it.
+	Self string
+	// RealBD is the absolute path of the user's bd, resolved once at start.
+	RealBD string
+	// Env is the environment agents start from.
+	Env []string
+
+	// Now and Sleep are the clock; tests replace them.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	// OnStatus, when set, receives a short live status line (the daemon
+	// forwards it to systemd).
+	OnStatus func(string)
+
+	snap snapshotCache
+}
+
+func (l *Loop) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+func (l *Loop) sleep(ctx context.Context, d time.Duration) error {
+	if l.Sleep != nil {
+		return l.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (l *Loop) human() *log.Logger {
+	if l.Human != nil {
+		return l.Human
+	}
+	return log.New(io.Discard)
+}
+
+func (l *Loop) out() io.Writer {
+	if l.Out != nil {
+		return l.Out
+	}
+	return io.Discard
+}
+
+func (l *Loop) status(format string, args ...any) {
+	if l.OnStatus != nil {
+		l.OnStatus(fmt.Sprintf(format, args...))
+	}
+}
+
+// event writes a loop_meta event to the run log when logging is on. A log
+// that cannot be written is reported once on the human log and otherwise
+// ignored: losing the log must not stop the work.
+func (l *Loop) event(name string, data any) {
+	if l.Log == nil {
+		return
+	}
+	if err := l.Log.Meta(name, data); err != nil {
+		l.human().Warn("run log write failed; continuing without it", "err", err)
+		l.Log = nil
+	}
+}
+
+func tokensOf(u agent.Usage) *logjsonl.Tokens {
+	if u == (agent.Usage{}) {
+		return nil
+	}
+	t := logjsonl.Tokens(u)
+	return &t
+}
+
+func stateTokens(u agent.Usage) state.Tokens {
+	return state.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
+}
+
+// environ returns the environment agents start from.
+func (l *Loop) environ() []string {
+	if l.Env != nil {
+		return l.Env
+	}
+	return os.Environ()
+}

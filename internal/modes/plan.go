@@ -1,0 +1,218 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/prompts"
+)
+
+// Plan runs up to maxIter PLANNING iterations with full powers over bd. It
+// ends early when the agent's final result ends with PlanPromise.
+func (l *Loop) Plan(ctx context.Context, maxIter int) (*Result, error) {
+	res := l.begin(ctx, ModePlan, maxIter)
+	err := l.plan(ctx, res, maxIter)
+	l.finish(res, err)
+	return res, err
+}
+
+func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
+	quota := backoff{max: l.Config.QuotaBackoffMax}
+	for maxIter <= 0 || res.Iterations < maxIter {
+		if ctx.Err() != nil {
+			return res.stop(StopInterrupted, "stopped by a signal before the next iteration", ErrInterrupted)
+		}
+		if l.overBudget(res) {
+			return res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
+		}
+		it, done, err := l.planIteration(ctx, res)
+		switch {
+		case errors.Is(err, ErrAgentUnusable):
+			return res.stop(StopAgentUnusable, it.reason, err)
+		case errors.Is(err, ErrInterrupted):
+			return res.stop(StopInterrupted, "stopped by a signal during an iteration", err)
+		case err != nil:
+			return res.stop(StopError, it.reason, err)
+		}
+		if it.rateLimited {
+			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
+				return res.stop(StopInterrupted, "stopped by a signal while waiting for the agent's quota", ErrInterrupted)
+			}
+			continue
+		}
+		quota.reset()
+		if done {
+			return res.stop(StopSuccess, "planning complete: the planner ended with "+PlanPromise, nil)
+		}
+	}
+	return res.stop(StopMaxIterations, fmt.Sprintf("ran %d planning iteration(s)", res.Iterations), nil)
+}
+
+// planIteration runs the planner once and records what it changed. done
+// reports the completion promise.
+func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, done bool, err error) {
+	before, err := l.snapshotFresh(ctx)
+	if err != nil {
+		return iteration{reason: "could not snapshot the tracker"}, false, err
+	}
+	res.Iterations++
+	iter := res.Iterations
+	started := l.now()
+	prompt, err := l.Prompts.Plan(prompts.PlanData{Scope: l.Config.Scope, Stuck: stuckIDs(before)})
+	if err != nil {
+		return iteration{reason: "the PLANNING prompt does not render"}, false, err
+	}
+	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{Iteration: iter, Mode: ModePlan})
+	l.human().Info(fmt.Sprintf("planning iteration %d", iter))
+	l.status("plan iteration %d", iter)
+
+	out, calls, err := l.runAgent(ctx, agentRun{mode: ModePlan, iteration: iter, prompt: prompt, budget: l.remainingBudget(res)})
+	if err != nil {
+		return iteration{reason: "the agent could not be started"}, false, err
+	}
+	res.addCost(out)
+	rec := state.Record{
+		RunID: res.RunID, Mode: ModePlan, Iteration: iter, StartedAt: started, ExitCode: out.ExitCode,
+		CostUSD: out.CostUSD, Tokens: stateTokens(out.Usage), Agent: l.Backend.Name(), Model: l.Config.Model,
+		SessionID: out.SessionID, Turns: out.Turns, ToolCalls: out.ToolCalls, Outcome: string(out.Status),
+		BDCalls: calls,
+	}
+	switch out.Status {
+	case agent.StatusRateLimited:
+		res.Iterations--
+		l.endIteration(res, rec, out, false)
+		return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, false, nil
+	case agent.StatusFatal:
+		l.endIteration(res, rec, out, false)
+		return iteration{reason: out.Reason}, false, fmt.Errorf("%w: %s", ErrAgentUnusable, out.Reason)
+	case agent.StatusInterrupted:
+		l.endIteration(res, rec, out, false)
+		return iteration{reason: out.Reason}, false, ErrInterrupted
+	}
+
+	after, err := l.snapshotFresh(ctx)
+	if err != nil {
+		return iteration{reason: "could not snapshot the tracker"}, false, err
+	}
+	ch := DiffPlan(before, after)
+	l.event(logjsonl.EventPlanChanges, ch)
+	if len(ch.StuckCleared) > 0 {
+		// The planner reviewed these: they start over with fresh attempts.
+		if _, err := l.State.ResetAttempts(ch.StuckCleared...); err != nil {
+			return iteration{reason: "could not reset attempts"}, false, err
+		}
+	}
+	if s := ch.Summary(); s != "" {
+		l.human().Info("planner changed the graph: " + s)
+	}
+	l.endIteration(res, rec, out, false)
+	return iteration{}, out.Status == agent.StatusOK && EndsWithPromise(out.ResultText, PlanPromise), nil
+}
+
+// EndsWithPromise reports whether the agent's final result text ends with
+// the promise (surrounding white space aside). Matching only the end of
+// the final result keeps a promise quoted from the prompt, or echoed in the
+// middle of a message, from ending the loop.
+func EndsWithPromise(result, promise string) bool {
+	return strings.HasSuffix(strings.TrimSpace(result), promise)
+}
+
+func stuckIDs(s tamper.Snapshot) []string {
+	var ids []string
+	for id, is := range s {
+		if is.HasLabel(StuckLabel) && is.Status != beads.StatusClosed {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// PlanChanges is what a PLANNING iteration changed in the graph.
+type PlanChanges struct {
+	Created       []string `json:"created,omitempty"`
+	Closed        []string `json:"closed,omitempty"`
+	Deleted       []string `json:"deleted,omitempty"`
+	Reprioritised []string `json:"reprioritised,omitempty"`
+	DepsAdded     []string `json:"deps_added,omitempty"`   // "a->b"
+	DepsRemoved   []string `json:"deps_removed,omitempty"` // "a->b"
+	StuckCleared  []string `json:"stuck_cleared,omitempty"`
+}
+
+// DiffPlan compares two snapshots taken around a PLANNING iteration.
+func DiffPlan(before, after tamper.Snapshot) PlanChanges {
+	var c PlanChanges
+	for id, a := range after {
+		b, ok := before[id]
+		if !ok {
+			c.Created = append(c.Created, id)
+			for _, d := range a.Dependencies {
+				c.DepsAdded = append(c.DepsAdded, id+"->"+d.DependsOnID)
+			}
+			continue
+		}
+		if a.Status == beads.StatusClosed && b.Status != beads.StatusClosed {
+			c.Closed = append(c.Closed, id)
+		}
+		if a.Priority != b.Priority {
+			c.Reprioritised = append(c.Reprioritised, fmt.Sprintf("%s:P%d->P%d", id, b.Priority, a.Priority))
+		}
+		if b.HasLabel(StuckLabel) && !a.HasLabel(StuckLabel) {
+			c.StuckCleared = append(c.StuckCleared, id)
+		}
+		for _, d := range a.Dependencies {
+			if !hasEdge(b.Dependencies, d) {
+				c.DepsAdded = append(c.DepsAdded, id+"->"+d.DependsOnID)
+			}
+		}
+		for _, d := range b.Dependencies {
+			if !hasEdge(a.Dependencies, d) {
+				c.DepsRemoved = append(c.DepsRemoved, id+"->"+d.DependsOnID)
+			}
+		}
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok {
+			c.Deleted = append(c.Deleted, id)
+		}
+	}
+	for _, s := range []*[]string{&c.Created, &c.Closed, &c.Deleted, &c.Reprioritised, &c.DepsAdded, &c.DepsRemoved, &c.StuckCleared} {
+		sort.Strings(*s)
+	}
+	return c
+}
+
+func hasEdge(ds []beads.Dependency, d beads.Dependency) bool {
+	for _, x := range ds {
+		if x.DependsOnID == d.DependsOnID && x.Type == d.Type {
+			return true
+		}
+	}
+	return false
+}
+
+// Summary is a one-line description of the changes ("" when none).
+func (c PlanChanges) Summary() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(len(c.Created), "created")
+	add(len(c.Closed), "closed")
+	add(len(c.Deleted), "deleted")
+	add(len(c.Reprioritised), "re-prioritised")
+	add(len(c.DepsAdded), "dependencies added")
+	add(len(c.DepsRemoved), "dependencies removed")
+	add(len(c.StuckCleared), "stuck labels cleared")
+	return strings.Join(parts, ", ")
+}

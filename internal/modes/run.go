@@ -1,0 +1,180 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/watch"
+)
+
+// begin starts a run: it records run_start and returns the result to fill.
+func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
+	res := &Result{Mode: mode, RunID: l.RunID, Started: l.now()}
+	l.event(logjsonl.EventRunStart, logjsonl.RunStart{
+		SchemaVersion: logjsonl.SchemaVersion, Mode: mode, MaxIterations: maxIter, Version: l.Version,
+		ProjectID: l.State.Identity().ID, Agent: l.Backend.Name(), Model: l.Config.Model, ProjectDir: l.Dir,
+		Scope: l.Config.Scope, MaxAttempts: l.Config.MaxStuck, PID: os.Getpid(),
+	})
+	return res
+}
+
+// stop records why the run is stopping and passes err through.
+func (r *Result) stop(why StopReason, reason string, err error) error {
+	r.Stop, r.Reason = why, reason
+	return err
+}
+
+// finish records the end of a run in history and the log, and prints the
+// summary.
+func (l *Loop) finish(res *Result, err error) {
+	res.Ended = l.now()
+	if res.Stop == "" {
+		res.Stop = StopError
+	}
+	if res.Reason == "" && err != nil {
+		res.Reason = err.Error()
+	}
+	rec := state.Record{
+		Kind: state.KindRunEnd, RunID: res.RunID, Mode: res.Mode, Iteration: res.Iterations,
+		StartedAt: res.Started, EndedAt: res.Ended, StopReason: string(res.Stop), Outcome: string(res.Stop),
+		CostUSD: res.CostUSD, Tokens: stateTokens(res.Usage), DurationSeconds: res.Ended.Sub(res.Started).Seconds(),
+	}
+	if herr := l.State.AppendHistory(rec); herr != nil {
+		l.human().Error("could not append to history", "err", herr)
+	}
+	l.event(logjsonl.EventRunEnd, logjsonl.RunEnd{
+		Iterations: res.Iterations, Outcome: string(res.Stop), DurationSeconds: int64(res.Ended.Sub(res.Started).Seconds()),
+		Reason: res.Reason, IssuesClosed: len(res.Closed), Stuck: len(res.Stuck), Violations: res.Violations,
+		CostUSD: res.CostUSD, Tokens: tokensOf(res.Usage),
+	})
+	w := l.out()
+	fmt.Fprintf(w, "ralphd %s: %s\n", res.Mode, res.Reason)
+	fmt.Fprintf(w, "  iterations: %d, closed: %d", res.Iterations, len(res.Closed))
+	if res.Mode == ModeBuild {
+		fmt.Fprintf(w, " of %d tried", len(res.Tried))
+	}
+	if len(res.Stuck) > 0 {
+		fmt.Fprintf(w, ", newly stuck: %v", res.Stuck)
+	}
+	if res.Violations > 0 {
+		fmt.Fprintf(w, ", violations reverted: %d", res.Violations)
+	}
+	if res.CostUSD != nil {
+		fmt.Fprintf(w, ", cost: $%.4f", *res.CostUSD)
+	}
+	fmt.Fprintln(w)
+	if l.Log != nil {
+		fmt.Fprintf(w, "  log: %s\n", l.Log.Path())
+	}
+}
+
+// overBudget reports whether the run's summed cost reached the cap.
+func (l *Loop) overBudget(res *Result) bool {
+	return l.Config.MaxCostUSD > 0 && res.CostUSD != nil && *res.CostUSD >= l.Config.MaxCostUSD
+}
+
+// remainingBudget is what the next agent run may spend (0: no cap).
+func (l *Loop) remainingBudget(res *Result) float64 {
+	if l.Config.MaxCostUSD <= 0 {
+		return 0
+	}
+	spent := 0.0
+	if res.CostUSD != nil {
+		spent = *res.CostUSD
+	}
+	return max(l.Config.MaxCostUSD-spent, 0.01)
+}
+
+// backoff is the wait between retries when the provider is rate-limited and
+// did not say until when.
+type backoff struct {
+	max  time.Duration
+	next time.Duration
+}
+
+func (b *backoff) reset() { b.next = 0 }
+
+func (b *backoff) step() time.Duration {
+	if b.next == 0 {
+		b.next = time.Minute
+	} else {
+		b.next *= 2
+	}
+	if b.max > 0 && b.next > b.max {
+		b.next = b.max
+	}
+	return b.next
+}
+
+// waitQuota waits until the provider's quota resets: until resetAt when the
+// agent said (plus a minute, as resets are announced to the minute), or
+// with exponential backoff otherwise.
+func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, iter int, reason string) error {
+	wait := b.step()
+	if !resetAt.IsZero() {
+		wait = resetAt.Sub(l.now()) + time.Minute
+		if wait < time.Minute {
+			wait = time.Minute
+		}
+		if b.max > 0 && wait > 6*b.max {
+			wait = 6 * b.max // a reset days away is a wrong clock or a weekly limit; look again
+		}
+	}
+	l.event(logjsonl.EventQuotaWaitStart, logjsonl.QuotaWaitStart{
+		Agent: l.Backend.Name(), Iteration: iter, ResetAt: resetAt.UTC(), WaitSeconds: int64(wait.Seconds()), Reason: reason,
+	})
+	l.human().Warn("agent rate-limited; waiting", "for", wait.Round(time.Second), "reason", reason)
+	l.status("waiting for the agent's quota: %s", wait.Round(time.Second))
+	start := l.now()
+	err := l.sleep(ctx, wait)
+	l.event(logjsonl.EventQuotaWaitEnd, logjsonl.QuotaWaitEnd{WaitedSeconds: int64(l.now().Sub(start).Seconds()), Interrupted: err != nil})
+	return err
+}
+
+// snapshotCache keeps the last full snapshot of the tracker and the
+// content fingerprint of .beads/ it was taken at, so the next iteration's
+// "before" snapshot costs no bd call when nothing changed in between.
+type snapshotCache struct {
+	snap tamper.Snapshot
+	fp   string
+}
+
+func (c *snapshotCache) invalidate() { c.snap, c.fp = nil, "" }
+
+func (l *Loop) beadsDir() string { return filepath.Join(l.Dir, ".beads") }
+
+// snapshot returns the tracker's state, from the cache when .beads/ has
+// not changed since it was taken.
+func (l *Loop) snapshot(ctx context.Context) (tamper.Snapshot, error) {
+	if l.snap.snap != nil {
+		if fp, err := watch.Fingerprint(l.beadsDir()); err == nil && fp == l.snap.fp {
+			return l.snap.snap, nil
+		}
+	}
+	return l.snapshotFresh(ctx)
+}
+
+// snapshotFresh lists every issue, and caches the result.
+func (l *Loop) snapshotFresh(ctx context.Context) (tamper.Snapshot, error) {
+	fp, fpErr := watch.Fingerprint(l.beadsDir())
+	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot the tracker: %w", err)
+	}
+	snap := tamper.NewSnapshot(issues)
+	// The fingerprint was taken before the list, so a write racing the
+	// list makes the next lookup miss the cache rather than use stale data.
+	if fpErr == nil {
+		l.snap.snap, l.snap.fp = snap, fp
+	} else {
+		l.snap.invalidate()
+	}
+	return snap, nil
+}

@@ -1,0 +1,46 @@
+// Package state keeps ralphd's per-project operational state outside the
+// project, so that `git status` stays clean.
+//
+// The layout is the one the bash loop (how-to-ralph-w-beads loop.sh with
+// ralph-state.sh) already uses, extended with ralphd's own files:
+//
+//	<root>/projects/<id>/
+//	    metadata.json        project_id, project_path, remote_url, created_at (+ ralphd fields)
+//	    attempts.txt         one "issue-id:count" line per issue (shared with the bash loop)
+//	    history.jsonl        one JSON record per finished iteration, append-only
+//	    running.json         the agent that is running right now, if any
+//	    ralphd.lock          flock'd by the running ralphd; holds its PID, mode and start
+//	    logs/                JSONL logs (written by the logging package)
+//	    reports/             end-of-run reports
+//	    attempts/            verbatim per-issue attempt records
+//
+// The root is a plain directory chosen by the caller ($RALPH_STATE_DIR, or
+// <XDG state home>/ralph); this package never reads the environment for it.
+//
+// Every whole-file write goes through WriteFileAtomic (temp file in the same
+// directory, fsync, rename, fsync of the directory), and history.jsonl is
+// appended with one write call per record, so a process killed at any
+// instant leaves every file readable. Readers are tolerant: corrupt
+// attempts lines are moved aside into attempts.txt.corrupt-<timestamp>, bad
+// history lines are skipped, and in both cases a warning says so and the
+// rest is used.
+//
+// # Durable counters
+//
+// Everything a run counts survives a SIGKILL because nothing is kept only in
+// memory:
+//   - attempts per issue live in attempts.txt, written before the agent starts;
+//   - the iteration count, cost, tokens and fingerprints of a run are derived
+//     from history.jsonl (SummarizeRun, SummarizeIssues, SummarizeAll), which
+//     gets one line per finished iteration;
+//   - the iteration in flight is described by running.json, written before the
+//     agent starts and cleared after its history line is appended.
+//
+// The protocol for one iteration is therefore: IncrementAttempt, WriteRunning,
+// run the agent, AppendHistory, ClearRunning. After a crash, the next start
+// calls ReadRunning and, once the recorded process group is dealt with,
+// SettleInterrupted, which is idempotent at every step: it gives the attempt
+// back only if the counter still holds the attempt the record took, records
+// the iteration as interrupted only if history does not already have it, and
+// then clears the record.
+package state

@@ -1,0 +1,86 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// LegacyAttemptsFile is the in-project attempts file of older bash loops.
+const LegacyAttemptsFile = ".ralph-attempts"
+
+// LegacyAttemptsPath returns where the legacy attempts file would be in a
+// project.
+func LegacyAttemptsPath(projectDir string) string {
+	return filepath.Join(projectDir, LegacyAttemptsFile)
+}
+
+// HasLegacyAttempts reports whether the project still has a legacy
+// .ralph-attempts file. The caller warns once (see LegacyWarning).
+func HasLegacyAttempts(projectDir string) bool {
+	fi, err := os.Stat(LegacyAttemptsPath(projectDir))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// LegacyWarning is the one-time warning about a legacy attempts file.
+func LegacyWarning(projectDir, stateDir string) string {
+	return fmt.Sprintf("found legacy %s: attempt counters now live in %s; run `ralphd migrate` to import its counts and remove it, or delete it",
+		LegacyAttemptsPath(projectDir), filepath.Join(stateDir, AttemptsFile))
+}
+
+// Migrate imports the counts of the project's legacy .ralph-attempts file
+// into attempts.txt, adding them to any existing counts, then removes the
+// legacy file. Lines of the legacy file that do not parse are saved in the
+// state directory as ralph-attempts.corrupt-<timestamp> first (with a
+// queued warning). It returns the counts it imported; with no legacy file
+// it does nothing.
+func (s *Store) Migrate(projectDir string) (map[string]int, error) {
+	legacy := LegacyAttemptsPath(projectDir)
+	data, err := os.ReadFile(legacy)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]int{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+	}
+	imported, bad := ParseAttempts(data)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(bad) > 0 {
+		dst := s.corruptPath(s.path("ralph-attempts"))
+		if err := s.writer.write(dst, []byte(strings.Join(bad, "\n")+"\n"), filePerm); err != nil {
+			return nil, fmt.Errorf("migrate %s: save unreadable lines: %w", legacy, err)
+		}
+		s.warn("%s had %d unreadable or duplicate line(s); they were saved to %s", legacy, len(bad), dst)
+	}
+	counts, err := s.loadAttempts()
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+	}
+	out := make(map[string]int, len(imported))
+	for _, im := range imported {
+		out[im.IssueID] = im.Count
+		found := false
+		for i := range counts {
+			if counts[i].IssueID == im.IssueID {
+				counts[i].Count += im.Count
+				found = true
+				break
+			}
+		}
+		if !found && im.Count > 0 {
+			counts = append(counts, im)
+		}
+	}
+	if err := s.writer.write(s.AttemptsPath(), FormatAttempts(counts), filePerm); err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+	}
+	if err := os.Remove(legacy); err != nil {
+		return nil, fmt.Errorf("migrate %s: counts imported, but the file could not be removed (delete it by hand): %w", legacy, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package tamper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+func issue(id string, prio int, mods ...func(*beads.Issue)) beads.Issue {
+	is := beads.Issue{ID: id, Title: "T " + id, Status: beads.StatusOpen, Priority: prio, IssueType: "task", AcceptanceCriteria: "ac " + id}
+	for _, m := range mods {
+		m(&is)
+	}
+	return is
+}
+
+func dep(on string) func(*beads.Issue) {
+	return func(i *beads.Issue) {
+		i.Dependencies = append(i.Dependencies, beads.Dependency{IssueID: i.ID, DependsOnID: on, Type: beads.DepBlocks})
+	}
+}
+
+func evidence(r string) bool { return strings.Contains(r, "go test") }
+
+func TestDiff(t *testing.T) {
+	base := []beads.Issue{issue("a-1", 1, dep("a-2")), issue("a-2", 2), issue("a-3", 3, func(i *beads.Issue) { i.Labels = []string{"x"} })}
+	tests := []struct {
+		name  string
+		after func(s Snapshot)
+		want  []Kind
+	}{
+		{"no change", func(Snapshot) {}, nil},
+		{"allowed: status, notes, new issue, new dep, label added", func(s Snapshot) {
+			a := s["a-2"]
+			a.Status, a.Notes, a.Labels = beads.StatusInProgress, "n", []string{"new"}
+			a.Dependencies = []beads.Dependency{{IssueID: "a-2", DependsOnID: "a-9", Type: beads.DepBlocks}}
+			s["a-2"] = a
+			s["a-9"] = issue("a-9", 0)
+		}, nil},
+		{"priority", func(s Snapshot) { a := s["a-1"]; a.Priority = 0; s["a-1"] = a }, []Kind{Priority}},
+		{"type and acceptance", func(s Snapshot) {
+			a := s["a-2"]
+			a.IssueType, a.AcceptanceCriteria = "bug", "easier"
+			s["a-2"] = a
+		}, []Kind{Type, Acceptance}},
+		{"dep removed", func(s Snapshot) { a := s["a-1"]; a.Dependencies = nil; s["a-1"] = a }, []Kind{DepRemoved}},
+		{"dep type changed counts as removed", func(s Snapshot) {
+			a := s["a-1"]
+			a.Dependencies = []beads.Dependency{{IssueID: "a-1", DependsOnID: "a-2", Type: "related"}}
+			s["a-1"] = a
+		}, []Kind{DepRemoved}},
+		{"deleted", func(s Snapshot) { delete(s, "a-3") }, []Kind{Deleted}},
+		{"label removed", func(s Snapshot) { a := s["a-3"]; a.Labels = nil; s["a-3"] = a }, []Kind{LabelRemoved}},
+		{"closed with evidence", func(s Snapshot) {
+			a := s["a-2"]
+			a.Status, a.CloseReason = beads.StatusClosed, "go test ./... passes"
+			s["a-2"] = a
+		}, nil},
+		{"closed without reason", func(s Snapshot) { a := s["a-2"]; a.Status = beads.StatusClosed; s["a-2"] = a }, []Kind{CloseNoReason}},
+		{"closed without evidence", func(s Snapshot) {
+			a := s["a-2"]
+			a.Status, a.CloseReason = beads.StatusClosed, "done"
+			s["a-2"] = a
+		}, []Kind{CloseNoEvident}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			before := NewSnapshot(base)
+			after := NewSnapshot(base)
+			tt.after(after)
+			var got []Kind
+			for _, v := range Diff(before, after, Options{CitesEvidence: evidence}) {
+				got = append(got, v.Kind)
+				is.True(v.String() != "") // every violation describes itself
+			}
+			is.Equal(got, tt.want)
+		})
+	}
+}
+
+func TestAlreadyClosedIsNotJudgedAgain(t *testing.T) {
+	is := is.New(t)
+	closed := issue("a-1", 1, func(i *beads.Issue) { i.Status, i.CloseReason = beads.StatusClosed, "done" })
+	vs := Diff(NewSnapshot([]beads.Issue{closed}), NewSnapshot([]beads.Issue{closed}), Options{CitesEvidence: evidence})
+	is.Equal(len(vs), 0) // a close from an earlier iteration is not this iteration's violation
+}
+
+// memTracker records the PLAN-power calls Revert makes.
+type memTracker struct {
+	calls []string
+	fail  string // a call prefix that fails
+}
+
+func (m *memTracker) do(call string) error {
+	m.calls = append(m.calls, call)
+	if m.fail != "" && strings.HasPrefix(call, m.fail) {
+		return errors.New("bd said no")
+	}
+	return nil
+}
+
+func (m *memTracker) Create(_ context.Context, o beads.CreateOptions) (beads.Issue, error) {
+	return beads.Issue{ID: o.ID}, m.do(fmt.Sprintf("create %s p%d %s", o.ID, *o.Priority, o.Type))
+}
+func (m *memTracker) Update(_ context.Context, id string, f beads.Fields) (beads.Issue, error) {
+	switch {
+	case f.Priority != nil:
+		return beads.Issue{}, m.do(fmt.Sprintf("update %s priority %d", id, *f.Priority))
+	case f.Type != nil:
+		return beads.Issue{}, m.do(fmt.Sprintf("update %s type %s", id, *f.Type))
+	case f.Acceptance != nil:
+		return beads.Issue{}, m.do(fmt.Sprintf("update %s acceptance %s", id, *f.Acceptance))
+	}
+	return beads.Issue{}, m.do("update " + id + " nothing")
+}
+func (m *memTracker) DepAdd(_ context.Context, a, b, ty string) error {
+	return m.do(fmt.Sprintf("dep add %s %s %s", a, b, ty))
+}
+func (m *memTracker) LabelAdd(_ context.Context, id, l string) error {
+	return m.do("label add " + id + " " + l)
+}
+func (m *memTracker) Reopen(_ context.Context, id, _ string) (beads.Issue, error) {
+	return beads.Issue{}, m.do("reopen " + id)
+}
+func (m *memTracker) AppendNotes(_ context.Context, id, text string) (beads.Issue, error) {
+	return beads.Issue{}, m.do("note " + id)
+}
+
+func TestRevert(t *testing.T) {
+	is := is.New(t)
+	base := []beads.Issue{issue("a-1", 1, dep("a-2")), issue("a-2", 2, dep("a-3")), issue("a-3", 3)}
+	before := NewSnapshot(base)
+	after := NewSnapshot(base)
+	a := after["a-1"]
+	a.Priority = 0
+	after["a-1"] = a
+	delete(after, "a-3")
+	b := after["a-2"]
+	b.Dependencies = nil // bd delete --force removes edges pointing at the deleted issue
+	after["a-2"] = b
+
+	m := &memTracker{}
+	rs := Revert(context.Background(), m, before, Diff(before, after, Options{}))
+	is.Equal(len(rs), 3)
+	for _, r := range rs {
+		is.NoErr(r.Err)
+		is.True(r.Reverted)
+	}
+	is.Equal(m.calls, []string{
+		"create a-3 p3 task", "note a-3", // the deleted issue comes back first...
+		"update a-1 priority 1", "note a-1",
+		"dep add a-2 a-3 blocks", "note a-2", // ...so the edge to it can be re-added
+	})
+}
+
+func TestRevertFailureIsReportedAndNoted(t *testing.T) {
+	is := is.New(t)
+	base := []beads.Issue{issue("a-1", 1)}
+	after := NewSnapshot(base)
+	a := after["a-1"]
+	a.Priority = 4
+	after["a-1"] = a
+	m := &memTracker{fail: "update"}
+	rs := Revert(context.Background(), m, NewSnapshot(base), Diff(NewSnapshot(base), after, Options{}))
+	is.Equal(len(rs), 1)
+	is.True(!rs[0].Reverted)
+	is.True(rs[0].Err != nil)
+	is.Equal(m.calls[len(m.calls)-1], "note a-1") // a failed revert still leaves a note for PLANNING
+}
