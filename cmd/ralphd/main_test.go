@@ -1,9 +1,10 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,34 +13,46 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/ralphd/ralphd/internal/standin"
 )
 
-// TestMain registers ralphd and the stand-in bd as commands, so scripts run
-// both as real processes found on PATH, as they are in production.
+// standinDir holds the stand-in bd, built once for the whole test binary.
+// It is a separate program, as the user's real bd is: ralphd's guard
+// refuses a "real bd" that is ralphd itself.
+var standinDir string
+
+// TestMain registers ralphd as a command, so scripts run it as a real
+// process found on PATH, as in production, and builds the stand-in bd.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"ralphd": main,
-		"bd":     fakeBD,
 	})
 }
 
-func fakeBD() {
-	cwd, err := os.Getwd()
+func buildStandin() (string, error) {
+	dir, err := os.MkdirTemp("", "ralphd-standin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
+		return "", err
 	}
-	os.Exit(standin.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ(), cwd))
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bd"), "github.com/ralphd/ralphd/internal/fakebd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the stand-in bd: %v\n%s", err, out)
+	}
+	return dir, nil
 }
 
 func TestScripts(t *testing.T) {
+	dir, err := buildStandin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	standinDir = dir
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
 		Setup:               setupScript,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":   cmdExits,
 			"gone":    cmdGone,
 			"waitfor": cmdWaitFor,
 		},
@@ -64,7 +77,31 @@ func setupScript(env *testscript.Env) error {
 	} {
 		env.Setenv(k, v)
 	}
+	env.Setenv("PATH", standinDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	return os.MkdirAll(work+"/home", 0o700)
+}
+
+// cmdExits runs a command and checks its exit code, keeping its stdout
+// and stderr for the next assertions: `exits 3 ralphd build 2`.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE COMMAND [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("bad exit code %q", args[0])
+	}
+	code := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("run %s: %v", args[1], err)
+		}
+		code = ee.ExitCode()
+	}
+	if code != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], code, want)
+	}
 }
 
 // cmdGone waits (briefly) until none of the PIDs listed in the named files

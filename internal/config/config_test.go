@@ -56,7 +56,7 @@ func TestLayering(t *testing.T) {
 			is.NoErr(fs.Parse(tt.flags))
 			c, err := Load(Loader{GlobalFile: global, ProjectFile: project, Getenv: envOf(tt.env), Flags: fs})
 			is.NoErr(err)
-			is.Equal(c.Value(tt.key), tt.want)   // effective value
+			is.Equal(c.Value(tt.key), tt.want)    // effective value
 			is.Equal(c.Source(tt.key), tt.source) // provenance
 		})
 	}

@@ -66,6 +66,7 @@ type arg struct {
 	// param is NAME when the word is just a variable ($NAME), so the shell
 	// analysis can look up what the script assigned to it.
 	param string
+	glob  bool // the word holds an unquoted glob pattern
 }
 
 func staticArgs(argv []string) []arg {

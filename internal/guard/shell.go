@@ -17,6 +17,7 @@ const (
 	maxShellDepth  = 8   // nested `bash -c`, `eval`, heredocs fed to shells
 	maxBraceWords  = 256 // words one brace expansion may produce
 	maxScriptBytes = 1 << 20
+	maxHops        = 4096 // simple commands and wrapper programs per analysis
 )
 
 // shellCall is one bd invocation found in shell text.
@@ -86,6 +87,9 @@ type extractor struct {
 	// vars holds every static value assigned to each variable anywhere in
 	// the script, so that `B=bd; $B delete x` is recognised.
 	vars map[string][]string
+	// hops counts wrapper programs unwrapped so far (env, nice, xargs, …),
+	// to bound the work on pathological input.
+	hops int
 }
 
 // script parses and walks one piece of shell text.
@@ -157,12 +161,19 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 	if len(words) == 0 {
 		return nil
 	}
+	x.hops++
+	if x.hops > maxHops {
+		return fmt.Errorf("more than %d commands and wrappers to analyse", maxHops)
+	}
 	name := words[0]
 	rest := words[1:]
 	if name.kind != argStatic {
 		if x.couldBeBD(name) {
 			x.calls = append(x.calls, shellCall{prog: name.src, args: rest, heuristic: true})
+			return nil
 		}
+		// A computed program may be a wrapper ("$SUDO bd delete x").
+		x.scanWords(rest)
 		return nil
 	}
 	base := path.Base(name.text)
@@ -221,15 +232,19 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 // scan looks for a bd word among the arguments of a command ralphd does not
 // know, as in `strace -f bd delete x` or `ssh host bd delete x`.
 func (x *extractor) scan(name arg, rest []arg) error {
-	if notExecuting[path.Base(name.text)] {
-		return nil
-	}
-	for i, w := range rest {
-		if w.kind == argStatic && path.Base(w.text) == "bd" {
-			x.calls = append(x.calls, shellCall{prog: w.src, args: rest[i+1:], heuristic: true})
-		}
+	if !notExecuting[path.Base(name.text)] {
+		x.scanWords(rest)
 	}
 	return nil
+}
+
+// scanWords records a heuristic bd call for every "bd" word in words.
+func (x *extractor) scanWords(words []arg) {
+	for i, w := range words {
+		if w.kind == argStatic && path.Base(w.text) == "bd" {
+			x.calls = append(x.calls, shellCall{prog: w.src, args: words[i+1:], heuristic: true})
+		}
+	}
 }
 
 // notExecuting lists common commands that take "bd" as data, not as a
@@ -819,9 +834,8 @@ func (x *extractor) couldBeBD(a arg) bool {
 			return true
 		}
 	}
-	if a.kind == argDynamic {
-		pattern := path.Base(strings.ReplaceAll(a.text, dynMark, "*"))
-		if ok, err := path.Match(pattern, "bd"); err == nil && ok {
+	if a.glob && !strings.Contains(a.text, dynMark) {
+		if ok, err := path.Match(path.Base(a.text), "bd"); err == nil && ok {
 			return true
 		}
 	}
@@ -872,7 +886,7 @@ func evalWord(w *syntax.Word) arg {
 	for _, p := range w.Parts {
 		e.part(p, quoteNone)
 	}
-	a := arg{text: e.b.String(), kind: argStatic, param: simpleParam(w)}
+	a := arg{text: e.b.String(), kind: argStatic, param: simpleParam(w), glob: e.glob}
 	switch {
 	case e.wild:
 		a.kind = argWild
@@ -886,6 +900,7 @@ type wordEval struct {
 	b    strings.Builder
 	dyn  bool
 	wild bool
+	glob bool
 }
 
 func (e *wordEval) part(p syntax.WordPart, q quoteLevel) {
@@ -895,7 +910,7 @@ func (e *wordEval) part(p syntax.WordPart, q quoteLevel) {
 		if q == quoteNone && hasGlob(v) {
 			// A glob expands to file names (never to nothing, without
 			// nullglob); its text is kept but its value is not known.
-			e.dyn = true
+			e.dyn, e.glob = true, true
 		}
 		v = unescape(v, q)
 		if strings.Contains(v, dynMark) {

@@ -95,6 +95,8 @@ var shellCases = []struct {
 	{"all arguments forwarded", `f() { bd "$@"; }; f delete x`, [][]string{{"bd", `"$@"`}}, true},
 	{"glob flag", "bd update x --stat* closed", [][]string{{"bd", "update", "x", "--stat*", "closed"}}, true},
 	{"unknown wrapper", "strace -f bd delete x", nil, true},
+	{"computed wrapper", "$SUDO bd delete x", nil, true},
+	{"wrappers stacked", "env nice -n 1 timeout 9 nohup bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"unknown wrapper, read", "strace -f bd show x", nil, false},
 	{"computed program", "$(which bd) delete x", nil, true},
 	{"program in a variable", "B=bd; $B delete x", nil, true},
@@ -149,6 +151,7 @@ func TestExtractBDCallsErrors(t *testing.T) {
 		{"broken inner script", `bash -c 'bd delete "x'`},
 		{"nested too deep", nestedShells(maxShellDepth + 2)},
 		{"brace expansion too large", "{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}"},
+		{"too many commands", strings.Repeat("true; ", maxHops+1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)

@@ -15,13 +15,21 @@
 //
 //     {"type":"agent_output","stream":"stderr","line":"..."}
 //
-// so that every line of the file is JSON and `jq` works on it. The format is
+// so that every line of the file is JSON and `jq` works on it. Two kinds of
+// JSON stdout lines are wrapped too: a line longer than the bound below, and
+// a line whose top-level "type" is "loop_meta", which could otherwise pass
+// for one of ralphd's events. The format is
 // the one the bash Ralph loop wrote, extended with more events (see the
 // Event constants and the data types such as [IterationEnd]).
 //
 // Lines of any length are handled in bounded memory: a line longer than the
 // writer's bound ([DefaultMaxLine] unless set) is split into wrapped chunks
-// carrying "chunk" (1, 2, ...) and "final" fields; nothing is dropped.
+// of at most [ChunkSize] bytes carrying "chunk" (1, 2, ...) and "final"
+// fields, so nothing is dropped:
+//
+//	{"type":"agent_output","stream":"stdout","chunk":1,"final":false,"line":"..."}
+//
+// Joining the "line" of a line's chunks gives the line back.
 // Every record reaches the file in a single write call under one mutex, and
 // the file is opened with O_APPEND, so records from concurrent goroutines and
 // from other processes never interleave inside a line.

@@ -210,8 +210,8 @@ type renderer struct {
 	tools     map[string]string // tool_use id to tool name, this iteration
 	result    *agentResult      // the agent's result not yet shown
 	lastError string            // the text of the last assistant error shown
-	ended  bool              // run_end was shown
-	err    error             // first write error
+	ended     bool              // run_end was shown
+	err       error             // first write error
 }
 
 func newRenderer(w io.Writer, opts RenderOptions) *renderer {

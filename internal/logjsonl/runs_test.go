@@ -68,7 +68,7 @@ func TestListRuns(t *testing.T) {
 	is.Equal(bash.Failed, 1) // exit 124
 	is.Equal(bash.BadLines, 1)
 	is.Equal(bash.Start, time.Date(2026, 1, 27, 7, 0, 0, 0, time.UTC).In(bash.Start.Location())) // the first event
-	is.True(bash.CostUSD == nil)                                                                  // never invented
+	is.True(bash.CostUSD == nil)                                                                 // never invented
 
 	is.Equal(died.Mode, "plan")
 	is.Equal(died.Agent, "codex")
@@ -77,7 +77,7 @@ func TestListRuns(t *testing.T) {
 	is.Equal(died.Iterations, 2)
 	is.Equal(died.Failed, 1)
 	is.Equal(died.Stuck, 1)
-	is.Equal(died.BadLines, 1) // the cut last line
+	is.Equal(died.BadLines, 1)                            // the cut last line
 	is.True(died.CostUSD != nil && *died.CostUSD == 0.75) // summed over iterations
 	is.True(died.End.IsZero())
 	is.Equal(died.Last, time.Date(2026, 1, 27, 8, 9, 0, 0, time.UTC))

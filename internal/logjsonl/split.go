@@ -21,10 +21,11 @@ const (
 // splitter turns the bytes of one stream into records. It is used by one
 // goroutine; only flush touches the Writer.
 type splitter struct {
-	w      *Writer
-	stream string
-	pass   bool // JSON object lines pass through verbatim (stdout only)
-	max    int
+	w        *Writer
+	stream   string
+	pass     bool // JSON object lines pass through verbatim (stdout only)
+	max      int  // the bound on a line
+	chunkMax int  // the most bytes of one chunk
 
 	pending []byte // the current line so far, at most max bytes
 	chunk   int    // chunks of the current line already emitted
@@ -33,7 +34,7 @@ type splitter struct {
 }
 
 func (w *Writer) newSplitter(stream string) *splitter {
-	return &splitter{w: w, stream: stream, pass: stream == StreamStdout, max: w.maxLine}
+	return &splitter{w: w, stream: stream, pass: stream == StreamStdout, max: w.maxLine, chunkMax: min(w.maxLine, ChunkSize)}
 }
 
 // feed processes data. Complete lines become records in s.out; the bytes
@@ -56,14 +57,19 @@ func (s *splitter) feed(data []byte) {
 	}
 }
 
-// add appends b to the current line, emitting a chunk each time the line
-// grows past the bound. A chunk is only cut when more bytes follow it, so a
-// line of exactly max bytes is not chunked.
+// add appends b to the current line. When the line grows past the bound
+// (and more bytes follow, so a line of exactly max bytes is not chunked),
+// what it holds is written as chunks; after that, chunks are written each
+// time chunkMax bytes have gathered.
 func (s *splitter) add(b []byte) {
 	for len(b) > 0 {
-		room := s.max - len(s.pending)
+		limit := s.max
+		if s.chunk > 0 {
+			limit = s.chunkMax
+		}
+		room := limit - len(s.pending)
 		if room <= 0 {
-			s.emitChunk()
+			s.emitChunks()
 			continue
 		}
 		n := min(room, len(b))
@@ -72,24 +78,34 @@ func (s *splitter) add(b []byte) {
 	}
 }
 
-// emitChunk writes the full pending line as a non-final chunk. It cuts
-// before an incomplete UTF-8 sequence at the end so that a multi-byte
-// character is not split between chunks, and keeps those bytes.
-func (s *splitter) emitChunk() {
-	cut := len(s.pending)
-	for i := cut - 1; i >= 0 && i >= cut-utf8.UTFMax; i-- {
-		if utf8.RuneStart(s.pending[i]) {
-			if i > 0 && !utf8.FullRune(s.pending[i:]) {
-				cut = i
+// emitChunks writes the pending bytes as non-final chunks of chunkMax
+// bytes, less when that would split a multi-byte UTF-8 character, and keeps
+// the rest (less than chunkMax bytes) for the next chunk.
+func (s *splitter) emitChunks() {
+	start := 0
+	for len(s.pending)-start >= s.chunkMax {
+		cut := runeCut(s.pending, start, start+s.chunkMax)
+		s.chunk++
+		s.appendWrapped(s.pending[start:cut], s.chunk, false)
+		s.maybeFlush()
+		start = cut
+	}
+	rest := copy(s.pending, s.pending[start:])
+	s.pending = s.pending[:rest]
+}
+
+// runeCut moves cut back by at most 3 bytes, but never to start, so that
+// p[start:cut] does not end inside a UTF-8 character.
+func runeCut(p []byte, start, cut int) int {
+	for i := cut - 1; i > start && i >= cut-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:cut]) {
+				return i
 			}
-			break
+			return cut
 		}
 	}
-	s.chunk++
-	s.appendWrapped(s.pending[:cut], s.chunk, false)
-	rest := copy(s.pending, s.pending[cut:])
-	s.pending = s.pending[:rest]
-	s.maybeFlush()
+	return cut
 }
 
 // endLine finishes the current line, which may be empty.

@@ -14,9 +14,15 @@ import (
 )
 
 // DefaultMaxLine is the default bound on the length of one agent line.
-// Longer lines are written as wrapped chunks of at most this many bytes of
-// the original line.
+// A line up to this long is held whole, so that a JSON line can be checked
+// and copied verbatim; a longer line is written as wrapped chunks of at
+// most ChunkSize bytes.
 const DefaultMaxLine = 16 << 20
+
+// ChunkSize is the most bytes of an over-long line one chunk record holds
+// (MaxLine when that is smaller). Once a line is known to be too long, its
+// chunks are written as they fill, so the records stay small.
+const ChunkSize = 1 << 20
 
 // DefaultRetention is how many run logs [Create] keeps when given 0.
 const DefaultRetention = 10
@@ -37,6 +43,7 @@ type Options struct {
 	Now func() time.Time
 	// MaxLine bounds the bytes of one agent line held in memory; 0 means
 	// DefaultMaxLine. A longer line is written as several wrapped chunks.
+	// Keep it at 4 or more, or a chunk may split a UTF-8 character.
 	MaxLine int
 }
 
@@ -157,8 +164,10 @@ func (w *Writer) AgentLine(stream string, line []byte) error {
 }
 
 // CopyLines reads r to EOF and writes each line as AgentLine would, a line
-// without a final newline included. It holds at most the Writer's MaxLine
-// bytes of a line, plus small buffers, whatever the input. Lines that
+// without a final newline included. Its memory does not depend on the
+// input: at most MaxLine bytes of the current line, a 64 KiB read buffer,
+// and a batch of records of about 256 KiB plus one chunk record (at most
+// ChunkSize bytes, up to 6 times that once escaped). Lines that
 // arrive in the same read are written together in one Write, which keeps
 // the cost per line low. After a write error CopyLines keeps reading r (and
 // discards it) so that the process writing the pipe never blocks, and

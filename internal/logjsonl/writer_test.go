@@ -146,7 +146,7 @@ func TestWriterMeta(t *testing.T) {
 	is.True(bytes.Contains(buf.Bytes(), []byte(`"type":"loop_meta"`))) // what grep looks for
 
 	is.NoErr(w.Close())
-	is.True(errors.Is(w.Meta(EventSweep, nil), ErrClosed))                 // no writes after Close
+	is.True(errors.Is(w.Meta(EventSweep, nil), ErrClosed))                // no writes after Close
 	is.True(errors.Is(w.AgentLine(StreamStdout, []byte("x")), ErrClosed)) // no writes after Close
 	is.NoErr(w.Close())                                                   // Close twice is fine
 }
@@ -242,7 +242,7 @@ func TestAgentLine(t *testing.T) {
 	is.NoErr(w.AgentLine(StreamStdout, []byte(`{"a":1}`)))
 	is.NoErr(w.AgentLine(StreamStdout, []byte("{\"b\":2}\n"))) // one trailing newline is dropped
 	is.NoErr(w.AgentLine(StreamStderr, []byte("two\nlines")))  // embedded newlines split the line
-	is.NoErr(w.AgentLine(StreamStderr, nil))                    // an empty line is still a line
+	is.NoErr(w.AgentLine(StreamStderr, nil))                   // an empty line is still a line
 	want := `{"a":1}` + "\n" + `{"b":2}` + "\n" +
 		`{"type":"agent_output","stream":"stderr","line":"two"}` + "\n" +
 		`{"type":"agent_output","stream":"stderr","line":"lines"}` + "\n" +
@@ -294,7 +294,7 @@ func TestChunking(t *testing.T) {
 			for l := range strings.Lines(tt.in) {
 				is.NoErr(w.AgentLine(tt.stream, []byte(l)))
 			}
-			is.Equal(viaLine.String(), tt.want) // and through AgentLine
+			is.Equal(viaLine.String(), tt.want)                                           // and through AgentLine
 			is.Equal(reconstruct(t, whole.Bytes()), strings.TrimSuffix(tt.in, "\n")+"\n") // nothing is lost
 		})
 	}
@@ -393,12 +393,36 @@ func TestCopyLinesLongLineBoundedBuffers(t *testing.T) {
 	const size = 8 << 20 // one line of 8 MiB, 1024 times the bound
 	// Escaping can make a record up to 6 times its input (\u00XX); the
 	// records of one read are batched up to flushSize before a write.
-	w := &sizeCheckingWriter{t: t, limit: flushSize + 6*max + 256}
+	w := &sizeCheckingWriter{t: t, limit: flushSize + 6*min(max, ChunkSize) + 256}
 	lw := New(w, Options{MaxLine: max})
 	r := &repeatReader{b: []byte("abc\"\\\x01é"), left: size}
 	is.NoErr(lw.CopyLines(StreamStderr, io.MultiReader(r, strings.NewReader("\n"))))
 	is.True(w.written > size) // everything was written, nothing dropped
 	t.Logf("largest write %d bytes for a %d-byte line", w.largest, size)
+}
+
+func TestChunksOfALongLineAreSmall(t *testing.T) {
+	is := is.New(t)
+	const max = 3 << 20
+	line := bytes.Repeat([]byte("0123456789abcdeé"), (5<<20)/17) // about 5 MiB, with 2-byte characters
+	in := append(append([]byte{}, line...), '\n')
+	var buf bytes.Buffer
+	is.NoErr(New(&buf, Options{MaxLine: max}).CopyLines(StreamStdout, bytes.NewReader(in)))
+	var sizes []int
+	for l := range bytes.Lines(buf.Bytes()) {
+		var rec struct {
+			Chunk int
+			Final bool
+			Line  string
+		}
+		is.NoErr(json.Unmarshal(l, &rec))
+		is.Equal(rec.Chunk, len(sizes)+1)   // chunks are numbered from 1
+		is.True(len(rec.Line) <= ChunkSize) // no chunk is over ChunkSize
+		sizes = append(sizes, len(rec.Line))
+	}
+	is.Equal(len(sizes), 5)                                     // 3 chunks for the first 3 MiB, then one per MiB
+	is.Equal(reconstruct(t, buf.Bytes()), string(in))           // and nothing is lost
+	is.True(sizes[0] >= ChunkSize-3 && sizes[3] >= ChunkSize-3) // full chunks, but for a character not split
 }
 
 type failingWriter struct{ writes int }
@@ -413,10 +437,10 @@ func TestCopyLinesDrainsAfterWriteError(t *testing.T) {
 	fw := &failingWriter{}
 	r := &repeatReader{b: []byte("{\"a\":1}\n"), left: 8 << 20}
 	err := New(fw, Options{}).CopyLines(StreamStdout, r)
-	is.True(err != nil)                                // the write error is returned
+	is.True(err != nil)                                 // the write error is returned
 	is.True(strings.Contains(err.Error(), "disk full")) // and says what failed
-	is.Equal(r.left, int64(0))                         // the pipe was still read to the end
-	is.Equal(fw.writes, 1)                             // no retries after the first failure
+	is.Equal(r.left, int64(0))                          // the pipe was still read to the end
+	is.Equal(fw.writes, 1)                              // no retries after the first failure
 }
 
 func TestCopyLinesReadError(t *testing.T) {
@@ -424,6 +448,6 @@ func TestCopyLinesReadError(t *testing.T) {
 	var buf bytes.Buffer
 	r := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(errors.New("pipe broke")))
 	err := New(&buf, Options{}).CopyLines(StreamStdout, r)
-	is.True(err != nil && strings.Contains(err.Error(), "pipe broke")) // the read error is returned
+	is.True(err != nil && strings.Contains(err.Error(), "pipe broke"))                        // the read error is returned
 	is.Equal(buf.String(), `{"type":"agent_output","stream":"stdout","line":"partial"}`+"\n") // what was read is kept
 }

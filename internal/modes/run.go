@@ -123,9 +123,12 @@ func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, ite
 		if wait < time.Minute {
 			wait = time.Minute
 		}
-		if b.max > 0 && wait > 6*b.max {
-			wait = 6 * b.max // a reset days away is a wrong clock or a weekly limit; look again
-		}
+	}
+	// Never sleep past the cap, even for an announced reset: a reset time
+	// misread, or days away, then costs one cheap retry (a rate-limited
+	// run is not an attempt), never an unbounded sleep.
+	if b.max > 0 && wait > b.max {
+		wait = b.max
 	}
 	l.event(logjsonl.EventQuotaWaitStart, logjsonl.QuotaWaitStart{
 		Agent: l.Backend.Name(), Iteration: iter, ResetAt: resetAt.UTC(), WaitSeconds: int64(wait.Seconds()), Reason: reason,

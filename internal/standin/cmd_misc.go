@@ -140,7 +140,10 @@ func runContext(inv *invocation) int {
 	return 0
 }
 
-var prefixRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+var (
+	prefixRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	nonPrefixRe = regexp.MustCompile(`[^A-Za-z0-9-]+`)
+)
 
 // runInit creates .beads/ with the embedded-Dolt-shaped layout. Unlike
 // real bd it writes no AGENTS.md/CLAUDE.md, installs no git hooks and
@@ -148,7 +151,7 @@ var prefixRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 func runInit(inv *invocation) int {
 	prefix := strings.TrimRight(inv.fl.str("prefix"), "-")
 	if prefix == "" {
-		prefix = strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9-]+`).ReplaceAllString(filepath.Base(inv.cwd), "-"))
+		prefix = strings.ToLower(nonPrefixRe.ReplaceAllString(filepath.Base(inv.cwd), "-"))
 		prefix = strings.Trim(prefix, "-")
 	}
 	if !prefixRe.MatchString(prefix) {
@@ -162,8 +165,11 @@ func runInit(inv *invocation) int {
 		return inv.fail(fmt.Sprintf("invalid role %q (use \"maintainer\" or \"contributor\")", role))
 	}
 	beadsDir := filepath.Join(inv.cwd, beadsDirName)
-	if _, err := readMetadata(beadsDir); err == nil {
+	alreadyInit := func() int {
 		return inv.fail(fmt.Sprintf("%s is already initialized; the bd stand-in does not re-initialize (remove .beads to start over)", beadsDir))
+	}
+	if _, err := readMetadata(beadsDir); err == nil {
+		return alreadyInit()
 	}
 	ws := &workspace{beadsDir: beadsDir, dbName: prefix}
 	if err := os.MkdirAll(ws.nomsDir(), 0o755); err != nil {
@@ -174,6 +180,9 @@ func runInit(inv *invocation) int {
 		return inv.fail(err.Error())
 	}
 	defer unlock()
+	if _, err := readMetadata(beadsDir); err == nil {
+		return alreadyInit() // another init won the race
+	}
 	projectID, err := newUUIDv7(inv.now, inv.rand())
 	if err != nil {
 		return inv.fail(err.Error())

@@ -30,7 +30,7 @@ func TestConcurrentCommands(t *testing.T) {
 	}
 	wg.Wait()
 	for _, r := range results {
-		is.Equal(r.code, 0)   // every parallel call succeeds
+		is.Equal(r.code, 0)    // every parallel call succeeds
 		is.Equal(r.stderr, "") // and prints nothing on stderr
 	}
 	r := s.bd(s.repo, "list", "--json")

@@ -25,7 +25,7 @@ func (s *scratch) bd(dir string, args ...string) result {
 
 // initRepo makes a sandbox whose repo is initialised with prefix rt and
 // uses the real clock.
-func initRepo(t *testing.T) *scratch {
+func initRepo(t testing.TB) *scratch {
 	t.Helper()
 	s := newScratch(t)
 	s.runner = Runner{}
@@ -151,7 +151,7 @@ func TestReadsTouchWritesChange(t *testing.T) {
 		for _, l := range lines {
 			var e struct {
 				Kind    string
-				IssueID string `json:"issue_id"`
+				IssueID string                           `json:"issue_id"`
 				Extra   struct{ Field, NewValue string } `json:"extra"`
 			}
 			is.NoErr(json.Unmarshal([]byte(l), &e))

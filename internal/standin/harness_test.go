@@ -165,6 +165,7 @@ func readNode(dec *json.Decoder) (*jnode, error) {
 
 var (
 	timestampRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$`)
+	digitsRe    = regexp.MustCompile(`\d+`)
 	uuidRe      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
@@ -246,8 +247,7 @@ func compareOutput(stream, want, got string, values bool) error {
 		}
 	}
 	if !values {
-		digits := regexp.MustCompile(`\d+`)
-		if digits.ReplaceAllString(want, "N") == digits.ReplaceAllString(got, "N") {
+		if digitsRe.ReplaceAllString(want, "N") == digitsRe.ReplaceAllString(got, "N") {
 			return nil
 		}
 	}
@@ -282,7 +282,7 @@ func jsonDocs(s string) ([]*jnode, error) {
 // scratch is a recording-like sandbox: <SCRATCH> holds <REPO> (a git
 // repo), plain/ (not a repo), quietrepo/ (a repo) and home/.
 type scratch struct {
-	t       *testing.T
+	t       testing.TB
 	root    string
 	repo    string
 	home    string
@@ -291,7 +291,7 @@ type scratch struct {
 	baseEnv []string
 }
 
-func newScratch(t *testing.T) *scratch {
+func newScratch(t testing.TB) *scratch {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -171,6 +171,9 @@ func (w *workspace) lock(ctx context.Context) (func(), error) {
 // load reads the stored data.
 func (w *workspace) load() (*database, error) {
 	b, err := os.ReadFile(w.dataPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load database: %s has no bd stand-in data (%s); it was not created by the stand-in's `bd init`, and real bd's Dolt files cannot be read", w.beadsDir, w.dataPath())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load database: %w", err)
 	}

@@ -1,0 +1,482 @@
+// Package scriptedapi is a scripted stand-in for the Anthropic Messages API,
+// so end-to-end tests and `ralphd demo` can run the real Claude Code CLI
+// with only the model faked.
+//
+// Point Claude Code at a started Server with ANTHROPIC_BASE_URL=URL() and
+// any ANTHROPIC_API_KEY (see Env). The server then plays Scripts: one
+// Script per conversation (one claude process), each a sequence of Turns
+// (text, Bash tool calls, or an HTTP Fault such as 429, 529, 401, 500 or a
+// hanging connection). It records every request so a test can check what
+// the agent sent back, for example that a refusal reached the model in a
+// tool_result.
+//
+// Request routing, as observed with Claude Code 2.1.197 in
+// `claude -p --output-format stream-json --verbose`:
+//
+//   - POST /v1/messages (with ?beta=true) whose tools include "Bash" and
+//     whose max_tokens is not 1 is an agent request (KindAgent): it
+//     consumes the next turn of its conversation's script.
+//   - Any other POST /v1/messages is a side request (KindSide: title
+//     generation, quota probes): it gets the canned text "OK" and consumes
+//     no turn.
+//   - POST /v1/messages/count_tokens answers {"input_tokens": N}.
+//   - Anything else (Claude Code sends HEAD / as a connectivity probe) gets
+//     200 with an empty body for / and a 404 not_found_error otherwise.
+//
+// A conversation is identified by Claude Code's session id (header
+// X-Claude-Code-Session-Id, or the session_id in metadata.user_id), or by
+// its prompt when there is none. A new conversation takes the first
+// unstarted Script whose Match accepts its prompt, so scripts are consumed
+// in order unless they match on the prompt.
+package scriptedapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DummyKey is the API key Env hands to the agent; the server accepts any.
+const DummyKey = "sk-ant-scripted-dummy-key"
+
+// maxBody caps the request body the server reads.
+const maxBody = 64 << 20
+
+// Server is a scripted Messages API server on 127.0.0.1. Its methods are
+// safe for concurrent use.
+type Server struct {
+	// Logf, when set before Start, receives one line per request.
+	Logf func(format string, args ...any)
+
+	mu       sync.Mutex
+	scripts  []*scriptState
+	convs    map[string]*scriptState // conversation key → script; nil value: unscripted
+	requests []Request
+	results  []ToolResult
+	seenTool map[string]bool
+	errs     []error
+	seq      int // last request number
+	ids      int // last id number
+	started  bool
+	closed   bool
+	active   sync.WaitGroup // running handlers
+
+	srv     *http.Server
+	url     string
+	closing chan struct{}
+	served  chan struct{}
+}
+
+// scriptState is a script and how far it has been played.
+type scriptState struct {
+	Script
+	name    string
+	started bool
+	next    int
+}
+
+// New returns an unstarted server that plays scripts, one per
+// conversation, in order (see Script.Match).
+func New(scripts ...Script) *Server {
+	s := &Server{
+		convs:    map[string]*scriptState{},
+		seenTool: map[string]bool{},
+		closing:  make(chan struct{}),
+		served:   make(chan struct{}),
+	}
+	s.Add(scripts...)
+	return s
+}
+
+// Add appends scripts for later conversations.
+func (s *Server) Add(scripts ...Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sc := range scripts {
+		name := sc.Name
+		if name == "" {
+			name = "script " + strconv.Itoa(len(s.scripts))
+		}
+		sc.Turns = slices.Clone(sc.Turns)
+		s.scripts = append(s.scripts, &scriptState{Script: sc, name: name})
+	}
+}
+
+// Start listens on a free port of 127.0.0.1 and serves in the background.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("start scripted api: already started")
+	}
+	if s.closed {
+		return errors.New("start scripted api: server is closed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("start scripted api: %w", err)
+	}
+	s.started = true
+	s.url = "http://" + ln.Addr().String()
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: 30 * time.Second,
+	}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return nil
+}
+
+// URL returns the base URL ("http://127.0.0.1:PORT"), for
+// ANTHROPIC_BASE_URL. It is empty before Start.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Env returns the environment entries that point Claude Code at the
+// server: ANTHROPIC_BASE_URL and a dummy ANTHROPIC_API_KEY.
+func (s *Server) Env() []string {
+	return []string{"ANTHROPIC_BASE_URL=" + s.URL(), "ANTHROPIC_API_KEY=" + DummyKey}
+}
+
+// Close releases hanging requests, closes every connection and waits for
+// the running handlers. It is safe to call more than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	close(s.closing)
+	srv, started := s.srv, s.started
+	s.mu.Unlock()
+	if started {
+		_ = srv.Close() // the listener and connections; errors are not actionable here
+		<-s.served
+	}
+	s.active.Wait()
+}
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// ToolResults returns every tool_result the agent sent back, once each
+// (the agent resends the whole history with every request), in order.
+func (s *Server) ToolResults() []ToolResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.results)
+}
+
+// Errors returns the script failures recorded so far: failed checks,
+// conversations with no script, requests after a script's last turn.
+func (s *Server) Errors() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs)
+}
+
+// Verify returns Errors joined with one error per script that was not
+// played to its end, or nil when every script ran exactly as written.
+func (s *Server) Verify() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := slices.Clone(s.errs)
+	for _, st := range s.scripts {
+		switch {
+		case !st.started:
+			errs = append(errs, fmt.Errorf("%s: never started (no conversation matched it)", st.name))
+		case st.next < len(st.Turns):
+			errs = append(errs, fmt.Errorf("%s: stopped after %d of %d turns", st.name, st.next, len(st.Turns)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// enter registers a running handler; it reports false once the server is
+// closing, so that no handler starts after Close waits for them.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active.Add(1)
+	return true
+}
+
+// failf records a script failure.
+func (s *Server) failf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, fmt.Errorf(format, args...))
+}
+
+// logf logs through Logf when it is set.
+func (s *Server) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+// serveHTTP answers one request.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		http.Error(w, "scripted api is closing", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.active.Done()
+
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), nil)
+		return
+	}
+	req := Request{
+		Method:   r.Method,
+		Path:     r.URL.Path,
+		RawQuery: r.URL.RawQuery,
+		Header:   r.Header.Clone(),
+		Raw:      raw,
+		Turn:     -1,
+	}
+	var obj map[string]any
+	if json.Unmarshal(raw, &obj) == nil {
+		req.Body = obj
+	}
+
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		req.Kind = KindCountTokens
+		s.record(&req)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, "{\"input_tokens\": %d}\n", max(1, len(raw)/4))
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		s.messages(w, r, &req)
+	default:
+		req.Kind = KindOther
+		s.record(&req)
+		if r.URL.Path == "/" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		s.writeError(w, http.StatusNotFound, "not_found_error", "scripted api: no route for "+r.Method+" "+r.URL.Path, nil)
+	}
+}
+
+// messages answers POST /v1/messages.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) {
+	body, err := parseMessagesBody(req.Raw)
+	if err != nil {
+		req.Kind = KindSide
+		s.record(req)
+		s.writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), nil)
+		return
+	}
+	req.Prompt = body.prompt()
+	req.ToolResults = body.toolResults()
+	if !body.isAgentRequest() {
+		req.Kind = KindSide
+		s.record(req)
+		s.answer(w, body, "OK", nil)
+		return
+	}
+	req.Kind = KindAgent
+	turn, ok := s.play(req, body, r.Header)
+	if !ok {
+		return // play recorded the failure and req; end the conversation
+	}
+	s.runChecks(req, turn)
+	if f := turn.Fault; f != nil {
+		if f.Hang {
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+			return
+		}
+		s.writeError(w, f.Status, f.Type, f.Message, f.Header)
+		return
+	}
+	s.answer(w, body, turn.Text, turn.Calls)
+}
+
+// play picks the conversation's script and its next turn, and records
+// req. When there is no turn to play it answers an ending text itself,
+// records an error and returns false.
+func (s *Server) play(req *Request, body messagesBody, h http.Header) (Turn, bool) {
+	key := conversationKey(h, body)
+	s.mu.Lock()
+	st, known := s.convs[key]
+	if !known {
+		for _, cand := range s.scripts {
+			if !cand.started && (cand.Match == nil || cand.Match(req.Prompt)) {
+				st = cand
+				st.started = true
+				break
+			}
+		}
+		s.convs[key] = st
+		if st == nil {
+			s.errs = append(s.errs, fmt.Errorf("no script for a new conversation with prompt %q", clip(req.Prompt)))
+		}
+	}
+	var (
+		turn Turn
+		ok   bool
+	)
+	if st != nil {
+		req.Script = st.name
+		switch {
+		case st.next < len(st.Turns):
+			turn, ok = st.Turns[st.next], true
+			req.Turn = st.next
+			st.next++
+		case st.RepeatLast && len(st.Turns) > 0:
+			turn, ok = st.Turns[len(st.Turns)-1], true
+			req.Turn = len(st.Turns) - 1
+		default:
+			s.errs = append(s.errs, fmt.Errorf("%s: request after the last of its %d turns", st.name, len(st.Turns)))
+		}
+	}
+	s.recordLocked(req)
+	s.mu.Unlock()
+	return turn, ok
+}
+
+// runChecks runs the turn's checks on the tool results req carries.
+func (s *Server) runChecks(req *Request, turn Turn) {
+	if len(turn.Checks) == 0 {
+		return
+	}
+	if len(req.ToolResults) == 0 {
+		s.failf("%s turn %d: expected a tool_result to check, the request has none", req.Script, req.Turn)
+		return
+	}
+	for _, tr := range req.ToolResults {
+		for _, c := range turn.Checks {
+			if c == nil {
+				continue
+			}
+			if err := c(tr.Content, tr.IsError); err != nil {
+				s.failf("%s turn %d: tool_result %s: %w", req.Script, req.Turn, tr.ToolUseID, err)
+			}
+		}
+	}
+}
+
+// record stores req.
+func (s *Server) record(req *Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordLocked(req)
+}
+
+// recordLocked stores req; s.mu must be held.
+func (s *Server) recordLocked(req *Request) {
+	s.seq++
+	req.Seq = s.seq
+	if req.Kind == KindAgent {
+		for i := range req.ToolResults {
+			req.ToolResults[i].Script = req.Script
+			tr := req.ToolResults[i]
+			if s.seenTool[tr.ToolUseID] {
+				continue
+			}
+			s.seenTool[tr.ToolUseID] = true
+			s.results = append(s.results, tr)
+		}
+	}
+	s.requests = append(s.requests, *req)
+	s.logf("scriptedapi: #%d %s %s kind=%s script=%q turn=%d tool_results=%d", req.Seq, req.Method, req.Path, req.Kind, req.Script, req.Turn, len(req.ToolResults))
+}
+
+// nextID returns a fresh id with the given prefix.
+func (s *Server) nextID(prefix string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids++
+	return fmt.Sprintf("%s_scripted_%04d", prefix, s.ids)
+}
+
+// answer writes a message reply, streamed or not as the request asked.
+func (s *Server) answer(w http.ResponseWriter, body messagesBody, text string, calls []ToolCall) {
+	rep := reply{
+		ID:          s.nextID("msg"),
+		Model:       body.Model,
+		Text:        text,
+		InputTokens: 100,
+	}
+	if rep.Model == "" {
+		rep.Model = "claude-scripted"
+	}
+	for _, c := range calls {
+		input, err := json.Marshal(c.Input)
+		if err != nil || c.Input == nil {
+			if err != nil {
+				s.failf("tool call %s: encode input: %w", c.Name, err)
+			}
+			input = []byte(`{}`)
+		}
+		rep.Calls = append(rep.Calls, toolUse{ID: s.nextID("toolu"), Name: c.Name, Input: input})
+	}
+	rep.OutputTokens = 1 + len(text)/4
+	for _, c := range rep.Calls {
+		rep.OutputTokens += 10 + len(c.Input)/4
+	}
+
+	if !body.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Request-Id", s.nextID("req"))
+		var buf bytes.Buffer
+		if err := rep.writeJSON(&buf); err != nil {
+			s.failf("answer: %w", err)
+			return
+		}
+		_, _ = w.Write(buf.Bytes()) // a client that went away is not a script failure
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Request-Id", s.nextID("req"))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rep.writeSSE(w, func() { _ = rc.Flush() }) // write errors mean the client went away
+}
+
+// writeError writes an Anthropic error response.
+func (s *Server) writeError(w http.ResponseWriter, status int, typ, msg string, extra http.Header) {
+	id := s.nextID("req")
+	for k, vs := range extra {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", id)
+	if status < 100 || status > 999 {
+		status = http.StatusInternalServerError
+	}
+	if typ == "" {
+		typ = "api_error"
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(errorBody{Type: "error", Error: errorDetail{Type: typ, Message: msg}, RequestID: id})
+}
