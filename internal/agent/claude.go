@@ -59,6 +59,9 @@ func (c Claude) Binary() string {
 	return "claude"
 }
 
+// VersionArgs returns the arguments that make claude print its version.
+func (c Claude) VersionArgs() []string { return []string{"--version"} }
+
 // InstallHint says how to install Claude Code.
 func (c Claude) InstallHint() string {
 	return "install Claude Code with `npm install -g @anthropic-ai/claude-code`, " +
@@ -202,6 +205,7 @@ var (
 type claudeParser struct {
 	now     func() time.Time
 	backoff time.Duration
+	texts   claudeTexts
 
 	sessionID string
 	commands  []string
@@ -240,7 +244,22 @@ func newClaudeParser(now func() time.Time, backoff time.Duration) *claudeParser 
 	if backoff <= 0 {
 		backoff = DefaultTransientBackoff
 	}
-	return &claudeParser{now: now, backoff: backoff}
+	return &claudeParser{now: now, backoff: backoff, texts: claudeCodeTexts}
+}
+
+// claudeTexts words the fatal verdicts of a CLI that speaks Claude's
+// stream-json (Claude Code itself, or Amp).
+type claudeTexts struct {
+	product string // "Claude Code"
+	login   string // how to fix missing credentials
+	billing string // the billing error's label
+}
+
+// claudeCodeTexts are Claude Code's.
+var claudeCodeTexts = claudeTexts{
+	product: "Claude Code",
+	login:   "log in by running `claude` once, or set a valid ANTHROPIC_API_KEY",
+	billing: "Claude billing error",
 }
 
 // Line parses one stdout line. Lines that are not JSON objects of a known
@@ -420,6 +439,10 @@ func (p *claudeParser) result(v gjson.Result) []Event {
 	for _, e := range v.Get("errors").Array() {
 		r.errors = append(r.errors, e.String())
 	}
+	// Amp puts an error result's message in a string field "error".
+	if e := v.Get("error"); e.Type == gjson.String && e.String() != "" {
+		r.errors = append(r.errors, e.String())
+	}
 	for _, d := range v.Get("permission_denials").Array() {
 		tool := d.Get("tool_name").String()
 		r.denials = append(r.denials, Denial{
@@ -522,10 +545,10 @@ func (p *claudeParser) verdict(stderrTail string) (verdict, bool) {
 	switch {
 	case p.assistantErr == "authentication_failed", r.apiStatus == 401, r.apiStatus == 403,
 		free && reClaudeAuth.MatchString(all):
-		return verdict{status: StatusFatal, reason: "Claude Code cannot authenticate: " + firstText(all) +
-			"; log in by running `claude` once, or set a valid ANTHROPIC_API_KEY"}, true
+		return verdict{status: StatusFatal, reason: p.texts.product + " cannot authenticate: " + firstText(all) +
+			"; " + p.texts.login}, true
 	case p.assistantErr == "billing_error", r.apiStatus == 402, free && reClaudeBilling.MatchString(all):
-		return verdict{status: StatusFatal, reason: "Claude billing error: " + firstText(all) +
+		return verdict{status: StatusFatal, reason: p.texts.billing + ": " + firstText(all) +
 			"; check the account's plan or credit balance"}, true
 	case free && reClaudeNested.MatchString(all):
 		return verdict{status: StatusFatal, reason: "Claude Code refused to run nested: " + firstText(all) +

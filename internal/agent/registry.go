@@ -42,6 +42,10 @@ func registry() []backendEntry {
 	return []backendEntry{
 		{"claude", func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
 		{"command", newCommandBackend},
+		{"codex", func(c Config) (Backend, error) { return Codex{Bin: c.Bin, Now: c.Now}, nil }},
+		{"opencode", func(c Config) (Backend, error) { return Opencode{Bin: c.Bin, Now: c.Now}, nil }},
+		{"gemini", func(c Config) (Backend, error) { return Gemini{Bin: c.Bin, Now: c.Now}, nil }},
+		{"amp", func(c Config) (Backend, error) { return Amp{Bin: c.Bin, Now: c.Now}, nil }},
 	}
 }
 

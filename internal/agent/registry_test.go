@@ -18,7 +18,11 @@ func TestLookup(t *testing.T) {
 		{name: "command", opts: []Option{WithAgentCmd("./agent.sh")}, want: "command"},
 		{name: "command", errText: "--agent-cmd"},
 		{name: "command", opts: []Option{WithAgentCmd("   ")}, errText: "--agent-cmd"},
-		{name: "gpt-9", errText: `unknown agent "gpt-9": choose one of claude, command`},
+		{name: "codex", want: "codex"},
+		{name: "opencode", want: "opencode"},
+		{name: "gemini", want: "gemini"},
+		{name: "amp", want: "amp"},
+		{name: "gpt-9", errText: `unknown agent "gpt-9": choose one of amp, claude, codex, command, gemini, opencode`},
 		{name: "", errText: "choose one of"},
 	}
 	for _, tt := range tests {
@@ -59,7 +63,7 @@ func TestLookupOptions(t *testing.T) {
 func TestNames(t *testing.T) {
 	is := is.New(t)
 	names := Names()
-	is.Equal(names, []string{"claude", "command"})
+	is.Equal(names, []string{"amp", "claude", "codex", "command", "gemini", "opencode"})
 	for _, n := range names {
 		if n == "command" {
 			continue // needs a command line
@@ -67,7 +71,19 @@ func TestNames(t *testing.T) {
 		b, err := Lookup(n)
 		is.NoErr(err)
 		is.Equal(b.Name(), n) // the registry name is the backend's name
+		is.Equal(b.Binary(), n)
 		_, hint := b.(InstallHinter)
 		is.True(hint) // every backend says how to install it
+		v, ok := b.(Versioner)
+		is.True(ok) // every agent CLI can print its version
+		is.Equal(v.VersionArgs(), []string{"--version"})
+
+		b, err = Lookup(n, WithBin("/opt/"+n))
+		is.NoErr(err)
+		is.Equal(b.Binary(), "/opt/"+n) // WithBin reaches every backend
 	}
+	b, err := Lookup("command", WithAgentCmd("x"))
+	is.NoErr(err)
+	_, ok := b.(Versioner)
+	is.True(!ok) // the command backend has no version of its own
 }

@@ -61,6 +61,13 @@ type RunOptions struct {
 	OnStdout func(line []byte)
 	// OnStderr is like OnStdout, for stderr.
 	OnStderr func(line []byte)
+	// StdoutRaw and StderrRaw, when set, receive each stream's bytes as
+	// read, before line splitting: a log writer that does its own line
+	// handling (and marks the pieces of over-long lines) reads from here.
+	// A write error stops further writes to that writer but never the
+	// agent's output.
+	StdoutRaw io.Writer
+	StderrRaw io.Writer
 	// OnEvent is called for every event the backend's parser produces.
 	OnEvent func(Event)
 	// The callbacks OnStdout and OnEvent run on one goroutine, OnStderr on
@@ -244,7 +251,7 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	tail := tailBuffer{size: opts.StderrTail}
 	var readers, writer sync.WaitGroup
 	readers.Go(func() {
-		_ = readLines(outR, opts.MaxLine, func(line []byte) {
+		_ = readLines(tee(outR, opts.StdoutRaw), opts.MaxLine, func(line []byte) {
 			if opts.OnStdout != nil {
 				opts.OnStdout(line)
 			}
@@ -256,7 +263,7 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 		})
 	})
 	readers.Go(func() {
-		_ = readLines(errR, opts.MaxLine, func(line []byte) {
+		_ = readLines(tee(errR, opts.StderrRaw), opts.MaxLine, func(line []byte) {
 			if opts.OnStderr != nil {
 				opts.OnStderr(line)
 			}
@@ -443,4 +450,28 @@ func lookPathIn(file, pathEnv, dir string) (string, error) {
 		return "", firstErr
 	}
 	return "", fmt.Errorf("%s: %w", file, exec.ErrNotFound)
+}
+
+// tee copies what is read from r to w, if w is set. After w's first error
+// it stops writing: a broken log must not stop the agent's output.
+func tee(r io.Reader, w io.Writer) io.Reader {
+	if w == nil {
+		return r
+	}
+	return io.TeeReader(r, &bestEffort{w: w})
+}
+
+// bestEffort is a writer that swallows its target's errors.
+type bestEffort struct {
+	w      io.Writer
+	failed bool
+}
+
+func (b *bestEffort) Write(p []byte) (int, error) {
+	if !b.failed {
+		if _, err := b.w.Write(p); err != nil {
+			b.failed = true
+		}
+	}
+	return len(p), nil
 }

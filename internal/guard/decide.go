@@ -79,7 +79,7 @@ func decide(mode Mode, args []arg) Decision {
 	if !pol.allow {
 		return d.refuse(pol.rule, "`"+commandName(p.cmd.path)+"`")
 	}
-	if refused, ok := checkFlags(&d, pol, p); ok {
+	if refused, ok := checkFlags(d, pol, p); ok {
 		return refused
 	}
 	if len(p.unknown) > 0 {
@@ -98,7 +98,7 @@ func decide(mode Mode, args []arg) Decision {
 
 // checkFlags applies the per-flag rules. It returns the refusal and true
 // when a flag is refused.
-func checkFlags(d *Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
+func checkFlags(d Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
 	for _, u := range p.uses {
 		name := u.spec.long
 		if isGlobalFlag(name) {
@@ -224,8 +224,8 @@ func (d Decision) Message() string {
 			d.Mode.label(), d.CommandLine(), d.Rule, d.Reason)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "ralphd: %s mode refused `%s`.\n", d.Mode.label(), d.CommandLine())
-	fmt.Fprintf(&b, "Rule %s: %s.\n", d.Rule, d.Reason)
+	fmt.Fprintf(&b, "ralphd: %s mode refused `%s` (rule %s).\n", d.Mode.label(), d.CommandLine(), d.Rule)
+	fmt.Fprintf(&b, "Why: %s.\n", d.Reason)
 	if d.Instead != "" {
 		fmt.Fprintf(&b, "Instead: %s.\n", d.Instead)
 	}

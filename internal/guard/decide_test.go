@@ -41,6 +41,8 @@ var decideCases = []struct {
 	{"help about delete", ModeBuild, []string{"help", "delete"}, true, RuleRead},
 	{"prime", ModeBuild, []string{"prime"}, true, RuleRead},
 	{"config get", ModeBuild, []string{"config", "get", "export.auto"}, true, RuleRead},
+	{"git hook shim", ModeBuild, []string{"hooks", "run", "prepare-commit-msg", ".git/COMMIT_EDITMSG", "message"}, true, RuleGitHook},
+	{"hooks install", ModeBuild, []string{"hooks", "install", "--force"}, false, RuleNotAllowed},
 
 	// BUILD: writes it may make.
 	{"create with priority and type", ModeBuild, []string{"create", "Title", "-p", "1", "-t", "bug", "-d", "desc", "--json"}, true, RuleCreate},
@@ -194,9 +196,9 @@ func TestMessage(t *testing.T) {
 	is := is.New(t)
 	d := Decide(ModeBuild, []string{"update", "bd-a1b2", "--priority", "0"})
 	msg := d.Message()
-	is.True(strings.Contains(msg, "refused `bd update bd-a1b2 --priority 0`"))                   // what was refused
-	is.True(strings.Contains(msg, "Rule build-priority"))                                        // the rule
-	is.True(strings.Contains(msg, "Instead: add a note with `bd update bd-a1b2 --append-notes")) // concrete advice
+	is.True(strings.Contains(msg, "refused `bd update bd-a1b2 --priority 0` (rule build-priority)")) // what was refused
+	is.True(strings.Contains(msg, "(rule build-priority)"))                                          // the rule
+	is.True(strings.Contains(msg, "Instead: add a note with `bd update bd-a1b2 --append-notes"))     // concrete advice
 	is.True(strings.Contains(msg, "PLANNING will review it"))
 
 	d = Decide(ModeBuild, []string{"close", "bd-1", "--reason", "tests pass; see go test output"})

@@ -177,7 +177,11 @@ var bdCommands = []commandDef{
 	{path: "bootstrap", flags: opaque},
 	{path: "dolt", flags: opaque},
 	{path: "forget", flags: opaque},
-	{path: "hooks", flags: opaque},
+	{path: "hooks", flags: ""},
+	{path: "hooks run", flags: ""},
+	{path: "hooks list", flags: ""},
+	{path: "hooks install", flags: opaque},
+	{path: "hooks uninstall", flags: opaque},
 
 	{path: "kv", flags: opaque},
 	{path: "memories", flags: opaque},

@@ -19,6 +19,7 @@ const (
 	RuleDepAdd   = "build-dep-add"
 	RuleClose    = "build-close"
 	RuleReopen   = "build-reopen"
+	RuleGitHook  = "build-git-hook"
 
 	RuleDelete         = "build-delete"
 	RuleDepRemove      = "build-dep-remove"
@@ -74,6 +75,7 @@ var rules = []Rule{
 	{RuleDepAdd, "BUILD may add dependencies", ""},
 	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", ""},
 	{RuleReopen, "BUILD may reopen issues", ""},
+	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", ""},
 
 	{RuleDelete, "deleting issues is PLANNING's power",
 		"if the issue is obsolete or a duplicate, add a note with `bd update <id> --append-notes \"…\"` " +
@@ -179,10 +181,10 @@ var policy = []commandPolicy{
 	// Read-only.
 	{path: "", allow: true, rule: RuleRead, flags: allFlags, note: "bare `bd` prints help; `bd --version`"},
 	{path: "ready", allow: true, rule: RuleRead, flags: allFlags, note: "`--claim` claims the first ready issue"},
-	{path: "show", allow: true, rule: RuleRead, flags: allFlags, note: "alias `view`"},
+	{path: "show", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "list", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "blocked", allow: true, rule: RuleRead, flags: allFlags},
-	{path: "status", allow: true, rule: RuleRead, flags: allFlags, note: "alias `stats`"},
+	{path: "status", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "search", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "count", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "children", allow: true, rule: RuleRead, flags: allFlags},
@@ -210,6 +212,8 @@ var policy = []commandPolicy{
 	{path: "help", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "human", allow: true, rule: RuleRead, flags: allFlags},
 	{path: "quickstart", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "hooks list", allow: true, rule: RuleRead, flags: allFlags},
+	{path: "hooks run", allow: true, rule: RuleGitHook, flags: allFlags, note: "what bd's git hook shims call"},
 
 	// Writes BUILD may make.
 	{path: "create", allow: true, rule: RuleCreate, flags: allFlags,
@@ -220,7 +224,7 @@ var policy = []commandPolicy{
 			"event-payload": RuleCreateFlag, "event-target": RuleCreateFlag, "waits-for": RuleCreateFlag,
 			"waits-for-gate": RuleCreateFlag, "no-history": RuleCreateFlag,
 		},
-		note: "alias `new`; a new issue's priority, type and acceptance are part of creating it"},
+		note: "a new issue's priority, type and acceptance are part of creating it"},
 	{path: "q", allow: true, rule: RuleCreate, flags: allFlags, note: "quick capture: create, print the ID"},
 	{path: "update", allow: true, rule: RuleUpdate,
 		flags: "status notes append-notes description body-file stdin allow-empty-description design " +
@@ -252,12 +256,12 @@ var policy = []commandPolicy{
 	{path: "close", allow: true, rule: RuleClose, flags: "reason claim-next continue no-auto session suggest-next",
 		refuse:  map[string]string{"force": RuleCloseForce, "reason-file": RuleCloseReason},
 		require: []string{"reason"},
-		note:    "alias `done`; --reason (-r) must be non-empty"},
+		note:    "--reason (-r) must be non-empty"},
 	{path: "reopen", allow: true, rule: RuleReopen, flags: allFlags},
 
 	// Refused with a specific rule.
 	{path: "delete", rule: RuleDelete},
-	{path: "dep remove", rule: RuleDepRemove, note: "alias `dep rm`"},
+	{path: "dep remove", rule: RuleDepRemove},
 	{path: "dep unrelate", rule: RuleDepRemove},
 	{path: "priority", rule: RulePriority},
 	{path: "label remove", rule: RuleLabelRemove},

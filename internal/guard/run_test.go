@@ -123,7 +123,7 @@ func TestRunGuardRefused(t *testing.T) {
 			is.Equal(bd.ran(t), nil) // the real bd never ran
 			is.Equal(stdout.String(), "")
 			is.True(strings.Contains(stderr.String(), "BUILD mode refused"))
-			is.True(strings.Contains(stderr.String(), "Rule "+tc.rule))
+			is.True(strings.Contains(stderr.String(), "(rule "+tc.rule+")"))
 			is.True(strings.Contains(stderr.String(), "Instead:"))
 			is.Equal(len(log.recs), 1) // refusals are always audited
 			is.True(!log.recs[0].Allowed)

@@ -180,7 +180,7 @@ func TestHookFixture(t *testing.T) {
 	code, stderr := runHook(t, ModeBuild, in)
 	is.Equal(code, HookBlock)
 	is.True(strings.Contains(stderr, "refused `bd update bd-a1b2 --priority 0`"))
-	is.True(strings.Contains(stderr, "Rule build-priority"))
+	is.True(strings.Contains(stderr, "(rule build-priority)"))
 	is.True(strings.Contains(stderr, "`bd update bd-a1b2 --append-notes"))
 
 	// The fixture's deny output gives the reason the model should see; the

@@ -83,7 +83,11 @@ func commandRow(p commandPolicy) TableRow {
 		notes = append(notes, "All its flags except those refused below.")
 	}
 	if len(notes) == 0 {
-		notes = append(notes, sentence(r.Reason))
+		if r.ID == RuleRead {
+			notes = append(notes, "Read-only.")
+		} else {
+			notes = append(notes, sentence(r.Reason))
+		}
 	}
 	row.Note = strings.Join(notes, " ")
 	return row

@@ -137,7 +137,14 @@ const runEndPrefix = `{"type":"loop_meta","event":"run_end"`
 
 // followRaw copies f to w as it grows, up to and including the run_end
 // record.
-func followRaw(f io.Reader, w io.Writer, wait func() error) error {
+func followRaw(f io.Reader, out io.Writer, wait func() error) error {
+	w := bufio.NewWriterSize(out, 64<<10)
+	flush := func() error {
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write run log: %w", err)
+		}
+		return nil
+	}
 	buf := make([]byte, 64<<10)
 	head := make([]byte, 0, len(runEndPrefix)) // the start of the current line
 	for {
@@ -152,13 +159,11 @@ func followRaw(f io.Reader, w io.Writer, wait func() error) error {
 			if room := cap(head) - len(head); room > 0 {
 				head = append(head, seg[:min(room, len(seg))]...)
 			}
-			if _, err := w.Write(seg); err != nil {
-				return fmt.Errorf("write run log: %w", err)
-			}
+			_, _ = w.Write(seg) // a write error sticks and Flush returns it
 			data = data[len(seg):]
 			if i >= 0 {
 				if string(head) == runEndPrefix {
-					return nil
+					return flush()
 				}
 				head = head[:0]
 			}
@@ -166,12 +171,16 @@ func followRaw(f io.Reader, w io.Writer, wait func() error) error {
 		switch {
 		case err == nil:
 		case errors.Is(err, io.EOF):
+			if err := flush(); err != nil {
+				return err
+			}
 			if n == 0 {
 				if err := wait(); err != nil {
 					return err
 				}
 			}
 		default:
+			_ = flush()
 			return fmt.Errorf("read run log: %w", err)
 		}
 	}
@@ -316,7 +325,7 @@ func (rd *renderer) line(b []byte, total int) {
 
 // raw shows a line Render does not understand.
 func (rd *renderer) raw(b []byte, total int) {
-	s := rd.cut(string(b), total)
+	s := rd.cut(string(b[:min(len(b), rd.maxText+utf8.UTFMax)]), total)
 	rd.println(plain, "  "+oneLine(s))
 }
 

@@ -163,15 +163,15 @@ func (w *Writer) AgentLine(stream string, line []byte) error {
 	return s.err
 }
 
-// CopyLines reads r to EOF and writes each line as AgentLine would, a line
-// without a final newline included. Its memory does not depend on the
-// input: at most MaxLine bytes of the current line, a 64 KiB read buffer,
-// and a batch of records of about 256 KiB plus one chunk record (at most
-// ChunkSize bytes, up to 6 times that once escaped). Lines that
-// arrive in the same read are written together in one Write, which keeps
-// the cost per line low. After a write error CopyLines keeps reading r (and
-// discards it) so that the process writing the pipe never blocks, and
-// returns the first error at the end.
+// CopyLines reads r to EOF and writes each line as AgentLine would,
+// including a last line without a final newline. Its memory does not
+// depend on the input: at most MaxLine bytes of the current line, a 64 KiB
+// read buffer, and a batch of records of about 256 KiB plus one chunk
+// record (at most ChunkSize bytes, up to 6 times that once escaped). Lines
+// that arrive in the same read are written together in one Write, which
+// keeps the cost per line low. After a write error CopyLines keeps reading
+// r (and discards it) so that the process writing the pipe never blocks,
+// and returns the first error at the end.
 func (w *Writer) CopyLines(stream string, r io.Reader) error {
 	s := w.newSplitter(stream)
 	buf := make([]byte, readSize)
@@ -201,6 +201,41 @@ func (w *Writer) CopyLines(stream string, r io.Reader) error {
 		s.flush()
 	}
 	return s.err
+}
+
+// StreamWriter returns a writer for one stream of agent output: the bytes
+// written to it, in pieces of any size, are split into lines and logged as
+// CopyLines would, with the same bounded memory. It suits a pipe that is
+// also read for another purpose, through io.TeeReader. Its Write never
+// fails, so that a log problem cannot break that reader; Close logs a last
+// line that has no final newline and returns the first error. One
+// goroutine at a time may use it.
+func (w *Writer) StreamWriter(stream string) io.WriteCloser {
+	return &streamWriter{s: w.newSplitter(stream)}
+}
+
+type streamWriter struct {
+	s      *splitter
+	closed bool
+}
+
+// Write logs the complete lines in p and keeps the rest for later.
+func (sw *streamWriter) Write(p []byte) (int, error) {
+	if sw.s.err == nil && !sw.closed {
+		sw.s.feed(p)
+		sw.s.flush()
+	}
+	return len(p), nil
+}
+
+// Close logs an unfinished last line and returns the first error.
+func (sw *streamWriter) Close() error {
+	if !sw.closed && sw.s.err == nil && (len(sw.s.pending) > 0 || sw.s.chunk > 0) {
+		sw.s.endLine()
+		sw.s.flush()
+	}
+	sw.closed = true
+	return sw.s.err
 }
 
 // Close closes the file Create opened. Writes after Close fail with

@@ -235,6 +235,32 @@ func TestWrapping(t *testing.T) {
 	}
 }
 
+func TestStreamWriter(t *testing.T) {
+	is := is.New(t)
+	in, err := os.ReadFile("testdata/claude-success.jsonl")
+	is.NoErr(err)
+	in = append(in, "a line longer than the bound, without a newline"...)
+
+	var want bytes.Buffer
+	is.NoErr(New(&want, Options{MaxLine: 16}).CopyLines(StreamStdout, bytes.NewReader(in)))
+
+	var got bytes.Buffer
+	sw := New(&got, Options{MaxLine: 16}).StreamWriter(StreamStdout)
+	var seen bytes.Buffer // what the other reader of the pipe gets
+	_, err = io.Copy(&seen, io.TeeReader(iotest.HalfReader(bytes.NewReader(in)), sw))
+	is.NoErr(err)
+	is.NoErr(sw.Close())
+	is.Equal(got.String(), want.String())  // the same records as CopyLines
+	is.True(bytes.Equal(seen.Bytes(), in)) // and the tee'd reader sees every byte
+
+	failing := New(&failingWriter{}, Options{}).StreamWriter(StreamStderr)
+	n, err := failing.Write([]byte("x\n"))
+	is.NoErr(err) // Write never fails, so the tee'd reader goes on
+	is.Equal(n, 2)
+	err = failing.Close()
+	is.True(err != nil && strings.Contains(err.Error(), "disk full")) // Close reports the log's error
+}
+
 func TestAgentLine(t *testing.T) {
 	is := is.New(t)
 	var buf bytes.Buffer

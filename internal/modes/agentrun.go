@@ -77,8 +77,12 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		},
 	}
 	if l.Log != nil {
-		opts.OnStdout = func(line []byte) { l.agentLine(logjsonl.StreamStdout, line) }
-		opts.OnStderr = func(line []byte) { l.agentLine(logjsonl.StreamStderr, line) }
+		// The log splits lines itself, so an over-long line's pieces carry
+		// chunk markers; Close flushes a last line without a newline.
+		so, se := l.Log.StreamWriter(logjsonl.StreamStdout), l.Log.StreamWriter(logjsonl.StreamStderr)
+		opts.StdoutRaw, opts.StderrRaw = so, se
+		defer so.Close()
+		defer se.Close()
 	}
 	out, err := agent.Run(ctx, l.Backend, inv, opts)
 	calls := readAudit(auditFile)
@@ -111,15 +115,6 @@ func readAudit(path string) []state.BDCall {
 		calls = append(calls, c)
 	}
 	return calls
-}
-
-func (l *Loop) agentLine(stream string, line []byte) {
-	if lw := l.Log; lw != nil {
-		if err := lw.AgentLine(stream, line); err != nil {
-			l.human().Warn("run log write failed; continuing without it", "err", err)
-			l.Log = nil
-		}
-	}
 }
 
 // GuardCommand is the hidden ralphd subcommand the bd wrapper runs.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
@@ -116,7 +117,7 @@ func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
 // the planner's notes) and the stuck label. Its attempts stay at the limit
 // so `ralphd status` shows why; clearing the label in PLANNING resets them.
 func (l *Loop) markStuck(ctx context.Context, res *Result, is beads.Issue, n int) error {
-	note := fmt.Sprintf("STUCK: Failed after %d attempts at %s. Moving to next issue.", n, l.now().UTC().Format(time.RFC3339))
+	note := l.stuckNote(is.ID, n)
 	if _, err := l.BD.AppendNotes(ctx, is.ID, note); err != nil {
 		return fmt.Errorf("add STUCK note to %s: %w", is.ID, err)
 	}
@@ -170,10 +171,14 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		_, _ = l.State.GiveBackAttempt(is.ID)
 		return iteration{reason: "could not snapshot the tracker"}, err
 	}
-	prev, _ := l.previousAttempts(is.ID)
+	prev, err := l.previousAttempts(is.ID)
+	if err != nil {
+		l.human().Warn("the attempt record is unreadable; the prompt goes without it", "issue", is.ID, "err", err)
+	}
+	pre := l.takePreSignals(ctx, before, is.ID)
 	prompt, err := l.Prompts.Build(prompts.BuildData{
 		Issue: is, Attempt: attempt, MaxAttempts: l.Config.MaxStuck, Scope: l.Config.Scope,
-		PreviousAttempts: prev,
+		Escalation: l.escalation(is.ID), PreviousAttempts: prev,
 	})
 	if err != nil {
 		_, _ = l.State.GiveBackAttempt(is.ID)
@@ -227,68 +232,141 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		}
 	}
 
-	closed, err := l.judgeBuild(ctx, res, &rec, is, before, out)
+	v, err := l.judgeBuild(ctx, res, &rec, is, before, pre, out, calls)
 	if err != nil {
 		return iteration{reason: "could not judge the iteration"}, err
 	}
-	if closed {
+	if v.closed {
 		if _, err := l.State.ResetAttempts(is.ID); err != nil {
 			return iteration{reason: "could not reset attempts"}, err
 		}
+		l.clearJudgement(is.ID)
 		res.Closed = append(res.Closed, is.ID)
 	}
-	l.endIteration(res, rec, out, closed)
+	rec.Stuck = v.hardStop
+	l.endIteration(res, rec, out, v.closed)
+	if v.hardStop {
+		if err := l.markStuck(ctx, res, is, attempt); err != nil {
+			return iteration{reason: "could not mark the issue stuck"}, err
+		}
+	}
 	return iteration{}, nil
 }
 
+// verdict is what judging an iteration decided.
+type verdict struct {
+	closed   bool // closed, and every check passed
+	hardStop bool // the escalation gave up on the issue
+}
+
 // judgeBuild decides what an iteration achieved: it reverts forbidden
-// changes, puts claimed work back, and reports whether the issue is closed
-// for good. It fills in rec.
-func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, is beads.Issue, before tamper.Snapshot, out agent.Outcome) (bool, error) {
+// changes, runs the verification gate, puts claimed work back, and judges a
+// failed attempt (fingerprint, progress, escalation). It fills in rec.
+func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, is beads.Issue, before tamper.Snapshot, pre preSignals, out agent.Outcome, calls []state.BDCall) (verdict, error) {
 	after, err := l.snapshotFresh(ctx)
 	if err != nil {
-		return false, err
+		return verdict{}, err
 	}
-	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
-	if len(vs) > 0 {
-		res.Violations += len(vs)
-		for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
-			rec.Violations = append(rec.Violations, r.Violation.String())
-			detail := r.Violation.String()
-			if r.Err != nil {
-				detail += " (revert failed: " + r.Err.Error() + ")"
-			}
-			l.event(logjsonl.EventViolation, logjsonl.Violation{
-				Iteration: rec.Iteration, IssueID: r.Violation.IssueID, Mode: ModeBuild, Kind: string(r.Violation.Kind), Detail: detail,
-			})
-			l.human().Warn("forbidden change reverted", "issue", r.Violation.IssueID, "change", detail)
+	fixed := l.revertViolations(ctx, res, rec, before, after)
+	if len(fixed) > 0 {
+		rec.Outcome, rec.Gate = "violation", GatePolicy
+		// The revert changed the tracker; judge the issue as it is now.
+		if after, err = l.snapshotFresh(ctx); err != nil {
+			return verdict{}, err
 		}
-		l.snap.invalidate()
-		rec.Outcome = "violation"
-		rec.Gate = "policy"
-		return false, nil
 	}
-
 	cur, ok := after[is.ID]
 	if !ok {
-		return false, fmt.Errorf("issue %s is missing after the iteration", is.ID)
+		return verdict{}, fmt.Errorf("issue %s is missing after the iteration", is.ID)
 	}
-	switch cur.Status {
-	case beads.StatusClosed:
+
+	// The gate runs after every iteration: its results are progress
+	// signals even when the issue stays open. The acceptance commands are
+	// the ones the iteration started with (BUILD may not change them).
+	checks := l.runChecks(ctx, is)
+	var failed *check
+	for i := range checks {
+		if !checks[i].passed() {
+			failed = &checks[i]
+			break
+		}
+	}
+	switch {
+	case len(fixed) > 0:
+	case failed != nil:
+		rec.Gate = failed.Gate
+	case len(checks) > 0:
+		rec.Gate = GatePassed
+	}
+
+	closed := cur.Status == beads.StatusClosed && len(fixed) == 0
+	if closed && failed != nil {
+		// A close only counts when the checks pass.
+		if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
+			return verdict{}, err
+		}
+		closed = false
+		rec.Outcome = "reopened"
+	}
+	if closed {
 		rec.Outcome = "closed"
-		return true, nil
-	case beads.StatusInProgress:
-		// No agent is alive any more, so nothing may stay claimed.
-		l.unclaim(ctx, is.ID)
-		if rec.Outcome == string(agent.StatusOK) {
-			rec.Outcome = "not_closed"
-		}
-	default:
-		if rec.Outcome == string(agent.StatusOK) {
-			rec.Outcome = "not_closed"
-		}
+		return verdict{closed: true}, nil
 	}
-	return false, nil
+	if cur.Status == beads.StatusInProgress {
+		l.unclaim(ctx, is.ID) // no agent is alive any more: nothing stays claimed
+	}
+	if rec.Outcome == string(agent.StatusOK) {
+		rec.Outcome = "not_closed"
+	}
+	hard, err := l.judgeFailure(ctx, rec, is, after, pre, out, calls, checks, fixed)
+	return verdict{hardStop: hard}, err
+}
+
+// revertViolations finds the forbidden changes between the snapshots and
+// reverts them with PLAN powers. It returns what it reverted.
+func (l *Loop) revertViolations(ctx context.Context, res *Result, rec *state.Record, before, after tamper.Snapshot) []string {
+	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
+	if len(vs) == 0 {
+		return nil
+	}
+	res.Violations += len(vs)
+	var fixed []string
+	for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
+		detail := r.Violation.String()
+		if r.Err != nil {
+			detail += " (revert failed: " + r.Err.Error() + ")"
+		} else {
+			fixed = append(fixed, "reverted: "+r.Violation.String())
+		}
+		rec.Violations = append(rec.Violations, detail)
+		l.event(logjsonl.EventViolation, logjsonl.Violation{
+			Iteration: rec.Iteration, IssueID: r.Violation.IssueID, Mode: ModeBuild, Kind: string(r.Violation.Kind), Detail: detail,
+		})
+		l.human().Warn("forbidden change reverted", "issue", r.Violation.IssueID, "change", detail)
+	}
+	l.snap.invalidate()
+	if len(fixed) == 0 {
+		fixed = append(fixed, "detected but could not revert: "+strings.Join(rec.Violations, "; "))
+	}
+	return fixed
+}
+
+// reopenFailedClose reopens an issue the agent closed although a check
+// fails, with a note holding the command and the verbatim tail of its
+// output.
+func (l *Loop) reopenFailedClose(ctx context.Context, id string, c check) error {
+	tail := judge.Truncate(c.Output, 30)
+	note := fmt.Sprintf("ralphd: reopened: the close did not pass the %s gate. `%s` exited %d (want %d). Output (tail, verbatim):\n%s",
+		c.Gate, c.Command, c.ExitCode, c.Expect, tail)
+	if _, err := l.BD.Reopen(ctx, id, "ralphd: a check failed after the close"); err != nil {
+		return fmt.Errorf("reopen %s after a failed check: %w", id, err)
+	}
+	if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
+		return fmt.Errorf("note on %s: %w", id, err)
+	}
+	l.snap.invalidate()
+	l.human().Warn("closed, but a check fails: reopened", "issue", id, "check", c.Name, "exit", c.ExitCode)
+	return nil
 }
 
 // unclaim sets an in_progress issue back to open.

@@ -15,6 +15,7 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -130,6 +131,9 @@ type Loop struct {
 
 	snap snapshotCache
 }
+
+// repo is the project's git working tree.
+func (l *Loop) repo() worktree.Repo { return worktree.Repo{Dir: l.Dir} }
 
 func (l *Loop) now() time.Time {
 	if l.Now != nil {

@@ -15,8 +15,11 @@ func runRootHelp(inv *invocation) int {
 
 // runUnsupported fails loudly for commands real bd has and the stand-in
 // does not implement.
-func runUnsupported(inv *invocation) int {
-	return inv.fail(fmt.Sprintf("%q is a bd 1.0.5 command the bd stand-in does not implement (ralphd's test stand-in covers only what ralphd and agents use)", inv.cmd.commandPath()))
+func runUnsupported(inv *invocation) int { return inv.fail(unsupportedMessage(inv.cmd)) }
+
+// unsupportedMessage names a real bd command the stand-in lacks.
+func unsupportedMessage(c *command) string {
+	return fmt.Sprintf("%q is a bd 1.0.5 command the bd stand-in does not implement (ralphd's test stand-in covers only what ralphd and agents use)", c.commandPath())
 }
 
 // runHelp is cobra's `help [command]`.
@@ -35,7 +38,7 @@ func runHelp(inv *invocation) int {
 		c = next
 	}
 	if c.help == "" {
-		return inv.fail(fmt.Sprintf("%q is a bd 1.0.5 command the bd stand-in does not implement", c.commandPath()))
+		return inv.fail(unsupportedMessage(c))
 	}
 	fmt.Fprint(inv.stdout, c.help)
 	return 0

@@ -9,20 +9,21 @@ import (
 	"github.com/matryer/is"
 )
 
-// TestConcurrentCommands replays scenario 1 of concurrency-claim-race.txt:
-// six creates and three readies at once all succeed, because every call
-// serialises on the embedded lock.
+// TestConcurrentCommands follows scenario 1 of concurrency-claim-race.txt
+// (there six creates and three readies) with nine creates and three
+// readies at once: all succeed, because every call serialises on the
+// embedded lock.
 func TestConcurrentCommands(t *testing.T) {
 	is := is.New(t)
 	s := initRepo(t)
 	var wg sync.WaitGroup
-	results := make([]result, 9)
+	results := make([]result, 12)
 	for i := range results {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			args := []string{"ready", "--json"}
-			if i < 6 {
+			if i < 9 {
 				args = []string{"create", fmt.Sprintf("Concurrent %d", i+1), "--json"}
 			}
 			results[i] = s.bd(s.repo, args...)
@@ -36,12 +37,12 @@ func TestConcurrentCommands(t *testing.T) {
 	r := s.bd(s.repo, "list", "--json")
 	var list []struct{ ID, Title string }
 	is.NoErr(json.Unmarshal([]byte(r.stdout), &list))
-	is.Equal(len(list), 6) // no create was lost
+	is.Equal(len(list), 9) // no create was lost
 	seen := map[string]bool{}
 	for _, it := range list {
 		seen[it.ID] = true
 	}
-	is.Equal(len(seen), 6) // ids are unique
+	is.Equal(len(seen), 9) // ids are unique
 }
 
 // TestClaimRace replays scenarios 2 and 3: exactly one of four racing

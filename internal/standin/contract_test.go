@@ -284,6 +284,8 @@ func recordedIDs(t *testing.T, fixtures map[string]fixture) map[string]string {
 	return ids
 }
 
+// TestContract replays the recording in one sandbox. Run it whole: each
+// case depends on the state the cases before it left.
 func TestContract(t *testing.T) {
 	fixtures := loadFixtures(t)
 	s := newScratch(t)

@@ -121,7 +121,7 @@ func (inv *invocation) dispatch(args []string) int {
 	}
 	fs := newFlagSet(cmd.local, root.local)
 	if cmd.run == nil && cmd.help == "" {
-		return inv.fail(fmt.Sprintf("%q is a bd 1.0.5 command the bd stand-in does not implement (ralphd's test stand-in covers only what ralphd and agents use)", cmd.commandPath()))
+		return inv.fail(unsupportedMessage(cmd))
 	}
 	fl, helpAsked, err := parseFlags(fs, rest)
 	if err != nil {

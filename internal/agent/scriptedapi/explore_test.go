@@ -2,6 +2,7 @@ package scriptedapi
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"os/exec"
@@ -23,6 +24,9 @@ func runExplore(t *testing.T, srv *Server, prompt string, extra ...string) {
 	cmd := exec.CommandContext(ctx, bin, "-p", "--output-format", "stream-json", "--verbose", "--allowedTools=Bash")
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, srv.Env()...)
+	if os.Getenv("EXPLORE_NOKEY") != "" {
+		cmd.Env = cmd.Env[:3]
+	}
 	cmd.Env = append(cmd.Env, extra...)
 	cmd.Stdin = strings.NewReader(prompt)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -70,6 +74,20 @@ func TestExplore(t *testing.T) {
 		sc = Script{Turns: []Turn{Fail(Overloaded())}, RepeatLast: true}
 	case "500":
 		sc = Script{Turns: []Turn{Fail(ServerError())}, RepeatLast: true}
+	case "401nr":
+		sc = Script{Turns: []Turn{Fail(InvalidKey().NoRetry())}, RepeatLast: true}
+	case "unified":
+		f := RateLimited(3600 * time.Second)
+		f.Header.Set("anthropic-ratelimit-unified-status", "rejected")
+		f.Header.Set("anthropic-ratelimit-unified-reset", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
+		f.Header.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
+		sc = Script{Turns: []Turn{Fail(f)}, RepeatLast: true}
+	case "unifiedok":
+		f := RateLimited(3600 * time.Second)
+		f.Header.Set("anthropic-ratelimit-unified-status", "rejected")
+		f.Header.Set("anthropic-ratelimit-unified-reset", fmt.Sprint(time.Now().Add(time.Hour).Unix()))
+		f.Header.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
+		sc = Script{Turns: []Turn{Fail(f), Say("after")}}
 	case "norestry":
 		sc = Script{Turns: []Turn{Fail(RateLimited(0).NoRetry())}, RepeatLast: true}
 	case "hang":
@@ -84,4 +102,22 @@ func TestExplore(t *testing.T) {
 	}
 	defer srv.Close()
 	runExplore(t, srv, "do the thing for issue ab-12", extra...)
+	dumpSide(t, srv)
+}
+
+func dumpSide(t *testing.T, srv *Server) {
+	for _, r := range srv.Requests() {
+		if r.Kind != KindSide {
+			continue
+		}
+		b := r.Body
+		t.Logf("SIDE headers=%v", r.Header)
+		for k, v := range b {
+			s := fmt.Sprint(v)
+			if len(s) > 1200 {
+				s = s[:1200]
+			}
+			t.Logf("SIDE %s = %s", k, s)
+		}
+	}
 }

@@ -49,6 +49,7 @@ func Stream(size int64) io.Reader {
 	return s
 }
 
+// Read fills p with the next bytes of the stream.
 func (s *stream) Read(p []byte) (int, error) {
 	if s.left <= 0 {
 		return 0, io.EOF

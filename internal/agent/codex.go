@@ -1,0 +1,435 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// CodexHomeDir is the directory the Codex backend creates in
+// Invocation.ScratchDir to hold the per-iteration CODEX_HOME.
+const CodexHomeDir = "codex-home"
+
+// CodexRulesFile is the name of the execpolicy rules file the Codex
+// backend writes into <ScratchDir>/codex-home/rules.
+const CodexRulesFile = "ralphd.rules"
+
+// DefaultCodexSandbox is the sandbox mode the Codex backend asks for.
+const DefaultCodexSandbox = "workspace-write"
+
+// Codex is the backend for the OpenAI Codex CLI, run as
+// `codex exec --json --sandbox workspace-write --skip-git-repo-check -`
+// with the prompt on stdin.
+//
+// Policy: Codex has no flag that loads an extra execpolicy file; it loads
+// every *.rules file under the rules/ folder of each config layer
+// ($CODEX_HOME/rules, /etc/codex/rules, trusted <repo>/.codex/rules). When
+// Invocation.DenyBash is set, Command therefore builds a per-iteration
+// CODEX_HOME in <ScratchDir>/codex-home that mirrors the user's real one
+// entry by entry with symlinks (auth.json, config.toml, sessions, ... so
+// logins, token refreshes and session files still reach the real home)
+// and whose rules/ folder holds links to the user's own rule files plus
+// ralphd.rules, one `prefix_rule(pattern=[...], decision="forbidden")` per
+// denied prefix. This mechanism follows Codex's documented rule loading
+// but has not been checked against a running Codex; files Codex creates
+// new at the top of its home during the run stay in the scratch copy. The
+// bd guard on PATH enforces the same policy regardless.
+//
+// Usage: Codex reports input tokens including cached ones; InputTokens is
+// the uncached part (as for Claude) and CacheReadTokens the cached part.
+// Codex reports no cost, so CostUSD stays nil. Turns counts completed
+// turns.
+type Codex struct {
+	// Bin is the executable; "codex" when empty.
+	Bin string
+	// Home is the user's CODEX_HOME that the per-iteration home mirrors;
+	// $CODEX_HOME, else ~/.codex, when empty.
+	Home string
+	// Sandbox is the --sandbox mode; DefaultCodexSandbox when empty.
+	Sandbox string
+	// Now is the clock used for reset times; time.Now when nil.
+	Now func() time.Time
+	// TransientBackoff overrides DefaultTransientBackoff when > 0.
+	TransientBackoff time.Duration
+}
+
+// Name returns "codex".
+func (c Codex) Name() string { return "codex" }
+
+// Binary returns the executable Codex needs on PATH.
+func (c Codex) Binary() string {
+	if c.Bin != "" {
+		return c.Bin
+	}
+	return "codex"
+}
+
+// InstallHint says how to install the Codex CLI.
+func (c Codex) InstallHint() string {
+	return "install the Codex CLI with `npm install -g @openai/codex`, " +
+		"then log in with `codex login` (or set CODEX_API_KEY)"
+}
+
+// VersionArgs returns the arguments that make codex print its version.
+func (c Codex) VersionArgs() []string { return []string{"--version"} }
+
+// Command builds the codex command line; the prompt goes on stdin ("-").
+// With inv.DenyBash it prepares the per-iteration CODEX_HOME described on
+// Codex and points CODEX_HOME at it; that needs inv.ScratchDir.
+func (c Codex) Command(inv Invocation) (Spec, error) {
+	sandbox := c.Sandbox
+	if sandbox == "" {
+		sandbox = DefaultCodexSandbox
+	}
+	argv := []string{c.Binary(), "exec", "--json", "--sandbox", sandbox, "--skip-git-repo-check"}
+	if inv.Model != "" {
+		argv = append(argv, "--model", inv.Model)
+	}
+	argv = append(argv, "-")
+	env := ralphEnv(inv)
+	rules, err := codexRules(inv.Mode, inv.DenyBash)
+	if err != nil {
+		return Spec{}, err
+	}
+	if rules != nil {
+		if inv.ScratchDir == "" {
+			return Spec{}, errors.New("codex rules: the invocation has no scratch directory for the per-iteration CODEX_HOME")
+		}
+		home, err := codexOverlay(inv.ScratchDir, c.realHome(), rules)
+		if err != nil {
+			return Spec{}, fmt.Errorf("codex rules: %w", err)
+		}
+		env = append(env, "CODEX_HOME="+home)
+	}
+	return Spec{Argv: argv, Env: env, Stdin: inv.Prompt}, nil
+}
+
+// realHome is the CODEX_HOME to mirror, or "" when none can be found.
+func (c Codex) realHome() string {
+	if c.Home != "" {
+		return c.Home
+	}
+	if h := os.Getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".codex")
+	}
+	return ""
+}
+
+// codexRules renders the execpolicy rules forbidding the prefixes; nil
+// when there are none. A prefix word that a prefix rule cannot express
+// literally (a glob, a control character) is an error, not a silently
+// dropped rule.
+func codexRules(mode string, prefixes []string) ([]byte, error) {
+	prefixes = denyPrefixes(prefixes)
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteString("# Written by ralphd for one iteration: the commands its separation of powers\n" +
+		"# refuses in this mode. ralphd's bd guard enforces the same policy.\n")
+	for _, p := range prefixes {
+		words := strings.Fields(p)
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			if strings.ContainsAny(w, "*?[") {
+				return nil, fmt.Errorf("codex rule %q: a glob cannot be expressed in an execpolicy prefix rule", p)
+			}
+			q, err := starlarkQuote(w)
+			if err != nil {
+				return nil, fmt.Errorf("codex rule %q: %w", p, err)
+			}
+			quoted[i] = q
+		}
+		just, err := starlarkQuote(denyMessage(mode, p))
+		if err != nil {
+			return nil, fmt.Errorf("codex rule %q: %w", p, err)
+		}
+		fmt.Fprintf(&b, "\nprefix_rule(\n    pattern = [%s],\n    decision = \"forbidden\",\n    justification = %s,\n)\n",
+			strings.Join(quoted, ", "), just)
+	}
+	return []byte(b.String()), nil
+}
+
+// starlarkQuote quotes s as a Starlark string literal. Control characters
+// are refused: no shell word of a deny prefix contains one.
+func starlarkQuote(s string) (string, error) {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			return "", fmt.Errorf("control character %U cannot be written in a rule", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
+
+// codexOverlay builds <scratch>/codex-home: a symlink to every entry of
+// the real home except rules/, and a rules/ folder with links to the real
+// rule files plus ralphd's. It returns the overlay's path.
+func codexOverlay(scratch, real string, rules []byte) (string, error) {
+	home, err := filepath.Abs(filepath.Join(scratch, CodexHomeDir))
+	if err != nil {
+		return "", fmt.Errorf("codex home: %w", err)
+	}
+	rulesDir := filepath.Join(home, "rules")
+	if err := os.MkdirAll(rulesDir, 0o700); err != nil {
+		return "", fmt.Errorf("make %s: %w", rulesDir, err)
+	}
+	if real != "" {
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+	}
+	if real != "" && filepath.Clean(real) != home {
+		if err := linkEntries(real, home, "rules"); err != nil {
+			return "", err
+		}
+		if err := linkEntries(filepath.Join(real, "rules"), rulesDir, CodexRulesFile); err != nil {
+			return "", err
+		}
+	}
+	if _, err := writeScratch(rulesDir, CodexRulesFile, rules); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// linkEntries symlinks every entry of src (but skip) into dst. A missing
+// src is not an error; existing links are kept.
+func linkEntries(src, dst, skip string) error {
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	for _, e := range entries {
+		if e.Name() == skip {
+			continue
+		}
+		err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()))
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("link %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// NewParser returns a parser for `codex exec --json` output.
+func (c Codex) NewParser() Parser {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	backoff := c.TransientBackoff
+	if backoff <= 0 {
+		backoff = DefaultTransientBackoff
+	}
+	return &codexParser{now: now, backoff: backoff}
+}
+
+// codexTexts words Codex's verdicts.
+var codexTexts = providerTexts{label: "Codex", login: "log in with `codex login`, or set CODEX_API_KEY"}
+
+// reCodexNotice matches top-level error events that are progress notices
+// of a retry, not failures ("Reconnecting... 1/5").
+var reCodexNotice = regexp.MustCompile(`(?i)^\s*re-?connecting|retrying`)
+
+// codexParser parses `codex exec --json` lines (exec_events.rs: ThreadEvent
+// and ThreadItem; older builds' item_type/assistant_message too).
+type codexParser struct {
+	now     func() time.Time
+	backoff time.Duration
+
+	sessionID string
+	tools     toolTracker
+	results   map[string]struct{} // items whose result was reported
+	lastText  string              // the last agent_message
+	usage     Usage
+	turns     int
+
+	completed bool   // a turn completed
+	failure   string // the failure after the last completed turn, if any
+}
+
+// Line parses one line. Lines that are not JSON objects of a known type
+// yield no events.
+func (p *codexParser) Line(line []byte) []Event {
+	if !gjson.ValidBytes(line) {
+		return nil
+	}
+	v := gjson.ParseBytes(line)
+	if !v.IsObject() {
+		return nil
+	}
+	switch v.Get("type").String() {
+	case "thread.started":
+		if id := v.Get("thread_id").String(); id != "" {
+			p.sessionID = id
+		}
+		return []Event{{Kind: EventInit, SessionID: p.sessionID}}
+	case "turn.completed":
+		u := v.Get("usage")
+		in, cached := u.Get("input_tokens").Int(), u.Get("cached_input_tokens").Int()
+		p.usage = p.usage.Add(Usage{
+			InputTokens:     max(in-cached, 0),
+			OutputTokens:    u.Get("output_tokens").Int(),
+			CacheReadTokens: cached,
+		})
+		p.turns++
+		p.completed = true
+		p.failure = ""
+		return []Event{{Kind: EventResult, SessionID: p.sessionID, Text: p.lastText}}
+	case "turn.failed":
+		msg := v.Get("error.message").String()
+		if msg == "" {
+			msg = "turn failed"
+		}
+		p.failure = msg
+		return []Event{{Kind: EventError, SessionID: p.sessionID, Text: msg, IsError: true}}
+	case "error":
+		msg := v.Get("message").String()
+		if reCodexNotice.MatchString(msg) {
+			return []Event{{Kind: EventError, SessionID: p.sessionID, Text: msg}}
+		}
+		if msg == "" {
+			msg = "error"
+		}
+		p.failure = msg
+		return []Event{{Kind: EventError, SessionID: p.sessionID, Text: msg, IsError: true}}
+	case "item.started", "item.updated":
+		return p.item(v.Get("item"), false)
+	case "item.completed":
+		return p.item(v.Get("item"), true)
+	}
+	return nil
+}
+
+// item handles one ThreadItem.
+func (p *codexParser) item(it gjson.Result, completed bool) []Event {
+	if !it.IsObject() {
+		return nil
+	}
+	id := it.Get("id").String()
+	typ := it.Get("type").String()
+	if typ == "" {
+		typ = it.Get("item_type").String()
+	}
+	switch typ {
+	case "agent_message", "assistant_message":
+		if !completed {
+			return nil
+		}
+		p.lastText = it.Get("text").String()
+		return []Event{{Kind: EventText, SessionID: p.sessionID, Text: p.lastText}}
+	case "error":
+		return []Event{{Kind: EventError, SessionID: p.sessionID, Text: it.Get("message").String()}}
+	case "command_execution", "file_change", "mcp_tool_call", "web_search", "collab_tool_call":
+	default:
+		return nil
+	}
+	var cmd string
+	if typ == "command_execution" {
+		if c := it.Get("command"); c.Type == gjson.String {
+			cmd = c.String()
+		} else if c.IsArray() {
+			var words []string
+			for _, w := range c.Array() {
+				words = append(words, w.String())
+			}
+			cmd = strings.Join(words, " ")
+		}
+	}
+	tool := typ
+	if typ == "mcp_tool_call" {
+		tool = joinNonEmpty(".", it.Get("server").String(), it.Get("tool").String())
+		if tool == "" {
+			tool = typ
+		}
+	}
+	var evs []Event
+	if p.tools.first(id, cmd) {
+		evs = append(evs, Event{Kind: EventToolCall, SessionID: p.sessionID, Tool: tool, ToolID: id, Command: cmd})
+	}
+	status := it.Get("status").String()
+	if status == "declined" {
+		p.tools.deny(Denial{Tool: typ, ToolID: id, Command: cmd})
+	}
+	if !completed && status != "declined" && status != "failed" {
+		return evs
+	}
+	if id != "" {
+		if _, dup := p.results[id]; dup {
+			return evs
+		}
+		if p.results == nil {
+			p.results = make(map[string]struct{})
+		}
+		p.results[id] = struct{}{}
+	}
+	exit := it.Get("exit_code")
+	isErr := status == "failed" || status == "declined" || (exit.Type == gjson.Number && exit.Int() != 0)
+	text := it.Get("aggregated_output").String()
+	if text == "" {
+		text = it.Get("error.message").String()
+	}
+	return append(evs, Event{Kind: EventToolResult, SessionID: p.sessionID, Tool: tool, ToolID: id, Text: text, IsError: isErr})
+}
+
+// Finish classifies the run. Codex exits 1 on every failure, so the
+// stream's last failure message decides: a failure after the last
+// completed turn is classified by its text (usage limit, credentials,
+// model, server error), else it is the agent's error; a completed turn
+// without a later failure is ok; anything else crashed (stderr is
+// searched for the same texts first).
+func (p *codexParser) Finish(exitCode int, stderrTail string) Outcome {
+	out := Outcome{
+		ResultText: p.lastText,
+		Usage:      p.usage,
+		Turns:      p.turns,
+		SessionID:  p.sessionID,
+		Commands:   p.tools.commands,
+		ToolCalls:  p.tools.calls,
+		ExitCode:   exitCode,
+		Denials:    p.tools.denials,
+	}
+	now := p.now()
+	switch {
+	case p.failure != "":
+		if v, ok := codexTexts.verdict(classifyText(p.failure), p.failure, now, p.backoff); ok {
+			v.apply(&out)
+			return out
+		}
+		out.Status = StatusAgentError
+		out.Reason = "codex turn failed: " + firstText(p.failure)
+	case p.completed:
+		out.Status, out.Reason = StatusOK, "finished"
+	default:
+		if v, ok := codexTexts.verdict(classifyText(stderrTail), stderrTail, now, p.backoff); ok {
+			v.apply(&out)
+			return out
+		}
+		out.Status = StatusCrashed
+		out.Reason = crashReason(exitCode, stderrTail)
+	}
+	return out
+}

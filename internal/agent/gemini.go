@@ -1,0 +1,358 @@
+package agent
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// GeminiPolicyFile is the name of the policy file the Gemini backend
+// writes into Invocation.ScratchDir.
+const GeminiPolicyFile = "gemini-policy.toml"
+
+// geminiPolicyPriority is the priority of ralphd's deny rules within the
+// user tier (0-999): above the user's own rules, so a user allow rule does
+// not override them.
+const geminiPolicyPriority = 999
+
+// Gemini CLI exit codes (docs/cli/headless.md, core/utils/errors.ts).
+const (
+	geminiExitAuth        = 41
+	geminiExitInput       = 42
+	geminiExitSandbox     = 44
+	geminiExitConfig      = 52
+	geminiExitTurnLimit   = 53
+	geminiExitToolError   = 54
+	geminiExitUntrusted   = 55
+	geminiExitInterrupted = 130
+)
+
+// Gemini is the backend for Gemini CLI, run headless as
+// `gemini --output-format stream-json --approval-mode yolo` with the
+// prompt on stdin (stdin that is not a terminal makes Gemini CLI
+// non-interactive; a -p text would only be appended to it, and stdin has
+// no argument-length limit).
+//
+// Policy: Invocation.DenyBash is compiled into a policy-engine TOML file,
+// one `[[rule]] toolName = "run_shell_command", commandPrefix = "bd
+// delete", decision = "deny"` per prefix at priority 999, written to
+// <ScratchDir>/gemini-policy.toml and loaded with --policy (the user tier,
+// which outranks the built-in yolo allow rules). Gemini's BeforeTool hook
+// is not used: hooks are configured only in settings files, and ralphd's
+// hook expects Claude's PreToolUse event. The bd guard on PATH enforces
+// the same policy regardless.
+//
+// Usage: InputTokens is the uncached input (stats.input), CacheReadTokens
+// the cached part; Gemini reports no cost (CostUSD stays nil) and no turn
+// count. The final result text is the assistant's text after its last
+// tool call (the user prompt Gemini echoes is never part of it).
+type Gemini struct {
+	// Bin is the executable; "gemini" when empty.
+	Bin string
+	// Now is the clock used for reset times; time.Now when nil.
+	Now func() time.Time
+	// TransientBackoff overrides DefaultTransientBackoff when > 0.
+	TransientBackoff time.Duration
+}
+
+// Name returns "gemini".
+func (g Gemini) Name() string { return "gemini" }
+
+// Binary returns the executable Gemini CLI needs on PATH.
+func (g Gemini) Binary() string {
+	if g.Bin != "" {
+		return g.Bin
+	}
+	return "gemini"
+}
+
+// InstallHint says how to install Gemini CLI.
+func (g Gemini) InstallHint() string {
+	return "install Gemini CLI with `npm install -g @google/gemini-cli`, " +
+		"then log in by running `gemini` once (or set GEMINI_API_KEY)"
+}
+
+// VersionArgs returns the arguments that make gemini print its version.
+func (g Gemini) VersionArgs() []string { return []string{"--version"} }
+
+// Command builds the gemini command line; the prompt goes on stdin. With
+// inv.DenyBash it writes the policy file, which needs inv.ScratchDir.
+func (g Gemini) Command(inv Invocation) (Spec, error) {
+	argv := []string{g.Binary(), "--output-format", "stream-json", "--approval-mode", "yolo"}
+	if inv.Model != "" {
+		argv = append(argv, "--model", inv.Model)
+	}
+	policy, err := geminiPolicy(inv.Mode, inv.DenyBash)
+	if err != nil {
+		return Spec{}, err
+	}
+	if policy != nil {
+		path, err := writeScratch(inv.ScratchDir, GeminiPolicyFile, policy)
+		if err != nil {
+			return Spec{}, fmt.Errorf("gemini policy: %w", err)
+		}
+		argv = append(argv, "--policy", path)
+	}
+	return Spec{Argv: argv, Env: ralphEnv(inv), Stdin: inv.Prompt}, nil
+}
+
+// geminiPolicy renders the policy TOML; nil when nothing is denied.
+func geminiPolicy(mode string, prefixes []string) ([]byte, error) {
+	prefixes = denyPrefixes(prefixes)
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteString("# Written by ralphd for one iteration: the commands its separation of powers\n" +
+		"# refuses in this mode. ralphd's bd guard enforces the same policy.\n")
+	for _, p := range prefixes {
+		prefix, err := tomlQuote(p)
+		if err != nil {
+			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
+		}
+		msg, err := tomlQuote(denyMessage(mode, p))
+		if err != nil {
+			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
+		}
+		fmt.Fprintf(&b, "\n[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = %s\ndecision = \"deny\"\npriority = %d\ndenyMessage = %s\n",
+			prefix, geminiPolicyPriority, msg)
+	}
+	return []byte(b.String()), nil
+}
+
+// tomlQuote quotes s as a TOML basic string; control characters are
+// refused.
+func tomlQuote(s string) (string, error) {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			return "", fmt.Errorf("control character %U cannot be written in a rule", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
+
+// NewParser returns a parser for Gemini CLI's stream-json output.
+func (g Gemini) NewParser() Parser {
+	now := g.Now
+	if now == nil {
+		now = time.Now
+	}
+	backoff := g.TransientBackoff
+	if backoff <= 0 {
+		backoff = DefaultTransientBackoff
+	}
+	return &geminiParser{now: now, backoff: backoff}
+}
+
+// geminiTexts words Gemini's verdicts.
+var geminiTexts = providerTexts{label: "Gemini CLI",
+	login: "log in by running `gemini` once, or set GEMINI_API_KEY (GOOGLE_API_KEY for Vertex AI)"}
+
+// reGeminiTurnLimit matches the notice of an exhausted turn budget.
+var reGeminiTurnLimit = regexp.MustCompile(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
+
+// reGeminiDenied matches a tool error of the policy engine.
+var reGeminiDenied = regexp.MustCompile(`(?i)polic|denied|rejected|not allowed`)
+
+// geminiParser parses Gemini CLI's stream-json events (core/output/types.ts).
+type geminiParser struct {
+	now     func() time.Time
+	backoff time.Duration
+
+	sessionID string
+	tools     toolTracker
+	calls     map[string]Denial // tool id -> the call, for denials
+	text      strings.Builder   // the assistant text of the current turn
+	afterTool bool              // a tool call came after the text in text
+	turnLimit bool              // an error event said the turn limit was hit
+	errText   string            // the last error-severity event
+
+	haveResult bool
+	status     string
+	errType    string
+	errMsg     string
+	usage      Usage
+	statCalls  int
+}
+
+// Line parses one line.
+func (p *geminiParser) Line(line []byte) []Event {
+	if !gjson.ValidBytes(line) {
+		return nil
+	}
+	v := gjson.ParseBytes(line)
+	if !v.IsObject() {
+		return nil
+	}
+	switch v.Get("type").String() {
+	case "init":
+		if sid := v.Get("session_id").String(); sid != "" {
+			p.sessionID = sid
+		}
+		return []Event{{Kind: EventInit, SessionID: p.sessionID}}
+	case "message":
+		if v.Get("role").String() != "assistant" {
+			return nil // the echoed prompt
+		}
+		t := v.Get("content").String()
+		if p.afterTool || !v.Get("delta").Bool() {
+			p.text.Reset()
+			p.afterTool = false
+		}
+		p.text.WriteString(t)
+		return []Event{{Kind: EventText, SessionID: p.sessionID, Text: t}}
+	case "tool_use":
+		return p.toolUse(v)
+	case "tool_result":
+		return p.toolResult(v)
+	case "error":
+		msg := v.Get("message").String()
+		isErr := v.Get("severity").String() == "error"
+		if isErr {
+			p.errText = msg
+		}
+		if reGeminiTurnLimit.MatchString(msg) {
+			p.turnLimit = true
+		}
+		return []Event{{Kind: EventError, SessionID: p.sessionID, Text: msg, IsError: isErr}}
+	case "result":
+		return p.result(v)
+	}
+	return nil
+}
+
+func (p *geminiParser) toolUse(v gjson.Result) []Event {
+	name := v.Get("tool_name").String()
+	id := v.Get("tool_id").String()
+	var cmd string
+	if name == "run_shell_command" {
+		if c := v.Get("parameters.command"); c.Type == gjson.String {
+			cmd = c.String()
+		}
+	}
+	p.afterTool = true
+	if !p.tools.first(id, cmd) {
+		return nil
+	}
+	if id != "" {
+		if p.calls == nil {
+			p.calls = make(map[string]Denial)
+		}
+		p.calls[id] = Denial{Tool: name, ToolID: id, Command: cmd}
+	}
+	return []Event{{Kind: EventToolCall, SessionID: p.sessionID, Tool: name, ToolID: id, Command: cmd}}
+}
+
+func (p *geminiParser) toolResult(v gjson.Result) []Event {
+	id := v.Get("tool_id").String()
+	isErr := v.Get("status").String() == "error"
+	text := v.Get("output").String()
+	if isErr {
+		e := v.Get("error")
+		text = joinNonEmpty(": ", e.Get("type").String(), e.Get("message").String())
+		if call, ok := p.calls[id]; ok && reGeminiDenied.MatchString(text) {
+			p.tools.deny(call)
+		}
+	}
+	return []Event{{Kind: EventToolResult, SessionID: p.sessionID, ToolID: id, Text: text, IsError: isErr}}
+}
+
+func (p *geminiParser) result(v gjson.Result) []Event {
+	p.haveResult = true
+	p.status = v.Get("status").String()
+	p.errType = v.Get("error.type").String()
+	p.errMsg = v.Get("error.message").String()
+	st := v.Get("stats")
+	in, cached := st.Get("input_tokens").Int(), st.Get("cached").Int()
+	uncached := in - cached
+	if x := st.Get("input"); x.Type == gjson.Number {
+		uncached = x.Int()
+	}
+	p.usage = Usage{
+		InputTokens:     max(uncached, 0),
+		OutputTokens:    st.Get("output_tokens").Int(),
+		CacheReadTokens: cached,
+	}
+	p.statCalls = int(st.Get("tool_calls").Int())
+	isErr := p.status == "error"
+	text := p.text.String()
+	if isErr {
+		text = joinNonEmpty(": ", p.errType, p.errMsg)
+	}
+	return []Event{{Kind: EventResult, SessionID: p.sessionID, Text: text, IsError: isErr}}
+}
+
+// Finish classifies the run from the result event (its status and
+// error.type), then Gemini's documented exit codes, then the error texts.
+// A quota error is StatusRateLimited whether Gemini calls it retryable
+// (per-minute) or terminal (daily): both end when the quota resets.
+func (p *geminiParser) Finish(exitCode int, stderrTail string) Outcome {
+	out := Outcome{
+		ResultText: p.text.String(),
+		Usage:      p.usage,
+		SessionID:  p.sessionID,
+		Commands:   p.tools.commands,
+		ToolCalls:  max(p.tools.calls, p.statCalls),
+		ExitCode:   exitCode,
+		Denials:    p.tools.denials,
+	}
+	p.verdict(exitCode, stderrTail).apply(&out)
+	return out
+}
+
+func (p *geminiParser) verdict(exitCode int, stderrTail string) verdict {
+	now := p.now()
+	if p.haveResult && p.status == "success" {
+		if exitCode == geminiExitTurnLimit || p.turnLimit {
+			return verdict{status: StatusAgentError, reason: "Gemini CLI reached its turn limit: " + firstText(p.errText)}
+		}
+		return verdict{status: StatusOK, reason: "finished"}
+	}
+	msg := joinNonEmpty(": ", p.errType, p.errMsg)
+	if !p.haveResult {
+		msg = joinNonEmpty("\n", p.errText, stderrTail)
+	}
+	switch t := p.errType; {
+	case t == "RetryableQuotaError", t == "TerminalQuotaError":
+		reset, _ := resetFromText(p.errMsg, now)
+		label := "per-minute quota"
+		if t == "TerminalQuotaError" {
+			label = "quota exhausted"
+		}
+		return verdict{status: StatusRateLimited, reason: "rate limited (" + label + "): " + firstText(p.errMsg), resetAt: reset}
+	case strings.Contains(t, "Authentication"), exitCode == geminiExitAuth:
+		return verdict{status: StatusFatal, reason: "Gemini CLI cannot authenticate: " + firstText(msg) + "; " + geminiTexts.login}
+	case strings.Contains(t, "UntrustedWorkspace"), exitCode == geminiExitUntrusted:
+		return verdict{status: StatusFatal, reason: "Gemini CLI does not trust the project folder: " + firstText(msg) +
+			"; trust it once in an interactive `gemini` session"}
+	case strings.Contains(t, "Config"), strings.Contains(t, "Sandbox"), strings.Contains(t, "Input"),
+		exitCode == geminiExitConfig, exitCode == geminiExitSandbox, exitCode == geminiExitInput:
+		return verdict{status: StatusFatal, reason: fmt.Sprintf("Gemini CLI refused to run (%s): %s; check its settings and ralphd's agent options",
+			joinNonEmpty(", ", t, exitDescription(exitCode)), firstText(msg))}
+	case strings.Contains(t, "TurnLimit"), exitCode == geminiExitTurnLimit:
+		return verdict{status: StatusAgentError, reason: "Gemini CLI reached its turn limit: " + firstText(msg)}
+	case strings.Contains(t, "ToolExecution"), exitCode == geminiExitToolError:
+		return verdict{status: StatusAgentError, reason: "Gemini CLI tool execution failed: " + firstText(msg)}
+	case strings.Contains(t, "Cancel"), exitCode == geminiExitInterrupted:
+		return verdict{status: StatusCrashed, reason: "Gemini CLI was cancelled: " + firstText(msg)}
+	}
+	if v, ok := geminiTexts.verdict(classifyText(msg), msg, now, p.backoff); ok {
+		return v
+	}
+	if p.haveResult {
+		return verdict{status: StatusAgentError, reason: "Gemini CLI error: " + firstText(msg)}
+	}
+	return verdict{status: StatusCrashed, reason: crashReason(exitCode, stderrTail)}
+}

@@ -1,0 +1,351 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// OpencodeConfigEnv is the variable through which the opencode backend
+// passes its per-run configuration: opencode merges this inline JSON over
+// the global, OPENCODE_CONFIG and project configs.
+const OpencodeConfigEnv = "OPENCODE_CONFIG_CONTENT"
+
+// Opencode is the backend for opencode (`opencode run --format json`),
+// with the prompt on stdin (opencode appends piped stdin to the message,
+// and the message may be empty).
+//
+// Policy: Invocation.DenyBash is compiled into `permission.bash` rules,
+// `"bd delete": "deny"` and `"bd delete *": "deny"` for each prefix, in a
+// config passed inline through OPENCODE_CONFIG_CONTENT. That layer is
+// merged over the user's global and project configs, so its rules come
+// last and win under opencode's last-matching-rule-wins order; deny is
+// enforced even with --auto. A user's own OPENCODE_CONFIG_CONTENT is
+// replaced for the run. Without --auto, opencode run auto-rejects every
+// permission that would ask; ralphd does not pass --auto.
+//
+// Usage: opencode reports input tokens without cache reads, as Claude
+// does; reasoning tokens are added to OutputTokens. CostUSD is the sum of
+// the steps' costs, and Turns counts steps.
+type Opencode struct {
+	// Bin is the executable; "opencode" when empty.
+	Bin string
+	// Now is the clock used for reset times; time.Now when nil.
+	Now func() time.Time
+	// TransientBackoff overrides DefaultTransientBackoff when > 0.
+	TransientBackoff time.Duration
+}
+
+// Name returns "opencode".
+func (o Opencode) Name() string { return "opencode" }
+
+// Binary returns the executable opencode needs on PATH.
+func (o Opencode) Binary() string {
+	if o.Bin != "" {
+		return o.Bin
+	}
+	return "opencode"
+}
+
+// InstallHint says how to install opencode.
+func (o Opencode) InstallHint() string {
+	return "install opencode with `npm install -g opencode-ai`, then add a provider with `opencode auth login`"
+}
+
+// VersionArgs returns the arguments that make opencode print its version.
+func (o Opencode) VersionArgs() []string { return []string{"--version"} }
+
+// Command builds the opencode command line; the prompt goes on stdin.
+func (o Opencode) Command(inv Invocation) (Spec, error) {
+	argv := []string{o.Binary(), "run", "--format", "json"}
+	if inv.Model != "" {
+		argv = append(argv, "--model", inv.Model)
+	}
+	env := ralphEnv(inv)
+	cfg, err := opencodeConfig(inv.DenyBash)
+	if err != nil {
+		return Spec{}, err
+	}
+	if cfg != nil {
+		env = append(env, OpencodeConfigEnv+"="+string(cfg))
+	}
+	return Spec{Argv: argv, Env: env, Stdin: inv.Prompt}, nil
+}
+
+// opencodeConfig renders the inline config with the bash deny rules; nil
+// when there are none.
+func opencodeConfig(prefixes []string) ([]byte, error) {
+	prefixes = denyPrefixes(prefixes)
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	bash := make(map[string]string, 2*len(prefixes))
+	for _, p := range prefixes {
+		bash[p] = "deny"
+		bash[p+" *"] = "deny"
+	}
+	cfg := map[string]any{
+		"$schema":    "https://opencode.ai/config.json",
+		"permission": map[string]any{"bash": bash},
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("render opencode config: %w", err)
+	}
+	return b, nil
+}
+
+// NewParser returns a parser for `opencode run --format json` output.
+func (o Opencode) NewParser() Parser {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	backoff := o.TransientBackoff
+	if backoff <= 0 {
+		backoff = DefaultTransientBackoff
+	}
+	return &opencodeParser{now: now, backoff: backoff}
+}
+
+// opencodeTexts words opencode's verdicts.
+var opencodeTexts = providerTexts{label: "opencode",
+	login: "add the provider's credentials with `opencode auth login`, or set its API key"}
+
+// reOpencodeDenied matches the error of a tool call opencode's permission
+// system refused.
+var reOpencodeDenied = regexp.MustCompile(`(?i)rule which prevents you|rejected permission|permission (?:was )?(?:denied|rejected)|auto-reject`)
+
+// opencodeParser parses opencode's JSON event lines: envelopes
+// {type, timestamp, sessionID, part|error}.
+type opencodeParser struct {
+	now     func() time.Time
+	backoff time.Duration
+
+	sessionID string
+	initSent  bool
+	tools     toolTracker
+	lastText  string
+	usage     Usage
+	cost      float64
+	haveCost  bool
+	steps     int
+	done      bool
+	err       *opencodeError // the last error event
+}
+
+// opencodeError is an error event's payload.
+type opencodeError struct {
+	name      string
+	message   string
+	status    int64
+	retryable bool
+	retryIn   time.Duration // from a retry-after response header, when given
+}
+
+// Line parses one line.
+func (p *opencodeParser) Line(line []byte) []Event {
+	if !gjson.ValidBytes(line) {
+		return nil
+	}
+	v := gjson.ParseBytes(line)
+	if !v.IsObject() {
+		return nil
+	}
+	typ := v.Get("type").String()
+	switch typ {
+	case "step_start", "step_finish", "text", "reasoning", "tool_use", "error", "done":
+	default:
+		return nil
+	}
+	var evs []Event
+	if sid := v.Get("sessionID").String(); sid != "" {
+		p.sessionID = sid
+		if !p.initSent {
+			p.initSent = true
+			evs = append(evs, Event{Kind: EventInit, SessionID: sid})
+		}
+	}
+	part := v.Get("part")
+	switch typ {
+	case "text":
+		p.lastText = part.Get("text").String()
+		evs = append(evs, Event{Kind: EventText, SessionID: p.sessionID, Text: p.lastText})
+	case "tool_use":
+		evs = append(evs, p.tool(part)...)
+	case "step_finish":
+		p.steps++
+		if c := part.Get("cost"); c.Type == gjson.Number {
+			p.cost += c.Float()
+			p.haveCost = true
+		}
+		t := part.Get("tokens")
+		p.usage = p.usage.Add(Usage{
+			InputTokens:      t.Get("input").Int(),
+			OutputTokens:     t.Get("output").Int() + t.Get("reasoning").Int(),
+			CacheReadTokens:  t.Get("cache.read").Int(),
+			CacheWriteTokens: t.Get("cache.write").Int(),
+		})
+	case "error":
+		e := opencodeErr(v.Get("error"))
+		p.err = &e
+		evs = append(evs, Event{Kind: EventError, SessionID: p.sessionID, Text: joinNonEmpty(": ", e.name, e.message), IsError: true})
+	case "done":
+		p.done = true
+		evs = append(evs, Event{Kind: EventResult, SessionID: p.sessionID, Text: p.lastText})
+	}
+	return evs
+}
+
+// tool handles a ToolPart, which opencode emits once the call completed
+// or failed.
+func (p *opencodeParser) tool(part gjson.Result) []Event {
+	id := part.Get("callID").String()
+	if id == "" {
+		id = part.Get("id").String()
+	}
+	name := part.Get("tool").String()
+	state := part.Get("state")
+	var cmd string
+	if name == "bash" {
+		if c := state.Get("input.command"); c.Type == gjson.String {
+			cmd = c.String()
+		}
+	}
+	var evs []Event
+	if !p.tools.first(id, cmd) {
+		return nil
+	}
+	evs = append(evs, Event{Kind: EventToolCall, SessionID: p.sessionID, Tool: name, ToolID: id, Command: cmd})
+	status := state.Get("status").String()
+	if status != "completed" && status != "error" {
+		return evs
+	}
+	text := state.Get("output").String()
+	if status == "error" {
+		text = state.Get("error").String()
+		if reOpencodeDenied.MatchString(text) {
+			p.tools.deny(Denial{Tool: name, ToolID: id, Command: cmd})
+		}
+	}
+	return append(evs, Event{Kind: EventToolResult, SessionID: p.sessionID, Tool: name, ToolID: id, Text: text, IsError: status == "error"})
+}
+
+// opencodeErr reads an error payload: {name, data{message, statusCode,
+// isRetryable, responseHeaders}} (or a bare message).
+func opencodeErr(e gjson.Result) opencodeError {
+	if e.Type == gjson.String {
+		return opencodeError{name: "Error", message: e.String()}
+	}
+	out := opencodeError{
+		name:      e.Get("name").String(),
+		message:   e.Get("data.message").String(),
+		status:    e.Get("data.statusCode").Int(),
+		retryable: e.Get("data.isRetryable").Bool(),
+	}
+	if out.message == "" {
+		out.message = e.Get("message").String()
+	}
+	hdr := e.Get("data.responseHeaders")
+	if ms, ok := retryAfter(hdr.Get("retry-after-ms").String(), time.Millisecond); ok {
+		out.retryIn = ms
+	} else if s, ok := retryAfter(hdr.Get("retry-after").String(), time.Second); ok {
+		out.retryIn = s
+	}
+	return out
+}
+
+// maxRetryAfter bounds a retry-after header ralphd believes.
+const maxRetryAfter = 30 * 24 * time.Hour
+
+// retryAfter reads a retry-after header value in the given unit.
+func retryAfter(v string, unit time.Duration) (time.Duration, bool) {
+	n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || n <= 0 || n*float64(unit) > float64(maxRetryAfter) {
+		return 0, false
+	}
+	return time.Duration(n * float64(unit)), true
+}
+
+// Finish classifies the run: an error event decides by its name, HTTP
+// status and text; otherwise the run is ok when opencode finished (a done
+// event, or steps and exit code 0), the agent's error when it exited
+// non-zero after working, and crashed when it produced no step at all.
+func (p *opencodeParser) Finish(exitCode int, stderrTail string) Outcome {
+	out := Outcome{
+		ResultText: p.lastText,
+		Usage:      p.usage,
+		Turns:      p.steps,
+		SessionID:  p.sessionID,
+		Commands:   p.tools.commands,
+		ToolCalls:  p.tools.calls,
+		ExitCode:   exitCode,
+		Denials:    p.tools.denials,
+	}
+	if p.haveCost {
+		c := p.cost
+		out.CostUSD = &c
+	}
+	now := p.now()
+	if e := p.err; e != nil {
+		p.errVerdict(*e, now).apply(&out)
+		return out
+	}
+	switch {
+	case p.done || (p.steps > 0 && exitCode == 0):
+		out.Status, out.Reason = StatusOK, "finished"
+	case strings.Contains(stderrTail, "must provide a message"):
+		out.Status = StatusFatal
+		out.Reason = "opencode received no prompt: " + lastLine(stderrTail) + "; check the prompt file"
+	default:
+		if v, ok := opencodeTexts.verdict(classifyText(stderrTail), stderrTail, now, p.backoff); ok {
+			v.apply(&out)
+			return out
+		}
+		if p.steps > 0 && exitCode > 0 {
+			out.Status = StatusAgentError
+			out.Reason = fmt.Sprintf("opencode exited with code %d", exitCode)
+			if last := lastLine(stderrTail); last != "" {
+				out.Reason += ": " + last
+			}
+			return out
+		}
+		out.Status = StatusCrashed
+		out.Reason = crashReason(exitCode, stderrTail)
+	}
+	return out
+}
+
+// errVerdict classifies an error event.
+func (p *opencodeParser) errVerdict(e opencodeError, now time.Time) verdict {
+	msg := joinNonEmpty(": ", e.name, e.message)
+	class := classifyText(msg)
+	switch {
+	case e.name == "ProviderAuthError", e.status == 401, e.status == 403:
+		class = classAuth
+	case strings.Contains(e.name, "ModelNotFound"):
+		class = classModel
+	case e.status == 429:
+		class = classLimit
+	case e.status >= 500 && class != classLimit:
+		class = classTransient
+	case e.name == "MessageAbortedError":
+		return verdict{status: StatusCrashed, reason: "opencode aborted the turn: " + firstText(msg)}
+	}
+	if v, ok := opencodeTexts.verdict(class, msg, now, p.backoff); ok {
+		if v.status == StatusRateLimited && e.retryIn > 0 {
+			v.resetAt = now.Add(e.retryIn)
+		}
+		return v
+	}
+	if e.retryable {
+		return verdict{status: StatusRateLimited, transient: true, reason: "transient API error: " + firstText(msg),
+			resetAt: now.Add(max(p.backoff, e.retryIn))}
+	}
+	return verdict{status: StatusAgentError, reason: "opencode error " + firstText(msg)}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package sdnotify
+
+import (
+	"errors"
+	"time"
+)
+
+// monotonicNow is unsupported off Linux, where systemd does not run.
+func monotonicNow() (time.Duration, error) {
+	return 0, errors.New("CLOCK_MONOTONIC is only read on linux")
+}

@@ -1,0 +1,246 @@
+// Package worktree reads and changes the project's git working tree for the
+// loop: the signals that show progress (HEAD, a hash of the diff, the files
+// changed), whether the tree is dirty, and the failure branches that keep
+// the work of an issue ralphd gave up on.
+//
+// Paths under .beads/ are left out everywhere: bd writes there on its own,
+// and that is the tracker's business, not the work's.
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/proc"
+)
+
+// Repo is a git working tree.
+type Repo struct {
+	Dir string
+}
+
+// excludeBeads is the pathspec that leaves bd's own files out.
+var excludeBeads = []string{"--", ".", ":(exclude).beads"}
+
+func (r Repo) git(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := proc.Command(ctx, 2*time.Second, "git", args...)
+	cmd.Dir = r.Dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+	}
+	return out, nil
+}
+
+// Head returns the commit id of HEAD, or "" in a repository without
+// commits.
+func (r Repo) Head(ctx context.Context) (string, error) {
+	out, err := r.git(ctx, "rev-parse", "--verify", "-q", "HEAD")
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Branch returns the current branch name, or "" on a detached HEAD.
+func (r Repo) Branch(ctx context.Context) (string, error) {
+	out, err := r.git(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Changed lists the paths with uncommitted changes, untracked files
+// included (ignored files and .beads/ excluded).
+func (r Repo) Changed(ctx context.Context) ([]string, error) {
+	out, err := r.git(ctx, append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all"}, excludeBeads...)...)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	recs := bytes.Split(out, []byte{0})
+	for i := 0; i < len(recs); i++ {
+		rec := recs[i]
+		if len(rec) < 4 {
+			continue
+		}
+		paths = append(paths, string(rec[3:]))
+		if rec[0] == 'R' || rec[0] == 'C' {
+			i++ // a rename's second record is its source path
+		}
+	}
+	return paths, nil
+}
+
+// Dirty reports whether the tree has uncommitted changes outside .beads/.
+func (r Repo) Dirty(ctx context.Context) (bool, error) {
+	paths, err := r.Changed(ctx)
+	return len(paths) > 0, err
+}
+
+// DiffHash returns a hash of the working tree's uncommitted content: the
+// diff against HEAD and the content of untracked files. Equal hashes mean
+// no change in between.
+func (r Repo) DiffHash(ctx context.Context) (string, error) {
+	h := sha256.New()
+	args := []string{"diff", "--no-ext-diff", "--binary", "HEAD"}
+	if head, err := r.Head(ctx); err != nil {
+		return "", err
+	} else if head == "" {
+		args = []string{"diff", "--no-ext-diff", "--binary", "--cached"}
+	}
+	diff, err := r.git(ctx, append(args, excludeBeads...)...)
+	if err != nil {
+		return "", err
+	}
+	h.Write(diff)
+	out, err := r.git(ctx, append([]string{"ls-files", "-z", "--others", "--exclude-standard"}, excludeBeads...)...)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		obj, err := r.git(ctx, "hash-object", "--", string(p))
+		if err != nil {
+			continue // removed since listed
+		}
+		fmt.Fprintf(h, "%s %s\n", p, bytes.TrimSpace(obj))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// FailureBranch keeps the work done since base on a new branch called
+// name, then puts the current branch and the working tree back at base.
+// Work means commits made since base and uncommitted changes (outside
+// .beads/); the latter are committed on top with message. The user's
+// staging area is not touched until the final restore: the commit is built
+// in a scratch index.
+//
+// It returns the branch's commit, or "" with no branch made when there was
+// no work to keep.
+func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (string, error) {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if head == "" {
+		return "", errors.New("the repository has no commits yet; nothing to branch from")
+	}
+	if base == "" {
+		base = head
+	}
+	dirty, err := r.Dirty(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !dirty && head == base {
+		return "", nil
+	}
+	tip := head
+	if dirty {
+		if tip, err = r.commitWork(ctx, head, message); err != nil {
+			return "", err
+		}
+	}
+	if _, err := r.git(ctx, "branch", name, tip); err != nil {
+		return "", err
+	}
+	if err := r.restore(ctx, base); err != nil {
+		return tip, err
+	}
+	return tip, nil
+}
+
+// commitWork commits the uncommitted work on top of parent without moving
+// any branch, and returns the commit.
+func (r Repo) commitWork(ctx context.Context, parent, message string) (string, error) {
+	idx, cleanup, err := r.tempIndex(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if _, err := r.gitEnv(ctx, env, append([]string{"add", "-A"}, excludeBeads...)...); err != nil {
+		return "", err
+	}
+	tree, err := r.gitEnv(ctx, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	commit, err := r.gitEnv(ctx, nil, "commit-tree", strings.TrimSpace(string(tree)), "-p", parent, "-m", message)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(commit)), nil
+}
+
+// restore moves the current branch to base and makes the index and the
+// working tree match it, outside .beads/: `reset --hard` would also rewind
+// bd's git-tracked files, which are the tracker's, not the work's.
+func (r Repo) restore(ctx context.Context, base string) error {
+	if _, err := r.git(ctx, "reset", "-q", "--soft", base); err != nil {
+		return fmt.Errorf("move the branch back to %s: %w", base, err)
+	}
+	if _, err := r.git(ctx, append([]string{"restore", "--source=" + base, "--staged", "--worktree"}, excludeBeads...)...); err != nil {
+		return fmt.Errorf("restore the working tree to %s: %w", base, err)
+	}
+	if _, err := r.git(ctx, append([]string{"clean", "-fdq"}, excludeBeads...)...); err != nil {
+		return fmt.Errorf("remove untracked work: %w", err)
+	}
+	return nil
+}
+
+func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := proc.Command(ctx, 2*time.Second, "git", args...)
+	cmd.Dir = r.Dir
+	cmd.Env = append(cmd.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// tempIndex makes a copy of the index as of HEAD in the git dir.
+func (r Repo) tempIndex(ctx context.Context) (string, func(), error) {
+	gitDir, err := r.git(ctx, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", nil, err
+	}
+	idx := filepath.Join(strings.TrimSpace(string(gitDir)), fmt.Sprintf("ralphd-index-%d", time.Now().UnixNano()))
+	cleanup := func() { _ = os.Remove(idx) }
+	if _, err := r.gitEnv(ctx, []string{"GIT_INDEX_FILE=" + idx}, "read-tree", "HEAD"); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return idx, cleanup, nil
+}

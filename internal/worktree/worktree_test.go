@@ -1,0 +1,137 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newRepo makes a repository with one commit, a tracked file under .beads/
+// and a file staged by the user.
+func newRepo(t *testing.T) (string, Repo) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("GIT_AUTHOR_NAME", "T")
+	t.Setenv("GIT_AUTHOR_EMAIL", "t@x")
+	t.Setenv("GIT_COMMITTER_NAME", "T")
+	t.Setenv("GIT_COMMITTER_EMAIL", "t@x")
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "a.txt", "one\n")
+	write(t, dir, ".beads/issues.jsonl", "v1\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-qm", "base")
+	return dir, Repo{Dir: dir}
+}
+
+func TestSignals(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir, r := newRepo(t)
+	head, err := r.Head(ctx)
+	is.NoErr(err)
+	is.Equal(head, git(t, dir, "rev-parse", "HEAD"))
+	branch, err := r.Branch(ctx)
+	is.NoErr(err)
+	is.Equal(branch, "main")
+
+	clean, err := r.DiffHash(ctx)
+	is.NoErr(err)
+	dirty, err := r.Dirty(ctx)
+	is.NoErr(err)
+	is.True(!dirty)
+
+	write(t, dir, ".beads/issues.jsonl", "v2\n") // bd's own writes are not work
+	h, err := r.DiffHash(ctx)
+	is.NoErr(err)
+	is.Equal(h, clean)
+	dirty, _ = r.Dirty(ctx)
+	is.True(!dirty)
+
+	write(t, dir, "a.txt", "two\n")
+	h2, err := r.DiffHash(ctx)
+	is.NoErr(err)
+	is.True(h2 != clean) // a tracked edit changes the hash
+
+	write(t, dir, "new/b.txt", "x\n")
+	h3, err := r.DiffHash(ctx)
+	is.NoErr(err)
+	is.True(h3 != h2) // so does an untracked file
+	write(t, dir, "new/b.txt", "y\n")
+	h4, _ := r.DiffHash(ctx)
+	is.True(h4 != h3) // and its content
+
+	changed, err := r.Changed(ctx)
+	is.NoErr(err)
+	is.Equal(changed, []string{"a.txt", "new/b.txt"})
+}
+
+func TestFailureBranch(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir, r := newRepo(t)
+	base, _ := r.Head(ctx)
+
+	// The agent committed once, then left more work uncommitted.
+	write(t, dir, "a.txt", "committed work\n")
+	git(t, dir, "commit", "-qam", "agent commit")
+	write(t, dir, "a.txt", "uncommitted work\n")
+	write(t, dir, "new.txt", "untracked work\n")
+	write(t, dir, ".beads/issues.jsonl", "tracker moved on\n")
+
+	sha, err := r.FailureBranch(ctx, "wip/ralph-fail-t-a-20260101-000000", "ralphd: keep the work on t-a", base)
+	is.NoErr(err)
+	is.True(sha != "")
+
+	// The branch holds all of it...
+	is.Equal(git(t, dir, "show", "wip/ralph-fail-t-a-20260101-000000:a.txt"), "uncommitted work")
+	is.Equal(git(t, dir, "show", "wip/ralph-fail-t-a-20260101-000000:new.txt"), "untracked work")
+	is.Equal(git(t, dir, "log", "-1", "--format=%s", "wip/ralph-fail-t-a-20260101-000000"), "ralphd: keep the work on t-a")
+	is.Equal(git(t, dir, "rev-parse", "wip/ralph-fail-t-a-20260101-000000~1~1"), base)
+	// ...and the working branch is back at base, with .beads/ untouched.
+	is.Equal(git(t, dir, "rev-parse", "HEAD"), base)
+	is.Equal(git(t, dir, "symbolic-ref", "--short", "HEAD"), "main")
+	b, _ := os.ReadFile(filepath.Join(dir, "a.txt"))
+	is.Equal(string(b), "one\n")
+	_, err = os.Stat(filepath.Join(dir, "new.txt"))
+	is.True(os.IsNotExist(err))
+	b, _ = os.ReadFile(filepath.Join(dir, ".beads/issues.jsonl"))
+	is.Equal(string(b), "tracker moved on\n")
+}
+
+func TestFailureBranchNothingToKeep(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	_, r := newRepo(t)
+	base, _ := r.Head(ctx)
+	sha, err := r.FailureBranch(ctx, "wip/x", "m", base)
+	is.NoErr(err)
+	is.Equal(sha, "") // no work, no branch
+}
