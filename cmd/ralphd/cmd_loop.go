@@ -58,6 +58,9 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 		return code
 	}
 	defer ls.close()
+	if code := ls.openLog(a); code != exitOK {
+		return code
+	}
 
 	var err error
 	if mode == modes.ModeBuild {
@@ -144,18 +147,23 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		Human: humanLogger(a), Out: a.stdout, RunID: newRunID(now), Version: readBuildInfo().Version,
 		Self: a.argv0, RealBD: realBD, Env: a.env,
 	}
-	if p.cfg.Log {
-		w, err := logjsonl.Create(p.store.LogsDir(), now, p.cfg.LogRetention)
-		if err != nil {
-			ls.close()
-			errorf(a.stderr, "open the run log: %v", err)
-			return nil, exitError
-		}
-		loop.Log = w
-		ls.closer = append(ls.closer, func() { _ = w.Close() })
-	}
 	ls.loop = loop
 	return ls, exitOK
+}
+
+// openLog starts the run's JSONL log when logging is on.
+func (ls *loopSetup) openLog(a *app) int {
+	if !ls.loop.Config.Log {
+		return exitOK
+	}
+	w, err := logjsonl.Create(ls.p.store.LogsDir(), time.Now(), ls.loop.Config.LogRetention)
+	if err != nil {
+		errorf(a.stderr, "open the run log: %v", err)
+		return exitError
+	}
+	ls.loop.Log = w
+	ls.closer = append(ls.closer, func() { _ = w.Close() })
+	return exitOK
 }
 
 // lookupBackend returns the configured agent backend, or prints why it

@@ -275,6 +275,10 @@ line to follow it. Running it again updates the unit in place.`)
 		fmt.Fprintln(w, "Follow its log:")
 		fmt.Fprintf(w, "  journalctl --user -u %s -f\n", shellQuote(instance))
 	}
+	if verb == "updated" {
+		fmt.Fprintln(w, "Restart running instances to use the new unit (after daemon-reload):")
+		fmt.Fprintln(w, "  systemctl --user restart 'ralphd@*'")
+	}
 	fmt.Fprintln(w, "Keep it running while you are logged out:")
 	fmt.Fprintln(w, "  loginctl enable-linger")
 	return exitOK

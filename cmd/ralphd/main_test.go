@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,10 +16,19 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// standinDir holds the stand-in bd, built once for the whole test binary.
-// It is a separate program, as the user's real bd is: ralphd's guard
-// refuses a "real bd" that is ralphd itself.
-var standinDir string
+// standinOnce builds the stand-in bd once for the whole test binary. It
+// is a separate program, as the user's real bd is: ralphd's guard refuses
+// a "real bd" that is ralphd itself.
+var standinOnce = sync.OnceValues(buildStandin)
+
+func standin(t *testing.T) string {
+	t.Helper()
+	dir, err := standinOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // TestMain registers ralphd as a command, so scripts run it as a real
 // process found on PATH, as in production, and builds the stand-in bd.
@@ -41,18 +51,17 @@ func buildStandin() (string, error) {
 }
 
 func TestScripts(t *testing.T) {
-	dir, err := buildStandin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	standinDir = dir
+	dir := standin(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
-		Setup:               setupScript,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			return setupScript(env)
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   cmdExits,
+			"until":   cmdUntil,
 			"gone":    cmdGone,
 			"waitfor": cmdWaitFor,
 		},
@@ -77,7 +86,6 @@ func setupScript(env *testscript.Env) error {
 	} {
 		env.Setenv(k, v)
 	}
-	env.Setenv("PATH", standinDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 	return os.MkdirAll(work+"/home", 0o700)
 }
 
@@ -101,6 +109,30 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if code != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], code, want)
+	}
+}
+
+// cmdUntil retries a command until it succeeds, for at most DURATION:
+// `until 10s grep -q idle daemon.log`. It checks what a background process
+// did; it never asserts how fast (speed is measured in benchmarks).
+func cmdUntil(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: until DURATION COMMAND [ARGS...]")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("bad duration %q", args[0])
+	}
+	deadline := time.Now().Add(d)
+	for {
+		err := ts.Exec(args[1], args[2:]...)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s did not succeed within %s: %v", strings.Join(args[1:], " "), d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -34,6 +34,7 @@ func commands() []command {
 	return []command{
 		{"build", "run BUILD iterations over `bd ready` (ralphd build [N])", cmdBuild},
 		{"plan", "run PLANNING iterations (ralphd plan [N])", cmdPlan},
+		{"daemon", "alternate PLANNING and BUILD, idle on .beads/ changes", cmdDaemon},
 		{"status", "show this project's state: lock, attempts, last run", cmdStatus},
 		{"reset", "clear attempt counters (ralphd reset ID... | --all)", cmdReset},
 		{"migrate", "import a legacy .ralph-attempts file into the state dir", cmdMigrate},
@@ -41,6 +42,7 @@ func commands() []command {
 		{"policy", "print the bd policy, or check one call (policy check)", cmdPolicy},
 		{"config", "print the effective configuration and where each value came from", cmdConfig},
 		{"agents", "list agent backends and whether each is installed", cmdAgents},
+		{"service", "install the systemd user unit (service install|uninstall|print)", cmdService},
 		{"hook", "agent hook entry points (hook pre-tool-use)", cmdHook},
 		{"version", "print version information", func(_ context.Context, a *app, _ []string) int { return cmdVersion(a.stdout) }},
 		{"help", "show help for ralphd or a command", cmdHelp},

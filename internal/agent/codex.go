@@ -38,7 +38,8 @@ const DefaultCodexSandbox = "workspace-write"
 // logins, token refreshes and session files still reach the real home)
 // and whose rules/ folder holds links to the user's own rule files plus
 // ralphd.rules, one `prefix_rule(pattern=[...], decision="forbidden")` per
-// denied prefix. This mechanism follows Codex's documented rule loading
+// denied prefix (without a justification, which older Codex releases do
+// not accept; the guard explains a refusal in detail). This mechanism follows Codex's documented rule loading
 // but has not been checked against a running Codex; files Codex creates
 // new at the top of its home during the run stay in the scratch copy. The
 // bd guard on PATH enforces the same policy regardless.
@@ -151,12 +152,8 @@ func codexRules(mode string, prefixes []string) ([]byte, error) {
 			}
 			quoted[i] = q
 		}
-		just, err := starlarkQuote(denyMessage(mode, p))
-		if err != nil {
-			return nil, fmt.Errorf("codex rule %q: %w", p, err)
-		}
-		fmt.Fprintf(&b, "\nprefix_rule(\n    pattern = [%s],\n    decision = \"forbidden\",\n    justification = %s,\n)\n",
-			strings.Join(quoted, ", "), just)
+		fmt.Fprintf(&b, "\n# %s\nprefix_rule(\n    pattern = [%s],\n    decision = \"forbidden\",\n)\n",
+			denyMessage(mode, p), strings.Join(quoted, ", "))
 	}
 	return []byte(b.String()), nil
 }
@@ -248,7 +245,7 @@ func (c Codex) NewParser() Parser {
 }
 
 // codexTexts words Codex's verdicts.
-var codexTexts = providerTexts{label: "Codex", login: "log in with `codex login`, or set CODEX_API_KEY"}
+var codexTexts = providerTexts{label: "Codex", login: "log in with `codex login`, or set CODEX_API_KEY", pkg: "@openai/codex"}
 
 // reCodexNotice matches top-level error events that are progress notices
 // of a retry, not failures ("Reconnecting... 1/5").
@@ -424,6 +421,10 @@ func (p *codexParser) Finish(exitCode int, stderrTail string) Outcome {
 	case p.completed:
 		out.Status, out.Reason = StatusOK, "finished"
 	default:
+		if v, ok := codexTexts.usageVerdict(stderrTail); ok && p.sessionID == "" {
+			v.apply(&out)
+			return out
+		}
 		if v, ok := codexTexts.verdict(classifyText(stderrTail), stderrTail, now, p.backoff); ok {
 			v.apply(&out)
 			return out

@@ -25,6 +25,8 @@ const RunMarkerEnv = "RALPHD_AGENT_RUN"
 //   - CODEX_SANDBOX, CODEX_SANDBOX_NETWORK_DISABLED: set inside Codex's
 //     sandbox; a nested codex would believe it is sandboxed already.
 //   - GEMINI_CLI: set by Gemini CLI for its shell commands.
+//   - NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID: the systemd notify
+//     socket of ralphd's service; an agent must not speak for ralphd.
 //   - RALPH_MODE, RALPH_ISSUE_ID, RALPH_ITERATION, RALPH_ATTEMPT and
 //     RunMarkerEnv: ralphd's own per-run values; stale ones from a parent
 //     must never leak into a run that does not set them.
@@ -39,6 +41,9 @@ var scrubbedEnv = []string{
 	"CODEX_SANDBOX",
 	"CODEX_SANDBOX_NETWORK_DISABLED",
 	"GEMINI_CLI",
+	"NOTIFY_SOCKET",
+	"WATCHDOG_USEC",
+	"WATCHDOG_PID",
 	"RALPH_MODE",
 	"RALPH_ISSUE_ID",
 	"RALPH_ITERATION",

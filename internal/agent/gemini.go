@@ -158,7 +158,7 @@ func (g Gemini) NewParser() Parser {
 
 // geminiTexts words Gemini's verdicts.
 var geminiTexts = providerTexts{label: "Gemini CLI",
-	login: "log in by running `gemini` once, or set GEMINI_API_KEY (GOOGLE_API_KEY for Vertex AI)"}
+	login: "log in by running `gemini` once, or set GEMINI_API_KEY (GOOGLE_API_KEY for Vertex AI)", pkg: "@google/gemini-cli"}
 
 // reGeminiTurnLimit matches the notice of an exhausted turn budget.
 var reGeminiTurnLimit = regexp.MustCompile(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
@@ -322,6 +322,9 @@ func (p *geminiParser) verdict(exitCode int, stderrTail string) verdict {
 	}
 	msg := joinNonEmpty(": ", p.errType, p.errMsg)
 	if !p.haveResult {
+		if v, ok := geminiTexts.usageVerdict(stderrTail); ok && p.sessionID == "" {
+			return v
+		}
 		msg = joinNonEmpty("\n", p.errText, stderrTail)
 	}
 	switch t := p.errType; {

@@ -99,6 +99,8 @@ func TestGeminiParserClassification(t *testing.T) {
 		{name: "no result, exit 0", lines: []string{initLine}, status: StatusCrashed, reason: "exit code 0"},
 		{name: "no result, quota on stderr", exit: 1, lines: []string{initLine}, stderr: "RESOURCE_EXHAUSTED: Quota exceeded\n",
 			status: StatusRateLimited},
+		{name: "too old for the command line", exit: 1, stderr: "Usage: gemini [options]\nUnknown arguments: policy\n",
+			status: StatusFatal, reason: "rejected ralphd's command line: Unknown arguments: policy; upgrade it"},
 		{name: "killed", exit: -1, status: StatusCrashed, reason: "killed by a signal"},
 		{name: "success", lines: []string{initLine, success}, status: StatusOK},
 		{name: "garbage", exit: 1, lines: []string{"{", `{"type":"result","status":7}`, `"x"`}, status: StatusAgentError},

@@ -115,7 +115,7 @@ func (o Opencode) NewParser() Parser {
 
 // opencodeTexts words opencode's verdicts.
 var opencodeTexts = providerTexts{label: "opencode",
-	login: "add the provider's credentials with `opencode auth login`, or set its API key"}
+	login: "add the provider's credentials with `opencode auth login`, or set its API key", pkg: "opencode-ai"}
 
 // reOpencodeDenied matches the error of a tool call opencode's permission
 // system refused.
@@ -303,6 +303,10 @@ func (p *opencodeParser) Finish(exitCode int, stderrTail string) Outcome {
 		out.Status = StatusFatal
 		out.Reason = "opencode received no prompt: " + lastLine(stderrTail) + "; check the prompt file"
 	default:
+		if v, ok := opencodeTexts.usageVerdict(stderrTail); ok && p.steps == 0 {
+			v.apply(&out)
+			return out
+		}
 		if v, ok := opencodeTexts.verdict(classifyText(stderrTail), stderrTail, now, p.backoff); ok {
 			v.apply(&out)
 			return out

@@ -80,6 +80,8 @@ func TestOpencodeParserClassification(t *testing.T) {
 			status: StatusFatal, reason: "no prompt"},
 		{name: "no api key on stderr", exit: 1, stderr: "Error: No API key found for provider anthropic\n",
 			status: StatusFatal, reason: "cannot authenticate"},
+		{name: "too old for the command line", exit: 1, stderr: "Unknown argument: format\n",
+			status: StatusFatal, reason: "npm install -g opencode-ai@latest"},
 		{name: "killed before any step", exit: -1, lines: []string{`{"type":"step_start","sessionID":"s1","part":{}}`},
 			status: StatusCrashed, reason: "killed by a signal"},
 		{name: "garbage", exit: 2, lines: []string{"x", `{"type":"future"}`, `{"type":"tool_use","part":7}`},

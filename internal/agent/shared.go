@@ -62,6 +62,24 @@ func classifyText(s string) textClass {
 type providerTexts struct {
 	label string // the product name, "Codex"
 	login string // how to fix missing credentials
+	pkg   string // the npm package, for upgrade advice
+}
+
+// reUnknownFlag matches an argument parser's complaint about an option
+// (clap, yargs, commander wordings): an agent CLI too old for the command
+// line ralphd builds.
+var reUnknownFlag = regexp.MustCompile(`(?i)unknown (?:argument|option|flag)s?|unexpected argument|unrecognized (?:argument|option)`)
+
+// usageVerdict reports a CLI that rejected ralphd's command line, judging
+// from its stderr.
+func (pt providerTexts) usageVerdict(stderrTail string) (verdict, bool) {
+	for l := range strings.SplitSeq(stderrTail, "\n") {
+		if reUnknownFlag.MatchString(l) {
+			return verdict{status: StatusFatal, reason: pt.label + " rejected ralphd's command line: " + truncate(strings.TrimSpace(l), 300) +
+				"; upgrade it with `npm install -g " + pt.pkg + "@latest`"}, true
+		}
+	}
+	return verdict{}, false
 }
 
 // verdict turns a classified message into a verdict; it reports false for

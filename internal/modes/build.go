@@ -35,6 +35,9 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 		if ctx.Err() != nil {
 			return res.stop(StopInterrupted, "stopped by a signal before the next iteration", ErrInterrupted)
 		}
+		if l.beforeIteration != nil {
+			l.beforeIteration()
+		}
 		if l.overBudget(res) {
 			return res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
 		}

@@ -130,6 +130,9 @@ type Loop struct {
 	OnStatus func(string)
 
 	snap snapshotCache
+	// beforeIteration, when set, runs before each iteration starts (the
+	// daemon applies a requested reload there).
+	beforeIteration func()
 }
 
 // repo is the project's git working tree.

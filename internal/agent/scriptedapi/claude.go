@@ -14,7 +14,7 @@ const ClaudeVersion = "2.1.197"
 
 // localClaude is where scripts/install-claude puts the binary, relative to
 // the repository root.
-var localClaude = filepath.Join(".tools", "claude", "node_modules", ".bin", "claude")
+const localClaude = ".tools/claude/node_modules/.bin/claude"
 
 // FindClaude returns the claude binary to run against the server: the one
 // scripts/install-claude installed in .tools/claude of dir or of the
@@ -25,7 +25,7 @@ func FindClaude(dir string) (string, error) {
 		return "", fmt.Errorf("find claude: %w", err)
 	}
 	for d := abs; ; {
-		cand := filepath.Join(d, localClaude)
+		cand := filepath.Join(d, filepath.FromSlash(localClaude))
 		if fi, err := os.Stat(cand); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return cand, nil
 		}

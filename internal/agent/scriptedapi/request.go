@@ -71,6 +71,14 @@ type messagesBody struct {
 	Messages  []inMessage     `json:"messages"`
 	Tools     []inTool        `json:"tools"`
 	Metadata  json.RawMessage `json:"metadata"`
+	// OutputConfig carries structured-output requests; Claude Code's title
+	// generation asks for a JSON object with a "title" string this way.
+	OutputConfig struct {
+		Format struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
 }
 
 type inMessage struct {
@@ -214,4 +222,45 @@ func metadataSession(meta json.RawMessage) string {
 		return ""
 	}
 	return u.SessionID
+}
+
+// sideText is the canned reply to a side request: "OK", or, when the
+// request asks for JSON output with a schema, an object with every
+// required property set to a placeholder of its type.
+func (b messagesBody) sideText() string {
+	if b.OutputConfig.Format.Type != "json_schema" {
+		return "OK"
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(b.OutputConfig.Format.Schema, &schema) != nil {
+		return "{}"
+	}
+	obj := map[string]any{}
+	for _, name := range schema.Required {
+		typ, _ := schema.Properties[name].Type.(string)
+		switch typ {
+		case "number", "integer":
+			obj[name] = 0
+		case "boolean":
+			obj[name] = false
+		case "array":
+			obj[name] = []any{}
+		case "object":
+			obj[name] = map[string]any{}
+		case "null":
+			obj[name] = nil
+		default:
+			obj[name] = "Scripted session"
+		}
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return "{}"
+	}
+	return string(out)
 }

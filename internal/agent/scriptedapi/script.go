@@ -22,6 +22,7 @@ type Script struct {
 	// Match, when set, must accept the conversation's prompt (the text of
 	// its first user message, see Request.Prompt) for the script to be
 	// chosen. Unmatched scripts stay available for later conversations.
+	// It runs with the server's lock held and must not call the Server.
 	Match func(prompt string) bool
 	// Turns are the model's replies, in order.
 	Turns []Turn
@@ -153,11 +154,11 @@ func Failed() Check {
 
 // clip shortens s for error messages.
 func clip(s string) string {
-	const max = 300
-	if len(s) <= max {
+	const limit = 300
+	if len(s) <= limit {
 		return s
 	}
-	return s[:max] + "…"
+	return s[:limit] + "…"
 }
 
 // Fault is an HTTP error answer, or a connection that never answers.
@@ -178,6 +179,14 @@ type Fault struct {
 
 // RateLimited returns a 429 rate_limit_error fault whose retry-after
 // header is retryAfter in whole seconds (rounded up).
+//
+// Claude Code 2.1.197 with an API key retries a 429 up to
+// CLAUDE_CODE_MAX_RETRIES times (default 10), waiting the larger of
+// retry-after and its backoff (0.5s doubling to 32s, plus up to 25%
+// jitter), and emits a system/api_retry line per retry. When retry-after
+// is over 60 seconds it gives up at once: exit 1, result
+// "API Error: Request rejected (429) · <message>", api_error_status 429,
+// and no reset time anywhere in the stream.
 func RateLimited(retryAfter time.Duration) Fault {
 	secs := int64((retryAfter + time.Second - 1) / time.Second)
 	secs = max(secs, 0)
@@ -187,6 +196,23 @@ func RateLimited(retryAfter time.Duration) Fault {
 		Message: "Number of request tokens has exceeded your per-minute rate limit (scripted)",
 		Header:  http.Header{"Retry-After": {strconv.FormatInt(secs, 10)}},
 	}
+}
+
+// UsageLimit returns the 429 a claude.ai subscription gets at its usage
+// limit: retry-after (normally the time until reset) plus the
+// anthropic-ratelimit-unified-* headers with status "rejected", the reset
+// time and the limit that was hit ("five_hour", "seven_day", ...). A Claude Code logged in by
+// SubscriptionEnv does not retry it; it prints a rate_limit_event line
+// (status "rejected", resetsAt) and the result "You've hit your session
+// limit · resets <time>" with api_error_status 429, and exits 1. With an
+// API key it is an ordinary 429 (see RateLimited).
+func UsageLimit(limit string, reset time.Time, retryAfter time.Duration) Fault {
+	f := RateLimited(retryAfter)
+	f.Message = "You have reached your usage limit (scripted)"
+	f.Header.Set("Anthropic-Ratelimit-Unified-Status", "rejected")
+	f.Header.Set("Anthropic-Ratelimit-Unified-Reset", strconv.FormatInt(reset.Unix(), 10))
+	f.Header.Set("Anthropic-Ratelimit-Unified-Representative-Claim", limit)
+	return f
 }
 
 // Overloaded returns a 529 overloaded_error fault.

@@ -16,12 +16,29 @@
 //   - POST /v1/messages (with ?beta=true) whose tools include "Bash" and
 //     whose max_tokens is not 1 is an agent request (KindAgent): it
 //     consumes the next turn of its conversation's script.
-//   - Any other POST /v1/messages is a side request (KindSide: title
-//     generation, quota probes): it gets the canned text "OK" and consumes
-//     no turn.
+//   - Any other POST /v1/messages is a side request (KindSide): it gets a
+//     canned reply and consumes no turn. Claude Code 2.1.197 sends one per
+//     session to generate a title (no tools, a json_schema output format
+//     asking for {"title": string}; answered with such an object) unless
+//     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1; subscribers also get a
+//     max_tokens:1 "quota" probe. Other side requests get the text "OK".
 //   - POST /v1/messages/count_tokens answers {"input_tokens": N}.
 //   - Anything else (Claude Code sends HEAD / as a connectivity probe) gets
 //     200 with an empty body for / and a 404 not_found_error otherwise.
+//
+// How Claude Code 2.1.197 reacts to faults (exit code 1 and a result line
+// with is_error true in every failing case; see the package tests):
+//
+//   - It retries 401, 429, 5xx, 529 and timeouts itself, up to
+//     CLAUDE_CODE_MAX_RETRIES times (default 10, at most 15), with backoff
+//     0.5s doubling to 32s plus up to 25% jitter (a retry-after header is
+//     honoured as a lower bound), printing a system/api_retry line per
+//     retry. Each retry is a new request and consumes a turn.
+//   - A response header `x-should-retry: false` (Fault.NoRetry) stops the
+//     retries at once; so does a retry-after over 60 seconds.
+//   - Three 529s in a row end the run ("Repeated 529 Overloaded errors").
+//   - A request that gets no answer times out after API_TIMEOUT_MS
+//     (default 600000) and is retried like the others.
 //
 // A conversation is identified by Claude Code's session id (header
 // X-Claude-Code-Session-Id, or the session_id in metadata.user_id), or by
@@ -46,6 +63,9 @@ import (
 
 // DummyKey is the API key Env hands to the agent; the server accepts any.
 const DummyKey = "sk-ant-scripted-dummy-key"
+
+// DummyOAuthToken is the OAuth token SubscriptionEnv hands to the agent.
+const DummyOAuthToken = "sk-ant-oat01-scripted-dummy-token"
 
 // maxBody caps the request body the server reads.
 const maxBody = 64 << 20
@@ -151,6 +171,16 @@ func (s *Server) Env() []string {
 	return []string{"ANTHROPIC_BASE_URL=" + s.URL(), "ANTHROPIC_API_KEY=" + DummyKey}
 }
 
+// SubscriptionEnv is like Env but logs Claude Code in with a dummy
+// CLAUDE_CODE_OAUTH_TOKEN instead of an API key, so it behaves as for a
+// claude.ai subscriber: a UsageLimit fault then surfaces as a
+// rate_limit_event line with resetsAt and a "You've hit your … limit ·
+// resets …" result. The caller must not also set ANTHROPIC_API_KEY, which
+// would take precedence.
+func (s *Server) SubscriptionEnv() []string {
+	return []string{"ANTHROPIC_BASE_URL=" + s.URL(), "CLAUDE_CODE_OAUTH_TOKEN=" + DummyOAuthToken}
+}
+
 // Close releases hanging requests, closes every connection and waits for
 // the running handlers. It is safe to call more than once.
 func (s *Server) Close() {
@@ -160,13 +190,15 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
-	close(s.closing)
 	srv, started := s.srv, s.started
 	s.mu.Unlock()
 	if started {
-		_ = srv.Close() // the listener and connections; errors are not actionable here
+		// Connections first, so that a released hanging handler cannot
+		// send a late empty answer.
+		_ = srv.Close() // errors are not actionable here
 		<-s.served
 	}
+	close(s.closing)
 	s.active.Wait()
 }
 
@@ -295,13 +327,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 	if !body.isAgentRequest() {
 		req.Kind = KindSide
 		s.record(req)
-		s.answer(w, body, "OK", nil)
+		s.answer(w, body, body.sideText(), nil)
 		return
 	}
 	req.Kind = KindAgent
 	turn, ok := s.play(req, body, r.Header)
 	if !ok {
-		return // play recorded the failure and req; end the conversation
+		// play recorded the failure; end the agent's turn.
+		s.answer(w, body, "scriptedapi: there is no scripted turn for this request.", nil)
+		return
 	}
 	s.runChecks(req, turn)
 	if f := turn.Fault; f != nil {
@@ -319,8 +353,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 }
 
 // play picks the conversation's script and its next turn, and records
-// req. When there is no turn to play it answers an ending text itself,
-// records an error and returns false.
+// req. When there is no turn to play it records an error and returns false.
 func (s *Server) play(req *Request, body messagesBody, h http.Header) (Turn, bool) {
 	key := conversationKey(h, body)
 	s.mu.Lock()

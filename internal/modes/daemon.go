@@ -1,0 +1,230 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/watch"
+)
+
+// DaemonOptions tunes the daemon cycle. The batch sizes and the poll come
+// from the Loop's Config.
+type DaemonOptions struct {
+	// NewLog, when set, opens the run log for one batch (a BUILD batch or a
+	// PLANNING iteration), so a daemon that runs for weeks writes one file
+	// per batch and retention applies.
+	NewLog func() (*logjsonl.Writer, error)
+	// Reload, when it receives, asks the daemon to re-read its
+	// configuration and prompts before the next iteration (SIGHUP).
+	Reload <-chan struct{}
+	// ReloadFunc does the re-reading; an error keeps the old settings.
+	ReloadFunc func(l *Loop) error
+	// OnIdle, when set, is called each time the daemon goes idle (tests and
+	// benchmarks use it).
+	OnIdle func()
+}
+
+// Daemon alternates PLANNING and BUILD until ctx ends, and sleeps on
+// .beads/ changes while there is nothing to do. A signal (ctx cancelled)
+// stops it cleanly: the running iteration's agent is stopped and the
+// iteration recorded as interrupted; Daemon then returns nil.
+//
+// Each pass decides one thing, in this order, and logs why:
+//   - plan, when an issue became stuck since the last plan, when plan_every
+//     BUILD iterations ran since the last plan, or when nothing is ready
+//     while open issues remain and the graph changed since the last plan;
+//   - build, at most build_batch iterations, while ready work is not stuck;
+//   - otherwise idle until bd's data really changes (or the poll fires).
+//
+// When the agent is unusable (not logged in, invalid key) the daemon waits
+// with exponential backoff, up to quota_backoff_max, says why in its
+// status, and tries again: a fixed setup recovers by itself.
+func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
+	d := &daemon{Loop: l, opts: opts, unusable: backoff{max: l.Config.QuotaBackoffMax}}
+	l.beforeIteration = d.applyReload
+	defer func() { l.beforeIteration = nil }()
+	return d.run(ctx)
+}
+
+type daemon struct {
+	*Loop
+	opts DaemonOptions
+
+	planFP          string // .beads/ fingerprint after the last plan
+	stuckSincePlan  int
+	buildsSincePlan int
+	unusable        backoff
+	reloadRequested bool
+}
+
+func (d *daemon) run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		d.applyReload()
+		act, why, err := d.decide(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			// bd trouble is not fatal for a daemon: say so and look again
+			// after a poll interval.
+			d.human().Error("cannot read the tracker; retrying", "err", err, "in", d.Config.Poll)
+			d.status("error: %v", err)
+			if d.sleep(ctx, d.Config.Poll) != nil {
+				break
+			}
+			continue
+		}
+		d.event(logjsonl.EventDecision, logjsonl.Decision{Decision: act, Reason: why})
+		switch act {
+		case "plan":
+			d.human().Info("planning: " + why)
+			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.Plan(ctx, 1) })
+			d.stuckSincePlan, d.buildsSincePlan = 0, 0
+			d.planFP, _ = watch.Fingerprint(d.beadsDir())
+		case "build":
+			d.human().Info("building: " + why)
+			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.Build(ctx, d.Config.BuildBatch) })
+		default:
+			d.human().Info("idle: " + why)
+			d.status("idle: %s", why)
+			err = d.idle(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			if errors.Is(err, ErrAgentUnusable) {
+				if werr := d.waitUnusable(ctx, err); werr != nil {
+					break
+				}
+				continue
+			}
+			d.human().Error("batch failed; looking again", "err", err)
+			if d.sleep(ctx, d.Config.Poll) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// decide returns what to do next and why. It costs two bd calls.
+func (d *daemon) decide(ctx context.Context) (act, why string, err error) {
+	ready, err := d.BD.Ready(ctx, beads.ReadyOptions{Parent: d.Config.Scope})
+	if err != nil {
+		return "", "", fmt.Errorf("list ready work: %w", err)
+	}
+	workable := 0
+	for _, is := range ready {
+		if !is.HasLabel(StuckLabel) {
+			workable++
+		}
+	}
+	st, err := d.BD.Stats(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("read stats: %w", err)
+	}
+	fp, _ := watch.Fingerprint(d.beadsDir())
+	switch {
+	case d.stuckSincePlan > 0:
+		return "plan", fmt.Sprintf("%d issue(s) stuck since the last plan", d.stuckSincePlan), nil
+	case d.Config.PlanEvery > 0 && d.buildsSincePlan >= d.Config.PlanEvery:
+		return "plan", fmt.Sprintf("%d BUILD iterations since the last plan (plan_every %d)", d.buildsSincePlan, d.Config.PlanEvery), nil
+	case workable == 0 && st.Open+st.InProgress > 0 && fp != d.planFP:
+		return "plan", fmt.Sprintf("nothing ready while %d issue(s) remain open and the graph changed since the last plan", st.Open+st.InProgress), nil
+	case workable > 0:
+		return "build", fmt.Sprintf("%d ready issue(s)", workable), nil
+	}
+	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), nil
+}
+
+// batch runs one BUILD batch or PLANNING iteration with its own log.
+func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, error)) error {
+	if d.opts.NewLog != nil {
+		w, err := d.opts.NewLog()
+		if err != nil {
+			d.human().Warn("cannot open a run log; going on without", "err", err)
+		} else {
+			d.Log = w
+			defer func() { _ = w.Close(); d.Log = nil }()
+		}
+	}
+	res, err := run(ctx)
+	if res != nil {
+		d.stuckSincePlan += len(res.Stuck)
+		if res.Mode == ModeBuild {
+			d.buildsSincePlan += res.Iterations
+		}
+	}
+	switch {
+	case err == nil, errors.Is(err, ErrCapReached):
+		// A full batch is the normal end of a BUILD batch.
+		if errors.Is(err, ErrCapReached) && res != nil && res.Stop == StopBudget {
+			return err
+		}
+		d.unusable.reset()
+		return nil
+	case errors.Is(err, ErrInterrupted):
+		return nil
+	}
+	return err
+}
+
+// idle waits until bd's data changes. It makes no bd call.
+func (d *daemon) idle(ctx context.Context) error {
+	if d.opts.OnIdle != nil {
+		d.opts.OnIdle()
+	}
+	fp, err := watch.Fingerprint(d.beadsDir())
+	if err != nil {
+		return err
+	}
+	wctx := ctx
+	if d.opts.Reload != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-d.opts.Reload:
+				d.reloadRequested = true
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+	}
+	w := &watch.Waiter{Dir: d.beadsDir(), Poll: d.Config.Poll}
+	_, err = w.Wait(wctx, fp)
+	if ctx.Err() == nil && wctx.Err() != nil {
+		return nil // woken to reload
+	}
+	return err
+}
+
+// waitUnusable waits before trying an unusable agent again.
+func (d *daemon) waitUnusable(ctx context.Context, cause error) error {
+	wait := d.unusable.step()
+	d.human().Error("agent unusable; waiting before trying again", "err", cause, "for", wait)
+	d.status("waiting %s: %v", wait, cause)
+	return d.sleep(ctx, wait)
+}
+
+// applyReload re-reads configuration and prompts when asked to.
+func (d *daemon) applyReload() {
+	if !d.reloadRequested {
+		select {
+		case <-d.opts.Reload:
+		default:
+			return
+		}
+	}
+	d.reloadRequested = false
+	if d.opts.ReloadFunc == nil {
+		return
+	}
+	if err := d.opts.ReloadFunc(d.Loop); err != nil {
+		d.human().Error("reload failed; keeping the old configuration", "err", err)
+		return
+	}
+	d.human().Info("reloaded configuration and prompts")
+}
