@@ -45,6 +45,9 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	}
 	defer ls.close()
 	loop := ls.loop
+	if _, err := loop.Sweep(ctx); err != nil {
+		return reportErr(a, err)
+	}
 	loop.OnStatus = func(s string) { _ = notify.Status(s) }
 
 	hup := make(chan os.Signal, 1)

@@ -61,6 +61,9 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 	if code := ls.openLog(a); code != exitOK {
 		return code
 	}
+	if _, err := ls.loop.Sweep(ctx); err != nil {
+		return reportErr(a, err)
+	}
 
 	var err error
 	if mode == modes.ModeBuild {
@@ -115,6 +118,11 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		return nil, reportErr(a, err)
 	}
 	ls.closer = append(ls.closer, func() { _ = lock.Release() })
+	// Descendants of an agent that leave its process group (setsid, double
+	// fork) are re-parented to ralphd, so they can be found and ended.
+	if err := agent.BecomeSubreaper(); err != nil {
+		warnf(a.stderr, "cannot become a child subreaper (%v); processes an agent detaches may outlive their iteration", err)
+	}
 
 	realBD, err := beads.LookPath(p.cfg.BD)
 	if err != nil {

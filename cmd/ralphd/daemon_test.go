@@ -71,7 +71,7 @@ func TestDaemonNotify(t *testing.T) {
 	read("STOPPING")
 	is.NoErr(daemon.Wait()) // exit 0 on SIGTERM: systemd must not restart a stopped daemon
 
-	is.Equal(got[0], "READY=1")              // READY first
+	is.Equal(got[0], "READY=1")             // READY first
 	is.Equal(got[len(got)-1], "STOPPING=1") // STOPPING last
 	var status string
 	for _, m := range got {

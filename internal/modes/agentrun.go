@@ -30,7 +30,10 @@ type agentRun struct {
 // running-agent record persisted while it runs, and its output streamed
 // into the run log.
 func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state.BDCall, error) {
-	scratch, err := os.MkdirTemp("", "ralphd-iter-")
+	// The scratch dir lives in the temp dir (agents' sandboxes allow it);
+	// its name carries the project id so the next start's sweep can remove
+	// what a killed ralphd left.
+	scratch, err := os.MkdirTemp("", scratchPrefix(l.State.Identity().ID))
 	if err != nil {
 		return agent.Outcome{}, nil, fmt.Errorf("make the iteration's scratch dir: %w", err)
 	}
@@ -71,7 +74,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		ExtraEnv:   genv,
 		OnStart: func(s agent.Started) error {
 			return l.State.WriteRunning(state.Running{
-				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Iteration: r.iteration, IssueID: r.issue,
+				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Marker: s.Marker, Iteration: r.iteration, IssueID: r.issue,
 				Attempt: r.attempt, Mode: r.mode, RunID: l.RunID, StartedAt: l.now(),
 			})
 		},
@@ -87,8 +90,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	out, err := agent.Run(ctx, l.Backend, inv, opts)
 	calls := readAudit(auditFile)
 	if err != nil {
-		// No iteration will be recorded; the record must not outlive it.
-		_ = l.State.ClearRunning()
+		// The caller undoes the iteration and clears the running record.
 		return out, calls, fmt.Errorf("run %s: %w", l.Backend.Name(), err)
 	}
 	return out, calls, nil
@@ -132,3 +134,6 @@ func writeGuardWrapper(path, self string) error {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// scratchPrefix names a project's per-iteration scratch dirs.
+func scratchPrefix(projectID string) string { return "ralphd-iter-" + projectID + "-" }

@@ -163,15 +163,26 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	res.tried(is.ID)
 	started := l.now()
 
-	// The attempt is persisted before the agent starts, so a crash
-	// mid-iteration cannot lose it (the cold-start sweep gives it back).
+	// Crash safety: first a pending running-agent record naming the
+	// attempt about to be counted, then the count. A crash at any point
+	// after this leaves a record for the next start's sweep, which gives
+	// the attempt back only if the counter still equals it.
+	n, err := l.State.Attempt(is.ID)
+	if err != nil {
+		return iteration{reason: "could not read the attempts"}, fmt.Errorf("read attempts of %s: %w", is.ID, err)
+	}
+	if err := l.State.WriteRunning(state.Running{
+		Iteration: iter, IssueID: is.ID, Attempt: n + 1, Mode: ModeBuild, RunID: res.RunID, StartedAt: started,
+	}); err != nil {
+		return iteration{reason: "could not record the iteration"}, fmt.Errorf("record iteration %d: %w", iter, err)
+	}
 	attempt, err := l.State.IncrementAttempt(is.ID)
 	if err != nil {
 		return iteration{reason: "could not record the attempt"}, fmt.Errorf("count attempt on %s: %w", is.ID, err)
 	}
 	before, err := l.snapshot(ctx)
 	if err != nil {
-		_, _ = l.State.GiveBackAttempt(is.ID)
+		l.abandon(is.ID)
 		return iteration{reason: "could not snapshot the tracker"}, err
 	}
 	prev, err := l.previousAttempts(is.ID)
@@ -184,7 +195,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		Escalation: l.escalation(is.ID), PreviousAttempts: prev,
 	})
 	if err != nil {
-		_, _ = l.State.GiveBackAttempt(is.ID)
+		l.abandon(is.ID)
 		return iteration{reason: "the BUILD prompt does not render"}, err
 	}
 
@@ -196,7 +207,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 
 	out, calls, err := l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: iter, issue: is.ID, attempt: attempt, prompt: prompt, budget: l.remainingBudget(res)})
 	if err != nil {
-		_, _ = l.State.GiveBackAttempt(is.ID)
+		l.abandon(is.ID)
 		return iteration{reason: "the agent could not be started"}, err
 	}
 	res.addCost(out)
@@ -254,6 +265,14 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		}
 	}
 	return iteration{}, nil
+}
+
+// abandon undoes an iteration that never got to run its agent: the attempt
+// goes back and the pending record is cleared, in that order, so a crash in
+// between is settled by the sweep like any other.
+func (l *Loop) abandon(id string) {
+	_, _ = l.State.GiveBackAttempt(id)
+	_ = l.State.ClearRunning()
 }
 
 // verdict is what judging an iteration decided.

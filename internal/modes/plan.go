@@ -79,6 +79,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 
 	out, calls, err := l.runAgent(ctx, agentRun{mode: ModePlan, iteration: iter, prompt: prompt, budget: l.remainingBudget(res)})
 	if err != nil {
+		_ = l.State.ClearRunning()
 		return iteration{reason: "the agent could not be started"}, false, err
 	}
 	res.addCost(out)

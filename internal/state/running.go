@@ -28,7 +28,10 @@ type Running struct {
 	StartTicks uint64 `json:"start_ticks"`
 	// BootID is /proc/sys/kernel/random/boot_id when the record was
 	// written; after a reboot no recorded process can be alive.
-	BootID    string    `json:"boot_id,omitempty"`
+	BootID string `json:"boot_id,omitempty"`
+	// Marker is the value of the agent's run-marker environment variable,
+	// which finds processes of its tree that left its process group.
+	Marker    string    `json:"marker,omitempty"`
 	Iteration int       `json:"iteration"`
 	IssueID   string    `json:"issue_id,omitempty"`
 	Attempt   int       `json:"attempt,omitempty"`

@@ -201,11 +201,15 @@ func RateLimited(retryAfter time.Duration) Fault {
 // UsageLimit returns the 429 a claude.ai subscription gets at its usage
 // limit: retry-after (normally the time until reset) plus the
 // anthropic-ratelimit-unified-* headers with status "rejected", the reset
-// time and the limit that was hit ("five_hour", "seven_day", ...). A Claude Code logged in by
-// SubscriptionEnv does not retry it; it prints a rate_limit_event line
-// (status "rejected", resetsAt) and the result "You've hit your session
-// limit · resets <time>" with api_error_status 429, and exits 1. With an
-// API key it is an ordinary 429 (see RateLimited).
+// time and the limit that was hit ("five_hour", "seven_day", ...).
+//
+// A Claude Code logged in by SubscriptionEnv retries no 429 at all; for
+// this one it prints a rate_limit_event line (status "rejected", resetsAt
+// in unix seconds) and the result "You've hit your session limit · resets
+// <local time>" with api_error_status 429, and exits 1. (A subscriber's 429
+// without these headers gives "API Error: Server is temporarily limiting
+// requests (not your usage limit) · <message>".) With an API key it is an
+// ordinary 429 (see RateLimited).
 func UsageLimit(limit string, reset time.Time, retryAfter time.Duration) Fault {
 	f := RateLimited(retryAfter)
 	f.Message = "You have reached your usage limit (scripted)"

@@ -277,17 +277,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.active.Done()
 
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		s.writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), nil)
-		return
-	}
 	req := Request{
 		Method:   r.Method,
 		Path:     r.URL.Path,
 		RawQuery: r.URL.RawQuery,
 		Header:   r.Header.Clone(),
 		Raw:      raw,
+		Kind:     KindOther,
 		Turn:     -1,
+	}
+	if err != nil {
+		s.record(&req)
+		s.writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), nil)
+		return
 	}
 	var obj map[string]any
 	if json.Unmarshal(raw, &obj) == nil {
@@ -303,7 +305,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		s.messages(w, r, &req)
 	default:
-		req.Kind = KindOther
 		s.record(&req)
 		if r.URL.Path == "/" {
 			w.WriteHeader(http.StatusOK)

@@ -649,3 +649,29 @@ func TestValidUTF8Chunks(t *testing.T) {
 	}
 	is.Equal(joined.String(), s)
 }
+
+// TestCapturedStreams keeps the recorded claude streams in testdata
+// honest: JSON lines ending in a result whose is_error matches the exit
+// code.
+func TestCapturedStreams(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "claude-2.1.197", "stream-*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no captured streams: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			is := is.New(t)
+			data, err := os.ReadFile(f)
+			is.NoErr(err)
+			exit, err := os.ReadFile(strings.TrimSuffix(f, ".jsonl") + ".exit")
+			is.NoErr(err)
+			var last map[string]any
+			for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+				last = nil
+				is.NoErr(json.Unmarshal([]byte(line), &last))
+			}
+			is.Equal(last["type"], "result")
+			is.Equal(last["is_error"], strings.TrimSpace(string(exit)) != "0")
+		})
+	}
+}

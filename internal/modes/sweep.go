@@ -1,0 +1,125 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/proc"
+)
+
+// Sweep cleans up after a ralphd that died mid-iteration (SIGKILL, OOM,
+// power loss). It must run after the project lock is taken and before the
+// first iteration. From the running-agent record it:
+//   - ends whatever is left of that agent's process tree, checking process
+//     start times so a recycled PID or process group is never touched;
+//   - records the iteration as interrupted and gives its attempt back
+//     (an interrupted iteration is not a failed attempt);
+//   - sets the issue back to open if it is still claimed (in_progress) by
+//     nobody else; a closed issue stays closed and is never started again.
+//
+// It also removes temp files of interrupted atomic writes and stale
+// scratch dirs. It returns a one-line summary of what it did ("" when
+// there was nothing to do).
+func (l *Loop) Sweep(ctx context.Context) (string, error) {
+	var did []string
+	if removed, err := l.State.RemoveStaleTemps(); err == nil && len(removed) > 0 {
+		did = append(did, fmt.Sprintf("removed %d half-written state file(s)", len(removed)))
+	}
+	if n := removeScratch(scratchPrefix(l.State.Identity().ID)); n > 0 {
+		did = append(did, fmt.Sprintf("removed %d stale scratch dir(s)", n))
+	}
+	r, err := l.State.ReadRunning()
+	if err != nil {
+		return "", fmt.Errorf("read the running-agent record: %w", err)
+	}
+	if r != nil {
+		left := agent.EndRecorded(agent.Started{PID: r.PID, PGID: r.PGID, StartTime: r.StartTicks, Marker: r.Marker}, l.Config.StopGrace)
+		what := fmt.Sprintf("previous ralphd died during %s iteration %d", r.Mode, r.Iteration)
+		if r.IssueID != "" {
+			what += fmt.Sprintf(" on %s (attempt %d)", r.IssueID, r.Attempt)
+		}
+		if left > 0 {
+			what += fmt.Sprintf(", %d of its processes could not be ended", left)
+		}
+		did = append(did, what)
+		st, err := l.State.SettleInterrupted(*r, l.now())
+		if err != nil {
+			return "", fmt.Errorf("settle the interrupted iteration: %w", err)
+		}
+		if st.Recorded {
+			did = append(did, "recorded it as interrupted")
+		}
+		if st.GaveBack {
+			did = append(did, "gave its attempt back")
+		}
+		if r.IssueID != "" {
+			if msg := l.unclaimAfterCrash(ctx, r.IssueID); msg != "" {
+				did = append(did, msg)
+			}
+		}
+	}
+	if len(did) == 0 {
+		return "", nil
+	}
+	msg := "sweep: " + strings.Join(did, "; ")
+	l.event(logjsonl.EventSweep, map[string]any{"summary": msg})
+	l.human().Info(msg)
+	return msg, nil
+}
+
+// unclaimAfterCrash sets the crashed iteration's issue back to open when it
+// is still in progress and claimed by ralphd's agent (or by nobody).
+func (l *Loop) unclaimAfterCrash(ctx context.Context, id string) string {
+	is, err := l.BD.Show(ctx, id)
+	if err != nil {
+		return fmt.Sprintf("could not read %s: %v", id, err)
+	}
+	switch {
+	case is.Status == beads.StatusClosed:
+		return fmt.Sprintf("%s is closed; it will not be started again", id)
+	case is.Status != beads.StatusInProgress:
+		return ""
+	case is.Assignee != "" && is.Assignee != l.agentActor(ctx):
+		return fmt.Sprintf("%s is claimed by %s; left as it is", id, is.Assignee)
+	}
+	if _, err := l.BD.UpdateStatus(ctx, id, beads.StatusOpen); err != nil {
+		return fmt.Sprintf("could not set %s back to open: %v", id, err)
+	}
+	l.snap.invalidate()
+	return fmt.Sprintf("set %s back to open", id)
+}
+
+// agentActor is the name bd records for the agent's own calls: bd takes
+// $BEADS_ACTOR, then git's user.name, then $USER.
+func (l *Loop) agentActor(ctx context.Context) string {
+	for _, kv := range l.environ() {
+		if v, ok := strings.CutPrefix(kv, "BEADS_ACTOR="); ok && v != "" {
+			return v
+		}
+	}
+	cmd := proc.Command(ctx, time.Second, "git", "config", "user.name")
+	cmd.Dir = l.Dir
+	if out, err := cmd.Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+		return strings.TrimSpace(string(out))
+	}
+	return os.Getenv("USER")
+}
+
+// removeScratch deletes the scratch dirs a killed ralphd left behind.
+func removeScratch(prefix string) int {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	n := 0
+	for _, d := range dirs {
+		if os.RemoveAll(d) == nil {
+			n++
+		}
+	}
+	return n
+}
