@@ -87,6 +87,9 @@ func loopExit(a *app, err error) int {
 		return exitAgent
 	case errors.Is(err, modes.ErrInterrupted):
 		return exitInterrupted
+	case errors.Is(err, modes.ErrDirtyTree):
+		errorf(a.stderr, "%v", err)
+		return exitUsage
 	default:
 		return reportErr(a, err)
 	}

@@ -39,6 +39,7 @@ func commands() []command {
 		{"reset", "clear attempt counters (ralphd reset ID... | --all)", cmdReset},
 		{"migrate", "import a legacy .ralph-attempts file into the state dir", cmdMigrate},
 		{"logs", "list runs, or render one (ralphd logs [RUN] [--follow|--raw])", cmdLogs},
+		{"report", "print a run's end-of-run report (ralphd report [RUN] [--json])", cmdReport},
 		{"policy", "print the bd policy, or check one call (policy check)", cmdPolicy},
 		{"config", "print the effective configuration and where each value came from", cmdConfig},
 		{"agents", "list agent backends and whether each is installed", cmdAgents},

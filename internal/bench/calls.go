@@ -21,11 +21,13 @@ type Call struct {
 	Issue string `json:"issue,omitempty"`
 }
 
-// Origin says who made a call: "agent" (through ralphd's guard), the
-// parent's command name otherwise ("ralphd", "bash", or "bd" for the git
-// calls bd makes itself).
+// Origin says who made a call: "agent" when it came through ralphd's
+// guard or from a process with RALPH_ISSUE_ID set (the agent's
+// environment, under ralphd or the bash loop); otherwise the parent's
+// command name ("ralphd", "bash", or "bd" for the git calls bd makes
+// itself).
 func (c Call) Origin() string {
-	if c.Guarded {
+	if c.Guarded || c.Issue != "" {
 		return "agent"
 	}
 	return c.Parent

@@ -31,7 +31,7 @@ ATTEMPT_FILE="${ATTEMPT_FILE:-$STATE_DIR/attempts.txt}"
 MAX_STUCK_ATTEMPTS=3
 RALPH_SCOPE="${RALPH_SCOPE:-}"
 LOOP_LEAN="${LOOP_LEAN:-0}"
-mkdir -p "$(dirname "$ATTEMPT_FILE")"
+mkdir -p "$STATE_DIR" "$(dirname "$ATTEMPT_FILE")"
 if [ -z "${PROMPT_FILE:-}" ]; then
 	PROMPT_FILE="$STATE_DIR/PROMPT_build.md"
 	echo 'Work on the first issue of bd ready${RALPH_SCOPE}.' >"$PROMPT_FILE"

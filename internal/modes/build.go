@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,17 +24,37 @@ import (
 // ErrInterrupted, or a runtime error).
 func (l *Loop) Build(ctx context.Context, maxIter int) (*Result, error) {
 	res := l.begin(ctx, ModeBuild, maxIter)
+	ctx, cancel := l.withRunTimeout(ctx, res)
+	defer cancel()
 	err := l.build(ctx, res, maxIter)
 	l.finish(res, err)
 	return res, err
 }
 
 func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
+	if err := l.checkClean(ctx); err != nil {
+		return res.stop(StopError, "the working tree is not clean", err)
+	}
+	err := l.buildLoop(ctx, res, maxIter)
+	// A cap that stops the run mid-issue keeps that issue's work on a
+	// failure branch, as a hard stop does.
+	switch res.Stop {
+	case StopMaxIterations, StopBudget, StopTimeout, StopInterrupted:
+		if id := l.lastWorked; id != "" && !slices.Contains(res.Closed, id) && res.Stop != StopInterrupted {
+			if b := l.keepFailedWork(ctx, id, string(res.Stop)); b != "" {
+				res.FailureBranches = append(res.FailureBranches, id+" "+b)
+			}
+		}
+	}
+	return err
+}
+
+func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 	skip := map[string]bool{} // issues this run has given up on
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for {
 		if ctx.Err() != nil {
-			return res.stop(StopInterrupted, "stopped by a signal before the next iteration", ErrInterrupted)
+			return stopped(ctx, res, "stopped by a signal before the next iteration")
 		}
 		if l.beforeIteration != nil {
 			l.beforeIteration()
@@ -44,6 +65,9 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 
 		ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: l.Config.Scope})
 		if err != nil {
+			if ctx.Err() != nil {
+				return stopped(ctx, res, "stopped by a signal before the next iteration")
+			}
 			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
 		}
 		if len(ready) == 0 {
@@ -64,14 +88,14 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 		switch {
 		case errors.Is(err, ErrAgentUnusable):
 			return res.stop(StopAgentUnusable, it.reason, err)
-		case errors.Is(err, ErrInterrupted):
-			return res.stop(StopInterrupted, "stopped by a signal during an iteration; its attempt was given back", err)
+		case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
+			return stopped(ctx, res, "stopped by a signal during an iteration; its attempt was given back")
 		case err != nil:
 			return res.stop(StopError, it.reason, err)
 		}
 		if it.rateLimited {
 			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
-				return res.stop(StopInterrupted, "stopped by a signal while waiting for the agent's quota", ErrInterrupted)
+				return stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
 			}
 			continue
 		}
@@ -128,11 +152,17 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, is beads.Issue, n int
 		return fmt.Errorf("label %s %s: %w", is.ID, StuckLabel, err)
 	}
 	res.Stuck = append(res.Stuck, is.ID)
-	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: is.ID, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: "noted and labelled " + StuckLabel})
+	action := "noted and labelled " + StuckLabel
+	branch := l.keepFailedWork(ctx, is.ID, "stuck")
+	if branch != "" {
+		action += "; work kept on " + branch
+		res.FailureBranches = append(res.FailureBranches, is.ID+" "+branch)
+	}
+	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: is.ID, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action})
 	l.human().Warn("issue is stuck; skipping it", "issue", is.ID, "attempts", n)
 	return l.State.AppendHistory(state.Record{
 		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: is.ID, Attempt: n,
-		StartedAt: l.now(), EndedAt: l.now(), Outcome: "stuck", Stuck: true,
+		StartedAt: l.now(), EndedAt: l.now(), Outcome: "stuck", Stuck: true, FailureBranch: branch,
 	})
 }
 
@@ -258,6 +288,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		res.Closed = append(res.Closed, is.ID)
 	}
 	rec.Stuck = v.hardStop
+	l.lastWorked = is.ID
 	l.endIteration(res, rec, out, v.closed)
 	if v.hardStop {
 		if err := l.markStuck(ctx, res, is, attempt); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/watch"
 )
 
@@ -58,11 +59,23 @@ type daemon struct {
 	buildsSincePlan int
 	unusable        backoff
 	reloadRequested bool
+	spent           float64 // agent cost since the daemon started (or since a reload)
 }
 
 func (d *daemon) run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		d.applyReload()
+		if d.Config.MaxCostUSD > 0 && d.spent >= d.Config.MaxCostUSD {
+			// The cost cap pauses the daemon until a reload (SIGHUP) or a
+			// restart; it never spends past it.
+			msg := fmt.Sprintf("paused: the agent cost reached the cap of $%.2f ($%.4f spent); raise max_cost_usd and send SIGHUP, or restart", d.Config.MaxCostUSD, d.spent)
+			d.human().Warn(msg)
+			d.status("%s", msg)
+			if err := d.waitReload(ctx); err != nil {
+				break
+			}
+			continue
+		}
 		act, why, err := d.decide(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -138,8 +151,10 @@ func (d *daemon) decide(ctx context.Context) (act, why string, err error) {
 	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), nil
 }
 
-// batch runs one BUILD batch or PLANNING iteration with its own log.
+// batch runs one BUILD batch or PLANNING iteration with its own log and
+// run id (so each batch has its own report).
 func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, error)) error {
+	d.RunID = state.NewRunID(d.now())
 	if d.opts.NewLog != nil {
 		w, err := d.opts.NewLog()
 		if err != nil {
@@ -151,6 +166,9 @@ func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, 
 	}
 	res, err := run(ctx)
 	if res != nil {
+		if res.CostUSD != nil {
+			d.spent += *res.CostUSD
+		}
 		d.stuckSincePlan += len(res.Stuck)
 		if res.Mode == ModeBuild {
 			d.buildsSincePlan += res.Iterations
@@ -219,6 +237,7 @@ func (d *daemon) applyReload() {
 		}
 	}
 	d.reloadRequested = false
+	d.spent = 0 // a reload is how a person raises the cap
 	if d.opts.ReloadFunc == nil {
 		return
 	}
@@ -227,4 +246,15 @@ func (d *daemon) applyReload() {
 		return
 	}
 	d.human().Info("reloaded configuration and prompts")
+}
+
+// waitReload blocks until a reload is requested or ctx ends.
+func (d *daemon) waitReload(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.opts.Reload:
+		d.reloadRequested = true
+		return nil
+	}
 }

@@ -29,6 +29,7 @@ type judgement struct {
 	// Base is HEAD when the issue's first failed attempt began: where a
 	// failure branch restores the working branch to.
 	Base       string         `json:"base,omitempty"`
+	LastGate   string         `json:"last_gate,omitempty"`
 	Escalation judge.State    `json:"escalation"`
 	Signals    judge.Signals  `json:"signals"` // after the last attempt
 	Next       judge.Decision `json:"next"`    // how to run the next attempt
@@ -141,9 +142,12 @@ func idPrefix(id string) string {
 // its hard stop.
 func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Issue, after tamper.Snapshot, pre preSignals, out agent.Outcome, calls []state.BDCall, checks []check, fixed []string) (bool, error) {
 	j := l.loadJudgement(is.ID)
-	if j.Base == "" {
+	// The base is where this streak of attempts began: if another issue was
+	// worked in between (its commits must stay), the streak starts over.
+	if j.Base == "" || l.lastWorked != is.ID {
 		j.Base = pre.head
 	}
+	j.LastGate = rec.Gate
 	var failing []string
 	var first *check
 	for i := range checks {

@@ -71,11 +71,14 @@ type Result struct {
 	Tried      []string // issues worked on in this run, in first-tried order
 	Stuck      []string // issues marked stuck in this run
 	Skipped    []string // stuck issues skipped in this run
-	Violations int
-	CostUSD    *float64
-	Usage      agent.Usage
-	Started    time.Time
-	Ended      time.Time
+	// FailureBranches are "<issue> <branch>" pairs: work kept on a
+	// wip/ralph-fail-* branch when an issue was given up on.
+	FailureBranches []string
+	Violations      int
+	CostUSD         *float64
+	Usage           agent.Usage
+	Started         time.Time
+	Ended           time.Time
 }
 
 func (r *Result) tried(id string) {
@@ -133,6 +136,11 @@ type Loop struct {
 	// beforeIteration, when set, runs before each iteration starts (the
 	// daemon applies a requested reload there).
 	beforeIteration func()
+	// dirtyAtStart: the tree had changes ralphd did not make when the run
+	// started (allow_dirty), so it must not make failure branches.
+	dirtyAtStart bool
+	// lastWorked is the issue the previous BUILD iteration worked on.
+	lastWorked string
 }
 
 // repo is the project's git working tree.

@@ -19,6 +19,8 @@ import (
 // ends early when the agent's final result ends with PlanPromise.
 func (l *Loop) Plan(ctx context.Context, maxIter int) (*Result, error) {
 	res := l.begin(ctx, ModePlan, maxIter)
+	ctx, cancel := l.withRunTimeout(ctx, res)
+	defer cancel()
 	err := l.plan(ctx, res, maxIter)
 	l.finish(res, err)
 	return res, err
@@ -28,7 +30,7 @@ func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for maxIter <= 0 || res.Iterations < maxIter {
 		if ctx.Err() != nil {
-			return res.stop(StopInterrupted, "stopped by a signal before the next iteration", ErrInterrupted)
+			return stopped(ctx, res, "stopped by a signal before the next iteration")
 		}
 		if l.beforeIteration != nil {
 			l.beforeIteration()
@@ -40,14 +42,14 @@ func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
 		switch {
 		case errors.Is(err, ErrAgentUnusable):
 			return res.stop(StopAgentUnusable, it.reason, err)
-		case errors.Is(err, ErrInterrupted):
-			return res.stop(StopInterrupted, "stopped by a signal during an iteration", err)
+		case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
+			return stopped(ctx, res, "stopped by a signal during an iteration")
 		case err != nil:
 			return res.stop(StopError, it.reason, err)
 		}
 		if it.rateLimited {
 			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
-				return res.stop(StopInterrupted, "stopped by a signal while waiting for the agent's quota", ErrInterrupted)
+				return stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
 			}
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -70,6 +71,15 @@ func (l *Loop) finish(res *Result, err error) {
 		fmt.Fprintf(w, ", cost: $%.4f", *res.CostUSD)
 	}
 	fmt.Fprintln(w)
+	for _, fb := range res.FailureBranches {
+		id, b, _ := strings.Cut(fb, " ")
+		fmt.Fprintf(w, "  work on %s kept on branch %s\n", id, b)
+	}
+	if path, _, err := l.writeReport(res); err != nil {
+		l.human().Warn("could not write the end-of-run report", "err", err)
+	} else {
+		fmt.Fprintf(w, "  report: %s\n", path)
+	}
 	if l.Log != nil {
 		fmt.Fprintf(w, "  log: %s\n", l.Log.Path())
 	}

@@ -1,0 +1,211 @@
+package modes
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+// Report is the end-of-run report: what a run completed and what it gave
+// up on, and why it stopped. It is built from the run's history records,
+// so its figures are history's.
+type Report struct {
+	RunID      string         `json:"run_id"`
+	Mode       string         `json:"mode"`
+	Started    time.Time      `json:"started_at"`
+	Ended      time.Time      `json:"ended_at"`
+	StopReason StopReason     `json:"stop_reason"`
+	Reason     string         `json:"reason"`
+	Iterations int            `json:"iterations"`
+	Completed  int            `json:"completed"`
+	Tried      int            `json:"tried"`
+	CostUSD    *float64       `json:"cost_usd,omitempty"` // nil when the agent reports no cost
+	Tokens     state.Tokens   `json:"tokens"`
+	Issues     []ReportIssue  `json:"issues"`
+	Config     []config.Entry `json:"config"`
+}
+
+// ReportIssue is one issue worked in the run.
+type ReportIssue struct {
+	ID            string   `json:"id"`
+	Closed        bool     `json:"closed"`
+	Iterations    int      `json:"iterations"`
+	Attempts      int      `json:"attempts"` // the last attempt number
+	MaxAttempts   int      `json:"max_attempts"`
+	LastOutcome   string   `json:"last_outcome"`
+	LastGate      string   `json:"last_gate,omitempty"`
+	Fingerprint   string   `json:"fingerprint,omitempty"`
+	Stuck         bool     `json:"stuck"`
+	FailureBranch string   `json:"failure_branch,omitempty"`
+	CostUSD       *float64 `json:"cost_usd,omitempty"`
+	Warnings      []string `json:"warnings,omitempty"`
+}
+
+// buildReport assembles the report of res from history.
+func (l *Loop) buildReport(res *Result) (*Report, error) {
+	all, err := l.State.History()
+	if err != nil {
+		return nil, err
+	}
+	var recs []state.Record
+	for _, r := range all {
+		if r.RunID == res.RunID {
+			recs = append(recs, r)
+		}
+	}
+	rep := &Report{
+		RunID: res.RunID, Mode: res.Mode, Started: res.Started, Ended: res.Ended, StopReason: res.Stop,
+		Reason: res.Reason, Config: l.Config.Entries(), Issues: []ReportIssue{},
+	}
+	stuck, branches := map[string]bool{}, map[string]string{}
+	violations, noProgress := map[string]int{}, map[string]int{}
+	for _, r := range recs {
+		switch {
+		case r.Kind == "stuck":
+			stuck[r.IssueID] = true
+			if r.FailureBranch != "" {
+				branches[r.IssueID] = r.FailureBranch
+			}
+		case r.IsIteration():
+			rep.Iterations++
+			rep.Tokens = rep.Tokens.Add(r.Tokens)
+			if r.CostUSD != nil {
+				c := *r.CostUSD
+				if rep.CostUSD != nil {
+					c += *rep.CostUSD
+				}
+				rep.CostUSD = &c
+			}
+			violations[r.IssueID] += len(r.Violations)
+			if r.Outcome == "no_progress" {
+				noProgress[r.IssueID]++
+			}
+		}
+	}
+	for _, fb := range res.FailureBranches {
+		if id, b, ok := strings.Cut(fb, " "); ok {
+			branches[id] = b
+		}
+	}
+	for _, t := range state.SummarizeIssues(recs) {
+		ri := ReportIssue{
+			ID: t.IssueID, Closed: t.LastOutcome == "closed", Iterations: t.Iterations, Attempts: t.LastAttempt,
+			MaxAttempts: l.Config.MaxStuck, LastOutcome: t.LastOutcome, LastGate: t.LastGate,
+			Fingerprint: t.LastFingerprint, Stuck: stuck[t.IssueID], FailureBranch: branches[t.IssueID], CostUSD: t.CostUSD,
+		}
+		if n := violations[t.IssueID]; n > 0 {
+			ri.Warnings = append(ri.Warnings, fmt.Sprintf("%d forbidden tracker change(s) reverted", n))
+		}
+		if n := noProgress[t.IssueID]; n > 0 {
+			ri.Warnings = append(ri.Warnings, fmt.Sprintf("%d iteration(s) with no progress", n))
+		}
+		if ri.Closed && t.LastGate == GateAgent {
+			ri.Warnings = append(ri.Warnings, "closed without a verification gate (no verify command, no acceptance commands)")
+		}
+		rep.Tried++
+		if ri.Closed {
+			rep.Completed++
+		}
+		rep.Issues = append(rep.Issues, ri)
+	}
+	return rep, nil
+}
+
+// writeReport builds the report and writes it as <reports>/<run id>.md and
+// .json. It returns the markdown file's path.
+func (l *Loop) writeReport(res *Result) (string, *Report, error) {
+	rep, err := l.buildReport(res)
+	if err != nil {
+		return "", nil, err
+	}
+	dir := l.State.ReportsDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return "", nil, err
+	}
+	base := filepath.Join(dir, res.RunID)
+	if err := state.WriteFileAtomic(base+".json", append(data, '\n'), 0o600); err != nil {
+		return "", nil, err
+	}
+	var md strings.Builder
+	rep.WriteMarkdown(&md)
+	if err := state.WriteFileAtomic(base+".md", []byte(md.String()), 0o600); err != nil {
+		return "", nil, err
+	}
+	return base + ".md", rep, nil
+}
+
+// WriteMarkdown renders the report for a person.
+func (r *Report) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "# ralphd %s run %s\n\n", r.Mode, r.RunID)
+	fmt.Fprintf(w, "%s to %s (%s)\n\n", r.Started.Local().Format(time.DateTime), r.Ended.Local().Format(time.DateTime), r.Ended.Sub(r.Started).Round(time.Second))
+	if r.Mode == ModeBuild {
+		fmt.Fprintf(w, "**Completed %d of %d tried.**\n\n", r.Completed, r.Tried)
+	}
+	var failed []ReportIssue
+	for _, is := range r.Issues {
+		if !is.Closed {
+			failed = append(failed, is)
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprint(w, "## Not completed\n\n| issue | attempts | last gate | fingerprint | stuck | failure branch | warnings |\n|---|---|---|---|---|---|---|\n")
+		for _, is := range failed {
+			fmt.Fprintf(w, "| %s | %d/%d | %s | %s | %s | %s | %s |\n", is.ID, is.Attempts, is.MaxAttempts, dash(is.LastGate),
+				dash(is.Fingerprint), yesNo(is.Stuck), dash(is.FailureBranch), dash(strings.Join(is.Warnings, "; ")))
+		}
+		fmt.Fprintln(w)
+	}
+	var warned []ReportIssue
+	for _, is := range r.Issues {
+		if is.Closed && len(is.Warnings) > 0 {
+			warned = append(warned, is)
+		}
+	}
+	if len(warned) > 0 {
+		fmt.Fprint(w, "## Completed, with quality warnings\n\n")
+		for _, is := range warned {
+			fmt.Fprintf(w, "- %s: %s\n", is.ID, strings.Join(is.Warnings, "; "))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, "## Loop\n\n")
+	fmt.Fprintf(w, "- stop reason: %s (%s)\n", r.StopReason, r.Reason)
+	fmt.Fprintf(w, "- iterations: %d\n", r.Iterations)
+	if r.CostUSD != nil {
+		fmt.Fprintf(w, "- cost: $%.4f\n", *r.CostUSD)
+	} else {
+		fmt.Fprint(w, "- cost: not reported by the agent\n")
+	}
+	fmt.Fprintf(w, "- tokens: %d in, %d out, %d cache read, %d cache write\n", r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheWrite)
+	fmt.Fprint(w, "\n<details><summary>Effective configuration</summary>\n\n| key | value | source |\n|---|---|---|\n")
+	for _, e := range slices.Clone(r.Config) {
+		fmt.Fprintf(w, "| %s | `%s` | %s |\n", e.Key, e.Value, e.Source)
+	}
+	fmt.Fprint(w, "\n</details>\n")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
