@@ -28,7 +28,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop takes a while")
 	}
-	bdDir := standin(t)
+	bdDir := standinBin(t)
 	work := t.TempDir()
 	repo := filepath.Join(work, "repo")
 	if err := os.Mkdir(repo, 0o755); err != nil {

@@ -19,7 +19,7 @@ import (
 // checks the daemon exits 0 on SIGTERM.
 func TestDaemonNotify(t *testing.T) {
 	is := is.New(t)
-	bdDir := standin(t)
+	bdDir := standinBin(t)
 	work := t.TempDir()
 	repo := filepath.Join(work, "repo")
 	is.NoErr(os.Mkdir(repo, 0o755))

@@ -21,7 +21,7 @@ import (
 // a "real bd" that is ralphd itself.
 var standinOnce = sync.OnceValues(buildStandin)
 
-func standin(t *testing.T) string {
+func standinBin(t *testing.T) string {
 	t.Helper()
 	dir, err := standinOnce()
 	if err != nil {
@@ -51,7 +51,7 @@ func buildStandin() (string, error) {
 }
 
 func TestScripts(t *testing.T) {
-	dir := standin(t)
+	dir := standinBin(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,

@@ -35,6 +35,7 @@ func commands() []command {
 		{"build", "run BUILD iterations over `bd ready` (ralphd build [N])", cmdBuild},
 		{"plan", "run PLANNING iterations (ralphd plan [N])", cmdPlan},
 		{"daemon", "alternate PLANNING and BUILD, idle on .beads/ changes", cmdDaemon},
+		{"demo", "run a whole loop on a scratch project, no account needed", cmdDemo},
 		{"status", "show this project's state: lock, attempts, last run", cmdStatus},
 		{"reset", "clear attempt counters (ralphd reset ID... | --all)", cmdReset},
 		{"migrate", "import a legacy .ralph-attempts file into the state dir", cmdMigrate},
@@ -70,6 +71,10 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	case modes.GuardCommand:
 		// The bd wrapper on an agent's PATH: this process is the guard.
 		return runGuard(ctx, a, argv[1:])
+	case demoAgentCommand:
+		return runDemoAgent(ctx, a)
+	case demoBDCommand:
+		return runDemoBD(ctx, a, argv[1:])
 	case "-h", "--help", "-help":
 		usage(a.stdout)
 		return exitOK

@@ -166,6 +166,17 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 		agentErr = strings.TrimSpace(out.Reason + "\n" + out.ResultText)
 	}
 	errLine := judge.ErrorLine(verifyOut, agentErr)
+	if errLine == "" && first != nil {
+		// A failing check always has a failure line: its first non-blank
+		// output line, else its command and exit code.
+		errLine = fmt.Sprintf("`%s` exited %d", first.Command, first.ExitCode)
+		for _, ln := range strings.Split(first.Output, "\n") {
+			if ln = strings.TrimSpace(ln); ln != "" {
+				errLine = ln
+				break
+			}
+		}
+	}
 	fp := judge.NewNormalizer(idPrefix(is.ID)).Fingerprint(errLine)
 
 	head, _ := l.repo().Head(ctx)
