@@ -57,7 +57,7 @@ func (r Report) Table() string {
 	fmt.Fprintln(tw, "#\tfigure\tvalue\tgoal\tresult")
 	for _, s := range r.Sections {
 		for _, f := range s.Figures {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.ID, f.Name, f.Value, dash(f.Goal), verdictOf(f))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.ID, clip(f.Name, tableName), f.Value, dash(f.Goal), verdictOf(f))
 		}
 	}
 	_ = tw.Flush()
@@ -88,11 +88,8 @@ func (r Report) Markdown() string {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.ID, cell(f.Name), cell(f.Value), cell(dash(f.Goal)), verdictOf(f))
 			}
 			b.WriteString("\nCommands:\n\n")
-			for _, f := range s.Figures {
-				if f.Command == "" {
-					continue
-				}
-				fmt.Fprintf(&b, "- %s:\n\n  ```sh\n%s\n  ```\n", f.ID, indent(strings.TrimSpace(f.Command), "  "))
+			for _, g := range groupCommands(s.Figures) {
+				fmt.Fprintf(&b, "- %s:\n\n  ```sh\n%s\n  ```\n", strings.Join(g.ids, ", "), indent(g.command, "  "))
 			}
 		}
 		if body := strings.TrimSpace(s.Body); body != "" {
@@ -100,6 +97,45 @@ func (r Report) Markdown() string {
 		}
 	}
 	return b.String()
+}
+
+// tableName is how many characters of a figure's name the terminal table
+// shows.
+const tableName = 64
+
+// clip shortens s to at most n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// commandGroup is one command and the figures it produced.
+type commandGroup struct {
+	ids     []string
+	command string
+}
+
+// groupCommands lists each distinct command once, in the order of the
+// first figure it produced, with every figure it produced.
+func groupCommands(fs []Figure) []commandGroup {
+	var gs []commandGroup
+	idx := map[string]int{}
+	for _, f := range fs {
+		c := strings.TrimSpace(f.Command)
+		if c == "" {
+			continue
+		}
+		if i, ok := idx[c]; ok {
+			gs[i].ids = append(gs[i].ids, f.ID)
+			continue
+		}
+		idx[c] = len(gs)
+		gs = append(gs, commandGroup{ids: []string{f.ID}, command: c})
+	}
+	return gs
 }
 
 func verdictOf(f Figure) Verdict {

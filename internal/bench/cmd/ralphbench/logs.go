@@ -41,6 +41,9 @@ type logPass struct {
 	// Writer holds logjsonltest.Measure results of the log writer alone,
 	// in a fresh process per size.
 	Writer []logjsonltest.Result
+	// Profile is a CPU profile of one pass-through run of ProfileSize.
+	Profile     profile
+	ProfileSize int64
 }
 
 func (l *logPass) run(size int64) (logRun, bool) {
@@ -59,7 +62,7 @@ func logAgent(size int64) string {
 }
 
 // measureLogs runs section 3.
-func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64, writerSizes []int64, say func(string, ...any)) (*logPass, error) {
+func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64, writerSizes []int64, doProfile bool, say func(string, ...any)) (*logPass, error) {
 	lp := &logPass{CPUSize: cpuSize}
 	tpl := filepath.Join(e.work, "tpl-logs")
 	if err := e.makeProject(ctx, tpl, 1); err != nil {
@@ -107,6 +110,24 @@ func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64,
 		}
 		lp.Writer = append(lp.Writer, res)
 	}
+
+	lp.ProfileSize = min(cpuSize, 256<<20)
+	if !doProfile {
+		lp.Profile = profile{Skipped: "profiling was turned off (-profile=false)"}
+		return lp, nil
+	}
+	say("profiling one pass-through of %s with perf", bench.FormatSize(lp.ProfileSize))
+	dir := filepath.Join(e.work, "logs-profile")
+	if err := copyTree(ctx, tpl, dir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	stateDir := filepath.Join(e.work, "logs-profile-state")
+	defer os.RemoveAll(stateDir)
+	args := []string{"build", "1", "--log", "--bd", e.bd(), "--agent-cmd", logAgent(lp.ProfileSize)}
+	display := "ralphd build 1 --log --bd bd --agent-cmd " + shellQuote(logAgent(lp.ProfileSize))
+	lp.Profile = e.perfProfile(ctx, dir, e.env("XDG_STATE_HOME="+stateDir), 1, args, display)
+	lp.Profile.Per = "run"
 	return lp, nil
 }
 

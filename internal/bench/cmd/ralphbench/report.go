@@ -214,18 +214,56 @@ ralphd's git calls: %s.
 ralphd adds %s per iteration to the %s its bd calls and agent take: the guard %s (one more `+"`sh`"+`
 and one more ralphd process for each bd call the agent makes), %s of git calls (%.0f per iteration),
 and %s of ralphd's own work. The stand-in bd answers a call in %s (median replayed `+"`bd ready`"+`), so
-this fixed cost weighs %.0f%% of the iteration's bd time here. The profile below shows where the
-CPU goes; most of ralphd's own time is starting processes and Go start-up, not its logic.
+this fixed cost weighs %.0f%% of the iteration's bd time here.%s
 
 Projection, not a measurement: real bd 1.0.5 takes %s for `+"`ready`"+`, %s for `+"`list`"+` and %s for `+"`close`"+` with 10
 issues (the timing table of ../shared/beads-contract/README.md). With the same %s of overhead, ralphd's
 %.2f calls per iteration and the agent's close, 1a would be about %.2f×.
 `, fmtDur(extra), fmtDur(p.denom), fmtDur(p.guard), fmtDur(p.git), float64(len(o.RalphdGit))/it, fmtDur(p.rest),
-			fmtDur(bench.MedianDuration(o.ReadyCalls)), 100*extra.Seconds()/p.denom.Seconds(),
+			fmtDur(bench.MedianDuration(o.ReadyCalls)), 100*extra.Seconds()/p.denom.Seconds(), profileSentence(o.Profile, p.rest),
 			fmtSec(realBD["ready"]), fmtSec(realBD["list"]), fmtSec(realBD["close"]), fmtDur(extra), bdPer, proj)
 	}
-	b.WriteString(profileMarkdown(o.Profile))
+	b.WriteString(profileMarkdown("Profile", o.Profile))
 	s.Body = b.String()
+	return s
+}
+
+// profileSentence says, from the profile, what the loop's and the guard's
+// CPU went to.
+func profileSentence(pr profile, rest time.Duration) string {
+	if pr.Skipped != "" || len(pr.ByProgram) == 0 {
+		return ""
+	}
+	var loop, guardMS float64
+	for _, s := range pr.ByProgram {
+		switch s.Name {
+		case "ralphd (the loop)":
+			loop = pr.msPerIter(s.Samples)
+		case "ralphd bd-guard":
+			guardMS = pr.msPerIter(s.Samples)
+		}
+	}
+	parts := []struct{ key, what string }{
+		{"runtime.doInit1", "package initialisation at start-up (once per run; mostly compiling regular expressions)"},
+		{"modes.(*Loop).runAgent", "running the agent (scratch dir, guard wrapper, process start and stop)"},
+		{"state.atomicWriter.write", "atomic state writes (write, fsync, rename, fsync the directory)"},
+		{"agent.findTree", "looking for the agent's leftover processes (it reads /proc/*/stat of every process on the machine)"},
+		{"watch.Fingerprint", "fingerprinting .beads/ for the snapshot cache"},
+		{"modes.(*Loop).snapshotFresh", "the tracker snapshot (bd list, parse, index)"},
+	}
+	var got []string
+	for _, x := range parts {
+		if v := pr.MainPct[x.key]; v > 0 {
+			got = append(got, fmt.Sprintf("%.0f%% %s (`%s`)", v, x.what, x.key))
+		}
+	}
+	s := fmt.Sprintf("\n\nBy the profile below, the loop process used %.1f ms of CPU per iteration and the guard processes %.1f ms (one Go process start per call).", loop, guardMS)
+	if len(got) > 0 {
+		s += " Of the loop's CPU: " + strings.Join(got, "; ") + "."
+	}
+	if r := rest.Seconds()*1000 - loop; r > 0 {
+		s += fmt.Sprintf(" The rest of the loop's %s beyond its CPU (about %.0f ms) is waiting: for the processes it starts and for the disk.", fmtDur(rest), r)
+	}
 	return s
 }
 
@@ -238,15 +276,15 @@ func argvCountsOrNone(calls []bench.Call) []string {
 	return argvCounts(calls)
 }
 
-func profileMarkdown(p profile) string {
+func profileMarkdown(title string, p profile) string {
 	var b strings.Builder
-	b.WriteString("\n### Profile\n\n")
+	fmt.Fprintf(&b, "\n### %s\n\n", title)
 	if p.Skipped != "" {
 		fmt.Fprintf(&b, "No profile: %s.\n", p.Skipped)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "`%s` (one more run; perf samples every process it starts at %d Hz, so a sample is about a millisecond of CPU).\n\n", p.Command, perfFreq)
-	b.WriteString("| process | CPU per iteration | share of all CPU |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| process | CPU per %s | share of all CPU |\n|---|---|---|\n", p.Per)
 	for _, s := range p.ByProgram {
 		fmt.Fprintf(&b, "| %s | %.1f ms | %.0f%% |\n", s.Name, p.msPerIter(s.Samples), 100*float64(s.Samples)/float64(max(p.Samples, 1)))
 	}
@@ -454,12 +492,17 @@ O_APPEND, so ralphd's writes carry on at the new end) to keep disk use small.
 	if flat > 1.10 {
 		b.WriteString("\n### Why 3b misses its goal\n\nralphd's peak RSS grew with the input. This is a leak or an unbounded buffer in the agent runner or the log writer; profile `ralphd build 1 --log` with a heap profile to find it.\n")
 	}
+	if pc := lp.Profile.MainPct; len(pc) > 0 {
+		fmt.Fprintf(&b, "\nWhere ralphd's CPU goes while it passes the stream through (the profile below, %s of input): reading the agent's lines %.0f%% (`agent.readLines`, which feeds both of the next two), parsing them as Claude stream-json for the outcome %.0f%% (`agent.(*commandParser).Line`), writing them to the run log %.0f%% (`logjsonl.(*streamWriter).Write`, which validates each line as JSON again), the garbage collector %.0f%% (`runtime.gcBgMarkWorker`).\n",
+			bench.FormatSize(lp.ProfileSize), pc["agent.readLines"], pc["agent.(*commandParser).Line"], pc["logjsonl.(*streamWriter).Write"], pc["runtime.gcBgMarkWorker"])
+	}
 	if len(lp.Writer) > 0 {
 		b.WriteString("\nThe log writer alone (`logjsonltest.Measure`: `Writer.CopyLines` from a pipe into a file, against `io.Copy` from a pipe into a file, alternately, best of 2; its process's peak RSS by getrusage):\n\n| input | CopyLines | io.Copy | ratio | peak RSS |\n|---|---|---|---|---|\n")
 		for _, w := range lp.Writer {
 			fmt.Fprintf(&b, "| %s | %.0f MB/s | %.0f MB/s | %.2f | %s |\n", bench.FormatSize(w.Bytes), w.LogMBps, w.CopyMBps, w.Ratio, mib(w.MaxRSS))
 		}
 	}
+	b.WriteString(profileMarkdown("Profile of the pass-through", lp.Profile))
 	s.Body = b.String()
 	return s
 }
@@ -553,7 +596,8 @@ func scaleSection(sc *scaleResult) bench.Section {
 list fixtures, labels on every third issue, a parent on every fifth, a related edge on every seventh; a quarter
 closed for list). Each line is one operation at 10, 1,000 and 10,000 issues; "per issue" divides by the size,
 and "÷ at 10" compares that with the 10-issue run of the same benchmark. Linear scaling keeps the per-issue cost
-flat; the goal used here is that the per-issue cost at 10,000 is at most 1.5× the per-issue cost at 1,000.
+flat. The issue sets no number; the goal used here is that the per-issue cost at 10,000 is at most 2× the one at
+1,000, which a quadratic step (10×) would fail and caches, the garbage collector and a sort (n log n: 1.33×) pass.
 
 | # | benchmark | issues | time per op | per issue | per issue ÷ at 10 | allocated | allocs |
 |---|---|---|---|---|---|---|---|
@@ -576,8 +620,8 @@ flat; the goal used here is that the per-issue cost at 10,000 is at most 1.5× t
 			ID:      sb.ID,
 			Name:    sb.What,
 			Value:   fmt.Sprintf("%s (per issue, 10,000 ÷ 1,000: %.2f×)", strings.Join(vals, " · "), lin),
-			Goal:    "linear (≤ 1.5×)",
-			Verdict: bench.Judge(lin <= 1.5),
+			Goal:    "near-linear (≤ 2×)",
+			Verdict: bench.Judge(lin <= 2),
 			Command: sc.Command,
 		})
 	}

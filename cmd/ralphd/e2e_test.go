@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
+)
+
+// The end-to-end suite runs ralphd with the real Claude Code CLI, the
+// stand-in bd, and a scripted Messages API: the model is the only fake.
+// It needs claude (scripts/install-claude puts the pinned version in
+// .tools/, and scripts/test runs that): without it the suite skips, unless
+// CI is set, where it must run.
+
+func claudeOrSkip(t *testing.T) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	p, err := scriptedapi.FindClaude(wd)
+	if err != nil || p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but claude is not installed (%v): scripts/test installs it with scripts/install-claude", err)
+		}
+		t.Skip("claude is not installed; run scripts/install-claude to run the end-to-end suite")
+	}
+	return p
+}
+
+// e2e is one end-to-end scenario: a scratch project with the stand-in bd,
+// a scripted model, and the real claude.
+type e2e struct {
+	t     *testing.T
+	repo  string
+	state string
+	env   []string
+	srv   *scriptedapi.Server
+}
+
+func newE2E(t *testing.T, subscription bool, scripts ...scriptedapi.Script) *e2e {
+	t.Helper()
+	claude := claudeOrSkip(t)
+	bdDir := standinBin(t)
+	work := t.TempDir()
+	e := &e2e{t: t, repo: filepath.Join(work, "repo"), state: filepath.Join(work, "state")}
+	e.srv = scriptedapi.New(scripts...)
+	if err := e.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.srv.Close)
+	auth := e.srv.Env()
+	if subscription {
+		auth = e.srv.SubscriptionEnv()
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ANTHROPIC_") && !strings.HasPrefix(kv, "CLAUDE_CODE_OAUTH") {
+			env = append(env, kv)
+		}
+	}
+	e.env = append(env, auth...)
+	e.env = append(e.env,
+		"PATH="+bdDir+string(os.PathListSeparator)+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"HOME="+work, "XDG_CONFIG_HOME="+filepath.Join(work, "config"), "RALPH_STATE_DIR="+e.state,
+		"GIT_AUTHOR_NAME=Test User", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test User", "GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_NOSYSTEM=1",
+		"BEADS_ACTOR=Test User", "NO_COLOR=1",
+		"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+	if err := os.Mkdir(e.repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.run("git", "init", "-q")
+	e.bd("init", "--prefix", "e2e", "--quiet", "--non-interactive")
+	return e
+}
+
+func (e *e2e) run(name string, args ...string) string {
+	e.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = e.repo, e.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+func (e *e2e) bd(args ...string) string {
+	e.t.Helper()
+	return e.run(filepath.Join(standinBin(e.t), "bd"), args...)
+}
+
+// ralphd runs ralphd and returns its stdout, stderr and exit code.
+func (e *e2e) ralphd(args ...string) (string, string, int) {
+	e.t.Helper()
+	cmd := exec.Command("ralphd", args...)
+	cmd.Dir, cmd.Env = e.repo, e.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (e *e2e) agentRequests() int {
+	n := 0
+	for _, r := range e.srv.Requests() {
+		if r.Kind == scriptedapi.KindAgent {
+			n++
+		}
+	}
+	return n
+}
+
+func forIssue(id string, turns ...scriptedapi.Turn) scriptedapi.Script {
+	return scriptedapi.Script{Name: id, Match: scriptedapi.PromptContains("**ID:** " + id), Turns: turns}
+}
+
+// The agent reads its issue, runs a check, and closes it citing the check:
+// the issue is closed, attempts are reset, and the log holds both ralphd's
+// events and Claude's own stream-json lines, and renders.
+func TestE2ECloseWithEvidence(t *testing.T) {
+	is := is.New(t)
+	e := newE2E(t, false, forIssue("e2e-a",
+		// A turn's checks look at the tool results of the turn before it.
+		scriptedapi.Bash("bd show e2e-a --json"),
+		scriptedapi.Bash("echo hi > hello.txt && test -s hello.txt && echo check passed").Expect(scriptedapi.Contains(`"id": "e2e-a"`)),
+		scriptedapi.Bash(`bd close e2e-a --reason "test -s hello.txt passes (exit 0)"`).Expect(scriptedapi.Contains("check passed")),
+		scriptedapi.Say("Closed e2e-a. <promise>COMPLETE</promise>").Expect(scriptedapi.Succeeded()),
+	))
+	e.bd("create", "Say hello", "--id", "e2e-a", "-p", "1", "--quiet")
+
+	out, stderr, code := e.ralphd("build", "5", "--agent", "claude", "--log")
+	is.Equal(code, 0) // all work done
+	is.True(strings.Contains(out, "closed: 1 of 1 tried"))
+	is.NoErr(e.srv.Verify()) // the model's script ran to its end, every check held
+	is.True(strings.Contains(e.bd("show", "e2e-a", "--json"), `"status": "closed"`))
+	status, _, _ := e.ralphd("status", "--json")
+	is.True(strings.Contains(status, `"attempts": []`)) // reset on close
+
+	raw, _, _ := e.ralphd("logs", "last", "--raw")
+	var meta, claudeInit, claudeResult int
+	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
+		is.True(json.Valid([]byte(line))) // every line is JSON
+		switch {
+		case strings.HasPrefix(line, `{"type":"loop_meta"`):
+			meta++
+		case strings.HasPrefix(line, `{"type":"system","subtype":"init"`) && strings.Contains(line, `"claude_code_version":"2.1.197"`):
+			claudeInit++ // Claude's own line, not re-encoded
+		case strings.HasPrefix(line, `{"type":"result"`):
+			claudeResult++
+		}
+	}
+	is.True(meta >= 4) // run_start, iteration_start, bd_calls, iteration_end, run_end
+	is.Equal(claudeInit, 1)
+	is.Equal(claudeResult, 1)
+	rendered, _, _ := e.ralphd("logs", "last")
+	is.True(strings.Contains(rendered, `$ bd close e2e-a --reason "test -s hello.txt passes (exit 0)"`))
+	is.True(strings.Contains(rendered, "iteration 1: closed"))
+	_ = stderr
+}
+
+// The agent fails twice, then succeeds on its third attempt.
+func TestE2EFailTwiceThenSucceed(t *testing.T) {
+	is := is.New(t)
+	fail := func() scriptedapi.Script {
+		return forIssue("e2e-a", scriptedapi.Bash("sh -c 'echo tests fail; exit 1'"), scriptedapi.Say("Tests fail; leaving it open.").Expect(scriptedapi.Failed()))
+	}
+	e := newE2E(t, false, fail(), fail(), forIssue("e2e-a",
+		scriptedapi.Bash(`bd close e2e-a --reason "go test ./... passes (exit 0)"`),
+		scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
+	))
+	e.bd("create", "Flaky", "--id", "e2e-a", "-p", "1", "--quiet")
+	out, stderr, code := e.ralphd("build", "5", "--agent", "claude")
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "iterations: 3, closed: 1 of 1 tried"))
+	is.True(strings.Contains(stderr, "iteration 3: e2e-a \"Flaky\" (attempt 3/3)"))
+	is.NoErr(e.srv.Verify())
+	status, _, _ := e.ralphd("status", "--json")
+	is.True(strings.Contains(status, `"attempts": []`))
+}
+
+// In BUILD mode the agent tries `bd dep remove` and `bd update --priority`:
+// both are refused, the refusal reaches the model as the tool result, and
+// nothing changes in bd.
+func TestE2EForbiddenCommandsRefused(t *testing.T) {
+	is := is.New(t)
+	refused := []scriptedapi.Check{scriptedapi.Failed(), scriptedapi.Contains("BUILD mode")}
+	e := newE2E(t, false, forIssue("e2e-a",
+		scriptedapi.Bash("bd dep remove e2e-b e2e-c"),
+		scriptedapi.Bash("bd update e2e-b --priority 0").Expect(refused...),
+		scriptedapi.Say("Both were refused; leaving a note for PLANNING.").Expect(refused...),
+	))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	e.bd("create", "Later", "--id", "e2e-b", "-p", "2", "--quiet")
+	e.bd("create", "Blocker", "--id", "e2e-c", "-p", "3", "--quiet")
+	e.bd("dep", "add", "e2e-b", "e2e-c", "--quiet")
+
+	_, _, code := e.ralphd("build", "1", "--agent", "claude")
+	is.Equal(code, 3) // one iteration, work left
+	is.NoErr(e.srv.Verify())
+	results := e.srv.ToolResults()
+	is.Equal(len(results), 2)
+	for _, r := range results {
+		is.True(r.IsError)                                   // the model was told it failed...
+		is.True(strings.Contains(r.Content, "BUILD mode")) // ...and why
+	}
+	b := e.bd("show", "e2e-b", "--json")
+	is.True(strings.Contains(b, `"priority": 2`))
+	is.True(strings.Contains(b, `"id": "e2e-c"`)) // the dependency is still there
+}
+
+// The API answers 401: the agent is unusable, so ralphd stops at once with
+// exit 5 after that one agent run, counting no attempt.
+func TestE2EInvalidKey(t *testing.T) {
+	is := is.New(t)
+	e := newE2E(t, false, forIssue("e2e-a", scriptedapi.Fail(scriptedapi.InvalidKey())))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	_, stderr, code := e.ralphd("build", "5", "--agent", "claude")
+	is.Equal(code, 5)
+	is.True(strings.Contains(stderr, "Invalid API key"))
+	is.Equal(e.agentRequests(), 1) // no retry burned on it
+	status, _, _ := e.ralphd("status", "--json")
+	is.True(strings.Contains(status, `"attempts": []`))
+}
+
+// A subscription usage limit with a reset time: no attempt is counted,
+// ralphd waits (capped by quota_backoff_max) and goes on.
+func TestE2EUsageLimitWaits(t *testing.T) {
+	is := is.New(t)
+	e := newE2E(t, true,
+		forIssue("e2e-a", scriptedapi.Fail(scriptedapi.UsageLimit("five_hour", time.Now().Add(time.Hour), time.Hour))),
+		forIssue("e2e-a",
+			scriptedapi.Bash(`bd close e2e-a --reason "go test ./... passes (exit 0)"`),
+			scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
+		),
+	)
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	out, stderr, code := e.ralphd("build", "5", "--agent", "claude", "--quota-backoff-max", "1s")
+	is.Equal(code, 0)
+	is.True(strings.Contains(stderr, "agent rate-limited; waiting"))
+	is.True(strings.Contains(stderr, `iteration 1: e2e-a "Work" (attempt 1/3)`)) // the limited run gave its attempt back
+	is.True(!strings.Contains(stderr, "attempt 2/3"))
+	is.True(strings.Contains(out, "iterations: 1, closed: 1 of 1 tried"))
+	is.NoErr(e.srv.Verify())
+}
+
+// The API hangs: the iteration timeout stops claude's whole process tree.
+func TestE2EHangTimesOut(t *testing.T) {
+	is := is.New(t)
+	e := newE2E(t, false, forIssue("e2e-a", scriptedapi.Fail(scriptedapi.Hang())))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	_, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--iteration-timeout", "4s", "--stop-grace", "1s")
+	is.Equal(code, 3)
+	is.True(strings.Contains(stderr, "outcome=timeout"))
+	is.Equal(len(agentProcesses()), 0) // nothing of claude's tree survived
+}
