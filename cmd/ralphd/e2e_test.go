@@ -217,7 +217,7 @@ func TestE2EForbiddenCommandsRefused(t *testing.T) {
 	results := e.srv.ToolResults()
 	is.Equal(len(results), 2)
 	for _, r := range results {
-		is.True(r.IsError)                                   // the model was told it failed...
+		is.True(r.IsError)                                 // the model was told it failed...
 		is.True(strings.Contains(r.Content, "BUILD mode")) // ...and why
 	}
 	b := e.bd("show", "e2e-b", "--json")
