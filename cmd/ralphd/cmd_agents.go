@@ -34,7 +34,9 @@ PATH, and its version. Choose one with --agent NAME or "agent" in config.`)
 		installed, version := "no", "-"
 		if path, err := exec.LookPath(bin); err == nil {
 			installed = path
-			version = probeVersion(ctx, path)
+			if v, ok := b.(agent.Versioner); ok {
+				version = probeVersion(ctx, path, v.VersionArgs()...)
+			}
 		}
 		if name == "command" {
 			bin, version = "sh -c <agent_cmd>", "-"
@@ -45,11 +47,12 @@ PATH, and its version. Choose one with --agent NAME or "agent" in config.`)
 	return exitOK
 }
 
-// probeVersion runs `bin --version` briefly and returns its first line.
-func probeVersion(ctx context.Context, bin string) string {
+// probeVersion runs the binary's version command briefly and returns the
+// first line it prints.
+func probeVersion(ctx context.Context, bin string, args ...string) string {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cmd := proc.Command(ctx, time.Second, bin, "--version")
+	cmd := proc.Command(ctx, time.Second, bin, args...)
 	out, err := cmd.Output()
 	if err != nil {
 		return "unknown"

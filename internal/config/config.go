@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type Field struct {
 	Help    string   // one line of help
 	Allowed []string // the allowed values, for enumerations
 	Min     float64  // the smallest allowed number, for numeric kinds
+	Aliases []string // other flag names for the same key
 	kind    kind
 }
 
@@ -81,7 +83,7 @@ func Fields() []Field {
 		field("error_fingerprint_repeats", kindInt, "2", "same-error repeats on one issue before the strategy shifts"),
 		field("no_progress_repeats", kindInt, "2", "no-progress repeats on one issue before the strategy shifts"),
 		field("max_cost_usd", kindFloat, "0", "stop the run once its summed agent cost reaches this (0: no cap)"),
-		field("run_timeout", kindDuration, "0s", "wall-clock limit for the whole run (0: none)"),
+		withAliases(field("run_timeout", kindDuration, "0s", "wall-clock limit for the whole run (0: none)"), "timeout"),
 		field("failure_branches", kindBool, "true", "commit a hard-stopped issue's work to a wip/ralph-fail-* branch"),
 		field("push_failure_branches", kindBool, "false", "push failure branches to origin"),
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
@@ -90,6 +92,11 @@ func Fields() []Field {
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
 		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
 	}
+}
+
+func withAliases(f Field, aliases ...string) Field {
+	f.Aliases = aliases
+	return f
 }
 
 func lookupField(key string) (Field, bool) {
@@ -178,12 +185,18 @@ func BindFlags(fs *flag.FlagSet, keys ...string) {
 			help += " (" + strings.Join(f.Allowed, ", ") + ")"
 		}
 		help += fmt.Sprintf(" [env %s]", f.Env)
-		if f.kind == kindBool {
-			def, _ := strconv.ParseBool(f.Default)
-			fs.Bool(f.Flag, def, help)
-			continue
+		for i, name := range append([]string{f.Flag}, f.Aliases...) {
+			h := help
+			if i > 0 {
+				h = "same as --" + f.Flag
+			}
+			if f.kind == kindBool {
+				def, _ := strconv.ParseBool(f.Default)
+				fs.Bool(name, def, h)
+				continue
+			}
+			fs.String(name, f.Default, h)
 		}
-		fs.String(f.Flag, f.Default, help)
 	}
 }
 
@@ -238,7 +251,7 @@ func Load(l Loader) (*Config, error) {
 
 func flagField(name string) (Field, bool) {
 	for _, f := range Fields() {
-		if f.Flag == name {
+		if f.Flag == name || slices.Contains(f.Aliases, name) {
 			return f, true
 		}
 	}

@@ -44,6 +44,7 @@ func TestLayering(t *testing.T) {
 		{"flag beats env", map[string]string{"RALPH_MAX_STUCK": "7"}, []string{"--max-stuck", "9"}, "max_stuck", "9", "flag --max-stuck"},
 		{"bool env", map[string]string{"RALPH_LOG": "0"}, nil, "log", "false", "env RALPH_LOG"},
 		{"bool flag", nil, []string{"--log"}, "log", "true", "flag --log"},
+		{"flag alias", nil, []string{"--timeout", "2h"}, "run_timeout", "2h", "flag --timeout"},
 		{"empty env is unset", map[string]string{"RALPH_MODEL": ""}, nil, "model", "p", project},
 		{"agent_cmd implies command", nil, []string{"--agent-cmd", "true"}, "agent", "command", "flag --agent-cmd (implied)"},
 		{"explicit agent wins over implication", map[string]string{"RALPH_AGENT": "claude"}, []string{"--agent-cmd", "true"}, "agent", "claude", "env RALPH_AGENT"},

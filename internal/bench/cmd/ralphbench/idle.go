@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func measureIdle(ctx context.Context, e *benchEnv, window time.Duration, wakes i
 		select {
 		case err := <-exited:
 			res.Exit = cmd.ProcessState.ExitCode()
-			var ee interface{ ExitCode() int }
+			var ee *exec.ExitError
 			if err != nil && !errors.As(err, &ee) {
 				return fmt.Errorf("daemon: %w", err)
 			}
