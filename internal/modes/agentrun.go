@@ -42,15 +42,15 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	if err := os.Mkdir(bin, 0o700); err != nil {
 		return agent.Outcome{}, nil, fmt.Errorf("make the guard's bin dir: %w", err)
 	}
-	// The guard is ralphd itself, behind a two-line `bd` wrapper.
-	if err := writeGuardWrapper(filepath.Join(bin, "bd"), l.Self); err != nil {
+	// The guard is ralphd itself, behind a small `bd` wrapper that sets the
+	// mode and the real bd's path itself: nothing the agent puts in its
+	// environment (RALPHD_GUARD_MODE=plan bd …) can change them.
+	if err := writeGuardWrapper(filepath.Join(bin, "bd"), l.Self, r.mode, l.RealBD); err != nil {
 		return agent.Outcome{}, nil, fmt.Errorf("install the bd guard: %w", err)
 	}
 
 	auditFile := filepath.Join(scratch, "audit.jsonl")
 	genv := []string{
-		guard.EnvMode + "=" + r.mode,
-		guard.EnvRealBD + "=" + l.RealBD,
 		guard.EnvRunID + "=" + l.RunID,
 		guard.EnvIteration + "=" + strconv.Itoa(r.iteration),
 		guard.EnvStateDir + "=" + l.State.Dir(),
@@ -122,11 +122,12 @@ func readAudit(path string) []state.BDCall {
 // GuardCommand is the hidden ralphd subcommand the bd wrapper runs.
 const GuardCommand = "bd-guard"
 
-// writeGuardWrapper writes an executable `bd` that runs ralphd's guard with
-// the same arguments, stdin and stdout.
-func writeGuardWrapper(path, self string) error {
-	script := "#!/bin/sh\n# ralphd's bd guard: applies the mode's policy, then runs the real bd.\nexec " +
-		shellQuote(self) + " " + GuardCommand + " \"$@\"\n"
+// writeGuardWrapper writes an executable `bd` that runs ralphd's guard in
+// mode with the same arguments, stdin and stdout.
+func writeGuardWrapper(path, self, mode, realBD string) error {
+	script := "#!/bin/sh\n# ralphd's bd guard: applies the " + mode + " policy, then runs the real bd.\n" +
+		guard.EnvMode + "=" + shellQuote(mode) + " " + guard.EnvRealBD + "=" + shellQuote(realBD) +
+		" exec " + shellQuote(self) + " " + GuardCommand + " \"$@\"\n"
 	return os.WriteFile(path, []byte(script), 0o700)
 }
 

@@ -328,6 +328,16 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, i
 			return verdict{}, err
 		}
 	}
+	// Shell commands the agent reported that ran a forbidden bd call around
+	// the guard are violations too, whatever their effect.
+	for _, b := range bypasses(out.Commands) {
+		fixed = append(fixed, "flagged: "+b)
+		rec.Violations = append(rec.Violations, b)
+		res.Violations++
+		rec.Outcome, rec.Gate = "violation", GatePolicy
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: rec.Iteration, IssueID: is.ID, Mode: ModeBuild, Kind: "forbidden_command", Detail: b})
+		l.human().Warn("forbidden bd command ran around the guard", "issue", is.ID, "detail", b)
+	}
 	cur, ok := after[is.ID]
 	if !ok {
 		return verdict{}, fmt.Errorf("issue %s is missing after the iteration", is.ID)
