@@ -48,6 +48,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "measure-writer" {
 		os.Exit(cmdMeasureWriter(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "live-heap" {
+		os.Exit(cmdLiveHeap(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run0(ctx, os.Args[1:])
 	stop()
