@@ -2,7 +2,6 @@ package modes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,12 +22,9 @@ import (
 // line maps to an exit code (ErrCapReached, ErrAgentUnusable,
 // ErrInterrupted, or a runtime error).
 func (l *Loop) Build(ctx context.Context, maxIter int) (*Result, error) {
-	res := l.begin(ctx, ModeBuild, maxIter)
-	ctx, cancel := l.withRunTimeout(ctx, res)
-	defer cancel()
-	err := l.build(ctx, res, maxIter)
-	l.finish(res, err)
-	return res, err
+	return l.runMode(ctx, ModeBuild, maxIter, func(ctx context.Context, res *Result) error {
+		return l.build(ctx, res, maxIter)
+	})
 }
 
 func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
@@ -53,16 +49,9 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 	skip := map[string]bool{} // issues this run has given up on
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for {
-		if ctx.Err() != nil {
-			return stopped(ctx, res, "stopped by a signal before the next iteration")
+		if stop, err := l.mayContinue(ctx, res); stop {
+			return err
 		}
-		if l.beforeIteration != nil {
-			l.beforeIteration()
-		}
-		if l.overBudget(res) {
-			return res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
-		}
-
 		ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: l.Config.Scope})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -85,21 +74,9 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 		}
 
 		it, err := l.buildIteration(ctx, res, *pick)
-		switch {
-		case errors.Is(err, ErrAgentUnusable):
-			return res.stop(StopAgentUnusable, it.reason, err)
-		case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
-			return stopped(ctx, res, "stopped by a signal during an iteration; its attempt was given back")
-		case err != nil:
-			return res.stop(StopError, it.reason, err)
+		if stop, err := l.afterIteration(ctx, res, it, err, &quota); stop {
+			return err
 		}
-		if it.rateLimited {
-			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
-				return stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
-			}
-			continue
-		}
-		quota.reset()
 	}
 }
 

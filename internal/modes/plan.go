@@ -2,7 +2,6 @@ package modes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,42 +17,24 @@ import (
 // Plan runs up to maxIter PLANNING iterations with full powers over bd. It
 // ends early when the agent's final result ends with PlanPromise.
 func (l *Loop) Plan(ctx context.Context, maxIter int) (*Result, error) {
-	res := l.begin(ctx, ModePlan, maxIter)
-	ctx, cancel := l.withRunTimeout(ctx, res)
-	defer cancel()
-	err := l.plan(ctx, res, maxIter)
-	l.finish(res, err)
-	return res, err
+	return l.runMode(ctx, ModePlan, maxIter, func(ctx context.Context, res *Result) error {
+		return l.plan(ctx, res, maxIter)
+	})
 }
 
 func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for maxIter <= 0 || res.Iterations < maxIter {
-		if ctx.Err() != nil {
-			return stopped(ctx, res, "stopped by a signal before the next iteration")
-		}
-		if l.beforeIteration != nil {
-			l.beforeIteration()
-		}
-		if l.overBudget(res) {
-			return res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
+		if stop, err := l.mayContinue(ctx, res); stop {
+			return err
 		}
 		it, done, err := l.planIteration(ctx, res)
-		switch {
-		case errors.Is(err, ErrAgentUnusable):
-			return res.stop(StopAgentUnusable, it.reason, err)
-		case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
-			return stopped(ctx, res, "stopped by a signal during an iteration")
-		case err != nil:
-			return res.stop(StopError, it.reason, err)
+		if stop, err := l.afterIteration(ctx, res, it, err, &quota); stop {
+			return err
 		}
 		if it.rateLimited {
-			if err := l.waitQuota(ctx, &quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
-				return stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
-			}
 			continue
 		}
-		quota.reset()
 		if done {
 			return res.stop(StopSuccess, "planning complete: the planner ended with "+PlanPromise, nil)
 		}

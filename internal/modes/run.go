@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,55 @@ import (
 	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/watch"
 )
+
+// runMode is the life of one run: run_start, the run timeout, body, and
+// the end (history, log, summary, report).
+func (l *Loop) runMode(ctx context.Context, mode string, maxIter int, body func(context.Context, *Result) error) (*Result, error) {
+	res := l.begin(ctx, mode, maxIter)
+	ctx, cancel := l.withRunTimeout(ctx, res)
+	defer cancel()
+	err := body(ctx, res)
+	l.finish(res, err)
+	return res, err
+}
+
+// mayContinue is checked before every iteration of either mode: it stops
+// the run on a signal or the run timeout, applies a requested reload, and
+// stops it at the cost cap. A nil error means the next iteration may run.
+func (l *Loop) mayContinue(ctx context.Context, res *Result) (stop bool, err error) {
+	if ctx.Err() != nil {
+		return true, stopped(ctx, res, "stopped by a signal before the next iteration")
+	}
+	if l.beforeIteration != nil {
+		l.beforeIteration()
+	}
+	if l.overBudget(res) {
+		return true, res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
+	}
+	return false, nil
+}
+
+// afterIteration maps how an iteration ended to the run's next step: stop
+// (with the error the command line turns into an exit code), or go on,
+// after waiting out the provider's quota when it was rate-limited.
+func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, err error, quota *backoff) (stop bool, _ error) {
+	switch {
+	case errors.Is(err, ErrAgentUnusable):
+		return true, res.stop(StopAgentUnusable, it.reason, err)
+	case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
+		return true, stopped(ctx, res, "stopped by a signal during an iteration; its attempt was given back")
+	case err != nil:
+		return true, res.stop(StopError, it.reason, err)
+	}
+	if it.rateLimited {
+		if err := l.waitQuota(ctx, quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
+			return true, stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
+		}
+		return false, nil
+	}
+	quota.reset()
+	return false, nil
+}
 
 // begin starts a run: it records run_start and returns the result to fill.
 func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {

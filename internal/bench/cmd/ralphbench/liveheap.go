@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 
 	"github.com/ralphd/ralphd/internal/agent"
@@ -21,6 +22,7 @@ type liveHeap struct {
 	Checkpoints []int64 `json:"checkpoints"` // bytes read when each sample was taken
 	Live        []int64 `json:"live"`        // HeapAlloc after runtime.GC at each checkpoint
 	Sys         int64   `json:"sys"`         // memory obtained from the OS at the end
+	TotalAlloc  int64   `json:"total_alloc"` // bytes allocated over the run
 }
 
 // measureLiveHeap runs the command backend (`jsonlgen SIZE`) with
@@ -77,14 +79,19 @@ func measureLiveHeap(ctx context.Context, jsonlgen, dir string, size int64) (liv
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.Sys = int64(ms.Sys)
+	res.TotalAlloc = int64(ms.TotalAlloc)
 	return res, nil
 }
 
-// cmdLiveHeap is the live-heap subcommand.
+// cmdLiveHeap is the live-heap subcommand. With a fourth argument it
+// writes an allocation profile (pprof) there.
 func cmdLiveHeap(args []string) int {
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: ralphbench live-heap JSONLGEN DIR SIZE")
+	if len(args) != 3 && len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: ralphbench live-heap JSONLGEN DIR SIZE [ALLOC-PROFILE]")
 		return 2
+	}
+	if len(args) == 4 {
+		runtime.MemProfileRate = 64 << 10
 	}
 	size, err := strconv.ParseInt(args[2], 10, 64)
 	if err != nil || size <= 0 {
@@ -96,8 +103,30 @@ func cmdLiveHeap(args []string) int {
 		fmt.Fprintf(os.Stderr, "ralphbench live-heap: %v\n", err)
 		return 1
 	}
+	if len(args) == 4 {
+		if err := writeAllocProfile(args[3]); err != nil {
+			fmt.Fprintf(os.Stderr, "ralphbench live-heap: %v\n", err)
+			return 1
+		}
+	}
 	if err := json.NewEncoder(os.Stdout).Encode(res); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// writeAllocProfile writes the allocation profile to path.
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create alloc profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write alloc profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write alloc profile: %w", err)
+	}
+	return nil
 }

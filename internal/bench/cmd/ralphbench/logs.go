@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/bench"
@@ -44,6 +45,11 @@ type logPass struct {
 	// Profile is a CPU profile of one pass-through run of ProfileSize.
 	Profile     profile
 	ProfileSize int64
+	// Heap holds the live-heap runs (agent.Run, parser and log writer in
+	// one process), one per size; AllocTop the top allocators of the
+	// largest, from `go tool pprof -top`.
+	Heap     []liveHeap
+	AllocTop string
 }
 
 func (l *logPass) run(size int64) (logRun, bool) {
@@ -62,7 +68,7 @@ func logAgent(size int64) string {
 }
 
 // measureLogs runs section 3.
-func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64, writerSizes []int64, doProfile bool, say func(string, ...any)) (*logPass, error) {
+func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64, writerSizes, heapSizes []int64, doProfile bool, say func(string, ...any)) (*logPass, error) {
 	lp := &logPass{CPUSize: cpuSize}
 	tpl := filepath.Join(e.work, "tpl-logs")
 	if err := e.makeProject(ctx, tpl, 1); err != nil {
@@ -109,6 +115,41 @@ func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64,
 			return nil, fmt.Errorf("read measure-writer output: %w\n%s", err, tail(out, 1000))
 		}
 		lp.Writer = append(lp.Writer, res)
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find ralphbench: %w", err)
+	}
+	heapDir := filepath.Join(e.work, "heap")
+	if err := os.MkdirAll(heapDir, 0o700); err != nil {
+		return nil, fmt.Errorf("make heap dir: %w", err)
+	}
+	for i, size := range heapSizes {
+		say("live heap of the pass-through pipeline with %s", bench.FormatSize(size))
+		args := []string{"live-heap", e.jsonlgen(), heapDir, strconv.FormatInt(size, 10)}
+		prof := filepath.Join(e.work, "alloc.pprof")
+		last := i == len(heapSizes)-1
+		if last {
+			args = append(args, prof)
+		}
+		out, err := run(ctx, e.env(), heapDir, self, args...)
+		if err != nil {
+			return nil, err
+		}
+		var h liveHeap
+		if err := json.Unmarshal([]byte(out), &h); err != nil {
+			return nil, fmt.Errorf("read live-heap output: %w\n%s", err, tail(out, 1000))
+		}
+		lp.Heap = append(lp.Heap, h)
+		if last {
+			top, err := run(ctx, os.Environ(), heapDir, "go", "tool", "pprof", "-sample_index=alloc_space", "-top", "-nodecount=10", self, prof)
+			if err != nil {
+				lp.AllocTop = "go tool pprof failed: " + firstLine(top)
+			} else {
+				lp.AllocTop = pprofTable(top)
+			}
+		}
 	}
 
 	lp.ProfileSize = min(cpuSize, 256<<20)
@@ -216,6 +257,19 @@ func (e *benchEnv) catRun(ctx context.Context, size int64) (measured, error) {
 		return m, fmt.Errorf("cat wrote %v bytes of %d", fi, size)
 	}
 	return m, nil
+}
+
+// pprofTable keeps the table of `go tool pprof -top` output (from the
+// header line "flat  flat%"), dropping the file and build lines above it.
+func pprofTable(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "flat%") {
+			start := max(i-1, 0) // the "Showing nodes accounting for" line before it
+			return strings.Join(lines[start:], "\n")
+		}
+	}
+	return strings.TrimSpace(out)
 }
 
 // measureWriter is the measure-writer subcommand: logjsonltest.Measure in

@@ -34,6 +34,7 @@ type options struct {
 	logSizes             []int64
 	cpuSize              int64
 	writerSizes          []int64
+	heapSizes            []int64
 	benchtime            string
 	profile              bool
 	only                 []string
@@ -105,6 +106,7 @@ func parseFlags(args []string) (options, error) {
 	logSizes := fs.String("log-sizes", "100MiB,1GiB,4GiB", "agent output sizes for the log pass-through peak RSS")
 	cpuSize := fs.String("cpu-size", "1GiB", "agent output size for the log pass-through CPU ratio (one of -log-sizes)")
 	writerSizes := fs.String("writer-sizes", "100MiB,1GiB", "input sizes for the log writer alone (logjsonltest.Measure)")
+	heapSizes := fs.String("heap-sizes", "100MiB,1GiB", "input sizes for the live heap of the pass-through pipeline")
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
 	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale (default: all)")
@@ -120,6 +122,9 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	if o.writerSizes, err = sizes(*writerSizes); err != nil {
+		return o, err
+	}
+	if o.heapSizes, err = sizes(*heapSizes); err != nil {
 		return o, err
 	}
 	if o.cpuSize, err = bench.ParseSize(*cpuSize); err != nil {
@@ -195,7 +200,7 @@ func bench0(ctx context.Context, o options) error {
 		}
 	}
 	if o.want("logs") {
-		if lp, err = measureLogs(ctx, e, o.logSizes, o.cpuSize, o.writerSizes, o.profile, say); err != nil {
+		if lp, err = measureLogs(ctx, e, o.logSizes, o.cpuSize, o.writerSizes, o.heapSizes, o.profile, say); err != nil {
 			return fmt.Errorf("log pass-through: %w", err)
 		}
 	}
