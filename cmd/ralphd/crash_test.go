@@ -149,7 +149,7 @@ func TestCrashLoop(t *testing.T) {
 	}
 
 	// No agent process, and no child of one, is alive.
-	if left := agentProcesses(); len(left) > 0 {
+	if left := agentProcesses(work); len(left) > 0 {
 		t.Errorf("agent processes still alive: %v", left)
 	}
 }
@@ -187,13 +187,14 @@ func checkStateParses(t *testing.T, dir string, kill int) {
 }
 
 // agentProcesses lists live processes that carry an agent run marker in
-// their environment.
-func agentProcesses() []string {
+// their environment and belong to one test: they inherited its HOME (other
+// ralphd runs on the machine are none of its business).
+func agentProcesses(home string) []string {
 	var left []string
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		env, err := os.ReadFile(filepath.Join(d, "environ"))
-		if err != nil || !bytes.Contains(env, []byte(agent.RunMarkerEnv+"=")) {
+		if err != nil || !bytes.Contains(env, []byte(agent.RunMarkerEnv+"=")) || !bytes.Contains(append([]byte{0}, env...), []byte("\x00HOME="+home+"\x00")) {
 			continue
 		}
 		stat, _ := os.ReadFile(filepath.Join(d, "stat"))

@@ -39,6 +39,7 @@ func claudeOrSkip(t *testing.T) string {
 // a scripted model, and the real claude.
 type e2e struct {
 	t     *testing.T
+	home  string
 	repo  string
 	state string
 	env   []string
@@ -50,7 +51,7 @@ func newE2E(t *testing.T, subscription bool, scripts ...scriptedapi.Script) *e2e
 	claude := claudeOrSkip(t)
 	bdDir := standinBin(t)
 	work := t.TempDir()
-	e := &e2e{t: t, repo: filepath.Join(work, "repo"), state: filepath.Join(work, "state")}
+	e := &e2e{t: t, home: work, repo: filepath.Join(work, "repo"), state: filepath.Join(work, "state")}
 	e.srv = scriptedapi.New(scripts...)
 	if err := e.srv.Start(); err != nil {
 		t.Fatal(err)
@@ -268,5 +269,5 @@ func TestE2EHangTimesOut(t *testing.T) {
 	_, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--iteration-timeout", "4s", "--stop-grace", "1s")
 	is.Equal(code, 3)
 	is.True(strings.Contains(stderr, "outcome=timeout"))
-	is.Equal(len(agentProcesses()), 0) // nothing of claude's tree survived
+	is.Equal(len(agentProcesses(e.home)), 0) // nothing of claude's tree survived
 }
