@@ -200,7 +200,7 @@ func bench0(ctx context.Context, o options) error {
 		}
 	}
 	if o.want("logs") {
-		if lp, err = measureLogs(ctx, e, o.logSizes, o.cpuSize, o.writerSizes, o.heapSizes, o.profile, say); err != nil {
+		if lp, err = measureLogs(ctx, e, o.logSizes, o.cpuSize, o.writerSizes, o.heapSizes, o.runs, o.profile, say); err != nil {
 			return fmt.Errorf("log pass-through: %w", err)
 		}
 	}

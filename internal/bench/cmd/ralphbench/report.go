@@ -416,7 +416,7 @@ func logsSection(lp *logPass) bench.Section {
 	ratio := bench.Ratio(float64(marginal), float64(catCPU))
 	agent := "jsonlgen SIZE && " + agentCmd
 	runCmd := fmt.Sprintf("ralphd build 1 --log --bd \"$BIN/bd\" --agent-cmd %s", shellQuote(agent))
-	catCmd := fmt.Sprintf("jsonlgen %d | cat > file", lp.CPUSize)
+	catCmd := fmt.Sprintf("jsonlgen %d | cat > file   # %d runs, the median CPU", lp.CPUSize, lp.CatRuns)
 	s.Figures = append(s.Figures, bench.Figure{
 		ID:      "3a",
 		Name:    fmt.Sprintf("ralphd's CPU to pass %s of stream-json from its agent into its run log ÷ `cat > file`'s", bench.FormatSize(lp.CPUSize)),
@@ -523,8 +523,8 @@ O_APPEND, so ralphd's writes carry on at the new end) to keep disk use small.
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s%s |\n", bench.FormatSize(r.Size), fmtDur(r.Wall), fmtDur(r.OwnCPU), mib(r.PeakRSS), bench.FormatSize(r.LogBytes), note)
 	}
-	fmt.Fprintf(&b, "\n`cat` with %s: %s CPU, %s wall, %s peak RSS. CPU is in 10 ms ticks for ralphd, microseconds for cat.\n",
-		bench.FormatSize(lp.CPUSize), fmtDur(catCPU), fmtDur(lp.Cat.Wall), mib(lp.Cat.PeakRSS))
+	fmt.Fprintf(&b, "\n`cat` with %s (median of %d runs): %s CPU, %s wall, %s peak RSS. CPU is in 10 ms ticks for ralphd, microseconds for cat. cat's CPU is mostly copying into the page cache and varies between runs (here from %s to %s), so 3a is a rough ratio.\n",
+		bench.FormatSize(lp.CPUSize), lp.CatRuns, fmtDur(catCPU), fmtDur(lp.Cat.Wall), mib(lp.Cat.PeakRSS), fmtDur(lp.CatMin), fmtDur(lp.CatMax))
 	if len(lp.Heap) > 0 {
 		b.WriteString("\nThe live heap of the same pipeline (`ralphbench live-heap`: agent.Run with the command backend, its stdout teed into a logjsonl log exactly as ralphd wires them, in one process; a full GC before each sample):\n\n| input | live heap at each quarter | allocated per input byte | memory from the OS at the end |\n|---|---|---|---|\n")
 		for _, h := range lp.Heap {
