@@ -3,9 +3,9 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -192,12 +192,12 @@ func shellJoin(argv []string) string {
 // between versions, so these are matched case-insensitively and only when
 // the stream did not already decide.
 var (
-	reClaudeAuth = regexp.MustCompile(`(?i)not logged in|please run /login|invalid api key|` +
+	reClaudeAuth = relazy.New(`(?i)not logged in|please run /login|invalid api key|` +
 		`authentication_error|oauth token (?:has expired|revoked)`)
-	reClaudeBilling   = regexp.MustCompile(`(?i)credit balance is too low`)
-	reClaudeNested    = regexp.MustCompile(`(?i)cannot be launched inside another claude code session`)
-	reClaudeLimit     = regexp.MustCompile(`(?i)hit your (?:usage |weekly |session )?limit|usage limit|rate limit|limit reached`)
-	reClaudeTransient = regexp.MustCompile(`(?i)overloaded|internal server error|api error: 5\d\d|\b529\b`)
+	reClaudeBilling   = relazy.New(`(?i)credit balance is too low`)
+	reClaudeNested    = relazy.New(`(?i)cannot be launched inside another claude code session`)
+	reClaudeLimit     = relazy.New(`(?i)hit your (?:usage |weekly |session )?limit|usage limit|rate limit|limit reached`)
+	reClaudeTransient = relazy.New(`(?i)overloaded|internal server error|api error: 5\d\d|\b529\b`)
 )
 
 // claudeParser parses Claude Code's stream-json output (also Amp's, which

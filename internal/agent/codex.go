@@ -3,10 +3,10 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -249,7 +249,7 @@ var codexTexts = providerTexts{label: "Codex", login: "log in with `codex login`
 
 // reCodexNotice matches top-level error events that are progress notices
 // of a retry, not failures ("Reconnecting... 1/5").
-var reCodexNotice = regexp.MustCompile(`(?i)^\s*re-?connecting|retrying`)
+var reCodexNotice = relazy.New(`(?i)^\s*re-?connecting|retrying`)
 
 // codexParser parses `codex exec --json` lines (exec_events.rs: ThreadEvent
 // and ThreadItem; older builds' item_type/assistant_message too).

@@ -2,7 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strings"
 	"time"
 
@@ -161,10 +161,10 @@ var geminiTexts = providerTexts{label: "Gemini CLI",
 	login: "log in by running `gemini` once, or set GEMINI_API_KEY (GOOGLE_API_KEY for Vertex AI)", pkg: "@google/gemini-cli"}
 
 // reGeminiTurnLimit matches the notice of an exhausted turn budget.
-var reGeminiTurnLimit = regexp.MustCompile(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
+var reGeminiTurnLimit = relazy.New(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
 
 // reGeminiDenied matches a tool error of the policy engine.
-var reGeminiDenied = regexp.MustCompile(`(?i)polic|denied|rejected|not allowed`)
+var reGeminiDenied = relazy.New(`(?i)polic|denied|rejected|not allowed`)
 
 // geminiParser parses Gemini CLI's stream-json events (core/output/types.ts).
 type geminiParser struct {

@@ -3,7 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strconv"
 	"strings"
 	"time"
@@ -119,7 +119,7 @@ var opencodeTexts = providerTexts{label: "opencode",
 
 // reOpencodeDenied matches the error of a tool call opencode's permission
 // system refused.
-var reOpencodeDenied = regexp.MustCompile(`(?i)rule which prevents you|rejected permission|permission (?:was )?(?:denied|rejected)|auto-reject`)
+var reOpencodeDenied = relazy.New(`(?i)rule which prevents you|rejected permission|permission (?:was )?(?:denied|rejected)|auto-reject`)
 
 // opencodeParser parses opencode's JSON event lines: envelopes
 // {type, timestamp, sessionID, part|error}.

@@ -1,7 +1,7 @@
 package judge
 
 import (
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strconv"
 	"strings"
 )
@@ -16,11 +16,11 @@ type Check struct {
 }
 
 var (
-	listMarkerRe = regexp.MustCompile(`^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?`)
-	checkboxRe   = regexp.MustCompile(`^\[[ xX]\]\s*`)
-	separatorRe  = regexp.MustCompile(`^:?-+:?$`)
-	exitRe       = regexp.MustCompile(`(?i)^(?:(?:exits?|exit[ -]?(?:code|status)|returns?|code|status)\s*(?:with\s+)?(?:code\s+)?[:=]?\s*)?(\d{1,3})(?:\s*(?:\(.*\))?)?$`)
-	manualRe     = regexp.MustCompile(`(?i)^(manual|n/?a|none|tbd|todo|-|—|–)$`)
+	listMarkerRe = relazy.New(`^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?`)
+	checkboxRe   = relazy.New(`^\[[ xX]\]\s*`)
+	separatorRe  = relazy.New(`^:?-+:?$`)
+	exitRe       = relazy.New(`(?i)^(?:(?:exits?|exit[ -]?(?:code|status)|returns?|code|status)\s*(?:with\s+)?(?:code\s+)?[:=]?\s*)?(\d{1,3})(?:\s*(?:\(.*\))?)?$`)
+	manualRe     = relazy.New(`(?i)^(manual|n/?a|none|tbd|todo|-|—|–)$`)
 )
 
 // ParseAcceptance extracts the acceptance commands from an issue's

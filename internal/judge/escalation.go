@@ -2,7 +2,7 @@ package judge
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"slices"
 	"strings"
 )
@@ -245,14 +245,14 @@ const (
 )
 
 var (
-	missingFileRe   = regexp.MustCompile(`(?i)no such file or directory|file not found|cannot find the (file|path)|\bENOENT\b|FileNotFoundError|could not open file|can't open file|cannot open (source )?file|does not exist: `)
-	missingModuleRe = regexp.MustCompile(`(?i)ModuleNotFoundError|\bImportError\b|No module named|Cannot find module|cannot find package|no required module provides package|is not in std|could not import|unresolved import|failed to resolve|module not found|can't find crate|\bE04(32|33)\b|\bTS2307\b|cannot import name`)
-	missingNameRe   = regexp.MustCompile(`(?i)\bundefined: |\bNameError\b|\bReferenceError\b|is not defined\b|cannot find (value|function|type|macro|struct|trait|name|symbol)\b|\bE04(12|25)\b|\bTS2304\b|undefined reference to|undeclared (name|identifier)|not declared in this scope|uninitialized constant|undefined (method|variable|function|name|symbol|constant)|module '[^']*' has no attribute`)
+	missingFileRe   = relazy.New(`(?i)no such file or directory|file not found|cannot find the (file|path)|\bENOENT\b|FileNotFoundError|could not open file|can't open file|cannot open (source )?file|does not exist: `)
+	missingModuleRe = relazy.New(`(?i)ModuleNotFoundError|\bImportError\b|No module named|Cannot find module|cannot find package|no required module provides package|is not in std|could not import|unresolved import|failed to resolve|module not found|can't find crate|\bE04(32|33)\b|\bTS2307\b|cannot import name`)
+	missingNameRe   = relazy.New(`(?i)\bundefined: |\bNameError\b|\bReferenceError\b|is not defined\b|cannot find (value|function|type|macro|struct|trait|name|symbol)\b|\bE04(12|25)\b|\bTS2304\b|undefined reference to|undeclared (name|identifier)|not declared in this scope|uninitialized constant|undefined (method|variable|function|name|symbol|constant)|module '[^']*' has no attribute`)
 
-	fileRefRe = regexp.MustCompile(`(?:^|[\s'"(\x60])((?:\.{1,2}/|/|~/)?[\w@.+-][\w@.+/-]*\.[A-Za-z]\w*)(?::\d+|\(\d+,\d+\))`)
-	quotedRe  = regexp.MustCompile("'([^'\\s]+)'|\"([^\"\\s]+)\"|`([^`\\s]+)`")
-	openRe    = regexp.MustCompile(`(?:open|stat|lstat|read|access) ([^\s:'"]+): `)
-	extRe     = regexp.MustCompile(`\.([A-Za-z0-9]{1,6})$`)
+	fileRefRe = relazy.New(`(?:^|[\s'"(\x60])((?:\.{1,2}/|/|~/)?[\w@.+-][\w@.+/-]*\.[A-Za-z]\w*)(?::\d+|\(\d+,\d+\))`)
+	quotedRe  = relazy.New("'([^'\\s]+)'|\"([^\"\\s]+)\"|`([^`\\s]+)`")
+	openRe    = relazy.New(`(?:open|stat|lstat|read|access) ([^\s:'"]+): `)
+	extRe     = relazy.New(`\.([A-Za-z0-9]{1,6})$`)
 )
 
 // sourceExts are the file extensions a bare name needs to count as a file.

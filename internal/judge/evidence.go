@@ -1,33 +1,33 @@
 package judge
 
 import (
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strings"
 )
 
-var evidenceRes = []*regexp.Regexp{
+var evidenceRes = []*relazy.Regexp{
 	// A command or output in backticks.
-	regexp.MustCompile("`[^`\\n]*[^`\\s][^`\\n]*`"),
+	relazy.New("`[^`\\n]*[^`\\s][^`\\n]*`"),
 	// A verb saying something was run or checked by a command.
-	regexp.MustCompile(`(?i)\b(ran|re-?ran|executed)\b`),
+	relazy.New(`(?i)\b(ran|re-?ran|executed)\b`),
 	// Tests, builds and linters reported as passing.
-	regexp.MustCompile(`(?i)\b(tests?|specs?|checks?|suites?|builds?|lint(er|ing)?|vet|typecheck(ing)?|ci)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?|clean|ok)\b`),
-	regexp.MustCompile(`(?i)\b(all|\d+)\s+(tests?|checks?|specs?)\b[^.\n]{0,20}\bpass`),
-	regexp.MustCompile(`(?i)\b\d+ (passed|passing)\b|\b0 (failures|failed|errors)\b`),
+	relazy.New(`(?i)\b(tests?|specs?|checks?|suites?|builds?|lint(er|ing)?|vet|typecheck(ing)?|ci)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?|clean|ok)\b`),
+	relazy.New(`(?i)\b(all|\d+)\s+(tests?|checks?|specs?)\b[^.\n]{0,20}\bpass`),
+	relazy.New(`(?i)\b\d+ (passed|passing)\b|\b0 (failures|failed|errors)\b`),
 	// A test or build command named without backticks.
-	regexp.MustCompile(`(?i)\b(go (test|build|vet|run)|cargo (test|build|check|clippy)|npm (test|run \S+)|npx \S+|yarn (test|run \S+)|pnpm (test|run \S+)|pytest|python3? -m \S+|make (test|check|build|lint|all|ci|verify|[\w-]+-test)|tox|mvn \S+|gradle \S+|bun test|deno test|tsc|eslint|ruff|mypy|golangci-lint|shellcheck|bd (show|list|ready|close)|curl \S+)\b`),
+	relazy.New(`(?i)\b(go (test|build|vet|run)|cargo (test|build|check|clippy)|npm (test|run \S+)|npx \S+|yarn (test|run \S+)|pnpm (test|run \S+)|pytest|python3? -m \S+|make (test|check|build|lint|all|ci|verify|[\w-]+-test)|tox|mvn \S+|gradle \S+|bun test|deno test|tsc|eslint|ruff|mypy|golangci-lint|shellcheck|bd (show|list|ready|close)|curl \S+)\b`),
 	// Exit statuses.
-	regexp.MustCompile(`(?i)\bexit(ed|s)?( with)?( code| status)?:? ?-?\d+\b|\b(exit|return) (code|status):? ?\d+`),
+	relazy.New(`(?i)\bexit(ed|s)?( with)?( code| status)?:? ?-?\d+\b|\b(exit|return) (code|status):? ?\d+`),
 	// A commit sha: 7 to 40 hex digits with a letter and a digit (checked
 	// in code), or after the word commit.
-	regexp.MustCompile(`(?i)\bcommit(ted)?( as| in)? [0-9a-f]{7,40}\b`),
+	relazy.New(`(?i)\bcommit(ted)?( as| in)? [0-9a-f]{7,40}\b`),
 	// A file path with a directory or a source extension, or path:line.
-	regexp.MustCompile(`(?:^|[\s(])(?:\.{0,2}/[\w.-]+|[\w.-]+/[\w.-]+/)[\w./-]*|\b[\w-]+\.(go|py|js|ts|tsx|jsx|rs|rb|java|kt|c|h|cc|cpp|cs|swift|php|sh|sql|md|json|yaml|yml|toml)\b|\b\S+\.\w+:\d+\b`),
+	relazy.New(`(?:^|[\s(])(?:\.{0,2}/[\w.-]+|[\w.-]+/[\w.-]+/)[\w./-]*|\b[\w-]+\.(go|py|js|ts|tsx|jsx|rs|rb|java|kt|c|h|cc|cpp|cs|swift|php|sh|sql|md|json|yaml|yml|toml)\b|\b\S+\.\w+:\d+\b`),
 	// Verification output quoted in the reason.
-	regexp.MustCompile(`(?m)^(ok|PASS|--- PASS|test result: ok|=+ \d+ passed)\b`),
+	relazy.New(`(?m)^(ok|PASS|--- PASS|test result: ok|=+ \d+ passed)\b`),
 }
 
-var shaRe = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+var shaRe = relazy.New(`\b[0-9a-f]{7,40}\b`)
 
 // CitesEvidence reports whether a close reason cites a command or other
 // evidence that the work is done, rather than only claiming it.

@@ -1,7 +1,7 @@
 package judge
 
 import (
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,52 +22,52 @@ const (
 var (
 	// ansiRe matches CSI and OSC escape sequences; stray ESC bytes are
 	// dropped separately.
-	ansiRe = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?`)
+	ansiRe = relazy.New(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?`)
 
 	// noiseRes are lines that never identify a failure: progress, timing
 	// and summary lines, stack frames, hints.
-	noiseRes = []*regexp.Regexp{
-		regexp.MustCompile(`^(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP):|PASS$|ok\s)`),
-		regexp.MustCompile(`^\s*at\s`), // JS stack frame
-		regexp.MustCompile(`^\s*File "`),
-		regexp.MustCompile(`^Ran \d+ tests? in `),
-		regexp.MustCompile(`^[=_!-]{3,}.*\b(passed|failed|errors?|skipped|in [\d.]+s)\b.*[=_!-]{3,}$`),
-		regexp.MustCompile(`^\s*(Test Suites|Tests|Test Files|Snapshots|Time|Duration|Start at|Ran all test suites)\b`),
-		regexp.MustCompile(`^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)\b`),
-		regexp.MustCompile(`^\s*(Compiling|Finished|Running|Doc-tests|Downloaded|Downloading|Updating|Locking)\s`),
-		regexp.MustCompile(`(?i)^\s*(warning|note|help|hint)(\[\w+\])?:`),
-		regexp.MustCompile(`^(npm (WARN|notice)|Node\.js v\d)`),
-		regexp.MustCompile(`^\s*(running \d+ tests?|failures:)$`),
-		regexp.MustCompile(`(?i)^\s*(Some errors have detailed explanations|For more information about (this|an) error)`),
+	noiseRes = []*relazy.Regexp{
+		relazy.New(`^(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP):|PASS$|ok\s)`),
+		relazy.New(`^\s*at\s`), // JS stack frame
+		relazy.New(`^\s*File "`),
+		relazy.New(`^Ran \d+ tests? in `),
+		relazy.New(`^[=_!-]{3,}.*\b(passed|failed|errors?|skipped|in [\d.]+s)\b.*[=_!-]{3,}$`),
+		relazy.New(`^\s*(Test Suites|Tests|Test Files|Snapshots|Time|Duration|Start at|Ran all test suites)\b`),
+		relazy.New(`^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)\b`),
+		relazy.New(`^\s*(Compiling|Finished|Running|Doc-tests|Downloaded|Downloading|Updating|Locking)\s`),
+		relazy.New(`(?i)^\s*(warning|note|help|hint)(\[\w+\])?:`),
+		relazy.New(`^(npm (WARN|notice)|Node\.js v\d)`),
+		relazy.New(`^\s*(running \d+ tests?|failures:)$`),
+		relazy.New(`(?i)^\s*(Some errors have detailed explanations|For more information about (this|an) error)`),
 	}
 
-	compileRe    = regexp.MustCompile(`(?:^|\s)[^\s:]*\.[A-Za-z]\w*:\d+:\d+: +\S`)
-	compileWarn  = regexp.MustCompile(`:\d+:\d+: +(warning|note|info)\b`)
-	tscRe        = regexp.MustCompile(`\.[A-Za-z]\w*\(\d+,\d+\): +error\b`)
-	goPanicRe    = regexp.MustCompile(`^(panic: |fatal error: )`)
-	pytestERe    = regexp.MustCompile(`^E\s+\S`)
-	rustCodeRe   = regexp.MustCompile(`^error\[E\d+\]: `)
-	rustPanicRe  = regexp.MustCompile(`^thread '[^']*'.* panicked at `)
-	excRe        = regexp.MustCompile(`^\s*(?:Uncaught\s+)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?:\s*\[[A-Za-z0-9_]+\])?: +\S`)
-	jestBulletRe = regexp.MustCompile(`^\s*● `)
-	tapErrorRe   = regexp.MustCompile(`^\s+error: +(\S.*)$`)
-	goFailRe     = regexp.MustCompile(`^(\s*)--- FAIL: (\S+)`)
-	goMsgRe      = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
-	goRunRe      = regexp.MustCompile(`^=== RUN\s+(\S+)`)
+	compileRe    = relazy.New(`(?:^|\s)[^\s:]*\.[A-Za-z]\w*:\d+:\d+: +\S`)
+	compileWarn  = relazy.New(`:\d+:\d+: +(warning|note|info)\b`)
+	tscRe        = relazy.New(`\.[A-Za-z]\w*\(\d+,\d+\): +error\b`)
+	goPanicRe    = relazy.New(`^(panic: |fatal error: )`)
+	pytestERe    = relazy.New(`^E\s+\S`)
+	rustCodeRe   = relazy.New(`^error\[E\d+\]: `)
+	rustPanicRe  = relazy.New(`^thread '[^']*'.* panicked at `)
+	excRe        = relazy.New(`^\s*(?:Uncaught\s+)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?:\s*\[[A-Za-z0-9_]+\])?: +\S`)
+	jestBulletRe = relazy.New(`^\s*● `)
+	tapErrorRe   = relazy.New(`^\s+error: +(\S.*)$`)
+	goFailRe     = relazy.New(`^(\s*)--- FAIL: (\S+)`)
+	goMsgRe      = relazy.New(`^\s+\S+\.go:\d+: `)
+	goRunRe      = relazy.New(`^=== RUN\s+(\S+)`)
 
-	testRes = []*regexp.Regexp{
-		regexp.MustCompile(`^\s*--- FAIL: `),
-		regexp.MustCompile(`^FAILED \S`),
-		regexp.MustCompile(`^\s*FAIL {1,2}\S`),
-		regexp.MustCompile(`^test \S+ \.\.\. FAILED$`),
-		regexp.MustCompile(`^\S.* \.\.\. (FAIL|ERROR)$`),
-		regexp.MustCompile(`^not ok \d+`),
-		regexp.MustCompile(`^(FAIL|ERROR): \S`),
+	testRes = []*relazy.Regexp{
+		relazy.New(`^\s*--- FAIL: `),
+		relazy.New(`^FAILED \S`),
+		relazy.New(`^\s*FAIL {1,2}\S`),
+		relazy.New(`^test \S+ \.\.\. FAILED$`),
+		relazy.New(`^\S.* \.\.\. (FAIL|ERROR)$`),
+		relazy.New(`^not ok \d+`),
+		relazy.New(`^(FAIL|ERROR): \S`),
 	}
-	fileLineMsgRe = regexp.MustCompile(`^\S*\.[A-Za-z]\w*:\d+: +\S`)
-	goTestLogRe   = regexp.MustCompile(`_test\.go:\d+: `)
+	fileLineMsgRe = relazy.New(`^\S*\.[A-Za-z]\w*:\d+: +\S`)
+	goTestLogRe   = relazy.New(`_test\.go:\d+: `)
 
-	genericRe = regexp.MustCompile(`(?i)(^|[^\w-])(error|errors|fatal|failed|failure|fail|panic|exception)([^\w-]|$)`)
+	genericRe = relazy.New(`(?i)(^|[^\w-])(error|errors|fatal|failed|failure|fail|panic|exception)([^\w-]|$)`)
 )
 
 // cleanLine strips terminal escapes and carriage returns and makes the line

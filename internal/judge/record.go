@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -302,9 +302,9 @@ func fenceFor(text string) string {
 }
 
 var (
-	outputHeadRe = regexp.MustCompile(`^#### (\S+) \(exit (-?\d+)\)(?:: (".*"))?$`)
-	fenceOpenRe  = regexp.MustCompile("^(`{3,})text$")
-	listItemRe   = regexp.MustCompile(`^  - (.*)$`)
+	outputHeadRe = relazy.New(`^#### (\S+) \(exit (-?\d+)\)(?:: (".*"))?$`)
+	fenceOpenRe  = relazy.New("^(`{3,})text$")
+	listItemRe   = relazy.New(`^  - (.*)$`)
 )
 
 func corrupt(line int, format string, args ...any) error {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"strings"
 	"time"
 
@@ -78,7 +78,7 @@ func (l *Loop) checkClean(ctx context.Context) error {
 }
 
 // branchSafe makes an issue id usable in a branch name.
-var branchUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var branchUnsafe = relazy.New(`[^A-Za-z0-9._-]+`)
 
 // keepFailedWork commits the work done on an issue ralphd gave up on (or
 // that the cap interrupted) to wip/ralph-fail-<issue>-<YYYYMMDD-HHMMSS>,

@@ -4,7 +4,7 @@ import (
 	"embed"
 	"encoding/csv"
 	"fmt"
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"sort"
 	"strconv"
 	"strings"
@@ -367,10 +367,10 @@ func removeFirstWord(fs *flagSet, args []string, word string) []string {
 }
 
 // flagLine matches one pflag usage line.
-var flagLine = regexp.MustCompile(`^  (?:-(\S), |    )--([\w-]+)(?: (string|int|strings|stringArray|duration))?\s{2,}(.*)$`)
+var flagLine = relazy.New(`^  (?:-(\S), |    )--([\w-]+)(?: (string|int|strings|stringArray|duration))?\s{2,}(.*)$`)
 
 // defaultRe finds a trailing pflag default.
-var defaultRe = regexp.MustCompile(` \(default (.*)\)$`)
+var defaultRe = relazy.New(` \(default (.*)\)$`)
 
 // parseFlagSection reads the flags listed under header in a help text.
 func parseFlagSection(help, header string) []*flagSpec {

@@ -2,9 +2,9 @@ package standin
 
 import (
 	"fmt"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 )
 
@@ -144,8 +144,8 @@ func runContext(inv *invocation) int {
 }
 
 var (
-	prefixRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-	nonPrefixRe = regexp.MustCompile(`[^A-Za-z0-9-]+`)
+	prefixRe    = relazy.New(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	nonPrefixRe = relazy.New(`[^A-Za-z0-9-]+`)
 )
 
 // runInit creates .beads/ with the embedded-Dolt-shaped layout. Unlike

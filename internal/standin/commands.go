@@ -1,7 +1,7 @@
 package standin
 
 import (
-	"regexp"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"sort"
 	"strings"
 )
@@ -26,7 +26,7 @@ func globalBlock() string {
 	return strings.TrimRight(h[i+len("\nGlobal Flags:\n"):], "\n")
 }
 
-var rootCommandLine = regexp.MustCompile(`^  ([a-z][a-z0-9-]*) +(.*)$`)
+var rootCommandLine = relazy.New(`^  ([a-z][a-z0-9-]*) +(.*)$`)
 
 // set builds a lookup set.
 func set(names ...string) map[string]bool {

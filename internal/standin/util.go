@@ -7,10 +7,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/ralphd/ralphd/internal/relazy"
 	"io"
 	"math/big"
 	"os/exec"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +60,7 @@ func newUUIDv7(now time.Time, rnd io.Reader) (string, error) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }
 
-var relTime = regexp.MustCompile(`^\+(\d+)([smhdw])$`)
+var relTime = relazy.New(`^\+(\d+)([smhdw])$`)
 
 // parseWhen parses bd's date forms: +6h, +1d, +2w, tomorrow, next monday,
 // 2025-01-15, RFC3339.
@@ -144,7 +144,7 @@ func gitTopLevel(ctx context.Context, dir string, env []string) string {
 }
 
 // testTitle matches titles bd treats as test data.
-var testTitle = regexp.MustCompile(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
+var testTitle = relazy.New(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
 
 // uniqueSorted returns the distinct non-empty values of in, sorted.
 func uniqueSorted(in []string) []string {

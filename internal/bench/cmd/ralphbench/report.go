@@ -368,7 +368,7 @@ The lean variant (`+"`LOOP_LEAN=1`"+`) reads `+"`bd ready --json`"+` once per it
 `, o.Runs, o.Issues, fmtDur(wall), fmtDur(o.perIter(wall)), bdPer,
 		fmtDur(loop), fmtDur(loop/time.Duration(max(o.LoopIterations, 1))), loopPer,
 		fmtDur(lean), fmtDur(lean/time.Duration(max(o.LeanIterat, 1))), leanPer)
-	if ratio > 0.5 {
+	if ratio > 0.4 {
 		ready := bench.MedianDuration(o.ReadyCalls)
 		// What the loop spends beyond its bd calls and the agent,
 		// estimated with the replayed `bd ready` time for each of its calls.
@@ -386,10 +386,10 @@ The lean variant (`+"`LOOP_LEAN=1`"+`) reads `+"`bd ready --json`"+` once per it
 		projR := realRalphd + agentReal + ralphdOther.Seconds()
 		projL := realLoop + agentReal + loopOther.Seconds()
 		fmt.Fprintf(&b, `
-### Why 2a misses its goal
+### %s
 
-Both loops run the same agent, %s per iteration alone here, and a ratio of totals cannot beat what that
-shared part allows. Without it (2d), ralphd's own part of an iteration is %.2f× the bash loop's: %s against %s.
+Both loops run the same agent, %s per iteration alone here, and that shared part bounds the ratio of
+totals. Without it (2d), ralphd's own part of an iteration is %.2f× the bash loop's: %s against %s.
 ralphd makes %.2f fewer bd calls per iteration than loop.sh, but a stand-in bd call costs only %s
 (median replayed `+"`bd ready`"+`), so that saves little; beyond its bd calls and the agent, ralphd spends %s per
 iteration (the guard, git, state writes; section 1) and the bash loop about %s (jq, grep, mv, sed, date;
@@ -400,12 +400,22 @@ Projection, not a measurement: with real bd 1.0.5's times at 10 issues (contract
 %s under ralphd and %s under loop.sh, a ratio of about %.2f×: the bd calls ralphd does not make save more
 with a real bd, but the agent's own work (here its one close) is the same in both, so a total ratio of
 0.5× needs an iteration whose agent costs little next to the loop's bd calls.
-`, fmtDur(p.agent), ownRatio, fmtDur(ralphdOwn), fmtDur(loopOwn), loopPer-bdPer, fmtDur(ready), fmtDur(ralphdOther), fmtDur(loopOther),
+`, heading2a(ratio), fmtDur(p.agent), ownRatio, fmtDur(ralphdOwn), fmtDur(loopOwn), loopPer-bdPer, fmtDur(ready), fmtDur(ralphdOther), fmtDur(loopOther),
 			fmtSec(realBD["ready"]), fmtSec(realBD["show"]), fmtSec(realBD["close"]),
 			fmtSec(projR), fmtSec(projL), projR/projL)
 	}
 	s.Body = b.String()
 	return s
+}
+
+// heading2a titles the analysis of 2a: an explanation when it missed,
+// context when it met the goal by a margin small enough for the next run
+// to miss it.
+func heading2a(ratio float64) string {
+	if ratio > 0.5 {
+		return "Why 2a misses its goal"
+	}
+	return "2a in context (met in this run, by a small margin)"
 }
 
 func logsSection(lp *logPass) bench.Section {
