@@ -63,7 +63,9 @@ func (r *Regexp) FindAllStringSubmatch(s string, n int) [][]string {
 func (r *Regexp) FindAllStringIndex(s string, n int) [][]int { return r.Get().FindAllStringIndex(s, n) }
 
 // ReplaceAllString replaces matches with repl, expanding $ references.
-func (r *Regexp) ReplaceAllString(src, repl string) string { return r.Get().ReplaceAllString(src, repl) }
+func (r *Regexp) ReplaceAllString(src, repl string) string {
+	return r.Get().ReplaceAllString(src, repl)
+}
 
 // ReplaceAllLiteralString replaces matches with repl as is.
 func (r *Regexp) ReplaceAllLiteralString(src, repl string) string {
