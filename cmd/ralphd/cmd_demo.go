@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
 	"github.com/ralphd/ralphd/internal/demo"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/standin"
 )
 
@@ -119,7 +120,7 @@ it is removed at the end unless --keep is given.`)
 	fmt.Fprintf(a.stdout, "demo: project %s\n\n$ ralphd %s\n", project, strings.Join(buildArgs[:2], " "))
 
 	child := func(args ...string) int {
-		cmd := exec.CommandContext(ctx, a.argv0, args...)
+		cmd := proc.Command(ctx, 5*time.Second, a.argv0, args...)
 		cmd.Dir, cmd.Env = project, env
 		cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
 		err := cmd.Run()

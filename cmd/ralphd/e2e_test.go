@@ -271,3 +271,19 @@ func TestE2EHangTimesOut(t *testing.T) {
 	is.True(strings.Contains(stderr, "outcome=timeout"))
 	is.Equal(len(agentProcesses(e.home)), 0) // nothing of claude's tree survived
 }
+
+// `ralphd demo` with the real Claude Code against the scripted model.
+func TestE2EDemo(t *testing.T) {
+	is := is.New(t)
+	claude := claudeOrSkip(t)
+	bdDir := standinBin(t)
+	cmd := exec.Command("ralphd", "demo", "--agent", "claude")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PATH="+bdDir+string(os.PathListSeparator)+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	is.NoErr(err) // the demo exits 0
+	s := string(out)
+	is.True(strings.Contains(s, "the agent is the real Claude Code"))
+	is.True(strings.Contains(s, "closed: 4 of 4 tried"))
+	is.True(strings.Contains(s, "PreToolUse:Bash hook error")) // the hook refused the priority change
+}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,7 +124,7 @@ func Setup(ctx context.Context, dir, bd string) error {
 		return err
 	}
 	run := func(name string, args ...string) error {
-		cmd := exec.CommandContext(ctx, name, args...)
+		cmd := proc.Command(ctx, time.Second, name, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "BD_NON_INTERACTIVE=1")
 		var out bytes.Buffer
