@@ -56,15 +56,24 @@ func stopped(ctx context.Context, res *Result, reason string) error {
 // checkClean refuses to start BUILD on a dirty tree unless allowed; with
 // allow_dirty, failure branches are off for the run, since ralphd must
 // never sweep changes it did not make into one.
+//
+// It checks once per Loop: later runs of the same Loop (the daemon's
+// batches) find the tree as the agents left it, which is ralphd's own
+// business.
 func (l *Loop) checkClean(ctx context.Context) error {
+	if l.treeChecked {
+		return nil
+	}
 	changed, err := l.repo().Changed(ctx)
 	if err != nil {
 		return fmt.Errorf("check the working tree: %w", err)
 	}
 	if len(changed) == 0 {
+		l.treeChecked = true
 		return nil
 	}
 	if l.Config.AllowDirty {
+		l.treeChecked = true
 		l.dirtyAtStart = true
 		l.human().Warn("the working tree had uncommitted changes at start; failure branches are off for this run", "files", len(changed))
 		return nil

@@ -33,10 +33,12 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 	}
 	err := l.buildLoop(ctx, res, maxIter)
 	// A cap that stops the run mid-issue keeps that issue's work on a
-	// failure branch, as a hard stop does.
-	switch res.Stop {
-	case StopMaxIterations, StopBudget, StopTimeout, StopInterrupted:
-		if id := l.lastWorked; id != "" && !slices.Contains(res.Closed, id) && res.Stop != StopInterrupted {
+	// failure branch, as a hard stop does. A daemon's batch ending is not a
+	// cap: its next batch goes on with the same issue.
+	switch {
+	case res.Stop == StopMaxIterations && l.batching:
+	case res.Stop == StopMaxIterations, res.Stop == StopBudget, res.Stop == StopTimeout:
+		if id := l.lastWorked; id != "" && !slices.Contains(res.Closed, id) {
 			if b := l.keepFailedWork(ctx, id, string(res.Stop)); b != "" {
 				res.FailureBranches = append(res.FailureBranches, id+" "+b)
 			}

@@ -46,7 +46,8 @@ type DaemonOptions struct {
 func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 	d := &daemon{Loop: l, opts: opts, unusable: backoff{max: l.Config.QuotaBackoffMax}}
 	l.beforeIteration = d.applyReload
-	defer func() { l.beforeIteration = nil }()
+	l.batching = true
+	defer func() { l.beforeIteration, l.batching = nil, false }()
 	return d.run(ctx)
 }
 

@@ -141,6 +141,11 @@ type Loop struct {
 	dirtyAtStart bool
 	// lastWorked is the issue the previous BUILD iteration worked on.
 	lastWorked string
+	// treeChecked: the working tree was checked clean (or allowed dirty)
+	// when this Loop's first BUILD run started.
+	treeChecked bool
+	// batching: the daemon runs this Loop's BUILD runs as batches.
+	batching bool
 }
 
 // repo is the project's git working tree.
