@@ -49,11 +49,13 @@ func table(rows ...string) string {
 
 // issues is the demo project: four issues, one blocked by another, one that
 // fails until its second attempt, and one whose work tempts the agent into
-// a bd command BUILD mode may not run.
+// a bd command BUILD mode may not run. Their priorities differ, so bd's
+// order (priority, then newest first, at whole seconds) is the same on
+// every run: demo-1, demo-2 twice, demo-4, demo-3.
 func issues() []issue {
 	return []issue{
 		{
-			ID: "demo-1", Title: "Add a greeting", Priority: 1,
+			ID: "demo-1", Title: "Add a greeting", Priority: 0,
 			Description: "Write greet.txt with a friendly greeting.",
 			Acceptance:  table("| greeting exists | `test -s greet.txt` | 0 |"),
 			Attempts: [][]Step{{
@@ -83,18 +85,18 @@ func issues() []issue {
 			},
 		},
 		{
-			ID: "demo-3", Title: "Tidy the backlog", Priority: 2,
+			ID: "demo-3", Title: "Tidy the backlog", Priority: 3,
 			Description: "Look over the open issues. demo-4 feels urgent.",
 			Attempts: [][]Step{{
 				say("demo-4 looks urgent; raising its priority."),
 				sh("bd update demo-4 --priority 0"),
 				say("BUILD mode may not change priorities. Leaving a note for PLANNING instead."),
-				sh(`bd update demo-3 --append-notes "demo-4 looks more urgent than P1; PLANNING should re-prioritise it"`),
+				sh(`bd update demo-3 --append-notes "demo-4 looks more urgent than P2; PLANNING should re-prioritise it"`),
 				sh(`bd close demo-3 --reason "reviewed the backlog; ran bd update --append-notes (exit 0) to leave the note for PLANNING"`),
 			}},
 		},
 		{
-			ID: "demo-4", Title: "Write release notes", Priority: 1, DependsOn: "demo-1",
+			ID: "demo-4", Title: "Write release notes", Priority: 2, DependsOn: "demo-1",
 			Description: "List what changed in NOTES.md. Needs the greeting first.",
 			Acceptance:  table("| notes exist | `test -s NOTES.md` | 0 |"),
 			Attempts: [][]Step{{
