@@ -299,6 +299,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, i
 	if err != nil {
 		return verdict{}, err
 	}
+	l.confirmCloseReasons(ctx, before, after)
 	fixed := l.revertViolations(ctx, res, rec, before, after)
 	if len(fixed) > 0 {
 		rec.Outcome, rec.Gate = "violation", GatePolicy
@@ -362,6 +363,24 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, i
 	}
 	hard, err := l.judgeFailure(ctx, rec, is, after, pre, out, calls, checks, fixed)
 	return verdict{hardStop: hard}, err
+}
+
+// confirmCloseReasons reads, with `bd show`, the close reason of each issue
+// closed in this iteration whose list entry carries none, before a close
+// without a reason is judged a violation. The list output recorded from bd
+// 1.0.5 has no closed issue in it, so whether its items carry
+// close_reason is not known; show's are recorded to. It costs a bd call
+// only in that case.
+func (l *Loop) confirmCloseReasons(ctx context.Context, before, after tamper.Snapshot) {
+	for id, a := range after {
+		if a.Status != beads.StatusClosed || a.CloseReason != "" || before[id].Status == beads.StatusClosed {
+			continue
+		}
+		if is, err := l.BD.Show(ctx, id); err == nil && is.CloseReason != "" {
+			a.CloseReason = is.CloseReason
+			after[id] = a
+		}
+	}
 }
 
 // revertViolations finds the forbidden changes between the snapshots and
