@@ -80,6 +80,13 @@ func (r Repo) Changed(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePorcelain(out), nil
+}
+
+// parsePorcelain returns the paths of `git status --porcelain=v1 -z`
+// output: records "XY path", NUL-terminated, where a rename or copy is
+// followed by a record holding its source path.
+func parsePorcelain(out []byte) []string {
 	var paths []string
 	recs := bytes.Split(out, []byte{0})
 	for i := 0; i < len(recs); i++ {
@@ -92,7 +99,7 @@ func (r Repo) Changed(ctx context.Context) ([]string, error) {
 			i++ // a rename's second record is its source path
 		}
 	}
-	return paths, nil
+	return paths
 }
 
 // Dirty reports whether the tree has uncommitted changes outside .beads/.

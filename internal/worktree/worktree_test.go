@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -134,4 +135,24 @@ func TestFailureBranchNothingToKeep(t *testing.T) {
 	sha, err := r.FailureBranch(ctx, "wip/x", "m", base)
 	is.NoErr(err)
 	is.Equal(sha, "") // no work, no branch
+}
+
+func TestParsePorcelain(t *testing.T) {
+	is := is.New(t)
+	out := []byte(" M a.txt\x00?? new dir/b c.txt\x00R  renamed.txt\x00old.txt\x00A  added.go\x00")
+	is.Equal(parsePorcelain(out), []string{"a.txt", "new dir/b c.txt", "renamed.txt", "added.go"}) // the rename's source is not listed
+	is.Equal(len(parsePorcelain(nil)), 0)
+}
+
+func FuzzParsePorcelain(f *testing.F) {
+	f.Add([]byte(" M a.txt\x00?? b\x00R  c\x00d\x00"))
+	f.Add([]byte("R  \x00"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, p := range parsePorcelain(out) {
+			if bytes.IndexByte([]byte(p), 0) >= 0 {
+				t.Fatalf("path %q holds a NUL", p)
+			}
+		}
+	})
 }
