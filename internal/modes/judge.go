@@ -96,7 +96,7 @@ type preSignals struct {
 
 func (l *Loop) takePreSignals(ctx context.Context, snap tamper.Snapshot, id string) preSignals {
 	head, _ := l.repo().Head(ctx)
-	diff, _ := l.repo().DiffHash(ctx)
+	diff, _ := l.repo().DiffHashAt(ctx, head)
 	return preSignals{head: head, diff: diff, issue: issueHash(snap, id)}
 }
 
@@ -180,7 +180,7 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 	fp := judge.NewNormalizer(idPrefix(is.ID)).Fingerprint(errLine)
 
 	head, _ := l.repo().Head(ctx)
-	diff, _ := l.repo().DiffHash(ctx)
+	diff, _ := l.repo().DiffHashAt(ctx, head)
 	cur := judge.Signals{
 		FailingChecks: failing, Fingerprint: fp, GitHead: head, DiffHash: diff,
 		IssueHash: issueHash(after, is.ID), ToolCalls: out.ToolCalls + len(calls),

@@ -112,11 +112,19 @@ func (r Repo) Dirty(ctx context.Context) (bool, error) {
 // diff against HEAD and the content of untracked files. Equal hashes mean
 // no change in between.
 func (r Repo) DiffHash(ctx context.Context) (string, error) {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.DiffHashAt(ctx, head)
+}
+
+// DiffHashAt is DiffHash for a caller that has just read HEAD (head, ""
+// in a repository without commits), saving a git call.
+func (r Repo) DiffHashAt(ctx context.Context, head string) (string, error) {
 	h := sha256.New()
 	args := []string{"diff", "--no-ext-diff", "--binary", "HEAD"}
-	if head, err := r.Head(ctx); err != nil {
-		return "", err
-	} else if head == "" {
+	if head == "" {
 		args = []string{"diff", "--no-ext-diff", "--binary", "--cached"}
 	}
 	diff, err := r.git(ctx, append(args, excludeBeads...)...)

@@ -80,6 +80,9 @@ func TestSignals(t *testing.T) {
 	h2, err := r.DiffHash(ctx)
 	is.NoErr(err)
 	is.True(h2 != clean) // a tracked edit changes the hash
+	at, err := r.DiffHashAt(ctx, head)
+	is.NoErr(err)
+	is.Equal(at, h2) // the same hash, one git call fewer
 
 	write(t, dir, "new/b.txt", "x\n")
 	h3, err := r.DiffHash(ctx)
