@@ -29,8 +29,22 @@ func TestCancelKillsTheGroup(t *testing.T) {
 	}
 	cancel()
 	_ = cmd.Wait()
-	for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+	for i := 0; i < 100 && alive(pid); i++ {
 		time.Sleep(20 * time.Millisecond) // SIGKILL follows the grace period
 	}
-	is.True(syscall.Kill(pid, 0) != nil) // the grandchild that ignored SIGTERM is gone too
+	is.True(!alive(pid)) // the grandchild that ignored SIGTERM is gone too
+}
+
+// alive reports whether pid runs. A zombie does not: it was killed and
+// waits for PID 1, its new parent, to reap it, which takes its own time.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(stat), ')')
+	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
 }
