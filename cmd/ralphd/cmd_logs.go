@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,12 +30,11 @@ as it is, --follow keeps printing as the run goes on.`)
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one RUN")
 	}
-	id, err := identify(ctx, "")
+	dir, err := stateSubdir(ctx, a, state.LogsDirName)
 	if err != nil {
 		errorf(a.stderr, "%v", err)
 		return exitUsage
 	}
-	dir := filepath.Join(state.ProjectDir(stateRoot(a), id.ID), "logs")
 	runs, err := logjsonl.ListRuns(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return reportErr(a, err)

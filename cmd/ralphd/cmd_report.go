@@ -25,12 +25,11 @@ RUN is a run id (or a prefix of one); the default is the latest run.`)
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one RUN")
 	}
-	id, err := identify(ctx, "")
+	dir, err := stateSubdir(ctx, a, state.ReportsDirName)
 	if err != nil {
 		errorf(a.stderr, "%v", err)
 		return exitUsage
 	}
-	dir := filepath.Join(state.ProjectDir(stateRoot(a), id.ID), state.ReportsDirName)
 	ext := ".md"
 	if *asJSON {
 		ext = ".json"

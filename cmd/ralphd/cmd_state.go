@@ -126,13 +126,15 @@ func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []
 		}
 	}
 	for _, id := range ids {
-		is, err := bd.Show(ctx, id)
-		if err != nil {
-			warnf(a.stderr, "could not read %s: %v", id, err)
-			continue
-		}
-		if !is.HasLabel(modes.StuckLabel) {
-			continue
+		if !all { // named issues: remove the label only where it is
+			is, err := bd.Show(ctx, id)
+			if err != nil {
+				warnf(a.stderr, "could not read %s: %v", id, err)
+				continue
+			}
+			if !is.HasLabel(modes.StuckLabel) {
+				continue
+			}
 		}
 		if err := bd.LabelRemove(ctx, id, modes.StuckLabel); err != nil {
 			warnf(a.stderr, "could not remove %s from %s: %v", modes.StuckLabel, id, err)

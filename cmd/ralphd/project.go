@@ -64,6 +64,16 @@ func identify(ctx context.Context, dir string) (state.Identity, error) {
 	return state.ProjectID(ctx, dir)
 }
 
+// stateSubdir is a directory of the current project's state dir
+// (state.LogsDirName, state.ReportsDirName), for the read-only commands.
+func stateSubdir(ctx context.Context, a *app, name string) (string, error) {
+	id, err := identify(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(state.ProjectDir(stateRoot(a), id.ID), name), nil
+}
+
 // loadConfig layers the configuration for the project at dir.
 func loadConfig(a *app, dir string, fs *flag.FlagSet) (*config.Config, error) {
 	projectFile := ""

@@ -78,6 +78,17 @@ func (i Issue) HasLabel(l string) bool {
 	return false
 }
 
+// DependsOn reports whether the issue has the dependency edge d: the same
+// issue depended on, with the same type.
+func (i Issue) DependsOn(d Dependency) bool {
+	for _, x := range i.Dependencies {
+		if x.DependsOnID == d.DependsOnID && x.Type == d.Type {
+			return true
+		}
+	}
+	return false
+}
+
 // Stats is the summary `bd stats --json` prints.
 type Stats struct {
 	Total      int

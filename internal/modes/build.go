@@ -356,7 +356,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, i
 		return verdict{closed: true}, nil
 	}
 	if cur.Status == beads.StatusInProgress {
-		l.unclaim(ctx, is.ID) // no agent is alive any more: nothing stays claimed
+		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
 	}
 	if rec.Outcome == string(agent.StatusOK) {
 		rec.Outcome = "not_closed"
@@ -430,12 +430,15 @@ func (l *Loop) reopenFailedClose(ctx context.Context, id string, c check) error 
 	return nil
 }
 
-// unclaim sets an in_progress issue back to open.
+// unclaim sets the issue back to open if it is in progress.
 func (l *Loop) unclaim(ctx context.Context, id string) {
-	cur, err := l.BD.Show(ctx, id)
-	if err != nil || cur.Status != beads.StatusInProgress {
-		return
+	if cur, err := l.BD.Show(ctx, id); err == nil && cur.Status == beads.StatusInProgress {
+		l.setOpen(ctx, id)
 	}
+}
+
+// setOpen sets an in_progress issue back to open.
+func (l *Loop) setOpen(ctx context.Context, id string) {
 	if _, err := l.BD.UpdateStatus(ctx, id, beads.StatusOpen); err != nil {
 		l.human().Warn("could not set the issue back to open", "issue", id, "err", err)
 		return

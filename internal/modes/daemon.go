@@ -77,7 +77,7 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 			continue
 		}
-		act, why, err := d.decide(ctx)
+		act, why, fp, err := d.decide(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -104,7 +104,7 @@ func (d *daemon) run(ctx context.Context) error {
 		default:
 			d.human().Info("idle: " + why)
 			d.status("idle: %s", why)
-			err = d.idle(ctx)
+			err = d.idle(ctx, fp)
 		}
 		if err != nil && ctx.Err() == nil {
 			if errors.Is(err, ErrAgentUnusable) {
@@ -122,11 +122,15 @@ func (d *daemon) run(ctx context.Context) error {
 	return nil
 }
 
-// decide returns what to do next and why. It costs two bd calls.
-func (d *daemon) decide(ctx context.Context) (act, why string, err error) {
+// decide returns what to do next and why, and the .beads/ fingerprint it
+// decided on. It costs two bd calls.
+func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
+	// The fingerprint comes first: a change made while bd is read then
+	// differs from it, and wakes idle at once.
+	fp, _ = watch.Fingerprint(d.beadsDir())
 	ready, err := d.BD.Ready(ctx, beads.ReadyOptions{Parent: d.Config.Scope})
 	if err != nil {
-		return "", "", fmt.Errorf("list ready work: %w", err)
+		return "", "", "", fmt.Errorf("list ready work: %w", err)
 	}
 	workable := 0
 	for _, is := range ready {
@@ -136,20 +140,19 @@ func (d *daemon) decide(ctx context.Context) (act, why string, err error) {
 	}
 	st, err := d.BD.Stats(ctx)
 	if err != nil {
-		return "", "", fmt.Errorf("read stats: %w", err)
+		return "", "", "", fmt.Errorf("read stats: %w", err)
 	}
-	fp, _ := watch.Fingerprint(d.beadsDir())
 	switch {
 	case d.stuckSincePlan > 0:
-		return "plan", fmt.Sprintf("%d issue(s) stuck since the last plan", d.stuckSincePlan), nil
+		return "plan", fmt.Sprintf("%d issue(s) stuck since the last plan", d.stuckSincePlan), fp, nil
 	case d.Config.PlanEvery > 0 && d.buildsSincePlan >= d.Config.PlanEvery:
-		return "plan", fmt.Sprintf("%d BUILD iterations since the last plan (plan_every %d)", d.buildsSincePlan, d.Config.PlanEvery), nil
+		return "plan", fmt.Sprintf("%d BUILD iterations since the last plan (plan_every %d)", d.buildsSincePlan, d.Config.PlanEvery), fp, nil
 	case workable == 0 && st.Open+st.InProgress > 0 && fp != d.planFP:
-		return "plan", fmt.Sprintf("nothing ready while %d issue(s) remain open and the graph changed since the last plan", st.Open+st.InProgress), nil
+		return "plan", fmt.Sprintf("nothing ready while %d issue(s) remain open and the graph changed since the last plan", st.Open+st.InProgress), fp, nil
 	case workable > 0:
-		return "build", fmt.Sprintf("%d ready issue(s)", workable), nil
+		return "build", fmt.Sprintf("%d ready issue(s)", workable), fp, nil
 	}
-	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), nil
+	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), fp, nil
 }
 
 // batch runs one BUILD batch or PLANNING iteration with its own log and
@@ -189,14 +192,11 @@ func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, 
 	return err
 }
 
-// idle waits until bd's data changes. It makes no bd call.
-func (d *daemon) idle(ctx context.Context) error {
+// idle waits until bd's data differs from fp, the fingerprint decide saw:
+// a change made since then wakes it at once. It makes no bd call.
+func (d *daemon) idle(ctx context.Context, fp string) error {
 	if d.opts.OnIdle != nil {
 		d.opts.OnIdle()
-	}
-	fp, err := watch.Fingerprint(d.beadsDir())
-	if err != nil {
-		return err
 	}
 	wctx := ctx
 	if d.opts.Reload != nil {
@@ -213,7 +213,7 @@ func (d *daemon) idle(ctx context.Context) error {
 		}()
 	}
 	w := &watch.Waiter{Dir: d.beadsDir(), Poll: d.Config.Poll}
-	_, err = w.Wait(wctx, fp)
+	_, err := w.Wait(wctx, fp)
 	if ctx.Err() == nil && wctx.Err() != nil {
 		return nil // woken to reload
 	}

@@ -156,12 +156,12 @@ func DiffPlan(before, after tamper.Snapshot) PlanChanges {
 			c.StuckCleared = append(c.StuckCleared, id)
 		}
 		for _, d := range a.Dependencies {
-			if !hasEdge(b.Dependencies, d) {
+			if !b.DependsOn(d) {
 				c.DepsAdded = append(c.DepsAdded, id+"->"+d.DependsOnID)
 			}
 		}
 		for _, d := range b.Dependencies {
-			if !hasEdge(a.Dependencies, d) {
+			if !a.DependsOn(d) {
 				c.DepsRemoved = append(c.DepsRemoved, id+"->"+d.DependsOnID)
 			}
 		}
@@ -175,15 +175,6 @@ func DiffPlan(before, after tamper.Snapshot) PlanChanges {
 		sort.Strings(*s)
 	}
 	return c
-}
-
-func hasEdge(ds []beads.Dependency, d beads.Dependency) bool {
-	for _, x := range ds {
-		if x.DependsOnID == d.DependsOnID && x.Type == d.Type {
-			return true
-		}
-	}
-	return false
 }
 
 // Summary is a one-line description of the changes ("" when none).

@@ -105,7 +105,7 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 			vs = append(vs, Violation{Kind: Acceptance, IssueID: id, Before: b.AcceptanceCriteria, After: a.AcceptanceCriteria})
 		}
 		for _, d := range b.Dependencies {
-			if !hasDep(a.Dependencies, d) {
+			if !a.DependsOn(d) {
 				vs = append(vs, Violation{Kind: DepRemoved, IssueID: id, Dep: d})
 			}
 		}
@@ -132,15 +132,6 @@ func judgeClose(id, reason string, opts Options) []Violation {
 		return []Violation{{Kind: CloseNoEvident, IssueID: id, After: reason}}
 	}
 	return nil
-}
-
-func hasDep(ds []beads.Dependency, d beads.Dependency) bool {
-	for _, x := range ds {
-		if x.DependsOnID == d.DependsOnID && x.Type == d.Type {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedIDs(s Snapshot) []string {
