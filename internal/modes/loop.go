@@ -14,6 +14,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
@@ -132,6 +133,11 @@ type Loop struct {
 	// forwards it to systemd).
 	OnStatus func(string)
 
+	// Observer, when set, receives every loop_meta event as it is emitted,
+	// whether or not a run log is written (metrics, notifications, the
+	// dashboard). It must not block.
+	Observer observe.Sink
+
 	snap snapshotCache
 	// beforeIteration, when set, runs before each iteration starts (the
 	// daemon applies a requested reload there).
@@ -192,10 +198,13 @@ func (l *Loop) status(format string, args ...any) {
 	}
 }
 
-// event writes a loop_meta event to the run log when logging is on. A log
-// that cannot be written is reported once on the human log and otherwise
-// ignored: losing the log must not stop the work.
+// event writes a loop_meta event to the run log when logging is on, and
+// hands it to the Observer. A log that cannot be written is reported once on
+// the human log and otherwise ignored: losing the log must not stop the work.
 func (l *Loop) event(name string, data any) {
+	if l.Observer != nil {
+		l.Observer.Observe(observe.Event{Name: name, Time: l.now(), Data: data})
+	}
 	if l.Log == nil {
 		return
 	}
