@@ -93,6 +93,10 @@ type Outcome struct {
 	// error (HTTP 5xx, 529 overloaded) rather than a quota: ResetAt is then
 	// only a short backoff, not a reset time the provider announced.
 	Transient bool
+	// Rejected lists the figures the agent reported that no run can have
+	// produced (a negative or non-finite cost or token count), which Run
+	// dropped: the cost is then nil and the counts 0. Reason says so too.
+	Rejected []string
 }
 
 // Denial is one tool call the agent's permission system refused.

@@ -3,10 +3,12 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/relazy"
 
 	"github.com/tidwall/gjson"
 )
@@ -180,8 +182,14 @@ func (p *opencodeParser) Line(line []byte) []Event {
 		evs = append(evs, p.tool(part)...)
 	case "step_finish":
 		p.steps++
+		// A negative step would hide the others' cost in the sum; the sum
+		// goes invalid instead, and Run rejects it.
 		if c := part.Get("cost"); c.Type == gjson.Number {
-			p.cost += c.Float()
+			if f := c.Float(); ValidCost(f) {
+				p.cost += f
+			} else {
+				p.cost = math.NaN()
+			}
 			p.haveCost = true
 		}
 		t := part.Get("tokens")

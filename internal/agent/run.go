@@ -297,6 +297,10 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	exitCode := cmd.ProcessState.ExitCode()
 	out := parser.Finish(exitCode, tail.String())
 	out.ExitCode = exitCode
+	if bad := checkFigures(&out); len(bad) > 0 {
+		out.Rejected = bad
+		out.Reason += "; ignored figures the agent reported that cannot be true: " + strings.Join(bad, ", ")
+	}
 	if cancelledAt.Load() != 0 {
 		if errors.Is(context.Cause(runCtx), errIterationTimeout) {
 			out.Status = StatusTimeout
