@@ -149,9 +149,7 @@ func shellSeeds(t testing.TB) []string {
 		seeds = append(seeds, tc.cmd)
 	}
 	seeds = append(seeds, streamCommands(t)...)
-	for _, line := range strings.Split(string(readTestdata(t, "bd-commands.txt")), "\n") {
-		seeds = append(seeds, line)
-	}
+	seeds = append(seeds, strings.Split(string(readTestdata(t, "bd-commands.txt")), "\n")...)
 	return seeds
 }
 

@@ -127,14 +127,14 @@ func Measure(dir string, size int64, rounds int) (Result, error) {
 		return err
 	}
 	for range res.Rounds {
-		d, n, err := timePipe(size, filepath.Join(dir, "measure-copy.log"), copySink)
+		d, _, err := timePipe(size, filepath.Join(dir, "measure-copy.log"), copySink)
 		if err != nil {
 			return res, fmt.Errorf("measure io.Copy: %w", err)
 		}
 		if res.CopyDuration == 0 || d < res.CopyDuration {
 			res.CopyDuration = d
 		}
-		d, n, err = timePipe(size, filepath.Join(dir, "measure-log.log"), logSink)
+		d, n, err := timePipe(size, filepath.Join(dir, "measure-log.log"), logSink)
 		if err != nil {
 			return res, fmt.Errorf("measure CopyLines: %w", err)
 		}

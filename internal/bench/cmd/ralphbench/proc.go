@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -139,22 +138,6 @@ func run(ctx context.Context, env []string, dir, name string, args ...string) (s
 		return b.String(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(b.String(), 2000))
 	}
 	return b.String(), nil
-}
-
-// timeRun runs a command with no output kept and returns its wall time; a
-// non-zero exit is an error.
-func timeRun(ctx context.Context, env []string, dir string, stdin io.Reader, name string, args ...string) (time.Duration, error) {
-	cmd := command(ctx, env, dir, name, args...)
-	cmd.Stdin = stdin
-	var b bytes.Buffer
-	cmd.Stderr = &b
-	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
-	if err != nil {
-		return d, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(b.String(), 2000))
-	}
-	return d, nil
 }
 
 // tail returns the last n bytes of s.
