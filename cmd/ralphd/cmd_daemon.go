@@ -82,10 +82,7 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	err := loop.Daemon(ctx, opts)
 	_ = notify.Stopping()
 	loop.Human.Info("daemon stopped")
-	if err != nil {
-		return reportErr(a, err)
-	}
-	return exitOK
+	return loopExit(a, err)
 }
 
 // reloadLoop re-reads the configuration (files and environment; the

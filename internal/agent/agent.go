@@ -97,6 +97,12 @@ type Outcome struct {
 	// produced (a negative or non-finite cost or token count), which Run
 	// dropped: the cost is then nil and the counts 0. Reason says so too.
 	Rejected []string
+	// Recoverable marks a StatusFatal outcome that a person can clear
+	// without touching ralphd's setup: an agent that is logged out (log it
+	// back in) or out of credit (top it up). The daemon waits these out;
+	// every other StatusFatal (a missing or mistyped agent command, a
+	// rejected model or command line) is a setup error that ends it.
+	Recoverable bool
 }
 
 // Denial is one tool call the agent's permission system refused.

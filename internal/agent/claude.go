@@ -510,10 +510,12 @@ type verdict struct {
 	reason    string
 	resetAt   time.Time
 	transient bool
+	// recoverable: see Outcome.Recoverable.
+	recoverable bool
 }
 
 func (v verdict) apply(o *Outcome) {
-	o.Status, o.Reason, o.ResetAt, o.Transient = v.status, v.reason, v.resetAt, v.transient
+	o.Status, o.Reason, o.ResetAt, o.Transient, o.Recoverable = v.status, v.reason, v.resetAt, v.transient, v.recoverable
 }
 
 // verdict classifies the run from the stream. stderrTail, when not empty,
@@ -545,10 +547,10 @@ func (p *claudeParser) verdict(stderrTail string) (verdict, bool) {
 	switch {
 	case p.assistantErr == "authentication_failed", r.apiStatus == 401, r.apiStatus == 403,
 		free && reClaudeAuth.MatchString(all):
-		return verdict{status: StatusFatal, reason: p.texts.product + " cannot authenticate: " + firstText(all) +
+		return verdict{status: StatusFatal, recoverable: true, reason: p.texts.product + " cannot authenticate: " + firstText(all) +
 			"; " + p.texts.login}, true
 	case p.assistantErr == "billing_error", r.apiStatus == 402, free && reClaudeBilling.MatchString(all):
-		return verdict{status: StatusFatal, reason: p.texts.billing + ": " + firstText(all) +
+		return verdict{status: StatusFatal, recoverable: true, reason: p.texts.billing + ": " + firstText(all) +
 			"; check the account's plan or credit balance"}, true
 	case free && reClaudeNested.MatchString(all):
 		return verdict{status: StatusFatal, reason: "Claude Code refused to run nested: " + firstText(all) +

@@ -336,7 +336,7 @@ func (p *geminiParser) verdict(exitCode int, stderrTail string) verdict {
 		}
 		return verdict{status: StatusRateLimited, reason: "rate limited (" + label + "): " + firstText(p.errMsg), resetAt: reset}
 	case strings.Contains(t, "Authentication"), exitCode == geminiExitAuth:
-		return verdict{status: StatusFatal, reason: "Gemini CLI cannot authenticate: " + firstText(msg) + "; " + geminiTexts.login}
+		return verdict{status: StatusFatal, recoverable: true, reason: "Gemini CLI cannot authenticate: " + firstText(msg) + "; " + geminiTexts.login}
 	case strings.Contains(t, "UntrustedWorkspace"), exitCode == geminiExitUntrusted:
 		return verdict{status: StatusFatal, reason: "Gemini CLI does not trust the project folder: " + firstText(msg) +
 			"; trust it once in an interactive `gemini` session"}

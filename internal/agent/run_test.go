@@ -424,17 +424,22 @@ func TestRunMissingAgent(t *testing.T) {
 
 func TestRunCommandExitCodes(t *testing.T) {
 	tests := []struct {
-		line   string
-		status Status
-		exit   int
-		text   string
+		line        string
+		status      Status
+		exit        int
+		text        string
+		recoverable bool
 	}{
-		{"echo hello; echo; echo world", StatusOK, 0, "world"},
-		{"echo failing >&2; exit 3", StatusAgentError, 3, ""},
-		{"kill -KILL $$", StatusCrashed, -1, ""},
+		{"echo hello; echo; echo world", StatusOK, 0, "world", false},
+		{"echo failing >&2; exit 3", StatusAgentError, 3, "", false},
+		{"kill -KILL $$", StatusCrashed, -1, "", false},
 		// A stream result decides over the exit code.
-		{`echo '{"type":"result","subtype":"success","is_error":false,"result":"<promise>PLAN_COMPLETE</promise>"}'; exit 1`, StatusOK, 1, "<promise>PLAN_COMPLETE</promise>"},
-		{`echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Rate limit reached"}'`, StatusRateLimited, 0, "API Error: Rate limit reached"},
+		{`echo '{"type":"result","subtype":"success","is_error":false,"result":"<promise>PLAN_COMPLETE</promise>"}'; exit 1`, StatusOK, 1, "<promise>PLAN_COMPLETE</promise>", false},
+		{`echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Rate limit reached"}'`, StatusRateLimited, 0, "API Error: Rate limit reached", false},
+		// A mistyped command is a setup error; a logged-out agent is one a
+		// person can clear while ralphd waits.
+		{"no-such-agent-xyz --go", StatusFatal, 127, "", false},
+		{`echo '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}'; exit 1`, StatusFatal, 1, "Not logged in · Please run /login", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
@@ -445,6 +450,7 @@ func TestRunCommandExitCodes(t *testing.T) {
 			is.Equal(out.Status, tt.status)
 			is.Equal(out.ExitCode, tt.exit)
 			is.Equal(out.ResultText, tt.text)
+			is.Equal(out.Recoverable, tt.recoverable) // waitable by the daemon
 		})
 	}
 }

@@ -87,7 +87,7 @@ func (pt providerTexts) usageVerdict(stderrTail string) (verdict, bool) {
 func (pt providerTexts) verdict(class textClass, msg string, now time.Time, backoff time.Duration) (verdict, bool) {
 	switch class {
 	case classAuth:
-		return verdict{status: StatusFatal, reason: pt.label + " cannot authenticate: " + firstText(msg) + "; " + pt.login}, true
+		return verdict{status: StatusFatal, recoverable: true, reason: pt.label + " cannot authenticate: " + firstText(msg) + "; " + pt.login}, true
 	case classModel:
 		return verdict{status: StatusFatal, reason: pt.label + " rejected the model: " + firstText(msg) +
 			`; check the model setting (--model or "model" in config)`}, true

@@ -249,7 +249,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		case agent.StatusRateLimited:
 			return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, nil
 		case agent.StatusFatal:
-			return iteration{reason: out.Reason}, fmt.Errorf("%w: %s", ErrAgentUnusable, out.Reason)
+			return iteration{reason: out.Reason}, agentUnusable(out)
 		default:
 			return iteration{reason: out.Reason}, ErrInterrupted
 		}

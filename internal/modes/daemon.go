@@ -40,9 +40,12 @@ type DaemonOptions struct {
 //   - build, at most build_batch iterations, while ready work is not stuck;
 //   - otherwise idle until bd's data really changes (or the poll fires).
 //
-// When the agent is unusable (not logged in, invalid key) the daemon waits
-// with exponential backoff, up to quota_backoff_max, says why in its
-// status, and tries again: a fixed setup recovers by itself.
+// A setup error that no waiting can fix (no beads database, bd missing, a
+// dirty tree, a missing or mistyped agent command) ends Daemon with that
+// error, as it ends build and plan. What can clear by itself is waited
+// out: bd trouble of another kind after a poll interval, and an agent that
+// is logged out or out of credit with exponential backoff, up to
+// quota_backoff_max, saying why in its status.
 func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 	d := &daemon{Loop: l, opts: opts, unusable: backoff{max: l.Config.QuotaBackoffMax}}
 	l.beforeIteration = d.applyReload
@@ -82,6 +85,9 @@ func (d *daemon) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
+			if setupError(err) {
+				return err
+			}
 			// bd trouble is not fatal for a daemon: say so and look again
 			// after a poll interval.
 			d.human().Error("cannot read the tracker; retrying", "err", err, "in", d.Config.Poll)
@@ -107,6 +113,9 @@ func (d *daemon) run(ctx context.Context) error {
 			err = d.idle(ctx, fp)
 		}
 		if err != nil && ctx.Err() == nil {
+			if setupError(err) {
+				return err
+			}
 			if errors.Is(err, ErrAgentUnusable) {
 				if werr := d.waitUnusable(ctx, err); werr != nil {
 					break
@@ -120,6 +129,18 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// setupError reports whether err is one that no amount of waiting can fix,
+// so the daemon ends with it (exit 2 or 5) rather than retry forever.
+func setupError(err error) bool {
+	switch {
+	case errors.Is(err, ErrAgentUnusable):
+		return !errors.Is(err, ErrAgentRecoverable)
+	case errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled), errors.Is(err, ErrDirtyTree):
+		return true
+	}
+	return false
 }
 
 // decide returns what to do next and why, and the .beads/ fingerprint it

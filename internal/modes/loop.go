@@ -57,9 +57,34 @@ var (
 	// ErrAgentUnusable: the agent is not installed, not logged in, or its
 	// key is invalid (exit 5).
 	ErrAgentUnusable = errors.New("agent unusable")
+	// ErrAgentRecoverable marks an ErrAgentUnusable that a person can clear
+	// without touching ralphd's setup (the agent is logged out, or out of
+	// credit): the daemon waits it out. Every other ErrAgentUnusable (a
+	// missing or mistyped agent command) ends the daemon too.
+	ErrAgentRecoverable = errors.New("the agent may become usable again without a restart")
 	// ErrInterrupted: a signal or the run timeout stopped the run.
 	ErrInterrupted = errors.New("interrupted")
 )
+
+// agentUnusableError is the ErrAgentUnusable of an agent run whose outcome
+// was StatusFatal.
+type agentUnusableError struct {
+	reason      string
+	recoverable bool
+}
+
+func (e *agentUnusableError) Error() string { return ErrAgentUnusable.Error() + ": " + e.reason }
+
+// Is matches ErrAgentUnusable, and ErrAgentRecoverable when a person can
+// clear it.
+func (e *agentUnusableError) Is(target error) bool {
+	return target == ErrAgentUnusable || (e.recoverable && target == ErrAgentRecoverable)
+}
+
+// agentUnusable is the error of a StatusFatal outcome.
+func agentUnusable(out agent.Outcome) error {
+	return &agentUnusableError{reason: out.Reason, recoverable: out.Recoverable}
+}
 
 // Result summarises a run.
 type Result struct {

@@ -79,7 +79,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 		return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, false, nil
 	case agent.StatusFatal:
 		l.endIteration(res, rec, out, false)
-		return iteration{reason: out.Reason}, false, fmt.Errorf("%w: %s", ErrAgentUnusable, out.Reason)
+		return iteration{reason: out.Reason}, false, agentUnusable(out)
 	case agent.StatusInterrupted:
 		l.endIteration(res, rec, out, false)
 		return iteration{reason: out.Reason}, false, ErrInterrupted
