@@ -82,9 +82,13 @@ type Outcome struct {
 	Turns      int       // agent turns, when reported
 	SessionID  string    // the agent's session id, when reported
 	ResetAt    time.Time // for StatusRateLimited: when the quota resets, if the agent said
-	Commands   []string  // shell commands the agent asked to run, in order, for the policy audit
-	ToolCalls  int       // number of tool calls seen
-	ExitCode   int       // the process exit code (-1 when killed by a signal)
+	// ResetRounded marks a ResetAt read from text that gives the time only
+	// to the minute ("resets 3pm"), which needs a minute of slack (see
+	// QuotaWait). False when the agent gave the instant exactly.
+	ResetRounded bool
+	Commands     []string // shell commands the agent asked to run, in order, for the policy audit
+	ToolCalls    int      // number of tool calls seen
+	ExitCode     int      // the process exit code (-1 when killed by a signal)
 	// Denials are the tool calls the agent's own permission system refused
 	// (Claude's result.permission_denials). A refused command also appears
 	// in Commands, because the agent asked for it.

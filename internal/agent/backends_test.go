@@ -204,7 +204,7 @@ func TestResetFromText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
 			is := is.New(t)
-			got, ok := resetFromText(tt.text, fixedNow)
+			got, _, ok := resetFromText(tt.text, fixedNow)
 			is.Equal(ok, !tt.want.IsZero())
 			is.True(got.Equal(tt.want)) // reset time
 		})

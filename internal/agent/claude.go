@@ -509,6 +509,7 @@ type verdict struct {
 	status    Status
 	reason    string
 	resetAt   time.Time
+	rounded   bool // resetAt was read from minute-rounded text
 	transient bool
 	// recoverable: see Outcome.Recoverable.
 	recoverable bool
@@ -516,6 +517,7 @@ type verdict struct {
 
 func (v verdict) apply(o *Outcome) {
 	o.Status, o.Reason, o.ResetAt, o.Transient, o.Recoverable = v.status, v.reason, v.resetAt, v.transient, v.recoverable
+	o.ResetRounded = v.rounded
 }
 
 // verdict classifies the run from the stream. stderrTail, when not empty,
@@ -557,11 +559,11 @@ func (p *claudeParser) verdict(stderrTail string) (verdict, bool) {
 			"; unset CLAUDECODE in ralphd's environment"}, true
 	case r.apiStatus == 429, p.assistantErr == "rate_limit", p.rateRejected,
 		free && r.apiStatus == 0 && reClaudeLimit.MatchString(all):
-		reset := p.rateResetAt
+		reset, rounded := p.rateResetAt, false
 		if reset.IsZero() {
-			reset, _ = parseResetText(all, p.now())
+			reset, rounded, _ = parseResetText(all, p.now())
 		}
-		return verdict{status: StatusRateLimited, reason: "rate limited: " + firstText(all), resetAt: reset}, true
+		return verdict{status: StatusRateLimited, reason: "rate limited: " + firstText(all), resetAt: reset, rounded: rounded}, true
 	case r.apiStatus >= 500, p.assistantErr == "server_error",
 		free && reClaudeTransient.MatchString(all):
 		reason := "transient API error"

@@ -483,7 +483,7 @@ func TestParseResetText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
 			is := is.New(t)
-			got, ok := parseResetText(tt.text, fixedNow)
+			got, _, ok := parseResetText(tt.text, fixedNow)
 			is.Equal(ok, !tt.want.IsZero())
 			is.True(got.Equal(tt.want)) // reset time
 		})
@@ -537,7 +537,7 @@ func FuzzParseResetText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := parseResetText(s, fixedNow)
+		got, _, ok := parseResetText(s, fixedNow)
 		if !ok && !got.IsZero() {
 			t.Fatalf("no match but time %v", got)
 		}

@@ -329,12 +329,12 @@ func (p *geminiParser) verdict(exitCode int, stderrTail string) verdict {
 	}
 	switch t := p.errType; {
 	case t == "RetryableQuotaError", t == "TerminalQuotaError":
-		reset, _ := resetFromText(p.errMsg, now)
+		reset, rounded, _ := resetFromText(p.errMsg, now)
 		label := "per-minute quota"
 		if t == "TerminalQuotaError" {
 			label = "quota exhausted"
 		}
-		return verdict{status: StatusRateLimited, reason: "rate limited (" + label + "): " + firstText(p.errMsg), resetAt: reset}
+		return verdict{status: StatusRateLimited, reason: "rate limited (" + label + "): " + firstText(p.errMsg), resetAt: reset, rounded: rounded}
 	case strings.Contains(t, "Authentication"), exitCode == geminiExitAuth:
 		return verdict{status: StatusFatal, recoverable: true, reason: "Gemini CLI cannot authenticate: " + firstText(msg) + "; " + geminiTexts.login}
 	case strings.Contains(t, "UntrustedWorkspace"), exitCode == geminiExitUntrusted:

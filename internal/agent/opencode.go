@@ -351,7 +351,7 @@ func (p *opencodeParser) errVerdict(e opencodeError, now time.Time) verdict {
 	}
 	if v, ok := opencodeTexts.verdict(class, msg, now, p.backoff); ok {
 		if v.status == StatusRateLimited && e.retryIn > 0 {
-			v.resetAt = now.Add(e.retryIn)
+			v.resetAt, v.rounded = now.Add(e.retryIn), false
 		}
 		return v
 	}

@@ -36,31 +36,61 @@ var monthIndex = map[string]time.Month{
 // unknown); with a month and day, the next such date. Relative forms
 // ("try again in 4 days 20 hours") and the older "limit reached|<unix
 // seconds>" form are understood too.
-func parseResetText(s string, now time.Time) (time.Time, bool) {
+//
+// rounded reports a time read from text that gives it only to the minute
+// (a clock time, "resets in 2h 5m"): the reset may come up to a minute
+// later than the time returned. An epoch second, or a relative time with
+// seconds in it, is exact.
+func parseResetText(s string, now time.Time) (reset time.Time, rounded, ok bool) {
 	if m := reEpochReset.FindStringSubmatch(s); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
-			return time.Unix(n, 0), true
+			return time.Unix(n, 0), false, true
 		}
 	}
 	if m := reRelReset.FindStringSubmatch(s); m != nil {
 		var d time.Duration
+		seconds := false
 		for _, p := range reRelPart.FindAllStringSubmatch(m[1], -1) {
 			n, err := strconv.ParseFloat(p[1], 64)
 			if err != nil {
 				continue
 			}
-			d += time.Duration(n * float64(unitOf(p[2])))
+			unit := unitOf(p[2])
+			seconds = seconds || unit == time.Second
+			d += time.Duration(n * float64(unit))
 		}
 		if d > 0 {
-			return now.Add(d), true
+			return now.Add(d), !seconds, true
 		}
 	}
 	for _, m := range reClockReset.FindAllStringSubmatch(s, -1) {
 		if t, ok := clockReset(m, now); ok {
-			return t, true
+			return t, true, true
 		}
 	}
-	return time.Time{}, false
+	return time.Time{}, false, false
+}
+
+// ExactResetSlack is what QuotaWait adds to a reset time the agent gave
+// exactly, for clock skew between the provider and this machine.
+const ExactResetSlack = 3 * time.Second
+
+// RoundedResetSlack is what QuotaWait adds to a reset time read from text
+// rounded to the minute, and the least it waits for one.
+const RoundedResetSlack = time.Minute
+
+// QuotaWait is how long to wait, at now, for a quota that resets at reset:
+// until the reset plus ExactResetSlack when the agent gave the instant
+// exactly (Claude's rate_limit_event resetsAt, a retry delay), or plus
+// RoundedResetSlack, and never less, when the time was read from text
+// rounded to the minute (see Outcome.ResetRounded). A reset already past
+// waits only the slack.
+func QuotaWait(now, reset time.Time, rounded bool) time.Duration {
+	slack := ExactResetSlack
+	if rounded {
+		slack = RoundedResetSlack
+	}
+	return max(reset.Sub(now), 0) + slack
 }
 
 // unitOf maps a unit word of reRelPart to its duration.

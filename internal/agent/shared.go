@@ -92,8 +92,8 @@ func (pt providerTexts) verdict(class textClass, msg string, now time.Time, back
 		return verdict{status: StatusFatal, reason: pt.label + " rejected the model: " + firstText(msg) +
 			`; check the model setting (--model or "model" in config)`}, true
 	case classLimit:
-		reset, _ := resetFromText(msg, now)
-		return verdict{status: StatusRateLimited, reason: "rate limited: " + firstText(msg), resetAt: reset}, true
+		reset, rounded, _ := resetFromText(msg, now)
+		return verdict{status: StatusRateLimited, reason: "rate limited: " + firstText(msg), resetAt: reset, rounded: rounded}, true
 	case classTransient:
 		return verdict{status: StatusRateLimited, transient: true, reason: "transient API error: " + firstText(msg),
 			resetAt: now.Add(backoff)}, true
@@ -113,21 +113,22 @@ var (
 
 // resetFromText finds when a limit resets in an error message: the fields
 // of Codex's usage-limit error, a Go-style duration ("retry in 1h2m3s"),
-// or any form parseResetText understands.
-func resetFromText(s string, now time.Time) (time.Time, bool) {
+// or any form parseResetText understands. rounded is as for
+// parseResetText.
+func resetFromText(s string, now time.Time) (reset time.Time, rounded, ok bool) {
 	if m := reResetsAt.FindStringSubmatch(s); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
-			return time.Unix(n, 0), true
+			return time.Unix(n, 0), false, true
 		}
 	}
 	if m := reResetsIn.FindStringSubmatch(s); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil && n > 0 {
-			return now.Add(time.Duration(n) * time.Second), true
+			return now.Add(time.Duration(n) * time.Second), false, true
 		}
 	}
 	if m := reRetryDuration.FindStringSubmatch(s); m != nil {
 		if d, err := time.ParseDuration(strings.TrimRight(m[1], ".")); err == nil && d > 0 {
-			return now.Add(d), true
+			return now.Add(d), false, true
 		}
 	}
 	return parseResetText(s, now)

@@ -160,9 +160,10 @@ func (l *Loop) emptyQueueReason(ctx context.Context) string {
 
 // iteration is what one iteration did, for the loop's next decision.
 type iteration struct {
-	rateLimited bool
-	resetAt     time.Time
-	reason      string
+	rateLimited  bool
+	resetAt      time.Time
+	resetRounded bool // resetAt was read from minute-rounded text
+	reason       string
 }
 
 // buildIteration runs the agent on one issue and judges the result.
@@ -247,7 +248,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		l.endIteration(res, rec, out, false)
 		switch out.Status {
 		case agent.StatusRateLimited:
-			return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, nil
+			return iteration{rateLimited: true, resetAt: out.ResetAt, resetRounded: out.ResetRounded, reason: out.Reason}, nil
 		case agent.StatusFatal:
 			return iteration{reason: out.Reason}, agentUnusable(out)
 		default:

@@ -76,7 +76,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 	case agent.StatusRateLimited:
 		res.Iterations--
 		l.endIteration(res, rec, out, false)
-		return iteration{rateLimited: true, resetAt: out.ResetAt, reason: out.Reason}, false, nil
+		return iteration{rateLimited: true, resetAt: out.ResetAt, resetRounded: out.ResetRounded, reason: out.Reason}, false, nil
 	case agent.StatusFatal:
 		l.endIteration(res, rec, out, false)
 		return iteration{reason: out.Reason}, false, agentUnusable(out)

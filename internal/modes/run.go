@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
@@ -56,7 +57,7 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 		return true, res.stop(StopError, it.reason, err)
 	}
 	if it.rateLimited {
-		if err := l.waitQuota(ctx, quota, it.resetAt, res.Iterations+1, it.reason); err != nil {
+		if err := l.waitQuota(ctx, quota, it.resetAt, it.resetRounded, res.Iterations+1, it.reason); err != nil {
 			return true, stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
 		}
 		return false, nil
@@ -174,15 +175,13 @@ func (b *backoff) step() time.Duration {
 }
 
 // waitQuota waits until the provider's quota resets: until resetAt when the
-// agent said (plus a minute, as resets are announced to the minute), or
-// with exponential backoff otherwise.
-func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, iter int, reason string) error {
+// agent said (plus a few seconds when it gave the instant exactly, a minute
+// when it was read from text rounded to the minute; see agent.QuotaWait),
+// or with exponential backoff otherwise.
+func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, rounded bool, iter int, reason string) error {
 	wait := b.step()
 	if !resetAt.IsZero() {
-		wait = resetAt.Sub(l.now()) + time.Minute
-		if wait < time.Minute {
-			wait = time.Minute
-		}
+		wait = agent.QuotaWait(l.now(), resetAt, rounded)
 	}
 	// Never sleep past the cap, even for an announced reset: a reset time
 	// misread, or days away, then costs one cheap retry (a rate-limited
