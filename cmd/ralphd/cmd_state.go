@@ -54,8 +54,9 @@ the last run, and the run logs. Reads only; creates nothing.`)
 
 func cmdReset(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "reset", "reset ISSUE-ID... | reset --all", `
-Clear attempt counters, and remove the `+modes.StuckLabel+` label so BUILD picks
-the issues up again. This is the safe way to do what the bash loop's docs
+Clear the issues' attempt records (counter, escalation and the verbatim record
+of past attempts, all together), and remove the `+modes.StuckLabel+` label so
+BUILD gives them a fresh start. This is the safe way to do what the bash loop's docs
 call "rm attempts.txt".`)
 	all := fs.Bool("all", false, "reset every issue")
 	pos, code, done := parseArgs(a, fs, args)
@@ -77,9 +78,9 @@ call "rm attempts.txt".`)
 
 	var cleared map[string]int
 	if *all {
-		cleared, err = p.store.ResetAllAttempts()
+		cleared, err = p.store.ResetAll()
 	} else {
-		cleared, err = p.store.ResetAttempts(pos...)
+		cleared, err = p.store.Reset(pos...)
 	}
 	if err != nil {
 		return reportErr(a, err)

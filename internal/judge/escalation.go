@@ -2,9 +2,10 @@ package judge
 
 import (
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
 	"slices"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/relazy"
 )
 
 // Tier is the escalation level for one issue's next attempt.
@@ -236,6 +237,60 @@ func (p Policy) Replay(history []Outcome) (State, Decision) {
 	return s, d
 }
 
+// StuckCause says why BUILD gives up on an issue; NotStuck when it does not.
+type StuckCause string
+
+// The causes Stuck decides, as `ralphd status --json` reports them.
+const (
+	NotStuck StuckCause = ""
+	// StuckHardStop: the escalation gave up on the issue (State.Stopped).
+	StuckHardStop StuckCause = "hard_stop"
+	// StuckAttemptCap: the issue's attempts reached the cap (max_stuck).
+	StuckAttemptCap StuckCause = "attempt_cap"
+)
+
+// ReasonMaxAttempts is the STUCK note's reason when the attempt cap came
+// first and the failures had no run to name.
+const ReasonMaxAttempts = "max_attempts"
+
+// Stuck is the one decision that BUILD gives up on an issue, and why. Both
+// triggers meet here: the escalation's hard stop (s.Stopped), and the
+// attempt counter reaching maxAttempts (a cap of 0 or less is none). The
+// hard stop is named when both hold, as it says more.
+func Stuck(attempts, maxAttempts int, s State) StuckCause {
+	switch {
+	case s.Stopped:
+		return StuckHardStop
+	case maxAttempts > 0 && attempts >= maxAttempts:
+		return StuckAttemptCap
+	}
+	return NotStuck
+}
+
+// StuckDecision describes a stuck issue's failures for its STUCK note
+// (StuckNote): next itself when the escalation decided the hard stop, else
+// the hard stop it describes from s, naming the longer current run of
+// failures (the attempt cap came first). lastError is the verbatim failure
+// line of the last attempt.
+func StuckDecision(s State, next Decision, lastError string) Decision {
+	if next.Tier == TierHardStop {
+		return next
+	}
+	d := Decision{
+		Tier: TierHardStop, Error: lastError, Fingerprint: s.LastFingerprint,
+		Shift: s.StrategyShifts, Attempts: s.Attempts, Fingerprints: slices.Clone(s.Fingerprints),
+	}
+	switch {
+	case s.LastFingerprint != "" && s.FingerprintRun >= s.NoProgressRun:
+		d.Reason, d.Count = ReasonRepeatedFingerprint, s.FingerprintRun
+	case s.NoProgressRun > 0:
+		d.Reason, d.Count = ReasonNoProgress, s.NoProgressRun
+	default:
+		d.Reason = ReasonMaxAttempts
+	}
+	return d
+}
+
 // The kinds of missing information MissingInfo recognises.
 const (
 	missingNone = iota
@@ -365,8 +420,8 @@ func StuckNote(issue string, d Decision, autoFixed []string) string {
 	} else {
 		fmt.Fprintf(&b, "Auto-fixed: %s.\n", strings.Join(autoFixed, "; "))
 	}
-	fmt.Fprintf(&b, "Recommended next action: %s Then remove the %s label so ralphd picks the issue up again.",
-		recommend(d), StuckLabel)
+	fmt.Fprintf(&b, "Recommended next action: %s Then run `ralphd reset %s` (or let PLANNING remove the %s label) so ralphd starts the issue afresh.",
+		recommend(d), issue, StuckLabel)
 	return b.String()
 }
 

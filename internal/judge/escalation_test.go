@@ -213,7 +213,7 @@ func TestStuckNote(t *testing.T) {
 	is.True(strings.Contains(note, "Last error (verbatim): "+line+"\n"))
 	is.True(strings.Contains(note, "Auto-fixed: reopened the issue after a failed close.\n"))
 	is.True(strings.Contains(note, "Recommended next action: add the file the error says is missing (conf/app.yaml), or correct the path in the issue."))
-	is.True(strings.HasSuffix(note, "remove the ralph:stuck label so ralphd picks the issue up again."))
+	is.True(strings.HasSuffix(note, "Then run `ralphd reset rt-2j9` (or let PLANNING remove the ralph:stuck label) so ralphd starts the issue afresh."))
 
 	_, d = p.Replay([]Outcome{{}, {}, {}, {}})
 	note = StuckNote("rt-x", d, nil)
@@ -240,6 +240,66 @@ func TestStuckNoteRecommendations(t *testing.T) {
 			_, d := Policy{MaxStrategyShifts: -1}.Replay([]Outcome{failing(tt.line, true), failing(tt.line, true)})
 			is.Equal(d.Tier, TierHardStop)
 			is.True(strings.Contains(StuckNote("rt-1", d, nil), "Recommended next action: "+tt.want))
+		})
+	}
+}
+
+func TestStuck(t *testing.T) {
+	tests := []struct {
+		name          string
+		attempts, max int
+		s             State
+		want          StuckCause
+	}{
+		{"fresh", 0, 3, State{}, NotStuck},
+		{"under the cap", 2, 3, State{Attempts: 2, FingerprintRun: 2}, NotStuck},
+		{"at the cap", 3, 3, State{Attempts: 3}, StuckAttemptCap},
+		{"over the cap (limit lowered)", 5, 3, State{}, StuckAttemptCap},
+		{"counted by the bash loop, never judged", 3, 3, State{}, StuckAttemptCap},
+		{"hard stop under the cap", 4, 9, State{Attempts: 4, Stopped: true}, StuckHardStop},
+		{"both: the hard stop is named", 3, 3, State{Stopped: true}, StuckHardStop},
+		{"no cap", 100, 0, State{}, NotStuck},
+		{"no cap, hard stop", 1, 0, State{Stopped: true}, StuckHardStop},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			is.Equal(Stuck(tt.attempts, tt.max, tt.s), tt.want)
+		})
+	}
+}
+
+func TestStuckDecision(t *testing.T) {
+	fps := []string{"a", "b", "b"}
+	hard := Decision{Tier: TierHardStop, Reason: ReasonNoProgress, Count: 2, Attempts: 4}
+	tests := []struct {
+		name      string
+		s         State
+		next      Decision
+		wantTier  Tier
+		want      string // Reason
+		wantCount int
+	}{
+		{"the escalation's own hard stop", State{Stopped: true}, hard, TierHardStop, ReasonNoProgress, 2},
+		{"cap first: same error", State{Attempts: 3, LastFingerprint: "b", FingerprintRun: 2, NoProgressRun: 1, Fingerprints: fps},
+			Decision{Tier: TierStrategyShift}, TierHardStop, ReasonRepeatedFingerprint, 2},
+		{"cap first: no progress runs longer", State{Attempts: 3, LastFingerprint: "b", FingerprintRun: 1, NoProgressRun: 3},
+			Decision{}, TierHardStop, ReasonNoProgress, 3},
+		{"cap first: no failure line", State{Attempts: 3, NoProgressRun: 3}, Decision{}, TierHardStop, ReasonNoProgress, 3},
+		{"cap first: nothing to name", State{Attempts: 3}, Decision{}, TierHardStop, ReasonMaxAttempts, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			d := StuckDecision(tt.s, tt.next, "the error")
+			is.Equal(d.Tier, tt.wantTier)
+			is.Equal(d.Reason, tt.want)
+			is.Equal(d.Count, tt.wantCount)
+			if tt.next.Tier != TierHardStop {
+				is.Equal(d.Attempts, tt.s.Attempts)
+				is.Equal(d.Error, "the error")
+				is.Equal(d.Fingerprints, tt.s.Fingerprints)
+			}
 		})
 	}
 }

@@ -1,18 +1,15 @@
 package judge
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ralphd/ralphd/internal/relazy"
 )
 
 // Limits of the attempt record.
@@ -48,8 +45,7 @@ type Output struct {
 	Text     string // combined output; truncated when written
 }
 
-// ErrCorruptRecord is wrapped by ReadRecord and ParseRecord when a record
-// does not parse.
+// ErrCorruptRecord is wrapped by ParseRecord when a record does not parse.
 var ErrCorruptRecord = errors.New("corrupt attempt record")
 
 // Truncate keeps at most maxLines lines of text: the first half and the last
@@ -135,103 +131,34 @@ func prepare(a Attempt) Attempt {
 	return out
 }
 
-// SanitizeIssueID turns an issue id into a safe file name stem: letters,
-// digits, '.', '_' and '-' stay, anything else becomes '_', and a leading
-// '.' gets a '_' before it. When that changed the id, or it is longer than
-// 100 bytes, eight hex digits of the id's hash are appended, so that two
-// different ids never share a file.
-func SanitizeIssueID(issue string) string {
-	var b strings.Builder
-	for i := 0; i < len(issue); i++ {
-		c := issue[i]
-		if c < utf8.RuneSelf && (unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c)) || c == '.' || c == '_' || c == '-') {
-			b.WriteByte(c)
-		} else {
-			b.WriteByte('_')
-		}
+// AppendAttempt returns attempts with a added as a record keeps it: each
+// output stored verbatim up to MaxOutputLines lines (see Truncate) and
+// MaxOutputLineBytes per line, trailing newlines dropped, and only the last
+// RecordWindow attempts kept. It does not change attempts.
+func AppendAttempt(attempts []Attempt, a Attempt) []Attempt {
+	out := append(slices.Clone(attempts), prepare(a))
+	if n := len(out); n > RecordWindow {
+		out = out[n-RecordWindow:]
 	}
-	s := b.String()
-	if strings.HasPrefix(s, ".") {
-		s = "_" + s
-	}
-	if s == issue && len(s) <= 100 && s != "" {
-		return s
-	}
-	if len(s) > 80 {
-		s = s[:80]
-	}
-	sum := sha256.Sum256([]byte(issue))
-	return s + "-" + hex.EncodeToString(sum[:4])
+	return out
 }
 
-// RecordPath is the attempt record file of an issue in dir.
-func RecordPath(dir, issue string) string {
-	return filepath.Join(dir, SanitizeIssueID(issue)+".md")
-}
-
-// WriteRecord appends attempt a to the issue's record in dir, keeps the
-// last RecordWindow attempts, and replaces the file atomically (temporary
-// file in dir, fsync, rename, fsync of dir). It creates dir if needed. Each
-// output is stored verbatim up to MaxOutputLines lines (see Truncate) and
-// MaxOutputLineBytes per line, trailing newlines dropped.
-//
-// A record that does not parse is replaced by a fresh one holding only a.
-// Calls for the same issue must not run concurrently.
-func WriteRecord(dir, issue string, a Attempt) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write attempt record: %w", err)
-	}
-	path := RecordPath(dir, issue)
-	attempts, err := readAttempts(path)
-	if err != nil && !errors.Is(err, ErrCorruptRecord) {
-		return fmt.Errorf("write attempt record: %w", err)
-	}
-	attempts = append(attempts, prepare(a))
-	if n := len(attempts); n > RecordWindow {
-		attempts = attempts[n-RecordWindow:]
-	}
-	data := recordHeader + renderSection(issue, attempts)
-	if err := writeFileAtomic(path, []byte(data), 0o600); err != nil {
-		return fmt.Errorf("write attempt record for %s: %w", issue, err)
-	}
-	return nil
-}
-
-// ReadRecord returns the attempts in the issue's record in dir, oldest
-// first. A missing record gives no attempts and no error; one that does not
-// parse gives an error wrapping ErrCorruptRecord.
-func ReadRecord(dir, issue string) ([]Attempt, error) {
-	attempts, err := readAttempts(RecordPath(dir, issue))
-	if err != nil {
-		return nil, fmt.Errorf("read attempt record for %s: %w", issue, err)
-	}
-	return attempts, nil
+// FormatRecord renders an issue's attempts as the text of its record
+// file: a comment saying who wrote it, then the section PromptSection
+// renders. ParseRecord reads it back.
+func FormatRecord(issue string, attempts []Attempt) string {
+	return recordHeader + renderSection(issue, attempts)
 }
 
 // PromptSection returns the "Previous attempts" section for the issue's next
-// prompt, rendered from its record: a "## Previous attempts on <issue>"
-// heading, then per attempt its header fields and verbatim outputs. It
-// returns "" when there is no record.
-func PromptSection(dir, issue string) (string, error) {
-	attempts, err := ReadRecord(dir, issue)
-	if err != nil {
-		return "", fmt.Errorf("build previous-attempts section: %w", err)
-	}
+// prompt: a "## Previous attempts on <issue>" heading, then per attempt its
+// header fields and verbatim outputs. It returns "" when there are no
+// attempts.
+func PromptSection(issue string, attempts []Attempt) string {
 	if len(attempts) == 0 {
-		return "", nil
+		return ""
 	}
-	return renderSection(issue, attempts), nil
-}
-
-func readAttempts(path string) ([]Attempt, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return ParseRecord(string(data))
+	return renderSection(issue, attempts)
 }
 
 const recordHeader = "<!-- Written by ralphd after each attempt, never by the agent: verbatim output, no summaries. -->\n"
@@ -451,47 +378,4 @@ func parseOutput(lines []string, i int) (Output, int, error) {
 		}
 	}
 	return Output{}, 0, corrupt(len(lines), "output block not closed")
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory: write, fsync, rename over path, fsync the directory.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temporary file: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename into place: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory for fsync: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory: %w", err)
-	}
-	return nil
 }

@@ -3,8 +3,7 @@ package judge
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,13 +26,21 @@ func sampleAttempt(t testing.TB, iteration int) Attempt {
 	}
 }
 
-func TestWriteReadRecordRoundTrip(t *testing.T) {
-	is := is.New(t)
-	dir := filepath.Join(t.TempDir(), "attempts") // created by WriteRecord
-	a := sampleAttempt(t, 7)
-	is.NoErr(WriteRecord(dir, "rt-2j9", a))
+// record is what a record file holds after adding attempts one by one.
+func record(issue string, attempts ...Attempt) string {
+	var kept []Attempt
+	for _, a := range attempts {
+		kept = AppendAttempt(kept, a)
+	}
+	return FormatRecord(issue, kept)
+}
 
-	got, err := ReadRecord(dir, "rt-2j9")
+func TestFormatParseRecordRoundTrip(t *testing.T) {
+	is := is.New(t)
+	a := sampleAttempt(t, 7)
+	text := record("rt-2j9", a)
+
+	got, err := ParseRecord(text)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
 	want := a
@@ -42,9 +49,6 @@ func TestWriteReadRecordRoundTrip(t *testing.T) {
 	want.Outputs[1].Text = "```\nnested fence\n````"
 	is.Equal(got[0], want)
 
-	data, err := os.ReadFile(filepath.Join(dir, "rt-2j9.md"))
-	is.NoErr(err)
-	text := string(data)
 	is.True(strings.HasPrefix(text, "<!-- Written by ralphd"))
 	for _, s := range []string{
 		"## Previous attempts on rt-2j9\n",
@@ -55,43 +59,36 @@ func TestWriteReadRecordRoundTrip(t *testing.T) {
 	} {
 		is.True(strings.Contains(text, s)) // record layout
 	}
-	info, err := os.Stat(filepath.Join(dir, "rt-2j9.md"))
-	is.NoErr(err)
-	is.Equal(info.Mode().Perm(), os.FileMode(0o600))
 }
 
 func TestRecordRollingWindow(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
+	var kept []Attempt
 	for i := 1; i <= 5; i++ {
 		a := sampleAttempt(t, i)
 		a.Outputs = []Output{{Name: "verify", Command: "go test ./...", ExitCode: 1, Text: fmt.Sprintf("attempt %d output", i)}}
-		is.NoErr(WriteRecord(dir, "rt-wjd.1", a))
+		before := slices.Clone(kept)
+		kept = AppendAttempt(kept, a)
+		is.Equal(len(before), min(i-1, RecordWindow)) // the input is not changed
 	}
-	got, err := ReadRecord(dir, "rt-wjd.1")
+	got, err := ParseRecord(FormatRecord("rt-wjd.1", kept))
 	is.NoErr(err)
 	is.Equal(len(got), RecordWindow)
 	for i, a := range got {
 		is.Equal(a.Iteration, i+3) // oldest first, the last three kept
 		is.Equal(a.Outputs[0].Text, fmt.Sprintf("attempt %d output", i+3))
 	}
-	entries, err := os.ReadDir(dir)
-	is.NoErr(err)
-	is.Equal(len(entries), 1) // no temporary files left behind
-	is.Equal(entries[0].Name(), "rt-wjd.1.md")
 }
 
 func TestRecordTruncatesOutput(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
 	var lines []string
 	for i := 1; i <= 250; i++ {
 		lines = append(lines, fmt.Sprintf("line %d", i))
 	}
 	lines[0] = strings.Repeat("x", 5000)
 	a := Attempt{Iteration: 1, Outputs: []Output{{Name: "test", Text: strings.Join(lines, "\n") + "\n\n"}}}
-	is.NoErr(WriteRecord(dir, "rt-1", a))
-	got, err := ReadRecord(dir, "rt-1")
+	got, err := ParseRecord(record("rt-1", a))
 	is.NoErr(err)
 	out := strings.Split(got[0].Outputs[0].Text, "\n")
 	is.Equal(len(out), MaxOutputLines)
@@ -103,9 +100,8 @@ func TestRecordTruncatesOutput(t *testing.T) {
 	is.Equal(out[51], "line 202")
 	is.Equal(out[99], "line 250")
 
-	// Writing again keeps the stored text as it is (truncation is idempotent).
-	is.NoErr(WriteRecord(dir, "rt-1", Attempt{Iteration: 2}))
-	again, err := ReadRecord(dir, "rt-1")
+	// Adding again keeps the stored text as it is (truncation is idempotent).
+	again, err := ParseRecord(FormatRecord("rt-1", AppendAttempt(got, Attempt{Iteration: 2})))
 	is.NoErr(err)
 	is.Equal(again[0], got[0])
 }
@@ -132,74 +128,20 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-func TestSanitizeIssueID(t *testing.T) {
-	long := strings.Repeat("a", 120)
-	tests := []struct {
-		id        string
-		want      string // "" means: check only that it is hashed and safe
-		unchanged bool
-	}{
-		{id: "rt-2j9", want: "rt-2j9"},
-		{id: "rt-wjd.1", want: "rt-wjd.1"},
-		{id: "my_proj-abc.2.3", want: "my_proj-abc.2.3"},
-		{id: "../../etc/passwd"},
-		{id: ".hidden"},
-		{id: "a/b"},
-		{id: "a_b", want: "a_b"},
-		{id: "with space"},
-		{id: "nul\x00byte"},
-		{id: "ünïcode"},
-		{id: ""},
-		{id: long},
-	}
-	seen := map[string]string{}
-	for _, tt := range tests {
-		t.Run(tt.id, func(t *testing.T) {
-			is := is.New(t)
-			got := SanitizeIssueID(tt.id)
-			if tt.want != "" {
-				is.Equal(got, tt.want)
-			}
-			is.True(got != "" && got != "." && got != "..")
-			is.True(!strings.HasPrefix(got, "."))
-			is.True(len(got) <= 100)
-			is.Equal(strings.Trim(got, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"), "")
-			if prev, dup := seen[got]; dup {
-				t.Fatalf("%q and %q both map to %q", prev, tt.id, got)
-			}
-			seen[got] = tt.id
-		})
-	}
-}
-
-func TestRecordUnsafeIssueID(t *testing.T) {
+func TestPromptSectionUnsafeIssueID(t *testing.T) {
 	is := is.New(t)
-	root := t.TempDir()
-	dir := filepath.Join(root, "attempts")
-	id := "../escape\nme"
-	is.NoErr(WriteRecord(dir, id, Attempt{Iteration: 1}))
-	entries, err := os.ReadDir(root)
-	is.NoErr(err)
-	is.Equal(len(entries), 1) // nothing written outside dir
-	got, err := ReadRecord(dir, id)
+	section := PromptSection("../escape\nme", AppendAttempt(nil, Attempt{Iteration: 1}))
+	is.True(strings.HasPrefix(section, "## Previous attempts on ../escape me\n")) // one heading line
+	got, err := ParseRecord(section)
 	is.NoErr(err)
 	is.Equal(len(got), 1)
-	section, err := PromptSection(dir, id)
-	is.NoErr(err)
-	is.True(strings.HasPrefix(section, "## Previous attempts on ../escape me\n"))
 }
 
 func TestPromptSection(t *testing.T) {
 	is := is.New(t)
-	dir := t.TempDir()
-	s, err := PromptSection(dir, "rt-none")
-	is.NoErr(err)
-	is.Equal(s, "") // no record, no section
+	is.Equal(PromptSection("rt-none", nil), "") // no attempts, no section
 
-	is.NoErr(WriteRecord(dir, "rt-2j9", sampleAttempt(t, 1)))
-	is.NoErr(WriteRecord(dir, "rt-2j9", sampleAttempt(t, 2)))
-	s, err = PromptSection(dir, "rt-2j9")
-	is.NoErr(err)
+	s := PromptSection("rt-2j9", AppendAttempt(AppendAttempt(nil, sampleAttempt(t, 1)), sampleAttempt(t, 2)))
 	is.True(strings.HasPrefix(s, "## Previous attempts on rt-2j9\n\n### Attempt 1 of 2\n"))
 	is.True(strings.Contains(s, "### Attempt 2 of 2\n"))
 	is.True(strings.Contains(s, "calc_test.go:11: Add(2, 2) = 0, want 4\n")) // verbatim output
@@ -207,25 +149,6 @@ func TestPromptSection(t *testing.T) {
 	parsed, err := ParseRecord(s)
 	is.NoErr(err)
 	is.Equal(len(parsed), 2) // the section parses like the file
-}
-
-func TestRecordCorrupt(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	path := RecordPath(dir, "rt-bad")
-	is.NoErr(os.WriteFile(path, []byte("### Attempt 1\n---\niteration: three\n---\n"), 0o600))
-
-	_, err := ReadRecord(dir, "rt-bad")
-	is.True(errors.Is(err, ErrCorruptRecord))
-	_, err = PromptSection(dir, "rt-bad")
-	is.True(errors.Is(err, ErrCorruptRecord))
-
-	// Writing starts a fresh record.
-	is.NoErr(WriteRecord(dir, "rt-bad", Attempt{Iteration: 4}))
-	got, err := ReadRecord(dir, "rt-bad")
-	is.NoErr(err)
-	is.Equal(len(got), 1)
-	is.Equal(got[0].Iteration, 4)
 }
 
 func TestParseRecordErrors(t *testing.T) {

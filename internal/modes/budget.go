@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/state"
@@ -103,11 +102,16 @@ func (l *Loop) keepFailedWork(ctx context.Context, id, why string) string {
 	// Git work must finish even when the run is being stopped.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	j := l.loadJudgement(id)
+	r, err := l.record(id)
+	if err != nil {
+		l.human().Error("could not keep the failed work on a branch; the working tree is left as it is", "issue", id, "err", err)
+		return ""
+	}
+	j := r.Judgement
 	name := fmt.Sprintf("wip/ralph-fail-%s-%s", branchUnsafe.ReplaceAllString(id, "_"), l.now().Format("20060102-150405"))
 	msg := fmt.Sprintf("ralphd: failed work on %s (%s)\n\nAttempts: %d\nLast gate: %s\nFingerprint: %s\nLast error: %s\nAttempt record: %s\n",
 		id, why, j.Escalation.Attempts, j.LastGate, orNone(j.Escalation.LastFingerprint), orNone(j.LastError),
-		judge.RecordPath(l.State.AttemptsDir(), id))
+		l.State.AttemptRecordPath(id))
 	sha, err := l.repo().FailureBranch(ctx, name, msg, j.Base)
 	if err != nil {
 		l.human().Error("could not keep the failed work on a branch; the working tree is left as it is", "issue", id, "err", err)

@@ -97,15 +97,15 @@ func (l *Loop) pick(ctx context.Context, res *Result, ready []beads.Issue, skip 
 			l.skip(res, skip, is.ID, "labelled "+StuckLabel)
 			continue
 		}
-		n, err := l.State.Attempt(is.ID)
+		r, err := l.record(is.ID)
 		if err != nil {
-			return nil, fmt.Errorf("read attempts of %s: %w", is.ID, err)
+			return nil, err
 		}
-		if n >= l.Config.MaxStuck {
-			if err := l.markStuck(ctx, res, is, n); err != nil {
+		if cause := l.stuck(r); cause != judge.NotStuck {
+			if err := l.markStuck(ctx, res, r); err != nil {
 				return nil, err
 			}
-			l.skip(res, skip, is.ID, fmt.Sprintf("stuck after %d attempts", n))
+			l.skip(res, skip, is.ID, stuckWhy(r, cause))
 			continue
 		}
 		return &is, nil
@@ -119,28 +119,45 @@ func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
 	l.event(logjsonl.EventDecision, logjsonl.Decision{IssueID: id, Decision: "skip", Reason: why})
 }
 
+// stuck is the one place BUILD decides to give up on an issue, and why:
+// its attempts reached max_stuck, or the escalation decided a hard stop
+// (see judge.Stuck). `ralphd status` asks the same of the same record.
+func (l *Loop) stuck(r state.IssueRecord) judge.StuckCause {
+	return r.Stuck(l.Config.MaxStuck)
+}
+
+// stuckWhy is the reason a stuck issue is skipped, for the log.
+func stuckWhy(r state.IssueRecord, cause judge.StuckCause) string {
+	if cause == judge.StuckHardStop {
+		return fmt.Sprintf("stuck after %d attempts: the escalation's hard stop (%s)", r.Count, r.Judgement.Escalation.StopReason)
+	}
+	return fmt.Sprintf("stuck after %d attempts", r.Count)
+}
+
 // markStuck appends the STUCK note (appending: plain --notes would erase
-// the planner's notes) and the stuck label. Its attempts stay at the limit
-// so `ralphd status` shows why; clearing the label in PLANNING resets them.
-func (l *Loop) markStuck(ctx context.Context, res *Result, is beads.Issue, n int) error {
-	note := l.stuckNote(is.ID, n)
-	if _, err := l.BD.AppendNotes(ctx, is.ID, note); err != nil {
-		return fmt.Errorf("add STUCK note to %s: %w", is.ID, err)
+// the planner's notes) and the stuck label. Its attempt record stays as it
+// is, so `ralphd status` shows why; `ralphd reset`, or PLANNING clearing
+// the label, resets it.
+func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) error {
+	id, n := r.IssueID, r.Count
+	note := l.stuckNote(r)
+	if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
+		return fmt.Errorf("add STUCK note to %s: %w", id, err)
 	}
-	if err := l.BD.LabelAdd(ctx, is.ID, StuckLabel); err != nil {
-		return fmt.Errorf("label %s %s: %w", is.ID, StuckLabel, err)
+	if err := l.BD.LabelAdd(ctx, id, StuckLabel); err != nil {
+		return fmt.Errorf("label %s %s: %w", id, StuckLabel, err)
 	}
-	res.Stuck = append(res.Stuck, is.ID)
+	res.Stuck = append(res.Stuck, id)
 	action := "noted and labelled " + StuckLabel
-	branch := l.keepFailedWork(ctx, is.ID, "stuck")
+	branch := l.keepFailedWork(ctx, id, "stuck")
 	if branch != "" {
 		action += "; work kept on " + branch
-		res.FailureBranches = append(res.FailureBranches, is.ID+" "+branch)
+		res.FailureBranches = append(res.FailureBranches, id+" "+branch)
 	}
-	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: is.ID, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action})
-	l.human().Warn("issue is stuck; skipping it", "issue", is.ID, "attempts", n)
+	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: id, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action})
+	l.human().Warn("issue is stuck; skipping it", "issue", id, "attempts", n)
 	return l.State.AppendHistory(state.Record{
-		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: is.ID, Attempt: n,
+		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: id, Attempt: n,
 		StartedAt: l.now(), EndedAt: l.now(), Outcome: "stuck", Stuck: true, FailureBranch: branch,
 	})
 }
@@ -195,14 +212,15 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		l.abandon(is.ID)
 		return iteration{reason: "could not snapshot the tracker"}, err
 	}
-	prev, err := l.previousAttempts(is.ID)
+	r, err := l.record(is.ID)
 	if err != nil {
-		l.human().Warn("the attempt record is unreadable; the prompt goes without it", "issue", is.ID, "err", err)
+		l.abandon(is.ID)
+		return iteration{reason: "could not read the attempt record"}, err
 	}
 	pre := l.takePreSignals(ctx, before, is.ID)
 	prompt, err := l.Prompts.Build(prompts.BuildData{
 		Issue: is, Attempt: attempt, MaxAttempts: l.Config.MaxStuck, Scope: l.Config.Scope,
-		Escalation: l.escalation(is.ID), PreviousAttempts: prev,
+		Escalation: l.escalation(r.Judgement), PreviousAttempts: judge.PromptSection(is.ID, r.Attempts),
 	})
 	if err != nil {
 		l.abandon(is.ID)
@@ -260,18 +278,22 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if err != nil {
 		return iteration{reason: "could not judge the iteration"}, err
 	}
+	var after state.IssueRecord
 	if v.closed {
-		if _, err := l.State.ResetAttempts(is.ID); err != nil {
-			return iteration{reason: "could not reset attempts"}, err
+		// A verified close ends the issue's attempts: the whole record goes.
+		if _, err := l.State.Reset(is.ID); err != nil {
+			return iteration{reason: "could not reset the attempt record"}, err
 		}
-		l.clearJudgement(is.ID)
 		res.Closed = append(res.Closed, is.ID)
+	} else if after, err = l.record(is.ID); err != nil {
+		return iteration{reason: "could not read the attempt record"}, err
 	}
-	rec.Stuck = v.hardStop
+	stuck := !v.closed && l.stuck(after) != judge.NotStuck
+	rec.Stuck = stuck
 	l.lastWorked = is.ID
 	l.endIteration(res, rec, out, v.closed)
-	if v.hardStop {
-		if err := l.markStuck(ctx, res, is, attempt); err != nil {
+	if stuck {
+		if err := l.markStuck(ctx, res, after); err != nil {
 			return iteration{reason: "could not mark the issue stuck"}, err
 		}
 	}

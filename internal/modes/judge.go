@@ -3,10 +3,7 @@ package modes
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,72 +18,17 @@ import (
 // citesEvidence is the test a close reason must pass in BUILD mode.
 func citesEvidence(reason string) bool { return judge.CitesEvidence(reason) }
 
-// judgement is what ralphd remembers about one issue's failed attempts
-// between iterations, and across runs and crashes, in
-// <state>/attempts/<issue>.json. The verbatim output of the last attempts
-// is beside it, in <issue>.md, written by judge.WriteRecord.
-type judgement struct {
-	// Base is HEAD when the issue's first failed attempt began: where a
-	// failure branch restores the working branch to.
-	Base       string         `json:"base,omitempty"`
-	LastGate   string         `json:"last_gate,omitempty"`
-	Escalation judge.State    `json:"escalation"`
-	Signals    judge.Signals  `json:"signals"` // after the last attempt
-	Next       judge.Decision `json:"next"`    // how to run the next attempt
-	LastError  string         `json:"last_error,omitempty"`
-	AutoFixed  []string       `json:"auto_fixed,omitempty"` // forbidden changes reverted along the way
-}
-
-func (l *Loop) judgementPath(id string) string {
-	return strings.TrimSuffix(judge.RecordPath(l.State.AttemptsDir(), id), ".md") + ".json"
-}
-
-// loadJudgement reads an issue's judgement; a missing or unreadable file
-// is a fresh start (and a warning for the latter).
-func (l *Loop) loadJudgement(id string) judgement {
-	var j judgement
-	data, err := os.ReadFile(l.judgementPath(id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return j
-	}
-	if err == nil {
-		err = json.Unmarshal(data, &j)
+// record loads the issue's attempt record, reporting on the human log
+// what of it could not be read (that part starts over).
+func (l *Loop) record(id string) (state.IssueRecord, error) {
+	r, err := l.State.Issue(id)
+	for _, w := range l.State.Warnings() {
+		l.human().Warn(w, "issue", id)
 	}
 	if err != nil {
-		l.human().Warn("ignoring an unreadable attempt judgement; the issue's escalation starts over", "issue", id, "err", err)
-		return judgement{}
+		return r, fmt.Errorf("read the attempt record of %s: %w", id, err)
 	}
-	return j
-}
-
-func (l *Loop) saveJudgement(id string, j judgement) error {
-	data, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(l.State.AttemptsDir(), 0o700); err != nil {
-		return err
-	}
-	return state.WriteFileAtomic(l.judgementPath(id), append(data, '\n'), 0o600)
-}
-
-// clearJudgement forgets an issue's failures once it is closed for good.
-func (l *Loop) clearJudgement(id string) {
-	for _, p := range []string{l.judgementPath(id), judge.RecordPath(l.State.AttemptsDir(), id)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.human().Warn("could not remove an attempt record", "path", p, "err", err)
-		}
-	}
-}
-
-// previousAttempts is the verbatim record of the issue's last attempts, for
-// the next prompt.
-func (l *Loop) previousAttempts(issueID string) (string, error) {
-	s, err := judge.PromptSection(l.State.AttemptsDir(), issueID)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	return s, err
+	return r, nil
 }
 
 // preSignals are the progress signals taken just before an attempt.
@@ -141,7 +83,11 @@ func idPrefix(id string) string {
 // and the verbatim attempt record. It reports whether the issue reached
 // its hard stop.
 func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Issue, after tamper.Snapshot, pre preSignals, out agent.Outcome, calls []state.BDCall, checks []check, fixed []string) (bool, error) {
-	j := l.loadJudgement(is.ID)
+	r, err := l.record(is.ID)
+	if err != nil {
+		return false, err
+	}
+	j := r.Judgement
 	// The base is where this streak of attempts began: if another issue was
 	// worked in between (its commits must stay), the streak starts over.
 	if j.Base == "" || l.lastWorked != is.ID {
@@ -199,9 +145,6 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 	st, d := policy.Next(j.Escalation, judge.Outcome{Fingerprint: fp, ErrorLine: errLine, Progress: v.Progress})
 	j.Escalation, j.Signals, j.Next, j.LastError = st, cur, d, errLine
 	j.AutoFixed = append(j.AutoFixed, fixed...)
-	if err := l.saveJudgement(is.ID, j); err != nil {
-		return false, fmt.Errorf("save the judgement of %s: %w", is.ID, err)
-	}
 
 	changed, _ := l.repo().Changed(ctx)
 	a := judge.Attempt{
@@ -217,8 +160,8 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 	if agentErr != "" {
 		a.Outputs = append(a.Outputs, judge.Output{Name: "agent", ExitCode: out.ExitCode, Text: agentErr})
 	}
-	if err := judge.WriteRecord(l.State.AttemptsDir(), is.ID, a); err != nil {
-		return false, fmt.Errorf("write the attempt record of %s: %w", is.ID, err)
+	if err := l.State.RecordFailure(is.ID, j, a); err != nil {
+		return false, err
 	}
 
 	rec.Fingerprint = fp
@@ -239,8 +182,7 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 
 // escalation renders the prompt section for an issue whose last attempts
 // escalated (tiers 1 and 2), or "" when they did not.
-func (l *Loop) escalation(id string) string {
-	j := l.loadJudgement(id)
+func (l *Loop) escalation(j state.Judgement) string {
 	d := j.Next
 	if d.Tier != judge.TierStrategyShift && d.Tier != judge.TierContextExpansion {
 		return ""
@@ -307,32 +249,15 @@ func (l *Loop) excerpts(paths []string) string {
 // bash loop's users grep for, then what the attempts' judgement knows
 // (fingerprints per attempt, the last error, what was auto-fixed, what to
 // do next).
-func (l *Loop) stuckNote(id string, attempts int) string {
-	note := fmt.Sprintf("STUCK: Failed after %d attempts at %s. Moving to next issue.", attempts, l.now().UTC().Format("2006-01-02T15:04:05Z"))
-	j := l.loadJudgement(id)
+func (l *Loop) stuckNote(r state.IssueRecord) string {
+	note := fmt.Sprintf("STUCK: Failed after %d attempts at %s. Moving to next issue.", r.Count, l.now().UTC().Format("2006-01-02T15:04:05Z"))
+	j := r.Judgement
 	if j.Escalation.Attempts == 0 {
 		return note
 	}
-	d := j.Next
-	if d.Tier != judge.TierHardStop {
-		// The attempt limit came first: describe the failures the way the
-		// escalation would have.
-		e := j.Escalation
-		d = judge.Decision{
-			Tier: judge.TierHardStop, Error: j.LastError, Fingerprint: e.LastFingerprint,
-			Shift: e.StrategyShifts, Attempts: e.Attempts, Fingerprints: e.Fingerprints,
-		}
-		switch {
-		case e.LastFingerprint != "" && e.FingerprintRun >= e.NoProgressRun:
-			d.Reason, d.Count = judge.ReasonRepeatedFingerprint, e.FingerprintRun
-		case e.NoProgressRun > 0:
-			d.Reason, d.Count = judge.ReasonNoProgress, e.NoProgressRun
-		default:
-			d.Reason = "max_attempts"
-		}
-	}
+	d := judge.StuckDecision(j.Escalation, j.Next, j.LastError)
 	// judge.StuckNote's first line is its own STUCK line; keep its why.
-	first, rest, _ := strings.Cut(judge.StuckNote(id, d, j.AutoFixed), "\n")
+	first, rest, _ := strings.Cut(judge.StuckNote(r.IssueID, d, j.AutoFixed), "\n")
 	if _, why, ok := strings.Cut(first, " attempts"); ok {
 		if why = strings.TrimLeft(why, ":, "); why != "" {
 			note += "\nWhy: " + why

@@ -93,8 +93,8 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 	l.event(logjsonl.EventPlanChanges, ch)
 	if len(ch.StuckCleared) > 0 {
 		// The planner reviewed these: they start over with fresh attempts.
-		if _, err := l.State.ResetAttempts(ch.StuckCleared...); err != nil {
-			return iteration{reason: "could not reset attempts"}, false, err
+		if _, err := l.State.Reset(ch.StuckCleared...); err != nil {
+			return iteration{reason: "could not reset the attempt records"}, false, err
 		}
 	}
 	if s := ch.Summary(); s != "" {

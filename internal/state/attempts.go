@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -190,6 +189,11 @@ func (s *Store) changeAttempt(issueID string, delta int) (int, error) {
 		if delta <= 0 {
 			return 0, nil
 		}
+		// A first attempt starts a record: drop what a reset cut short by
+		// a crash left beside the counter.
+		if err := s.removeIssueFiles(issueID); err != nil {
+			return 0, err
+		}
 		counts = append(counts, AttemptCount{IssueID: issueID})
 		i = len(counts) - 1
 	}
@@ -203,50 +207,4 @@ func (s *Store) changeAttempt(issueID string, delta int) (int, error) {
 		return 0, fmt.Errorf("update attempts of %s: %w", issueID, err)
 	}
 	return n, nil
-}
-
-// ResetAttempts clears the counters of the given issues and returns the
-// counts they had (issues without a counter are not in the map).
-func (s *Store) ResetAttempts(issueIDs ...string) (map[string]int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	counts, err := s.loadAttempts()
-	if err != nil {
-		return nil, err
-	}
-	was := map[string]int{}
-	kept := counts[:0]
-	for _, c := range counts {
-		if slices.Contains(issueIDs, c.IssueID) {
-			was[c.IssueID] = c.Count
-			continue
-		}
-		kept = append(kept, c)
-	}
-	if len(was) == 0 {
-		return was, nil
-	}
-	if err := s.writer.write(s.AttemptsPath(), FormatAttempts(kept), filePerm); err != nil {
-		return nil, fmt.Errorf("reset attempts: %w", err)
-	}
-	return was, nil
-}
-
-// ResetAllAttempts clears every counter, leaving an empty attempts.txt,
-// and returns the counts there were.
-func (s *Store) ResetAllAttempts() (map[string]int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	counts, err := s.loadAttempts()
-	if err != nil {
-		return nil, err
-	}
-	was := make(map[string]int, len(counts))
-	for _, c := range counts {
-		was[c.IssueID] = c.Count
-	}
-	if err := s.writer.write(s.AttemptsPath(), nil, filePerm); err != nil {
-		return nil, fmt.Errorf("reset attempts: %w", err)
-	}
-	return was, nil
 }

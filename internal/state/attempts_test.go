@@ -72,7 +72,7 @@ func TestAttemptCounters(t *testing.T) {
 
 	_, err = s.IncrementAttempt("bd-3")
 	is.NoErr(err)
-	was, err := s.ResetAttempts("bd-1", "bd-unknown")
+	was, err := s.Reset("bd-1", "bd-unknown")
 	is.NoErr(err)
 	is.Equal(was, map[string]int{"bd-1": 2})
 	all, err := s.Attempts()
@@ -81,7 +81,7 @@ func TestAttemptCounters(t *testing.T) {
 
 	_, err = s.IncrementAttempt("bd-4")
 	is.NoErr(err)
-	was, err = s.ResetAllAttempts()
+	was, err = s.ResetAll()
 	is.NoErr(err)
 	is.Equal(was, map[string]int{"bd-3": 1, "bd-4": 1})
 	is.Equal(readFile(t, s.AttemptsPath()), "") // the file stays, empty, as the bash loop expects

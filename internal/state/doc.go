@@ -12,7 +12,8 @@
 //	    ralphd.lock          flock'd by the running ralphd; holds its PID, mode and start
 //	    logs/                JSONL logs (written by the logging package)
 //	    reports/             end-of-run reports
-//	    attempts/            verbatim per-issue attempt records
+//	    attempts/            per issue: <id>.json, the escalation's judgement, and
+//	                         <id>.md, the verbatim record of the last attempts
 //
 // The root is a plain directory chosen by the caller ($RALPH_STATE_DIR, or
 // <XDG state home>/ralph); this package never reads the environment for it.
@@ -24,6 +25,16 @@
 // attempts lines are moved aside into attempts.txt.corrupt-<timestamp>, bad
 // history lines are skipped, and in both cases a warning says so and the
 // rest is used.
+//
+// # The attempt record
+//
+// An issue's counter, judgement and verbatim record are one IssueRecord,
+// owned here: Issue loads it, IncrementAttempt and GiveBackAttempt count,
+// RecordFailure stores a judged failure, and Reset (or ResetAll) clears the
+// whole record at once, for `ralphd reset`, for PLANNING clearing a stuck
+// label, and for a verified close. The counter anchors the record: the
+// files beside it are read only while the counter is above 0, so clearing
+// the counter (one atomic rewrite of attempts.txt) clears the record.
 //
 // # Durable counters
 //

@@ -73,6 +73,9 @@ func (s *Store) Migrate(projectDir string) (map[string]int, error) {
 			}
 		}
 		if !found && im.Count > 0 {
+			if err := s.removeIssueFiles(im.IssueID); err != nil {
+				return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+			}
 			counts = append(counts, im)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/judge"
 )
 
 // StatusVersion is the version of the Status JSON object. It changes only
@@ -59,12 +61,20 @@ type Status struct {
 	Warnings       []string `json:"warnings"`
 }
 
-// AttemptStatus is one issue's attempt counter.
+// AttemptStatus is one issue's attempt record, as BUILD judges it.
 type AttemptStatus struct {
 	IssueID string `json:"issue_id"`
 	Count   int    `json:"count"`
 	// AtLimit is true when the count is at or over the stuck limit.
 	AtLimit bool `json:"at_limit"`
+	// Stuck is true when BUILD gives up on the issue: IssueRecord.Stuck,
+	// the very decision BUILD makes, on the same record. StuckCause says
+	// why (judge.StuckAttemptCap or judge.StuckHardStop).
+	Stuck      bool   `json:"stuck"`
+	StuckCause string `json:"stuck_cause,omitempty"`
+	// Tier is the escalation tier of the issue's next attempt
+	// ("none", "strategy-shift", "context-expansion", "hard-stop").
+	Tier string `json:"tier"`
 }
 
 // LogFile is one file in the logs directory.
@@ -147,7 +157,16 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	if data, err := os.ReadFile(filepath.Join(dir, AttemptsFile)); err == nil {
 		counts, bad := ParseAttempts(data)
 		for _, c := range counts {
-			st.Attempts = append(st.Attempts, AttemptStatus{IssueID: c.IssueID, Count: c.Count, AtLimit: stuckLimit > 0 && c.Count >= stuckLimit})
+			r := IssueRecord{IssueID: c.IssueID, Count: c.Count}
+			var warns []string
+			stem := filepath.Join(dir, AttemptsDirName, SanitizeIssueID(c.IssueID))
+			r.Judgement, _, warns = readIssueFiles(stem+".json", stem+".md")
+			st.Warnings = append(st.Warnings, warns...)
+			cause := r.Stuck(stuckLimit)
+			st.Attempts = append(st.Attempts, AttemptStatus{
+				IssueID: c.IssueID, Count: c.Count, AtLimit: stuckLimit > 0 && c.Count >= stuckLimit,
+				Stuck: cause != judge.NotStuck, StuckCause: string(cause), Tier: r.Judgement.Next.Tier.String(),
+			})
 		}
 		slices.SortFunc(st.Attempts, func(a, b AttemptStatus) int { return cmp.Compare(a.IssueID, b.IssueID) })
 		if len(bad) > 0 {
@@ -266,8 +285,11 @@ func (st Status) WriteText(w io.Writer) error {
 		}
 		for _, a := range st.Attempts {
 			mark := ""
-			if a.AtLimit {
+			switch judge.StuckCause(a.StuckCause) {
+			case judge.StuckAttemptCap:
 				mark = "  STUCK (at or over the limit; `ralphd reset " + a.IssueID + "` retries it)"
+			case judge.StuckHardStop:
+				mark = "  STUCK (the same failure kept coming back after the strategy shifts; `ralphd reset " + a.IssueID + "` retries it)"
 			}
 			more("%-*s %3d%s", width, a.IssueID, a.Count, mark)
 		}

@@ -88,7 +88,11 @@ func TestStatusBashLoopState(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(st.CreatedBy, CreatedByBashLoop)
 	is.Equal(st.CreatedAt, "2026-01-26T10:11:12+01:00")
-	is.Equal(st.Attempts, []AttemptStatus{{"app-xyz", 1, false}, {"bd-a1b", 2, false}, {"bd-c3d.1", 3, true}})
+	is.Equal(st.Attempts, []AttemptStatus{
+		{IssueID: "app-xyz", Count: 1, Tier: "none"},
+		{IssueID: "bd-a1b", Count: 2, Tier: "none"},
+		{IssueID: "bd-c3d.1", Count: 3, AtLimit: true, Stuck: true, StuckCause: "attempt_cap", Tier: "none"},
+	})
 	is.Equal(len(st.Logs), 1)
 	is.Equal(st.Logs[0].Name, "2026-01-26T10-11-12.log")
 	is.Equal(st.LegacyAttempts, LegacyAttemptsPath(repo))
@@ -167,8 +171,8 @@ func TestStatusWarnsWithoutRepairing(t *testing.T) {
 	st, err := ReadStatus(root, id, 0)
 	is.NoErr(err)
 	is.Equal(len(st.Warnings), 2)
-	is.Equal(st.Attempts, []AttemptStatus{{"bd-1", 2, false}}) // limit 0 marks none
-	is.Equal(readFile(t, s.AttemptsPath()), "bd-1:2\n@@@\n")   // untouched
+	is.Equal(st.Attempts, []AttemptStatus{{IssueID: "bd-1", Count: 2, Tier: "none"}}) // limit 0 marks none
+	is.Equal(readFile(t, s.AttemptsPath()), "bd-1:2\n@@@\n")                          // untouched
 	text := statusText(t, st)
 	is.True(strings.Contains(text, "warning: "))
 }
