@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/proc"
 )
 
@@ -127,8 +128,16 @@ func Setup(ctx context.Context, dir, bd string) error {
 	}
 	run := func(name string, args ...string) error {
 		cmd := proc.Command(ctx, time.Second, name, args...)
+		if name == "git" {
+			// A ~/.gitconfig the demo does not control may set hooks,
+			// filters or an fsmonitor: none of them runs.
+			var err error
+			if cmd, err = gitsafe.Command(ctx, dir, args...); err != nil {
+				return err
+			}
+		}
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "BD_NON_INTERACTIVE=1")
+		cmd.Env = append(cmd.Environ(), "BD_NON_INTERACTIVE=1")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {

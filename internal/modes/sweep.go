@@ -6,12 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Sweep cleans up after a ralphd that died mid-iteration (SIGKILL, OOM,
@@ -104,9 +103,7 @@ func (l *Loop) agentActor(ctx context.Context) string {
 			return v
 		}
 	}
-	cmd := proc.Command(ctx, time.Second, "git", "config", "user.name")
-	cmd.Dir = l.Dir
-	if out, err := cmd.Output(); err == nil && strings.TrimSpace(string(out)) != "" {
+	if out, err := gitsafe.Output(ctx, l.Dir, "config", "user.name"); err == nil && strings.TrimSpace(string(out)) != "" {
 		return strings.TrimSpace(string(out))
 	}
 	return os.Getenv("USER")

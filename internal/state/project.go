@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
+
+	"github.com/ralphd/ralphd/internal/gitsafe"
 )
 
 // Project id rules, as shown by `ralphd status`.
@@ -98,26 +98,8 @@ func hashID(s string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// git runs one git command in dir and returns its stdout.
+// git runs one git command in dir and returns its stdout. It goes through
+// gitsafe: the repository's hooks, filters and fsmonitor never run.
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg != "" {
-			return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
-		}
-		return nil, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	return stdout.Bytes(), nil
+	return gitsafe.Output(ctx, dir, args...)
 }

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/proc"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 )
 
 // Repo is a git working tree.
@@ -31,19 +31,10 @@ type Repo struct {
 // excludeBeads is the pathspec that leaves bd's own files out.
 var excludeBeads = []string{"--", ".", ":(exclude).beads"}
 
+// git runs git in the tree through gitsafe, so that none of the
+// repository's own code (hooks, filters, fsmonitor, diff drivers) runs.
 func (r Repo) git(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := proc.Command(ctx, 2*time.Second, "git", args...)
-	cmd.Dir = r.Dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
-	}
-	return out, nil
+	return r.gitEnv(ctx, nil, args...)
 }
 
 // Head returns the commit id of HEAD, or "" in a repository without
@@ -123,9 +114,9 @@ func (r Repo) DiffHash(ctx context.Context) (string, error) {
 // in a repository without commits), saving a git call.
 func (r Repo) DiffHashAt(ctx context.Context, head string) (string, error) {
 	h := sha256.New()
-	args := []string{"diff", "--no-ext-diff", "--binary", "HEAD"}
+	args := []string{"diff", "--binary", "HEAD"}
 	if head == "" {
-		args = []string{"diff", "--no-ext-diff", "--binary", "--cached"}
+		args = []string{"diff", "--binary", "--cached"}
 	}
 	diff, err := r.git(ctx, append(args, excludeBeads...)...)
 	if err != nil {
@@ -140,7 +131,7 @@ func (r Repo) DiffHashAt(ctx context.Context, head string) (string, error) {
 		if len(p) == 0 {
 			continue
 		}
-		obj, err := r.git(ctx, "hash-object", "--", string(p))
+		obj, err := r.git(ctx, "hash-object", "--no-filters", "--", string(p))
 		if err != nil {
 			continue // removed since listed
 		}
@@ -233,16 +224,7 @@ func (r Repo) restore(ctx context.Context, base string) error {
 func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := proc.Command(ctx, 2*time.Second, "git", args...)
-	cmd.Dir = r.Dir
-	cmd.Env = append(cmd.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
+	return gitsafe.OutputEnv(ctx, r.Dir, env, args...)
 }
 
 // tempIndex makes a copy of the index as of HEAD in the git dir.

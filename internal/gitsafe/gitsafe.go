@@ -1,0 +1,217 @@
+// Package gitsafe runs git for ralphd so that none of the repository's own
+// code runs: not its fsmonitor, hooks, clean/smudge/process filters,
+// external diff drivers or textconv programs, wherever they are configured
+// (.git/config, an included file, the global config, .gitattributes).
+//
+// A BUILD agent can plant any of these in the repository it works in, and
+// ralphd's own git calls run after the agent, outside the bd guard. Every
+// git call ralphd makes goes through Command.
+//
+// How each route is closed:
+//   - fsmonitor: core.fsmonitor=false;
+//   - hooks: core.hooksPath=/dev/null (no hook can exist there);
+//   - filters: `-c` cannot remove a driver, and the attribute that names one
+//     can come from any .gitattributes, so Command asks git which
+//     filter.<name>.* drivers its configuration defines and empties each
+//     one's clean, smudge and process commands (and clears required), for
+//     every subcommand that may read file content;
+//   - external diff and textconv: diff always gets --no-ext-diff and
+//     --no-textconv;
+//   - submodules: status and diff do not look inside them
+//     (--ignore-submodules=dirty), so no git runs with a submodule's config;
+//   - the pager, signing, and ext:: remotes are turned off as well.
+//
+// The overrides travel in GIT_CONFIG_COUNT/KEY/VALUE, which take any key,
+// including a driver name with '=' in it, and reach the git processes git
+// starts itself.
+package gitsafe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/proc"
+)
+
+// grace is how long a cancelled git gets between SIGTERM and SIGKILL.
+const grace = 2 * time.Second
+
+// fixed are the settings every call overrides.
+var fixed = [][2]string{
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"},
+	{"core.pager", "cat"},
+	{"diff.external", ""},
+	{"submodule.recurse", "false"},
+	{"commit.gpgSign", "false"},
+	{"tag.gpgSign", "false"},
+	{"protocol.ext.allow", "never"},
+}
+
+// plain are the subcommands known to read no work tree file content, so
+// that no filter driver can run (hash-object only with --no-filters, which
+// Command checks). Every other one may: even write-tree runs a clean
+// filter to refresh a racily clean index entry.
+var plain = []string{"config", "rev-parse", "symbolic-ref", "commit-tree", "branch", "ls-files", "hash-object"}
+
+// Command returns a git command for args in dir that runs none of the
+// repository's code. It runs in its own process group and ends with ctx
+// (see proc.Command). Unless the subcommand is one that reads no file
+// content (rev-parse, config, ...), Command first asks git which filter
+// drivers are configured, which is one more git call; that call runs no
+// code either.
+func Command(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
+	sets := fixed
+	sub := subcommand(args)
+	if !slices.Contains(plain, sub) || (sub == "hash-object" && !slices.Contains(args, "--no-filters")) {
+		names, err := filterDrivers(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			for _, k := range []string{"clean", "smudge", "process"} {
+				sets = append(sets, [2]string{"filter." + n + "." + k, ""})
+			}
+			sets = append(sets, [2]string{"filter." + n + ".required", "false"})
+		}
+	}
+	return command(ctx, dir, sets, withSafeFlags(args, sub)), nil
+}
+
+// Output runs git with args in dir (see Command) and returns its stdout;
+// the error says what failed and carries git's stderr.
+func Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return OutputEnv(ctx, dir, nil, args...)
+}
+
+// OutputEnv is Output with env added to the environment.
+func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	cmd, err := Command(ctx, dir, args...)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
+		}
+		return out, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// command builds the git process with sets as configuration overrides.
+func command(ctx context.Context, dir string, sets [][2]string, args []string) *exec.Cmd {
+	cmd := proc.Command(ctx, grace, "git", append([]string{"--no-pager"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = configEnv(os.Environ(), sets)
+	return cmd
+}
+
+// configEnv returns env with sets added as GIT_CONFIG_KEY_n/VALUE_n
+// after any such entries env already has, and with variables that would
+// make git prompt or take locks it does not need.
+func configEnv(env []string, sets [][2]string) []string {
+	out := make([]string, 0, len(env)+2*len(sets)+3)
+	n := 0
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			if c, err := strconv.Atoi(v); err == nil && c > 0 {
+				n = c
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, s := range sets {
+		out = append(out, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", n, s[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, s[1]))
+		n++
+	}
+	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(n),
+		"GIT_TERMINAL_PROMPT=0", // never wait for a password
+		"GIT_OPTIONAL_LOCKS=0",  // status need not rewrite the index under the agent
+	)
+}
+
+// subcommand returns the first argument that is not a global option.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace":
+			i++ // takes a value
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// withSafeFlags adds the subcommand's options that turn off external
+// programs: right after the subcommand, so they precede any "--".
+func withSafeFlags(args []string, sub string) []string {
+	var extra []string
+	switch sub {
+	case "diff":
+		extra = []string{"--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty"}
+	case "status":
+		extra = []string{"--ignore-submodules=dirty"}
+	default:
+		return args
+	}
+	i := slices.Index(args, sub)
+	out := make([]string, 0, len(args)+len(extra))
+	out = append(out, args[:i+1]...)
+	out = append(out, extra...)
+	return append(out, args[i+1:]...)
+}
+
+// filterDrivers returns the names of the filter drivers git's
+// configuration defines, from every scope and included file.
+func filterDrivers(ctx context.Context, dir string) ([]string, error) {
+	cmd := command(ctx, dir, fixed, []string{"config", "-z", "--name-only", "--get-regexp", `^filter\.`})
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 && stderr.Len() == 0 {
+			return nil, nil // no filter configured
+		}
+		return nil, fmt.Errorf("list the repository's filter drivers: %w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return parseDriverNames(out), nil
+}
+
+// parseDriverNames returns the distinct <name> parts of the NUL-separated
+// keys "filter.<name>.<variable>" in out. A name may hold dots, so it
+// runs to the last one.
+func parseDriverNames(out []byte) []string {
+	var names []string
+	for _, k := range bytes.Split(out, []byte{0}) {
+		rest, ok := bytes.CutPrefix(k, []byte("filter."))
+		if !ok {
+			continue
+		}
+		i := bytes.LastIndexByte(rest, '.')
+		if i <= 0 {
+			continue
+		}
+		if n := string(rest[:i]); !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}

@@ -1,0 +1,82 @@
+package gitsafe_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+)
+
+// Every way an iteration can plant code in the git directory shows up in
+// Changed, and Restore undoes it.
+func TestSnapshotSeesAndUndoesPlantedCode(t *testing.T) {
+	for _, r := range gitsafetest.Routes() {
+		t.Run(r.Name, func(t *testing.T) {
+			is := is.New(t)
+			dir := gitsafetest.Repo(t)
+			ctx := context.Background()
+			configBefore, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+			is.NoErr(err)
+			snap, err := gitsafe.TakeSnapshot(ctx, dir)
+			is.NoErr(err)
+			changed, err := snap.Changed()
+			is.NoErr(err)
+			is.Equal(len(changed), 0) // nothing changed yet
+
+			r.Plant(t, dir, t.TempDir())
+			changed, err = snap.Changed()
+			is.NoErr(err)
+			if r.Name == "filter" || r.Name == "textconv" || r.Name == "diff-driver-command" || r.Name == "filter-odd-name" || r.Name == "filter-process" {
+				is.Equal(changed, []string{"config"}) // the driver lives in config
+			}
+			is.True(len(changed) > 0) // the plant is seen
+
+			restored, err := snap.Restore()
+			is.NoErr(err)
+			is.Equal(restored, changed)
+			changed, err = snap.Changed()
+			is.NoErr(err)
+			is.Equal(len(changed), 0) // all undone
+			configAfter, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
+			is.NoErr(err)
+			is.Equal(string(configAfter), string(configBefore))
+		})
+	}
+}
+
+// A hook replaced by a directory or a symlink is a change, and a hook's
+// mode is part of what is held.
+func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
+	is := is.New(t)
+	dir := gitsafetest.Repo(t)
+	hook := filepath.Join(dir, ".git", "hooks", "pre-push")
+	is.NoErr(os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o644))
+	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	is.NoErr(err)
+	is.NoErr(os.Chmod(hook, 0o755))
+	changed, err := snap.Changed()
+	is.NoErr(err)
+	is.Equal(changed, []string{filepath.Join("hooks", "pre-push")})
+	_, err = snap.Restore()
+	is.NoErr(err)
+	fi, err := os.Stat(hook)
+	is.NoErr(err)
+	is.Equal(fi.Mode().Perm(), os.FileMode(0o644))
+
+	cfg := filepath.Join(dir, ".git", "config")
+	is.NoErr(os.Rename(cfg, cfg+".moved"))
+	is.NoErr(os.Symlink(cfg+".moved", cfg))
+	changed, err = snap.Changed()
+	is.NoErr(err)
+	is.Equal(changed, []string{"config"})
+	_, err = snap.Restore()
+	is.NoErr(err)
+	fi, err = os.Lstat(cfg)
+	is.NoErr(err)
+	is.True(fi.Mode().IsRegular())
+}

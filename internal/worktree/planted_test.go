@@ -1,0 +1,38 @@
+package worktree
+
+import (
+	"context"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+)
+
+// With every kind of repository code planted at once (fsmonitor, hooks,
+// filters, external diff, textconv), no operation of Repo runs any of it.
+func TestPlantedCodeNeverRuns(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir, markers := gitsafetest.Repo(t), t.TempDir()
+	for _, r := range gitsafetest.Routes() {
+		r.Plant(t, dir, markers)
+	}
+	r := Repo{Dir: dir}
+	base, err := r.Head(ctx)
+	is.NoErr(err)
+	gitsafetest.Touch(t, dir)
+
+	_, err = r.Branch(ctx)
+	is.NoErr(err)
+	_, err = r.Changed(ctx)
+	is.NoErr(err)
+	_, err = r.Dirty(ctx)
+	is.NoErr(err)
+	_, err = r.DiffHash(ctx)
+	is.NoErr(err)
+	sha, err := r.FailureBranch(ctx, "wip/planted", "ralphd: keep the work", base)
+	is.NoErr(err)
+	is.True(sha != "") // the work was kept, through add, write-tree, commit-tree, branch, reset, restore, clean
+	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
+}
