@@ -35,6 +35,10 @@ func (inv *invocation) logInteraction(issueID, field, oldValue, newValue, reason
 		{"issue_id", issueID},
 		{"extra", extra},
 	})
+	if err == nil && inv.deferLog {
+		inv.pendingLog = append(inv.pendingLog, line)
+		return
+	}
 	if err == nil {
 		if err := inv.ws.appendInteraction(line); err != nil {
 			fmt.Fprintf(inv.stderr, "warning: %v\n", err)
@@ -396,13 +400,14 @@ func runUpdate(inv *invocation) int {
 			}
 			parent = p
 		}
-		oldStatus, oldPrio := is.Status, is.Priority
+		oldStatus, oldPrio, oldAssignee := is.Status, is.Priority, is.Assignee
 		changed := false
 		if fl.boolean("claim") {
 			switch {
 			case is.Status == statusOpen && (is.Assignee == "" || is.Assignee == actor):
 				is.Status, is.Assignee = statusInProgress, actor
 				changed = true
+				inv.claimed = append(inv.claimed, is.ID)
 			case is.Status == statusInProgress && is.Assignee == actor:
 				// A repeat claim by the same actor changes nothing.
 			case is.Assignee != "" && is.Assignee != actor:
@@ -506,13 +511,21 @@ func runUpdate(inv *invocation) int {
 				inv.db.Deps = append(inv.db.Deps, &dep{IssueID: is.ID, DependsOnID: parent.ID, Type: depParentChild, CreatedAt: now, CreatedBy: actor})
 			}
 		}
+		started := is.StartedAt
 		inv.applyStatusChange(is, oldStatus, now)
+		if changed && started != nil {
+			is.StartedAt = started // a re-claim keeps the first start
+		}
 		if is.Status == statusClosed && fl.changed("session") {
 			is.ClosedBySession = fl.str("session")
 		}
 		is.UpdatedAt = now
-		if oldStatus != is.Status {
+		// --claim writes no interaction line; explicit changes do.
+		if oldStatus != is.Status && fl.changed("status") {
 			inv.logInteraction(is.ID, "status", oldStatus, is.Status, "")
+		}
+		if fl.changed("assignee") && oldAssignee != is.Assignee {
+			inv.logInteraction(is.ID, "assignee", oldAssignee, is.Assignee, "")
 		}
 		if oldPrio != is.Priority {
 			inv.logInteraction(is.ID, "priority", strconv.Itoa(oldPrio), strconv.Itoa(is.Priority), "")

@@ -5,6 +5,7 @@ import (
 	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -54,6 +55,15 @@ func runVersion(inv *invocation) int {
 }
 
 func runWhere(inv *invocation) int {
+	if inv.ws.server != nil {
+		// Server mode names the local dolt directory and no prefix.
+		if inv.jsonOut {
+			inv.printJSON(obj{{"database_path", filepath.Join(inv.ws.beadsDir, "dolt")}, {"path", inv.ws.beadsDir}, {"schema_version", 1}})
+			return 0
+		}
+		fmt.Fprintf(inv.stdout, "%s\n  database: %s\n", inv.ws.beadsDir, filepath.Join(inv.ws.beadsDir, "dolt"))
+		return 0
+	}
 	if inv.jsonOut {
 		inv.printJSON(obj{{"database_path", inv.ws.doltRoot()}, {"path", inv.ws.beadsDir}, {"prefix", inv.db.Prefix}, {"schema_version", 1}})
 		return 0
@@ -175,6 +185,32 @@ func runInit(inv *invocation) int {
 		return alreadyInit()
 	}
 	ws := &workspace{beadsDir: beadsDir, dbName: prefix}
+	if inv.fl.boolean("server") {
+		if !inv.fl.boolean("external") {
+			return inv.fail("the bd stand-in has no managed Dolt server: use --server with --external and a server directory under $" + serverRootEnv)
+		}
+		host := inv.fl.str("server-host")
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		port := inv.fl.integer("server-port")
+		if port <= 0 {
+			port = 3307
+		}
+		ws.server = &serverAddr{host: host, port: port, database: prefix}
+		if err := ws.connect(inv.env); err != nil {
+			return inv.fail(err.Error())
+		}
+		if err := os.MkdirAll(filepath.Join(beadsDir, "dolt"), 0o755); err != nil {
+			return inv.fail(fmt.Sprintf("init: %v", err))
+		}
+		if err := os.Chmod(beadsDir, 0o700); err != nil { // as real bd's server init leaves it
+			return inv.fail(fmt.Sprintf("init: %v", err))
+		}
+		if _, err := os.Stat(ws.dataPath()); err == nil {
+			return inv.fail(fmt.Sprintf("database %q already exists on the Dolt server at %s; clones share it without bd init", prefix, ws.server.hostPort()))
+		}
+	}
 	if err := os.MkdirAll(ws.nomsDir(), 0o755); err != nil {
 		return inv.fail(fmt.Sprintf("init: %v", err))
 	}
@@ -191,10 +227,14 @@ func runInit(inv *invocation) int {
 		return inv.fail(err.Error())
 	}
 	meta := fmt.Sprintf("{\n  \"backend\": \"dolt\",\n  \"database\": %q,\n  \"dolt_mode\": \"embedded\",\n  \"project_id\": %q\n}\n", prefix, projectID)
+	if ws.server != nil {
+		meta = fmt.Sprintf("{\n  \"database\": \"dolt\",\n  \"backend\": \"dolt\",\n  \"dolt_mode\": \"server\",\n  \"dolt_server_host\": %q,\n  \"dolt_server_port\": %d,\n  \"dolt_database\": %q,\n  \"project_id\": %q\n}\n",
+			ws.server.host, ws.server.port, prefix, projectID)
+	}
 	files := []struct{ name, body string }{
 		{"config.yaml", "# Beads configuration (written by ralphd's bd stand-in).\n# The issue prefix lives in the database; see `bd where`.\n"},
 		{".local_version", bdVersion + "\n"},
-		{".gitignore", "# Local database files (not shared through git)\nembeddeddolt/\nlast-touched\n.local_version\nbackup/\n"},
+		{".gitignore", "# Local database files (not shared through git)\nembeddeddolt/\ndolt/\ndolt-server.port\nlast-touched\n.local_version\nbackup/\n"},
 		{"interactions.jsonl", ""},
 	}
 	for _, f := range files {
@@ -207,6 +247,11 @@ func runInit(inv *invocation) int {
 	if err := ws.commit(db, "init"); err != nil {
 		return inv.fail(fmt.Sprintf("init: %v", err))
 	}
+	if ws.server != nil {
+		if err := writeFileAtomic(filepath.Join(beadsDir, "dolt-server.port"), []byte(strconv.Itoa(ws.server.port)), 0o644); err != nil {
+			return inv.fail(fmt.Sprintf("init: %v", err))
+		}
+	}
 	// metadata.json last: it marks the workspace as ready for discovery.
 	if err := writeFileAtomic(filepath.Join(beadsDir, "metadata.json"), []byte(meta), 0o644); err != nil {
 		return inv.fail(fmt.Sprintf("init: %v", err))
@@ -217,6 +262,11 @@ func runInit(inv *invocation) int {
 		}
 	}
 	if inv.fl.boolean("quiet") {
+		return 0
+	}
+	if ws.server != nil {
+		fmt.Fprintf(inv.stdout, "\n✓ bd initialized successfully!\n\n  Backend: dolt\n  Mode: server\n  Server: root@%s\n  Database: %s\n  Issue prefix: %s\n  Issues will be named: %s-<hash> (e.g., %s-a3f2dd)\n\nRun bd quickstart to get started.\n\n",
+			ws.server.hostPort(), prefix, prefix, prefix, prefix)
 		return 0
 	}
 	fmt.Fprintf(inv.stdout, "\n✓ bd initialized successfully!\n\n  Backend: dolt\n  Mode: embedded\n  Database: %s\n  Issue prefix: %s\n  Issues will be named: %s-<hash> (e.g., %s-a3f2dd)\n\nRun bd quickstart to get started.\n\n",

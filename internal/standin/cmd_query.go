@@ -281,24 +281,28 @@ func runReady(inv *invocation) int {
 	return 0
 }
 
-// readyClaim atomically claims the first ready issue the actor may take.
+// readyClaim atomically claims the first ready issue that has no
+// assignee: real bd skips issues assigned to anyone, the actor included.
 func (inv *invocation) readyClaim(list []*issue) int {
 	actor := inv.actor()
 	for _, is := range list {
-		if is.Assignee != "" && is.Assignee != actor {
+		if is.Assignee != "" {
 			continue
 		}
 		now := roundTime(inv.now)
-		old := is.Status
+		old, started := is.Status, is.StartedAt
 		is.Status, is.Assignee, is.UpdatedAt = statusInProgress, actor, now
 		inv.applyStatusChange(is, old, now)
-		inv.logInteraction(is.ID, "status", old, is.Status, "")
+		if started != nil {
+			is.StartedAt = started
+		}
 		inv.markDirty("claim " + is.ID)
+		inv.claimed = append(inv.claimed, is.ID)
 		inv.touched = is.ID
 		if inv.jsonOut {
 			inv.printJSON([]obj{inv.db.listObj(is, false)})
 		} else if !inv.quiet {
-			fmt.Fprintf(inv.stdout, "✓ Claimed %s — %s\n", is.ID, is.Title)
+			fmt.Fprintf(inv.stdout, "✓ Claimed issue: %s — %s\n", is.ID, is.Title)
 		}
 		return 0
 	}
@@ -707,7 +711,11 @@ func (inv *invocation) showText(is *issue, local bool) string {
 		line += " · Assignee: " + is.Assignee
 	}
 	fmt.Fprintf(&b, "%s · Type: %s\n", line, is.IssueType)
-	fmt.Fprintf(&b, "Created: %s · Updated: %s\n", day(is.CreatedAt), day(is.UpdatedAt))
+	if is.StartedAt != nil {
+		fmt.Fprintf(&b, "Created: %s · Started: %s · Updated: %s\n", day(is.CreatedAt), day(*is.StartedAt), day(is.UpdatedAt))
+	} else {
+		fmt.Fprintf(&b, "Created: %s · Updated: %s\n", day(is.CreatedAt), day(is.UpdatedAt))
+	}
 	if is.ClosedAt != nil {
 		fmt.Fprintf(&b, "Closed: %s · Reason: %s\n", day(*is.ClosedAt), is.CloseReason)
 	}
@@ -715,6 +723,9 @@ func (inv *invocation) showText(is *issue, local bool) string {
 		if body != "" {
 			fmt.Fprintf(&b, "\n%s\n%s\n", title, body)
 		}
+	}
+	if is.Description == "" {
+		b.WriteString("\nDESCRIPTION\n  (none)\n") // bd names the empty description
 	}
 	section("DESCRIPTION", is.Description)
 	section("DESIGN", is.Design)

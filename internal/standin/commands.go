@@ -100,7 +100,8 @@ func buildTree() *command {
 	}
 
 	recorded(root, "init", "init", &command{run: runInit,
-		supported: set("prefix", "non-interactive", "quiet", "skip-agents", "skip-hooks", "role")})
+		supported: set("prefix", "non-interactive", "quiet", "skip-agents", "skip-hooks", "role",
+			"server", "server-host", "server-port", "external")})
 	recorded(root, "create", "create", &command{aliases: []string{"new"}, run: runCreate, needsDB: true, write: true,
 		supported: set("acceptance", "append-notes", "assignee", "body-file", "context", "defer", "deps", "description",
 			"design", "design-file", "due", "estimate", "external-ref", "force", "id", "labels", "metadata",
@@ -196,6 +197,18 @@ func buildTree() *command {
 	}, &command{run: runExport, needsDB: true, supported: set("output")})
 	synth(root, "help", synthHelp{long: "Help provides help for any command in the application.", use: "help [command]"},
 		&command{run: runHelp, hidden: true, supported: set()})
+	// Recorded in the worktree session; the stand-in prints their help
+	// and fails loudly on use (ralphd manages worktrees with git itself).
+	recorded(root, "assign", "assign", &command{run: runUnsupported, supported: set()})
+	recorded(root, "bootstrap", "bootstrap", &command{run: runUnsupported, supported: set()})
+	dolt := recorded(root, "dolt", "dolt", &command{supported: set()})
+	for _, sub := range []string{"set", "show", "start", "status", "stop", "test"} {
+		recorded(dolt, sub, "dolt-"+sub, &command{run: runUnsupported, supported: set()})
+	}
+	worktree := recorded(root, "worktree", "worktree", &command{supported: set()})
+	for _, sub := range []string{"create", "info", "list", "remove"} {
+		recorded(worktree, sub, "worktree-"+sub, &command{run: runUnsupported, supported: set()})
+	}
 	recorded(root, "batch", "batch", &command{run: runUnsupported, supported: set()})
 	recorded(root, "import", "import", &command{run: runUnsupported, supported: set()})
 

@@ -37,6 +37,7 @@ type step struct {
 	at      string // clock ("15:04:05.000" on 2026-11-21) when the output does not pin it
 	mode    compareMode
 	why     string
+	do      func(s *scratch) // a setup step done in Go (git worktrees, say)
 }
 
 func fx(name string) step       { return step{fixture: name} }
@@ -44,6 +45,7 @@ func fxAt(name, at string) step { return step{fixture: name, at: at} }
 func fxMode(name string, m compareMode, why string) step {
 	return step{fixture: name, mode: m, why: why}
 }
+func setupGo(why string, do func(s *scratch)) step { return step{why: why, do: do} }
 func setup(cwd, at, command string, exit int) step {
 	return step{cwd: cwd, at: at, command: command, exit: exit}
 }
@@ -309,8 +311,18 @@ func TestContract(t *testing.T) {
 		})
 	}
 
-	for _, st := range replay {
+	replaySteps(t, s, fixtures, day, replay)
+}
+
+// replaySteps runs steps in order in the sandbox s.
+func replaySteps(t *testing.T, s *scratch, fixtures map[string]fixture, day time.Time, steps []step) {
+	t.Helper()
+	for _, st := range steps {
 		name := st.fixture
+		if st.do != nil {
+			st.do(s)
+			continue
+		}
 		if name == "" {
 			name = "setup: " + st.command
 		}
@@ -356,16 +368,32 @@ func TestFixtureCoverage(t *testing.T) {
 	is := is.New(t)
 	fixtures := loadFixtures(t)
 	covered := map[string]bool{}
-	for _, st := range replay {
+	for _, st := range append(append(append([]step{}, replay...), replayWorktrees...), replayServer...) {
 		if st.fixture != "" {
 			is.True(!covered[st.fixture]) // each fixture replays once
 			covered[st.fixture] = true
 		}
-		if st.mode != exact {
-			is.True(st.why != "") // every weaker comparison says why
+		if st.mode != exact || st.do != nil {
+			is.True(st.why != "") // every weaker comparison and Go step says why
 		}
 	}
-	for name := range notReplayed {
+	for name := range notReplayedWorktrees {
+		is.True(notReplayed[name] == "") // listed once
+	}
+	for name := range notReplayedServer {
+		is.True(notReplayed[name] == "" && notReplayedWorktrees[name] == "") // listed once
+	}
+	all := map[string]string{}
+	for k, v := range notReplayed {
+		all[k] = v
+	}
+	for k, v := range notReplayedWorktrees {
+		all[k] = v
+	}
+	for k, v := range notReplayedServer {
+		all[k] = v
+	}
+	for name := range all {
 		_, ok := fixtures[name]
 		is.True(ok) // notReplayed names a real fixture
 		is.True(!covered[name])
@@ -375,7 +403,7 @@ func TestFixtureCoverage(t *testing.T) {
 		if strings.HasPrefix(name, "help/") {
 			continue // TestContract replays every help fixture
 		}
-		if !covered[name] && notReplayed[name] == "" {
+		if !covered[name] && all[name] == "" {
 			missing = append(missing, name)
 		}
 	}

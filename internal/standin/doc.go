@@ -20,6 +20,15 @@
 // -q/--quiet, --readonly, --sandbox, --dolt-auto-commit, -v/--verbose,
 // --profile, --ignore-schema-skew, -V/--version.
 //
+// Like real bd, every linked git worktree shares the main repository's
+// tracker: discovery follows the worktree's .git file to git's common
+// directory, so `bd where` in a worktree names the main repo's .beads.
+// Server mode (`bd init --server --external`, see server.go) keeps the
+// data in a directory standing for a shared Dolt sql-server, so clones
+// share one tracker; its claims can lose races with Dolt's recorded
+// "Error 1213" serialization failure, and BD_STANDIN_CONFLICTS=1 gives
+// embedded mode the same losing side.
+//
 // Data lives under .beads/ in the repository, in a tree shaped like real
 // bd's embedded Dolt store (embeddeddolt/<db>/.dolt/noms/{manifest,
 // journal.idx,vvvv…}), with the issues themselves in a JSON file beside

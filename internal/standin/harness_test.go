@@ -83,7 +83,7 @@ func loadFixtures(t *testing.T) map[string]fixture {
 				t.Fatalf("read %s: %v", p, err)
 			}
 			name := strings.TrimSuffix(strings.TrimPrefix(p, "testdata/contract/"), ".txt")
-			if name == "concurrency-claim-race" {
+			if summaries[name] {
 				out[name] = fixture{Name: name}
 				continue
 			}
@@ -95,6 +95,14 @@ func loadFixtures(t *testing.T) map[string]fixture {
 		}
 	}
 	return out
+}
+
+// summaries are hand-written records of parallel runs, not one command.
+var summaries = map[string]bool{
+	"concurrency-claim-race": true,
+	"claim-race-worktrees":   true,
+	"claim-race-server":      true,
+	"server-setup-summary":   true,
 }
 
 // jnode is a JSON value that keeps object key order.
@@ -333,13 +341,17 @@ func (s *scratch) git(dir string, args ...string) {
 
 // expandPlaceholders turns recording placeholders into sandbox paths.
 func (s *scratch) expandPlaceholders(text string) string {
-	return strings.NewReplacer("<REPO>", s.repo, "<SCRATCH>", s.root, "<HOME>", s.home).Replace(text)
+	return strings.NewReplacer("<REPO>", s.repo, "<SCRATCH>", s.root, "<HOME>", s.home, "<PORT>", testPort).Replace(text)
 }
 
 // normalize turns sandbox paths back into recording placeholders.
 func (s *scratch) normalize(text string) string {
-	return strings.NewReplacer(s.repo, "<REPO>", s.home, "<HOME>", s.root, "<SCRATCH>", "/tmp/test-beads", "<TMP>").Replace(text)
+	return strings.NewReplacer(s.repo, "<REPO>", s.home, "<HOME>", s.root, "<SCRATCH>", "/tmp/test-beads", "<TMP>",
+		":"+testPort, ":<PORT>").Replace(text)
 }
+
+// testPort stands for the recordings' <PORT>, the Dolt sql-server's port.
+const testPort = "45917"
 
 // result is what a command line printed.
 type result struct {
@@ -404,6 +416,22 @@ func (s *scratch) exec(c syntax.Command, dir *string, stdin string) result {
 					}
 				}
 			}
+			return result{}
+		case "timeout":
+			// "timeout N cmd...": run cmd (the stand-in fails fast anyway).
+			c.Args = c.Args[2:]
+			return s.exec(c, dir, stdin)
+		case "chmod":
+			mode, err := strconv.ParseUint(args[1], 8, 32)
+			if err != nil {
+				s.t.Fatalf("chmod %v: %v", args, err)
+			}
+			if err := os.Chmod(filepath.Join(*dir, args[2]), os.FileMode(mode)); err != nil {
+				s.t.Fatalf("chmod %v: %v", args, err)
+			}
+			return result{}
+		case "git":
+			s.git(*dir, args[1:]...)
 			return result{}
 		case "cd":
 			*dir = filepath.Join(*dir, args[1])

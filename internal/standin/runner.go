@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -67,10 +68,17 @@ type invocation struct {
 	envelope bool
 	quiet    bool
 
-	ws      *workspace
-	db      *database
-	dirty   []string // operations that changed the database
-	touched string   // id for .beads/last-touched, "" for none
+	ws    *workspace
+	db    *database
+	dirty []string // operations that changed the database
+	// claimed lists the issues this command claimed (for a lost
+	// transaction's error lines).
+	claimed []string
+	// pendingLog holds interaction lines an optimistic transaction writes
+	// only once it commits; nil outside one.
+	pendingLog [][]byte
+	deferLog   bool
+	touched    string // id for .beads/last-touched, "" for none
 
 	userLoaded bool
 	userName   string
@@ -225,16 +233,23 @@ func (inv *invocation) checkUnsupported() (int, bool) {
 
 // withDB finds the workspace, takes the lock, loads the data, runs fn and
 // then either commits the changes or touches the Dolt files like a read.
+// Optimistic claims (see server.go) run fn without the lock and commit
+// only when nobody else committed in between.
 func (inv *invocation) withDB(fn func(*invocation) int) int {
 	ws, err := discover(inv.cwd, inv.fl.str("db"), inv.env["BEADS_DIR"])
 	if err != nil {
 		fmt.Fprint(inv.stderr, noDBMessage)
 		return 1
 	}
+	applyServerEnv(ws, inv.env)
 	inv.ws = ws
+	if err := ws.connect(inv.env); err != nil {
+		return inv.failJSON(false, err.Error())
+	}
 	if !inv.quiet {
+		inv.serverWarnings()
 		role := gitConfig(inv.ctx, inv.origCwd, inv.envList, `^beads\.role$`)["beads.role"]
-		if role == "" {
+		if role == "" && inv.cmd.name != "show" { // recorded: show does not warn
 			fmt.Fprint(inv.stderr, "warning: beads.role not configured (GH#2950).\n"+
 				"  Fix: git config beads.role maintainer\n"+
 				"  Or:  git config beads.role contributor\n")
@@ -244,15 +259,66 @@ func (inv *invocation) withDB(fn func(*invocation) int) int {
 	if err != nil {
 		return inv.fail(err.Error())
 	}
-	defer unlock()
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	db, err := ws.load()
 	if err != nil {
 		return inv.fail(err.Error())
 	}
 	inv.db = db
+	if !inv.optimistic() {
+		return inv.finish(fn(inv))
+	}
+
+	// An optimistic transaction: snapshot, work unlocked, then commit only
+	// if the snapshot is still current.
+	base, _ := os.ReadFile(ws.manifestPath())
+	unlock()
+	locked = false
+	stdout, stderr := inv.stdout, inv.stderr
+	out, errOut, restore := inv.buffered()
+	inv.deferLog = true
 	code := fn(inv)
+	restore()
 	if len(inv.dirty) > 0 {
-		if err := ws.commit(db, strings.Join(inv.dirty, "; ")); err != nil {
+		t := time.NewTimer(inv.txnWindow())
+		select {
+		case <-inv.ctx.Done():
+			t.Stop()
+			return inv.fail(fmt.Sprintf("transaction: %v", inv.ctx.Err()))
+		case <-t.C:
+		}
+	}
+	unlock, err = ws.lock(inv.ctx)
+	if err != nil {
+		return inv.fail(err.Error())
+	}
+	locked = true
+	if now, _ := os.ReadFile(ws.manifestPath()); len(inv.dirty) > 0 && !bytes.Equal(now, base) {
+		return inv.serializationFailed(stdout, stderr, inv.claimed)
+	}
+	for _, l := range inv.pendingLog {
+		if err := ws.appendInteraction(l); err != nil {
+			fmt.Fprintf(stderr, "warning: %v\n", err)
+		}
+	}
+	inv.pendingLog = nil
+	code = inv.finish(code)
+	_, _ = io.Copy(stdout, out)
+	_, _ = io.Copy(stderr, errOut)
+	return code
+}
+
+// finish commits the command's changes, or touches the Dolt files like a
+// read, and records the last touched issue.
+func (inv *invocation) finish(code int) int {
+	ws := inv.ws
+	if len(inv.dirty) > 0 {
+		if err := ws.commit(inv.db, strings.Join(inv.dirty, "; ")); err != nil {
 			fmt.Fprintf(inv.stderr, "Error: %v\n", err)
 			return 1
 		}

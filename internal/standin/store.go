@@ -50,18 +50,31 @@ var errNoDB = errors.New("no beads database found")
 type workspace struct {
 	beadsDir string // absolute path of .beads
 	dbName   string // embedded database name (the prefix at init)
+	// server is set in server mode: the data lives in the stand-in's
+	// "Dolt server" (a directory shared by every clone), not in .beads.
+	server *serverAddr
+	// storeDir is the server's directory for server mode, "" otherwise.
+	storeDir string
 }
 
 // metadata is .beads/metadata.json.
 type metadata struct {
-	Backend   string `json:"backend"`
-	Database  string `json:"database"`
-	DoltMode  string `json:"dolt_mode"`
-	ProjectID string `json:"project_id"`
+	Backend        string `json:"backend"`
+	Database       string `json:"database"`
+	DoltMode       string `json:"dolt_mode"`
+	DoltServerHost string `json:"dolt_server_host,omitempty"`
+	DoltServerPort int    `json:"dolt_server_port,omitempty"`
+	DoltDatabase   string `json:"dolt_database,omitempty"`
+	ProjectID      string `json:"project_id"`
 }
 
-func (w *workspace) repoRoot() string     { return filepath.Dir(w.beadsDir) }
-func (w *workspace) doltRoot() string     { return filepath.Join(w.beadsDir, doltDirName) }
+func (w *workspace) repoRoot() string { return filepath.Dir(w.beadsDir) }
+func (w *workspace) doltRoot() string {
+	if w.storeDir != "" {
+		return w.storeDir
+	}
+	return filepath.Join(w.beadsDir, doltDirName)
+}
 func (w *workspace) doltDir() string      { return filepath.Join(w.doltRoot(), w.dbName, ".dolt") }
 func (w *workspace) nomsDir() string      { return filepath.Join(w.doltDir(), "noms") }
 func (w *workspace) manifestPath() string { return filepath.Join(w.nomsDir(), "manifest") }
@@ -97,15 +110,34 @@ func openWorkspace(p string) (*workspace, error) {
 		candidates = append([]string{filepath.Dir(p)}, candidates...)
 	}
 	for _, c := range candidates {
-		if m, err := readMetadata(c); err == nil {
-			return &workspace{beadsDir: c, dbName: m.Database}, nil
+		if ws, err := workspaceAt(c); err == nil {
+			return ws, nil
 		}
 	}
 	return nil, errNoDB
 }
 
-// discover finds the workspace the way bd does: --db, then BEADS_DIR, then
-// walking up from dir.
+// workspaceAt opens the workspace whose .beads directory is beadsDir.
+func workspaceAt(beadsDir string) (*workspace, error) {
+	m, err := readMetadata(beadsDir)
+	if err != nil {
+		return nil, err
+	}
+	ws := &workspace{beadsDir: beadsDir, dbName: m.Database}
+	if m.DoltMode == "server" {
+		if m.DoltDatabase == "" {
+			return nil, fmt.Errorf("parse metadata: server mode without dolt_database in %s", filepath.Join(beadsDir, "metadata.json"))
+		}
+		ws.server = &serverAddr{host: m.DoltServerHost, port: m.DoltServerPort, database: m.DoltDatabase}
+		ws.dbName = m.DoltDatabase
+	}
+	return ws, nil
+}
+
+// discover finds the workspace the way bd does: --db, then BEADS_DIR,
+// then the main repository of the git worktree dir is in (bd finds it
+// through git's common directory, so every worktree shares the main
+// repository's tracker), then walking up from dir.
 func discover(dir, dbFlag, beadsDirEnv string) (*workspace, error) {
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
@@ -119,9 +151,14 @@ func discover(dir, dbFlag, beadsDirEnv string) (*workspace, error) {
 	if beadsDirEnv != "" {
 		return openWorkspace(abs(beadsDirEnv))
 	}
+	if main := worktreeMain(dir); main != "" {
+		if ws, err := workspaceAt(filepath.Join(main, beadsDirName)); err == nil {
+			return ws, nil
+		}
+	}
 	for d := dir; ; {
-		if m, err := readMetadata(filepath.Join(d, beadsDirName)); err == nil {
-			return &workspace{beadsDir: filepath.Join(d, beadsDirName), dbName: m.Database}, nil
+		if ws, err := workspaceAt(filepath.Join(d, beadsDirName)); err == nil {
+			return ws, nil
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
@@ -129,6 +166,59 @@ func discover(dir, dbFlag, beadsDirEnv string) (*workspace, error) {
 		}
 		d = parent
 	}
+}
+
+// worktreeMain returns the main repository's work tree when dir is inside
+// a linked git worktree, and "" otherwise. Like git, it follows the
+// worktree's ".git" file to its git dir and that dir's "commondir" file
+// to the main repository's .git.
+func worktreeMain(dir string) string {
+	for d := dir; ; {
+		dotGit := filepath.Join(d, ".git")
+		st, err := os.Lstat(dotGit)
+		if err == nil {
+			if st.IsDir() {
+				return "" // a main work tree
+			}
+			return mainFromGitFile(d, dotGit)
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return ""
+		}
+		d = parent
+	}
+}
+
+// mainFromGitFile reads a linked worktree's ".git" file ("gitdir: P") and
+// returns the main work tree, or "" when it is not a linked worktree (a
+// submodule, say) or anything is unreadable.
+func mainFromGitFile(top, dotGit string) string {
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return ""
+	}
+	gitDir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	gitDir = strings.TrimSpace(gitDir)
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(top, gitDir)
+	}
+	c, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if err != nil {
+		return ""
+	}
+	common := strings.TrimSpace(string(c))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitDir, common)
+	}
+	common = filepath.Clean(common)
+	if filepath.Base(common) != ".git" {
+		return "" // a bare main repository has no work tree
+	}
+	return filepath.Dir(common)
 }
 
 // lock takes the embedded database's exclusive lock, waiting for other bd
