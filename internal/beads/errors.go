@@ -112,9 +112,16 @@ type ReportedError struct {
 // Error returns bd's message.
 func (e *ReportedError) Error() string { return "bd reported an error: " + e.Message }
 
-// Is reports whether target is ErrIssueNotFound and the message says so.
+// Is reports whether target is ErrIssueNotFound and the message says so,
+// or ErrSerialization and the message is a Dolt serialization failure.
 func (e *ReportedError) Is(target error) bool {
-	return target == ErrIssueNotFound && mentionsNotFound(e.Message)
+	switch target {
+	case ErrIssueNotFound:
+		return mentionsNotFound(e.Message)
+	case ErrSerialization:
+		return isSerialization(e.Message)
+	}
+	return false
 }
 
 // TimeoutError reports that a bd call ran longer than its timeout and was
@@ -159,9 +166,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s exited with code %d: %s", commandLine(e.Args), e.Code, detail)
 }
 
-// Is reports whether target is ErrIssueNotFound and bd's message says so.
+// Is reports whether target is ErrIssueNotFound and bd's message says
+// so, or ErrSerialization and bd's message is a Dolt serialization
+// failure.
 func (e *ExitError) Is(target error) bool {
-	return target == ErrIssueNotFound && (mentionsNotFound(e.Message) || mentionsNotFound(e.Stderr))
+	switch target {
+	case ErrIssueNotFound:
+		return mentionsNotFound(e.Message) || mentionsNotFound(e.Stderr)
+	case ErrSerialization:
+		return isSerialization(e.Message) || isSerialization(e.Stderr)
+	}
+	return false
 }
 
 // mentionsNotFound reports whether a bd message says an id does not exist.

@@ -65,9 +65,18 @@ func writeScript(t *testing.T, dir, text string) string {
 // fixtures, and returns its path and its state directory.
 func replayBD(t *testing.T, fixtures ...string) (bin, state string) {
 	t.Helper()
-	state = t.TempDir()
+	fxs := make([]fixture, len(fixtures))
 	for i, name := range fixtures {
-		fx := loadFixture(t, name)
+		fxs[i] = loadFixture(t, name)
+	}
+	return replayOutputs(t, fxs...)
+}
+
+// replayOutputs is replayBD for fixtures built in the test.
+func replayOutputs(t *testing.T, fixtures ...fixture) (bin, state string) {
+	t.Helper()
+	state = t.TempDir()
+	for i, fx := range fixtures {
 		dir := filepath.Join(state, "fx", strconv.Itoa(i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,143 @@
+package beads
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// RefusalKind says why bd refused a claim.
+type RefusalKind int
+
+// The refusals bd 1.0.5 prints for `update --claim` and `ready --claim`
+// (contract: claim-*.txt, claim-race-*.txt).
+const (
+	// RefusedNone: not a claim refusal.
+	RefusedNone RefusalKind = iota
+	// AlreadyClaimed: "issue already claimed by <holder>".
+	AlreadyClaimed
+	// NotClaimable: "issue not claimable: status <status>".
+	NotClaimable
+	// Serialization: a Dolt server's "Error 1213 (40001): serialization
+	// failure"; the claim lost a race and should be retried.
+	Serialization
+)
+
+// String names the kind.
+func (k RefusalKind) String() string {
+	switch k {
+	case AlreadyClaimed:
+		return "already claimed"
+	case NotClaimable:
+		return "not claimable"
+	case Serialization:
+		return "serialization failure"
+	}
+	return "none"
+}
+
+// Refusal is a parsed claim refusal.
+type Refusal struct {
+	Kind   RefusalKind
+	ID     string // the issue, when bd named it
+	Holder string // AlreadyClaimed: the current assignee
+	Status string // NotClaimable: the issue's status
+}
+
+// ErrSerialization matches an error whose bd message is a Dolt
+// serialization failure (server mode's lost race).
+var ErrSerialization = errors.New("bd: serialization failure (lost a race; retry)")
+
+// ParseRefusal reads a claim refusal from bd's message: the stderr line
+// "Error claiming <id>: issue already claimed by <holder>", "... issue not
+// claimable: status <s>", "... dolt commit: Error 1213 (40001):
+// serialization failure: ...", or the bare serialization message of
+// `ready --claim --json`. It reports false for anything else.
+func ParseRefusal(msg string) (Refusal, bool) {
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimSpace(line)
+		if r, ok := parseRefusalLine(line); ok {
+			return r, true
+		}
+	}
+	return Refusal{}, false
+}
+
+func parseRefusalLine(line string) (Refusal, bool) {
+	var r Refusal
+	rest := line
+	if after, ok := strings.CutPrefix(line, "Error claiming "); ok {
+		id, tail, ok := strings.Cut(after, ": ")
+		if !ok || id == "" || strings.ContainsAny(id, " \t") {
+			return Refusal{}, false
+		}
+		r.ID, rest = id, tail
+	}
+	switch {
+	case isSerialization(rest):
+		r.Kind = Serialization
+	case strings.HasPrefix(rest, "issue already claimed by "):
+		r.Kind, r.Holder = AlreadyClaimed, strings.TrimPrefix(rest, "issue already claimed by ")
+		if r.Holder == "" {
+			return Refusal{}, false
+		}
+	case strings.HasPrefix(rest, "issue not claimable: status "):
+		r.Kind, r.Status = NotClaimable, strings.TrimPrefix(rest, "issue not claimable: status ")
+		if r.Status == "" || strings.ContainsAny(r.Status, " \t") {
+			return Refusal{}, false
+		}
+	default:
+		return Refusal{}, false
+	}
+	if r.ID == "" && r.Kind != Serialization {
+		return Refusal{}, false // only the serialization message comes bare
+	}
+	return r, true
+}
+
+// isSerialization reports a Dolt serialization failure message.
+func isSerialization(s string) bool {
+	return strings.Contains(s, "Error 1213 (40001)") && strings.Contains(s, "serialization failure")
+}
+
+// RefusalOf extracts the claim refusal carried by err (an *ExitError or
+// *ReportedError), if any.
+func RefusalOf(err error) (Refusal, bool) {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		if r, ok := ParseRefusal(ee.Message); ok {
+			return r, true
+		}
+		return ParseRefusal(ee.Stderr)
+	}
+	var re *ReportedError
+	if errors.As(err, &re) {
+		return ParseRefusal(re.Message)
+	}
+	return Refusal{}, false
+}
+
+// ReadyClaim runs `bd ready --claim`: it claims the first ready issue that
+// has no assignee, for the client's actor. ok is false when nothing was
+// claimable, which is also what a racer that lost in embedded mode gets.
+// In server mode a lost race fails with an error matching
+// ErrSerialization.
+func (c *Client) ReadyClaim(ctx context.Context) (issue Issue, ok bool, err error) {
+	issues, err := c.issues(ctx, []string{"ready", "--claim"})
+	if err != nil {
+		return Issue{}, false, err
+	}
+	switch len(issues) {
+	case 0:
+		return Issue{}, false, nil
+	case 1:
+		return issues[0], true, nil
+	}
+	return Issue{}, false, newBadJSON(nil, "bd ready --claim: want at most one issue, got %d", len(issues))
+}
+
+// Release gives a claim up: `bd update <id> --status open --assignee ""`,
+// the only release bd 1.0.5 has (any actor may do it; started_at stays).
+func (c *Client) Release(ctx context.Context, id string) (Issue, error) {
+	return c.one(ctx, id, false, "update", id, "--status", StatusOpen, "--assignee", "")
+}

@@ -1,0 +1,244 @@
+// Package claim takes work for one ralphd worker through bd's own atomic
+// claims, and nothing else: the tracker is the only coordinator.
+//
+// A worker claims an issue with its own actor (ralphd/<host>/<worker>),
+// then reads the claim back and works only when the issue is in_progress
+// and assigned to that actor; upstream has reported duplicate claims in
+// some bd versions, and the read-back makes ralphd safe either way. A lost
+// race (another holder, nothing left, a Dolt serialization failure) is an
+// Outcome, never an error and never an attempt; serialization failures
+// are retried with jittered backoff, a bounded number of times.
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// Tracker is the part of a bd client a Claimer uses. A *beads.Client whose
+// Actor is the worker's actor implements it.
+type Tracker interface {
+	Claim(ctx context.Context, id string) (beads.Issue, error)
+	ReadyClaim(ctx context.Context) (beads.Issue, bool, error)
+	Show(ctx context.Context, id string) (beads.Issue, error)
+	Release(ctx context.Context, id string) (beads.Issue, error)
+}
+
+// Outcome says how a claim ended.
+type Outcome int
+
+const (
+	// Won: the issue is in_progress and assigned to the actor, read back.
+	Won Outcome = iota + 1
+	// Lost: someone else holds the issue, or the read-back did not show
+	// the actor; not an attempt.
+	Lost
+	// Busy: every try lost a serialization race; try again later. Not an
+	// attempt and not an error.
+	Busy
+	// Unclaimable: the issue's status does not allow a claim (closed,
+	// deferred, blocked, ...).
+	Unclaimable
+	// Empty: `ready --claim` found nothing to claim.
+	Empty
+)
+
+// String names the outcome.
+func (o Outcome) String() string {
+	switch o {
+	case Won:
+		return "won"
+	case Lost:
+		return "lost"
+	case Busy:
+		return "busy"
+	case Unclaimable:
+		return "unclaimable"
+	case Empty:
+		return "empty"
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
+// Result is a claim's outcome.
+type Result struct {
+	Outcome Outcome
+	// Issue is the claimed issue as read back (Won), or as last seen.
+	Issue beads.Issue
+	// Holder is who holds the issue when the claim was Lost ("" if
+	// nobody: the read-back found it unassigned).
+	Holder string
+	// Status is the issue's status when it was Unclaimable.
+	Status string
+	// Tries counts bd claim calls, serialization retries included.
+	Tries int
+}
+
+// Defaults for a Claimer's zero fields.
+const (
+	DefaultMaxTries  = 6
+	DefaultBaseDelay = 50 * time.Millisecond
+	DefaultMaxDelay  = 2 * time.Second
+)
+
+// Claimer claims issues for one actor.
+type Claimer struct {
+	Tracker Tracker
+	// Actor is the worker's bd actor; the read-back compares the assignee
+	// with it. It must be the actor the Tracker passes to bd.
+	Actor string
+	// MaxTries bounds the claim calls per Claim/Next when bd keeps
+	// failing with serialization failures; zero means DefaultMaxTries.
+	MaxTries int
+	// BaseDelay and MaxDelay shape the full-jitter backoff between
+	// retries: try n waits a uniform time in [0, min(MaxDelay,
+	// BaseDelay·2^n)]. Zero means the defaults.
+	BaseDelay, MaxDelay time.Duration
+	// Rand returns a uniform float in [0,1); nil means math/rand/v2.
+	Rand func() float64
+	// Sleep waits d or until ctx ends; nil means a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Claim claims issue id (`bd update id --claim`) and reads it back.
+func (c *Claimer) Claim(ctx context.Context, id string) (Result, error) {
+	return c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+		is, err := c.Tracker.Claim(ctx, id)
+		return is, err == nil, err
+	})
+}
+
+// Next claims the first ready unassigned issue (`bd ready --claim`) and
+// reads it back.
+func (c *Claimer) Next(ctx context.Context) (Result, error) {
+	return c.run(ctx, c.Tracker.ReadyClaim)
+}
+
+// run drives one claim: bounded retries on serialization failures, then
+// the read-back.
+func (c *Claimer) run(ctx context.Context, claim func(context.Context) (beads.Issue, bool, error)) (Result, error) {
+	if c.Actor == "" {
+		return Result{}, errors.New("claim: no actor")
+	}
+	maxTries := c.MaxTries
+	if maxTries <= 0 {
+		maxTries = DefaultMaxTries
+	}
+	var res Result
+	for try := 0; try < maxTries; try++ {
+		if try > 0 {
+			if err := c.sleep(ctx, c.backoff(try)); err != nil {
+				return res, fmt.Errorf("claim: %w", err)
+			}
+		}
+		res.Tries++
+		is, ok, err := claim(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("claim: %w", ctx.Err())
+			}
+			r, refused := beads.RefusalOf(err)
+			switch {
+			case !refused:
+				return res, fmt.Errorf("claim: %w", err)
+			case r.Kind == beads.Serialization:
+				continue // a lost race on a Dolt server: retry with jitter
+			case r.Kind == beads.AlreadyClaimed:
+				res.Outcome, res.Holder = Lost, r.Holder
+				return res, nil
+			default:
+				res.Outcome, res.Status = Unclaimable, r.Status
+				return res, nil
+			}
+		}
+		if !ok {
+			res.Outcome = Empty
+			return res, nil
+		}
+		return c.readBack(ctx, is, res)
+	}
+	res.Outcome = Busy
+	return res, nil
+}
+
+// readBack reads the issue bd says was claimed and decides whether the
+// actor holds it.
+func (c *Claimer) readBack(ctx context.Context, claimed beads.Issue, res Result) (Result, error) {
+	got, err := c.Tracker.Show(ctx, claimed.ID)
+	if err != nil {
+		return res, fmt.Errorf("claim: read back %s: %w", claimed.ID, err)
+	}
+	res.Issue = got
+	if Holds(got, c.Actor) {
+		res.Outcome = Won
+		return res, nil
+	}
+	res.Outcome, res.Holder = Lost, got.Assignee
+	return res, nil
+}
+
+// Holds reports whether actor holds issue: in_progress and assigned to it.
+func Holds(issue beads.Issue, actor string) bool {
+	return actor != "" && issue.Status == beads.StatusInProgress && issue.Assignee == actor
+}
+
+// Release gives up a claim the actor holds: it reads the issue and, only
+// if the actor still holds it, sets it open with no assignee. It returns
+// false when the actor did not hold it (nothing is changed then: bd lets
+// any actor release any claim, so the check is ralphd's).
+func (c *Claimer) Release(ctx context.Context, id string) (bool, error) {
+	got, err := c.Tracker.Show(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("release %s: %w", id, err)
+	}
+	if !Holds(got, c.Actor) {
+		return false, nil
+	}
+	if _, err := c.Tracker.Release(ctx, id); err != nil {
+		return false, fmt.Errorf("release %s: %w", id, err)
+	}
+	return true, nil
+}
+
+// backoff is the full-jitter delay before try n (n ≥ 1).
+func (c *Claimer) backoff(n int) time.Duration {
+	base, ceil := c.BaseDelay, c.MaxDelay
+	if base <= 0 {
+		base = DefaultBaseDelay
+	}
+	if ceil <= 0 {
+		ceil = DefaultMaxDelay
+	}
+	limit := ceil
+	if n < 30 && base<<n > 0 && base<<n < ceil {
+		limit = base << n
+	}
+	r := c.Rand
+	if r == nil {
+		r = rand.Float64
+	}
+	f := r()
+	if f < 0 || f >= 1 {
+		f = 0
+	}
+	return time.Duration(f * float64(limit))
+}
+
+func (c *Claimer) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
