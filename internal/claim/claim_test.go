@@ -165,8 +165,8 @@ func TestBackoff(t *testing.T) {
 	prev := time.Duration(0)
 	for n := 1; n <= 6; n++ {
 		d := cl.backoff(n)
-		is.True(d >= prev)                     // grows
-		is.True(d <= 100*time.Millisecond)     // capped
+		is.True(d >= prev)                      // grows
+		is.True(d <= 100*time.Millisecond)      // capped
 		is.True(d < (10*time.Millisecond)<<n+1) // within base·2^n
 		prev = d
 	}
