@@ -1,0 +1,27 @@
+package workertree
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/gitsafe"
+)
+
+// gitTimeout bounds one git call.
+const gitTimeout = 2 * time.Minute
+
+// Git runs git with args in dir through gitsafe, so that none of the
+// repository's code (hooks, fsmonitor, filters) runs: a worker's agent can
+// plant it, and worktree add, reset and rebase would run it outside the
+// guard. env is added to the environment; the error carries git's stderr.
+func Git(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	return gitsafe.OutputEnv(ctx, dir, env, args...)
+}
+
+func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := Git(ctx, dir, nil, args...)
+	return strings.TrimSpace(string(out)), err
+}

@@ -1,0 +1,365 @@
+// Package workertree gives each ralphd worker its own git worktree, on its
+// own branch, under one directory that ralphd owns. Worktrees share the
+// main repository's objects, refs and (through git's common directory)
+// its bd tracker.
+//
+// Nothing a worker did is ever deleted: before a worktree is reset,
+// removed or recovered after a crash, its uncommitted changes and any
+// commits the target does not have are kept on a wip/<worker>/<time>
+// branch.
+package workertree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/worktree"
+)
+
+// BranchPrefix starts every worker branch: ralphd/worker/<worker>.
+const BranchPrefix = "ralphd/worker/"
+
+// WipPrefix starts every branch that keeps a worker's leftover work.
+const WipPrefix = "wip/"
+
+// lostDir is where stray directories under the root are moved.
+const lostDir = ".lost"
+
+// Manager creates, resets and removes the worker worktrees of one
+// repository.
+type Manager struct {
+	// Repo is the main repository's work tree.
+	Repo string
+	// Root is the directory ralphd owns; worker w works in Root/w.
+	Root string
+	// Now stamps wip branches; nil means time.Now.
+	Now func() time.Time
+}
+
+// Tree is one worker's worktree.
+type Tree struct {
+	Worker string
+	Dir    string
+	Branch string
+}
+
+// Saved is work kept on a wip branch.
+type Saved struct {
+	Worker string
+	Branch string // the wip branch
+	Commit string
+}
+
+var workerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CheckWorker rejects worker names that are not a plain path element and
+// branch component.
+func CheckWorker(name string) error {
+	if !workerName.MatchString(name) || strings.Contains(name, "..") || strings.HasSuffix(name, ".lock") {
+		return fmt.Errorf("worker name %q: use letters, digits, '.', '_' and '-'", name)
+	}
+	return nil
+}
+
+// Branch returns worker's branch.
+func Branch(worker string) string { return BranchPrefix + worker }
+
+func (m *Manager) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// root returns the root with symlinks resolved, as git records worktree
+// paths.
+func (m *Manager) root() string {
+	if r, err := filepath.EvalSymlinks(m.Root); err == nil {
+		return r
+	}
+	return filepath.Clean(m.Root)
+}
+
+func (m *Manager) tree(worker string) Tree {
+	return Tree{Worker: worker, Dir: filepath.Join(m.root(), worker), Branch: Branch(worker)}
+}
+
+// Open returns worker's worktree checked out at base on the worker's
+// branch, creating it or reusing the one there. Work left in a reused
+// worktree or on the branch is saved to a wip branch first.
+func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved, error) {
+	if err := CheckWorker(worker); err != nil {
+		return Tree{}, nil, err
+	}
+	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	if err != nil {
+		return Tree{}, nil, fmt.Errorf("open worktree for %s: base %q: %w", worker, base, err)
+	}
+	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+		return Tree{}, nil, fmt.Errorf("open worktree for %s: %w", worker, err)
+	}
+	t := m.tree(worker)
+	registered, err := m.registered(ctx)
+	if err != nil {
+		return t, nil, err
+	}
+	if _, ok := registered[t.Dir]; ok {
+		saved, err := m.reset(ctx, t, baseCommit)
+		return t, saved, err
+	}
+	var saved []Saved
+	if err := m.moveAside(t.Dir); err != nil {
+		return t, nil, err
+	}
+	// The branch may hold commits from before a crash: keep them.
+	if tip, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+t.Branch); err == nil && tip != "" {
+		ahead, err := gitLine(ctx, m.Repo, "rev-list", "--count", baseCommit+".."+tip)
+		if err != nil {
+			return t, nil, err
+		}
+		if ahead != "0" {
+			s, err := m.keep(ctx, worker, tip)
+			if err != nil {
+				return t, nil, err
+			}
+			saved = append(saved, s)
+		}
+	}
+	if _, err := Git(ctx, m.Repo, nil, "worktree", "add", "-q", "--force", "-B", t.Branch, t.Dir, baseCommit); err != nil {
+		return t, saved, fmt.Errorf("open worktree for %s: %w", worker, err)
+	}
+	return t, saved, nil
+}
+
+// reset puts a registered worktree back at base on its branch, after
+// finishing any interrupted rebase and saving its work.
+func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	if err := abortRebase(ctx, t.Dir); err != nil {
+		return nil, err
+	}
+	saved, err := m.save(ctx, t, base)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Git(ctx, t.Dir, nil, "checkout", "-q", "--force", "-B", t.Branch, base); err != nil {
+		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
+	}
+	if _, err := Git(ctx, t.Dir, nil, "clean", "-fdq"); err != nil {
+		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
+	}
+	return saved, nil
+}
+
+// save keeps the work in t that base lacks (commits and uncommitted
+// changes) on a wip branch. It returns nothing when there is none.
+func (m *Manager) save(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	r := worktree.Repo{Dir: t.Dir}
+	head, err := r.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+	}
+	dirty, err := r.Dirty(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+	}
+	ahead := "0"
+	if head != "" {
+		if ahead, err = gitLine(ctx, t.Dir, "rev-list", "--count", base+".."+head); err != nil {
+			return nil, err
+		}
+	}
+	if !dirty && ahead == "0" {
+		return nil, nil
+	}
+	name := m.wipName(ctx, t.Worker)
+	commit, err := r.FailureBranch(ctx, name, fmt.Sprintf("ralphd: work %s left in its worktree", t.Worker), head)
+	if err != nil {
+		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+	}
+	if commit == "" { // committed work only: FailureBranch keeps nothing when HEAD is its base
+		if _, err := Git(ctx, t.Dir, nil, "branch", name, head); err != nil {
+			return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+		}
+		commit = head
+	}
+	return []Saved{{Worker: t.Worker, Branch: name, Commit: commit}}, nil
+}
+
+// keep puts a wip branch at commit.
+func (m *Manager) keep(ctx context.Context, worker, commit string) (Saved, error) {
+	name := m.wipName(ctx, worker)
+	if _, err := Git(ctx, m.Repo, nil, "branch", name, commit); err != nil {
+		return Saved{}, fmt.Errorf("keep work of %s: %w", worker, err)
+	}
+	return Saved{Worker: worker, Branch: name, Commit: commit}, nil
+}
+
+// wipName returns a wip branch name for worker that does not exist yet.
+func (m *Manager) wipName(ctx context.Context, worker string) string {
+	base := WipPrefix + worker + "/" + m.now().UTC().Format("20060102-150405")
+	name := base
+	for i := 2; ; i++ {
+		if _, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+name); err != nil {
+			return name
+		}
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
+// Remove saves the work in worker's worktree and removes it. The branch
+// stays.
+func (m *Manager) Remove(ctx context.Context, worker, base string) ([]Saved, error) {
+	if err := CheckWorker(worker); err != nil {
+		return nil, err
+	}
+	t := m.tree(worker)
+	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("remove worktree of %s: base %q: %w", worker, base, err)
+	}
+	registered, err := m.registered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := registered[t.Dir]; !ok {
+		return nil, m.moveAside(t.Dir)
+	}
+	return m.removeTree(ctx, t, baseCommit)
+}
+
+func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	if err := abortRebase(ctx, t.Dir); err != nil {
+		return nil, err
+	}
+	saved, err := m.save(ctx, t, base)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Git(ctx, m.Repo, nil, "worktree", "remove", "--force", t.Dir); err != nil {
+		return saved, fmt.Errorf("remove worktree %s: %w", t.Dir, err)
+	}
+	return saved, nil
+}
+
+// Recover cleans up after a crash, at start: it forgets worktrees whose
+// directory is gone, finishes interrupted rebases, saves the work of every
+// worktree under the root to wip branches and removes those worktrees, and
+// moves stray directories under the root to Root/.lost.
+func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
+	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("recover worktrees: base %q: %w", base, err)
+	}
+	if _, err := Git(ctx, m.Repo, nil, "worktree", "prune"); err != nil {
+		return nil, fmt.Errorf("recover worktrees: %w", err)
+	}
+	registered, err := m.registered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var saved []Saved
+	var errs []error
+	for dir := range registered {
+		worker := filepath.Base(dir)
+		if filepath.Dir(dir) != m.root() || CheckWorker(worker) != nil {
+			continue // not one of ralphd's
+		}
+		s, err := m.removeTree(ctx, Tree{Worker: worker, Dir: dir, Branch: Branch(worker)}, baseCommit)
+		saved = append(saved, s...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	entries, err := os.ReadDir(m.root())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("recover worktrees: %w", err))
+	}
+	for _, e := range entries {
+		if e.Name() == lostDir {
+			continue
+		}
+		if err := m.moveAside(filepath.Join(m.root(), e.Name())); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return saved, errors.Join(errs...)
+}
+
+// moveAside moves a stray path under the root to Root/.lost, so nothing
+// in it is deleted. A missing path is fine.
+func (m *Manager) moveAside(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	dst := filepath.Join(m.root(), lostDir, filepath.Base(p)+"-"+m.now().UTC().Format("20060102-150405.000000000"))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("move aside %s: %w", p, err)
+	}
+	if err := os.Rename(p, dst); err != nil {
+		return fmt.Errorf("move aside %s: %w", p, err)
+	}
+	return nil
+}
+
+// registered lists the repository's linked worktrees: directory → branch.
+func (m *Manager) registered(ctx context.Context) (map[string]string, error) {
+	out, err := Git(ctx, m.Repo, nil, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list worktrees: %w", err)
+	}
+	return parseWorktreeList(out), nil
+}
+
+// parseWorktreeList reads `git worktree list --porcelain -z`: records of
+// NUL-terminated "key value" lines, separated by an empty line. The main
+// worktree (the first record) is left out.
+func parseWorktreeList(out []byte) map[string]string {
+	trees := map[string]string{}
+	first := true
+	dir, branch := "", ""
+	flush := func() {
+		if dir != "" && !first {
+			trees[filepath.Clean(dir)] = branch
+		}
+		if dir != "" {
+			first = false
+		}
+		dir, branch = "", ""
+	}
+	for _, f := range strings.Split(string(out), "\x00") {
+		switch {
+		case f == "":
+			flush()
+		case strings.HasPrefix(f, "worktree "):
+			dir = strings.TrimPrefix(f, "worktree ")
+		case strings.HasPrefix(f, "branch "):
+			branch = strings.TrimPrefix(strings.TrimPrefix(f, "branch "), "refs/heads/")
+		}
+	}
+	flush()
+	return trees
+}
+
+// abortRebase ends a rebase a crash interrupted in dir, which puts the
+// branch back where it was before the rebase.
+func abortRebase(ctx context.Context, dir string) error {
+	gitDir, err := gitLine(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return fmt.Errorf("check for a rebase in %s: %w", dir, err)
+	}
+	for _, d := range []string{"rebase-merge", "rebase-apply"} {
+		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
+			if _, err := Git(ctx, dir, nil, "rebase", "--abort"); err != nil {
+				return fmt.Errorf("abort the interrupted rebase in %s: %w", dir, err)
+			}
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package workertree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+)
+
+// testEnv isolates git from the user's configuration.
+func testEnv(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME": home, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, "gitconfig"),
+		"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func sh(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newRepo makes a main repo with one commit on main and a manager.
+func newRepo(t *testing.T) (*Manager, string) {
+	t.Helper()
+	testEnv(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(root, "repo")
+	write(t, filepath.Join(repo, "a.txt"), "a\n")
+	sh(t, repo, "git", "init", "-q", "-b", "main")
+	sh(t, repo, "git", "add", "-A")
+	sh(t, repo, "git", "commit", "-q", "-m", "one")
+	n := 0
+	m := &Manager{Repo: repo, Root: filepath.Join(root, "state", "worktrees"),
+		Now: func() time.Time { n++; return time.Date(2026, 11, 23, 20, 0, n, 0, time.UTC) }}
+	return m, repo
+}
+
+func TestOpenCreatesAndReuses(t *testing.T) {
+	is := is.New(t)
+	m, repo := newRepo(t)
+	ctx := context.Background()
+	tr, saved, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(len(saved), 0)
+	is.Equal(tr.Dir, filepath.Join(m.root(), "w1"))
+	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/worker/w1")
+	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
+
+	// The worker commits something and leaves a change; main moves on.
+	write(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
+	sh(t, tr.Dir, "git", "add", "b.txt")
+	sh(t, tr.Dir, "git", "commit", "-q", "-m", "b")
+	write(t, filepath.Join(tr.Dir, "c.txt"), "uncommitted\n")
+	write(t, filepath.Join(repo, "m.txt"), "m\n")
+	sh(t, repo, "git", "add", "m.txt")
+	sh(t, repo, "git", "commit", "-q", "-m", "m")
+
+	tr2, saved, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(tr2, tr)
+	is.Equal(len(saved), 1) // the work went to a wip branch
+	is.True(strings.HasPrefix(saved[0].Branch, "wip/w1/"))
+	files := sh(t, repo, "git", "ls-tree", "-r", "--name-only", saved[0].Branch)
+	is.True(strings.Contains(files, "b.txt")) // the commit
+	is.True(strings.Contains(files, "c.txt")) // and the uncommitted file
+	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
+	is.Equal(sh(t, tr.Dir, "git", "status", "--porcelain"), "") // reset clean at the new base
+
+	_, saved, err = m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(len(saved), 0) // nothing to keep, no wip branch
+}
+
+func TestRecoverAfterCrash(t *testing.T) {
+	is := is.New(t)
+	m, repo := newRepo(t)
+	ctx := context.Background()
+	t1, _, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	t2, _, err := m.Open(ctx, "w2", "main")
+	is.NoErr(err)
+	t3, _, err := m.Open(ctx, "w3", "main")
+	is.NoErr(err)
+	// w1 dies with uncommitted work; w2 mid-rebase with a conflict; w3's
+	// directory is deleted by hand after it committed; a stray directory.
+	write(t, filepath.Join(t1.Dir, "a.txt"), "w1 change\n")
+	write(t, filepath.Join(t2.Dir, "a.txt"), "w2\n")
+	sh(t, t2.Dir, "git", "commit", "-qam", "w2")
+	write(t, filepath.Join(repo, "a.txt"), "main\n")
+	sh(t, repo, "git", "commit", "-qam", "main")
+	cmd := exec.Command("git", "rebase", "main")
+	cmd.Dir = t2.Dir
+	_ = cmd.Run() // conflicts: left mid-rebase
+	_, err = os.Stat(filepath.Join(repo, ".git", "worktrees", "w2", "rebase-merge"))
+	is.NoErr(err) // the rebase is in progress
+	write(t, filepath.Join(t3.Dir, "d.txt"), "d\n")
+	sh(t, t3.Dir, "git", "add", "d.txt")
+	sh(t, t3.Dir, "git", "commit", "-qm", "w3")
+	is.NoErr(os.RemoveAll(t3.Dir))
+	write(t, filepath.Join(m.root(), "stray", "f"), "x")
+
+	saved, err := m.Recover(ctx, "main")
+	is.NoErr(err)
+	byWorker := map[string]Saved{}
+	for _, s := range saved {
+		byWorker[s.Worker] = s
+	}
+	is.Equal(len(saved), 2)
+	is.Equal(sh(t, repo, "git", "show", byWorker["w1"].Branch+":a.txt"), "w1 change")
+	is.Equal(sh(t, repo, "git", "show", byWorker["w2"].Branch+":a.txt"), "w2") // the pre-rebase commit
+	is.Equal(sh(t, repo, "git", "worktree", "list", "--porcelain") != "", true)
+	is.Equal(strings.Count(sh(t, repo, "git", "worktree", "list"), "\n"), 0) // only main left
+	_, err = os.Stat(filepath.Join(m.root(), "stray"))
+	is.True(os.IsNotExist(err))
+	lost, err := os.ReadDir(filepath.Join(m.root(), lostDir))
+	is.NoErr(err)
+	is.Equal(len(lost), 1) // moved aside, not deleted
+
+	// w3's commit lives on its branch; opening w3 again keeps it on wip.
+	_, saved, err = m.Open(ctx, "w3", "main")
+	is.NoErr(err)
+	is.Equal(len(saved), 1)
+	is.Equal(sh(t, repo, "git", "show", saved[0].Branch+":d.txt"), "d")
+	is.Equal(sh(t, repo, "git", "status", "--porcelain"), "") // main's checkout untouched
+}
+
+// TestNoRepositoryCodeRuns plants every route by which git runs a
+// repository's code (hooks, fsmonitor, filters, diff drivers), as a BUILD
+// agent could, and checks that opening, resetting and recovering worker
+// worktrees runs none of it.
+func TestNoRepositoryCodeRuns(t *testing.T) {
+	for _, route := range gitsafetest.Routes() {
+		t.Run(route.Name, func(t *testing.T) {
+			is := is.New(t)
+			m, repo := newRepo(t)
+			ctx := context.Background()
+			markers := t.TempDir()
+			route.Plant(t, repo, markers)
+			sh(t, repo, "git", "add", "-A")
+			sh(t, repo, "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "commit", "--allow-empty", "-qm", "attributes")
+			for _, p := range gitsafetest.Ran(t, markers) {
+				is.NoErr(os.Remove(filepath.Join(markers, p))) // what planting itself ran
+			}
+			tr, _, err := m.Open(ctx, "w1", "main")
+			is.NoErr(err)
+			gitsafetest.Touch(t, tr.Dir)
+			_, _, err = m.Open(ctx, "w1", "main") // saves the change to wip, resets
+			is.NoErr(err)
+			gitsafetest.Touch(t, tr.Dir)
+			_, err = m.Recover(ctx, "main")
+			is.NoErr(err)
+			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no planted code ran
+		})
+	}
+}
+
+func TestCheckWorker(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"w1", true}, {"worker-2.a_b", true},
+		{"", false}, {"..", false}, {"a/b", false}, {"-x", false}, {".hidden", false},
+		{"a..b", false}, {"x.lock", false}, {"a b", false}, {strings.Repeat("a", 65), false},
+	} {
+		if err := CheckWorker(c.name); (err == nil) != c.ok {
+			t.Errorf("CheckWorker(%q) = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}
+
+func TestParseWorktreeList(t *testing.T) {
+	is := is.New(t)
+	out := "worktree /r\x00HEAD abc\x00branch refs/heads/main\x00\x00" +
+		"worktree /s/w1\x00HEAD def\x00branch refs/heads/ralphd/worker/w1\x00\x00" +
+		"worktree /s/w2\x00HEAD 123\x00detached\x00\x00" +
+		"worktree /s/w 3\x00HEAD 1\x00branch refs/heads/x\x00locked\x00prunable gitdir file points to non-existent location\x00\x00"
+	is.Equal(parseWorktreeList([]byte(out)), map[string]string{"/s/w1": "ralphd/worker/w1", "/s/w2": "", "/s/w 3": "x"})
+	is.Equal(len(parseWorktreeList(nil)), 0)
+}
+
+func FuzzParseWorktreeList(f *testing.F) {
+	f.Add([]byte("worktree /r\x00HEAD abc\x00branch refs/heads/main\x00\x00worktree /s/w1\x00branch refs/heads/b\x00\x00"))
+	f.Add([]byte("worktree \x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for dir := range parseWorktreeList(b) {
+			if dir == "" || dir != filepath.Clean(dir) {
+				t.Fatalf("bad dir %q", dir)
+			}
+		}
+	})
+}
