@@ -2,72 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/guard"
-	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/modes"
-	"github.com/ralphd/ralphd/internal/state"
 )
 
-// runGuard is ralphd invoked as `bd` from an agent's PATH: it applies the
-// mode's policy, audits the call, and runs the real bd or refuses.
+// runGuard is ralphd invoked as `bd` from an agent's PATH (the guard's
+// wrapper runs `ralphd bd-guard`): guard.Main applies the mode's policy,
+// audits the call, and runs the real bd or refuses.
 func runGuard(ctx context.Context, a *app, args []string) int {
-	env, err := guard.GuardEnvFromEnv(a.getenv)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "ralphd guard: %v\n", err)
-		return guard.ExitRefused
-	}
-	logPath := a.getenv(guard.EnvLogPath)
-	auditFile := a.getenv(modes.EnvAuditFile)
-	iteration, _ := strconv.Atoi(a.getenv(guard.EnvIteration))
-	env.Audit = func(_ context.Context, rec guard.AuditRecord) error {
-		var errs []string
-		call := state.BDCall{Argv: rec.Argv, Allowed: rec.Allowed, Rule: rec.Rule, ExitCode: rec.ExitCode}
-		if auditFile != "" {
-			if err := appendJSONLine(auditFile, call); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-		if logPath != "" {
-			ev := logjsonl.BDCall{Argv: rec.Argv, Mode: string(rec.Mode), Allowed: rec.Allowed, Rule: rec.Rule, Iteration: iteration}
-			if rec.Allowed {
-				code := rec.ExitCode
-				ev.ExitCode = &code
-			} else {
-				ev.Reason = rec.Reason
-			}
-			if err := logjsonl.AppendMeta(logPath, logjsonl.EventBDCall, ev, rec.Time); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("%s", strings.Join(errs, "; "))
-		}
-		return nil
-	}
-	return guard.RunGuard(ctx, args, env, a.stdin, a.stdout, a.stderr)
-}
-
-// appendJSONLine appends v as one JSON line with a single write.
-func appendJSONLine(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return guard.Main(ctx, args, a.getenv, a.stdin, a.stdout, a.stderr)
 }
 
 func cmdPolicy(ctx context.Context, a *app, args []string) int {
@@ -105,9 +52,10 @@ bd arguments after --, without the leading "bd".`)
 	// Stop at the first positional or "--": the rest is bd's argv, whose
 	// flags are not ours.
 	if err := fs.Parse(args); err != nil {
-		if err.Error() == "flag: help requested" {
+		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		hintf(a.stderr, "run `%s --help` for usage", fs.Name())
 		return exitUsage
 	}
 	argv := fs.Args()
@@ -133,12 +81,12 @@ bd arguments after --, without the leading "bd".`)
 	if d.Allowed {
 		return exitOK
 	}
-	return 1
+	return guard.ExitRefused
 }
 
 func cmdHook(ctx context.Context, a *app, args []string) int {
 	if len(args) == 0 || args[0] != "pre-tool-use" {
-		fs := newFlags(a, "hook", "hook pre-tool-use --mode build|plan", `
+		fs := newFlags(a, guard.HookCommand, "hook pre-tool-use --mode build|plan", `
 Agent hook entry points. "pre-tool-use" is Claude Code's PreToolUse hook: it
 reads the hook JSON on stdin, finds every bd call in a Bash command (through
 &&, pipes, subshells, bash -c, xargs...), and exits 2 with the reason on
@@ -160,8 +108,9 @@ stderr when the mode's policy refuses one. It fails closed.`)
 	}
 	mode, err := guard.ParseMode(m)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "ralphd hook: %v; refusing (fail closed)\n", err)
-		return 2
+		// Hook blocks every tool call under a mode it does not know, and
+		// tells the agent why: the hook fails closed.
+		mode = guard.Mode(m)
 	}
 	return guard.Hook(ctx, mode, a.stdin, a.stdout, a.stderr)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -271,9 +272,9 @@ line to follow it. Running it again updates the unit in place.`)
 	} else {
 		fmt.Fprintf(w, "Start ralphd for %s, now and at every login:\n", project)
 		fmt.Fprintln(w, "  systemctl --user daemon-reload")
-		fmt.Fprintf(w, "  systemctl --user enable --now %s\n", shellQuote(instance))
+		fmt.Fprintf(w, "  systemctl --user enable --now %s\n", shellquote.Quote(instance))
 		fmt.Fprintln(w, "Follow its log:")
-		fmt.Fprintf(w, "  journalctl --user -u %s -f\n", shellQuote(instance))
+		fmt.Fprintf(w, "  journalctl --user -u %s -f\n", shellquote.Quote(instance))
 	}
 	if verb == "updated" {
 		fmt.Fprintln(w, "Restart running instances to use the new unit (after daemon-reload):")
@@ -305,7 +306,7 @@ instance is still enabled, it removes nothing and prints the
 	if len(enabled) > 0 {
 		fmt.Fprintln(a.stdout, "Stop and disable ralphd for each project first:")
 		for _, name := range enabled {
-			fmt.Fprintf(a.stdout, "  systemctl --user disable --now %s\n", shellQuote(name))
+			fmt.Fprintf(a.stdout, "  systemctl --user disable --now %s\n", shellquote.Quote(name))
 		}
 		errorf(a.stderr, "%s is still enabled for %d project(s); nothing removed", unitName, len(enabled))
 		hintf(a.stderr, "run the lines above, then `ralphd service uninstall` again")
@@ -502,15 +503,4 @@ func instanceName(escaped string) (string, error) {
 		return "", fmt.Errorf("the project's path is too long for a systemd unit name (%d characters escaped, at most %d); move the project to a shorter path", len(name), maxUnitNameLen)
 	}
 	return name, nil
-}
-
-// shellQuote quotes s for a POSIX shell when it has anything but plainly
-// safe characters.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

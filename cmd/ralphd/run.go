@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // app carries what every subcommand needs from the process: its streams and
@@ -45,7 +45,7 @@ func commands() []command {
 		{"config", "print the effective configuration and where each value came from", cmdConfig},
 		{"agents", "list agent backends and whether each is installed", cmdAgents},
 		{"service", "install the systemd user unit (service install|uninstall|print)", cmdService},
-		{"hook", "agent hook entry points (hook pre-tool-use)", cmdHook},
+		{guard.HookCommand, "agent hook entry points (hook pre-tool-use)", cmdHook},
 		{"version", "print version information", func(_ context.Context, a *app, _ []string) int { return cmdVersion(a.stdout) }},
 		{"help", "show help for ralphd or a command", cmdHelp},
 	}
@@ -68,7 +68,7 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	}
 	name := argv[0]
 	switch name {
-	case modes.GuardCommand:
+	case guard.Command:
 		// The bd wrapper on an agent's PATH: this process is the guard.
 		return runGuard(ctx, a, argv[1:])
 	case demoAgentCommand:

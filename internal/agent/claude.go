@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,9 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/shellquote"
 )
 
 // DefaultTransientBackoff is how long a Claude run that failed with a
@@ -164,7 +166,7 @@ func claudeSettings(hookArgv, allow, deny []string) ([]byte, error) {
 		s.Hooks = map[string][]matcher{
 			"PreToolUse": {{
 				Matcher: "Bash",
-				Hooks:   []hook{{Type: "command", Command: shellJoin(hookArgv), Timeout: 30}},
+				Hooks:   []hook{{Type: "command", Command: shellquote.Join(hookArgv), Timeout: 30}},
 			}},
 		}
 	}
@@ -173,19 +175,6 @@ func claudeSettings(hookArgv, allow, deny []string) ([]byte, error) {
 		return nil, fmt.Errorf("render claude settings: %w", err)
 	}
 	return append(b, '\n'), nil
-}
-
-// shellJoin quotes argv for sh: Claude runs a hook command with a shell.
-func shellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:@%+,") == "" {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // Texts that classify a failed Claude run. Claude Code's wording changes

@@ -12,6 +12,8 @@ import (
 	_ "time/tzdata" // reset-time tests name zones; keep them hermetic
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/shellquote"
 )
 
 // fixedNow is the clock of the parser tests: 2026-11-21 10:00 UTC, before
@@ -447,8 +449,8 @@ func TestClaudeCommand(t *testing.T) {
 
 func TestShellJoin(t *testing.T) {
 	is := is.New(t)
-	is.Equal(shellJoin([]string{"/bin/ralphd", "hook", "pre-tool-use"}), "/bin/ralphd hook pre-tool-use")
-	is.Equal(shellJoin([]string{"/a b/ralphd", "", "$X", "a;b"}), `'/a b/ralphd' '' '$X' 'a;b'`)
+	is.Equal(shellquote.Join([]string{"/bin/ralphd", "hook", "pre-tool-use"}), "/bin/ralphd hook pre-tool-use")
+	is.Equal(shellquote.Join([]string{"/a b/ralphd", "", "$X", "a;b"}), `'/a b/ralphd' '' '$X' 'a;b'`)
 }
 
 func TestParseResetText(t *testing.T) {

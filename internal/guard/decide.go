@@ -38,7 +38,7 @@ func decide(mode Mode, args []arg) Decision {
 	for i, a := range args {
 		if a.kind == argStatic {
 			d.Argv[i] = a.text
-			line += " " + shellQuote(a.text)
+			line += " " + bashQuote(a.text)
 			continue
 		}
 		d.Argv[i] = a.src
@@ -246,13 +246,14 @@ func quoteArgs(args []string) string {
 	var b strings.Builder
 	for _, a := range args {
 		b.WriteByte(' ')
-		b.WriteString(shellQuote(a))
+		b.WriteString(bashQuote(a))
 	}
 	return b.String()
 }
 
-// shellQuote quotes s for bash when it needs quoting.
-func shellQuote(s string) string {
+// bashQuote quotes s for bash when it needs quoting, as bash would print
+// it: control characters come out as $'…' rather than raw inside quotes.
+func bashQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n\"'`$\\|&;<>(){}[]*?!#") && !strings.HasPrefix(s, "~") {
 		return s
 	}

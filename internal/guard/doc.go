@@ -11,12 +11,16 @@
 // The policy is data (policy.go) over bd's command-line grammar
 // (grammar.go). It is enforced in two layers here:
 //
-//   - Layer 1, the guard: ralphd installs itself as `bd` first on the
-//     agent's PATH. RunGuard parses the argv exactly as bd would (ParseArgs),
-//     applies the policy (Decide), audits the call, and either runs the real
-//     bd or refuses with a message the agent can act on.
-//   - Layer 2, the agent's own permission system: DisallowedTools compiles
-//     the policy into Claude Code deny rules, and Hook is a PreToolUse hook
+//   - Layer 1, the guard: Install puts a `bd` wrapper first on the agent's
+//     PATH that runs ralphd's Main. It parses the argv exactly as bd would
+//     (ParseArgs), applies the policy (Decide), audits the call (a
+//     state.BDCall, into the session's audit file and the run log), and
+//     either runs the real bd or refuses with a message the agent can act
+//     on. Session.Calls reads the audit back. This protocol (wrapper.go,
+//     audit.go, run.go) is the one way an agent's bd calls reach ralphd.
+//   - Layer 2, the agent's own permission system: DenyPrefixes compiles the
+//     policy table into the refused command prefixes that each agent
+//     backend turns into its own deny rules, and Hook is a PreToolUse hook
 //     that finds every bd call in a Bash command with a real shell parser
 //     (ExtractBDCalls) and blocks the tool call if any is refused.
 //

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // Environment variables ralphd sets for the agent process, read by the guard
@@ -22,6 +24,7 @@ const (
 	EnvRunID     = "RALPHD_RUN_ID"     // the run's ID, for audit events
 	EnvStateDir  = "RALPHD_STATE_DIR"  // the project's state directory (history)
 	EnvIteration = "RALPHD_ITERATION"  // the iteration number, for audit events
+	EnvAuditFile = "RALPHD_AUDIT_FILE" // the session's audit file, one JSON line per call
 )
 
 // ExitRefused is the guard's exit code for a refused call, and for a guard
@@ -32,27 +35,15 @@ const (
 // exit code, tells refusals apart.
 const ExitRefused = 1
 
-// AuditRecord describes one bd call that went through the guard.
-type AuditRecord struct {
-	Time     time.Time     // when the call reached the guard
-	Mode     Mode          // the mode the guard enforced
-	Argv     []string      // the arguments after "bd"
-	Allowed  bool          // the policy's verdict
-	Rule     string        // the deciding rule
-	Reason   string        // the policy's reason
-	ExitCode int           // the real bd's exit code; ExitRefused when refused; -1 when bd could not run
-	Duration time.Duration // how long the real bd ran
-	Error    string        // why the real bd could not run, when it could not
-}
-
 // GuardEnv is what the guard needs from its caller.
 type GuardEnv struct {
 	Mode   Mode
 	RealBD string // absolute path of the real bd
 	// Audit receives one record per call, after the call finished (or was
-	// refused). It may be nil. An audit error is reported on stderr and does
-	// not change the exit code.
-	Audit func(ctx context.Context, rec AuditRecord) error
+	// refused), with the time the call reached the guard. It may be nil.
+	// An audit error is reported on stderr and does not change the exit
+	// code.
+	Audit func(ctx context.Context, at time.Time, call state.BDCall) error
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -91,37 +82,38 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 	}
 	start := now()
 	d := Decide(env.Mode, args)
-	rec := AuditRecord{
-		Time: start, Mode: env.Mode, Argv: append([]string(nil), args...),
-		Allowed: d.Allowed, Rule: d.Rule, Reason: d.Reason, ExitCode: ExitRefused,
+	rec := state.BDCall{
+		Argv: append([]string(nil), args...), Mode: string(env.Mode),
+		Allowed: d.Allowed, Rule: d.Rule, ExitCode: ExitRefused,
 	}
 	if !d.Allowed {
+		rec.Reason = d.Reason
 		fmt.Fprint(stderr, d.Message())
-		audit(ctx, env, rec, stderr)
+		audit(ctx, env, start, rec, stderr)
 		return ExitRefused
 	}
 	if err := checkRealBD(env.RealBD); err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
 		fmt.Fprintf(stderr, "ralphd guard: cannot run the real bd: %v\n", err)
-		audit(ctx, env, rec, stderr)
+		audit(ctx, env, start, rec, stderr)
 		return ExitRefused
 	}
 	code, err := runChild(ctx, env.RealBD, args, stdin, stdout, stderr)
-	rec.ExitCode, rec.Duration = code, now().Sub(start)
+	rec.ExitCode = code
 	if err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
 		fmt.Fprintf(stderr, "ralphd guard: run %s: %v\n", env.RealBD, err)
 		code = ExitRefused
 	}
-	audit(ctx, env, rec, stderr)
+	audit(ctx, env, start, rec, stderr)
 	return code
 }
 
-func audit(ctx context.Context, env GuardEnv, rec AuditRecord, stderr io.Writer) {
+func audit(ctx context.Context, env GuardEnv, at time.Time, rec state.BDCall, stderr io.Writer) {
 	if env.Audit == nil {
 		return
 	}
-	if err := env.Audit(ctx, rec); err != nil {
+	if err := env.Audit(ctx, at, rec); err != nil {
 		fmt.Fprintf(stderr, "ralphd guard: audit bd call: %v\n", err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // fakeBD writes a stand-in for the real bd into a temp dir. It records its
@@ -55,15 +57,17 @@ func (f fakeBD) ran(t *testing.T) []string {
 }
 
 type auditLog struct {
-	mu   sync.Mutex
-	recs []AuditRecord
-	err  error
+	mu    sync.Mutex
+	recs  []state.BDCall
+	times []time.Time
+	err   error
 }
 
-func (a *auditLog) sink(_ context.Context, rec AuditRecord) error {
+func (a *auditLog) sink(_ context.Context, at time.Time, rec state.BDCall) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.recs = append(a.recs, rec)
+	a.times = append(a.times, at)
 	return a.err
 }
 
@@ -92,8 +96,8 @@ func TestRunGuardAllowed(t *testing.T) {
 	is.Equal(rec.Rule, RuleUpdate)
 	is.Equal(rec.ExitCode, 3)
 	is.Equal(rec.Argv, args)
-	is.Equal(rec.Mode, ModeBuild)
-	is.Equal(rec.Time, fixedNow())
+	is.Equal(rec.Mode, string(ModeBuild))
+	is.Equal(log.times[0], fixedNow())
 	is.Equal(rec.Error, "")
 }
 

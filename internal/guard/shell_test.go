@@ -169,7 +169,7 @@ func TestExtractBDCallsErrors(t *testing.T) {
 func nestedShells(n int) string {
 	s := "bd delete x"
 	for range n {
-		s = "eval " + shellQuote(s)
+		s = "eval " + bashQuote(s)
 	}
 	return s
 }

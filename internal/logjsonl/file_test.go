@@ -23,6 +23,19 @@ import (
 )
 
 // TestMain doubles as a helper process for the cross-process test.
+// bdCallData is the shape of a bd_call event's data as the guard writes it
+// (state.BDCall), with the fields these tests use.
+type bdCallData struct {
+	Argv      []string `json:"argv"`
+	Mode      string   `json:"mode"`
+	Allowed   bool     `json:"allowed"`
+	ExitCode  *int     `json:"exit_code,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
+	Rule      string   `json:"rule,omitempty"`
+	Iteration int      `json:"iteration,omitempty"`
+	IssueID   string   `json:"issue_id,omitempty"`
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv("LOGJSONL_HELPER") == "append" {
 		os.Exit(appendHelper())
@@ -37,7 +50,7 @@ func appendHelper() int {
 	id := os.Getenv("LOGJSONL_ID")
 	for i := range n {
 		exit := i % 3
-		data := BDCall{Argv: []string{"bd", "update", id, "--notes", strings.Repeat("n", i*37%5000)},
+		data := bdCallData{Argv: []string{"bd", "update", id, "--notes", strings.Repeat("n", i*37%5000)},
 			Mode: "build", Allowed: i%5 != 0, ExitCode: &exit, IssueID: id, Iteration: i}
 		if err := AppendMeta(os.Getenv("LOGJSONL_PATH"), EventBDCall, data, time.Now()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -356,7 +369,7 @@ func TestAppendMetaFromOtherProcesses(t *testing.T) {
 			Type  string
 			Event string
 			N     int
-			Data  BDCall
+			Data  bdCallData
 		}
 		is.NoErr(json.Unmarshal(line, &rec))
 		switch {
@@ -408,7 +421,7 @@ func writeSampleRun(t testing.TB, dir string) string {
 		IssueTitle: "Add retry backoff", Attempt: 2, MaxAttempts: 3}))
 	must(w.CopyLines(StreamStdout, fixture("claude-success.jsonl")))
 	must(w.CopyLines(StreamStderr, strings.NewReader("npm warn deprecated something\n")))
-	must(AppendMeta(w.Path(), EventBDCall, BDCall{Argv: []string{"bd", "close", "bd-a1b2", "--reason", "Implemented retry backoff; tests pass"},
+	must(AppendMeta(w.Path(), EventBDCall, bdCallData{Argv: []string{"bd", "close", "bd-a1b2", "--reason", "Implemented retry backoff; tests pass"},
 		Mode: "build", Allowed: true, ExitCode: &exit0, Iteration: 1}, clock))
 	clock = clock.Add(45 * time.Second)
 	must(w.Meta(EventIterationEnd, IterationEnd{Iteration: 1, ExitCode: 0, DurationSeconds: 45, Outcome: "ok",
@@ -417,7 +430,7 @@ func writeSampleRun(t testing.TB, dir string) string {
 	must(w.Meta(EventIterationStart, IterationStart{Iteration: 2, IssueID: "bd-c3d4", Mode: "build",
 		IssueTitle: "Fix flaky test", Attempt: 1, MaxAttempts: 3}))
 	must(w.CopyLines(StreamStdout, fixture("claude-error-max-turns.jsonl")))
-	must(AppendMeta(w.Path(), EventBDCall, BDCall{Argv: []string{"bd", "delete", "bd-c3d4", "--force"},
+	must(AppendMeta(w.Path(), EventBDCall, bdCallData{Argv: []string{"bd", "delete", "bd-c3d4", "--force"},
 		Mode: "build", Allowed: false, Reason: "BUILD may not delete issues", Iteration: 2}, clock))
 	must(w.Meta(EventViolation, Violation{Iteration: 2, IssueID: "bd-c3d4", Mode: "build", Kind: "priority_changed",
 		Detail: "priority 2 -> 0", Command: "bd update bd-c3d4 --priority 0"}))

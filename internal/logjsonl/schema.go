@@ -38,7 +38,7 @@ const (
 	EventIterationStart = "iteration_start"  // data: IterationStart
 	EventIterationEnd   = "iteration_end"    // data: IterationEnd
 	EventStuck          = "stuck"            // data: Stuck
-	EventBDCall         = "bd_call"          // data: BDCall, written by the guard process
+	EventBDCall         = "bd_call"          // data: state.BDCall, written by the guard process
 	EventViolation      = "violation"        // data: Violation
 	EventQuotaWaitStart = "quota_wait_start" // data: QuotaWaitStart
 	EventQuotaWaitEnd   = "quota_wait_end"   // data: QuotaWaitEnd
@@ -111,19 +111,6 @@ type Stuck struct {
 	Iteration   int    `json:"iteration,omitempty"`
 	Action      string `json:"action,omitempty"` // what ralphd did about it ("noted", "blocked", ...)
 	Reason      string `json:"reason,omitempty"`
-}
-
-// BDCall is the data of a bd_call event: the guard's audit of one bd
-// command the agent ran.
-type BDCall struct {
-	Argv      []string `json:"argv"`
-	Mode      string   `json:"mode"`
-	Allowed   bool     `json:"allowed"`
-	ExitCode  *int     `json:"exit_code,omitempty"` // nil when the command was denied or did not run
-	Reason    string   `json:"reason,omitempty"`    // why it was denied
-	Rule      string   `json:"rule,omitempty"`      // the policy rule that matched
-	Iteration int      `json:"iteration,omitempty"`
-	IssueID   string   `json:"issue_id,omitempty"`
 }
 
 // Violation is the data of a violation event: the agent did something the

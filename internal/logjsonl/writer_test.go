@@ -82,7 +82,7 @@ func TestMetaLine(t *testing.T) {
 			name:  "bd_call with a nil exit code",
 			event: EventBDCall,
 			ts:    testTime,
-			data:  BDCall{Argv: []string{"bd", "delete", "bd-c3d4"}, Mode: "build", Allowed: false, Reason: "BUILD may not delete issues"},
+			data:  bdCallData{Argv: []string{"bd", "delete", "bd-c3d4"}, Mode: "build", Allowed: false, Reason: "BUILD may not delete issues"},
 			want:  `{"type":"loop_meta","event":"bd_call","timestamp":"2026-01-28T15:30:00Z","data":{"argv":["bd","delete","bd-c3d4"],"mode":"build","allowed":false,"reason":"BUILD may not delete issues"}}` + "\n",
 		},
 		{

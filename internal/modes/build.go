@@ -9,6 +9,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
@@ -333,7 +334,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, i
 	}
 	// Shell commands the agent reported that ran a forbidden bd call around
 	// the guard are violations too, whatever their effect.
-	for _, b := range bypasses(out.Commands) {
+	for _, b := range guard.Bypasses(out.Commands) {
 		fixed = append(fixed, "flagged: "+b)
 		rec.Violations = append(rec.Violations, b)
 		res.Violations++

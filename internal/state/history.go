@@ -122,12 +122,21 @@ type Record struct {
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
-// BDCall is one bd command an agent ran through ralphd's guard.
+// BDCall is one bd command an agent ran through ralphd's guard: the
+// guard's audit record. The same value is the data of the run log's
+// bd_call event, a line of the guard's audit file, and an entry of an
+// iteration's history record.
 type BDCall struct {
-	Argv     []string `json:"argv"`
-	Allowed  bool     `json:"allowed"`
-	Rule     string   `json:"rule,omitempty"`
-	ExitCode int      `json:"exit_code"`
+	Argv    []string `json:"argv"`           // the arguments after "bd"
+	Mode    string   `json:"mode,omitempty"` // the mode the guard enforced: build or plan
+	Allowed bool     `json:"allowed"`        // the policy's verdict
+	// ExitCode is the real bd's exit code; the guard's refusal code (1)
+	// when refused; -1 when bd could not run.
+	ExitCode  int    `json:"exit_code"`
+	Rule      string `json:"rule,omitempty"`      // the deciding policy rule
+	Reason    string `json:"reason,omitempty"`    // why it was refused
+	Error     string `json:"error,omitempty"`     // why the real bd could not run
+	Iteration int    `json:"iteration,omitempty"` // the iteration, in the run log
 }
 
 // IsIteration reports whether r is an iteration record.

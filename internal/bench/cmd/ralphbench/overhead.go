@@ -13,7 +13,6 @@ import (
 
 	"github.com/ralphd/ralphd/internal/bench"
 	"github.com/ralphd/ralphd/internal/guard"
-	"github.com/ralphd/ralphd/internal/modes"
 )
 
 // overhead is what sections 1 (per-iteration overhead) and 2 (against the
@@ -198,23 +197,17 @@ func (e *benchEnv) replay(ctx context.Context, o *overhead, tpl, recDir string, 
 		}
 		defer os.RemoveAll(d)
 	}
-	guardBin := filepath.Join(e.work, "guardbin")
-	if err := os.MkdirAll(guardBin, 0o700); err != nil {
+	// The same wrapper and environment ralphd gives the agent.
+	guardDir := filepath.Join(e.work, fmt.Sprintf("guard-%d", r))
+	if err := os.MkdirAll(guardDir, 0o700); err != nil {
 		return fmt.Errorf("make guard dir: %w", err)
 	}
-	// The same two-line wrapper ralphd puts first on the agent's PATH.
-	wrapper := "#!/bin/sh\nexec '" + e.ralphd() + "' " + modes.GuardCommand + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(guardBin, "bd"), []byte(wrapper), 0o700); err != nil {
-		return fmt.Errorf("write guard wrapper: %w", err)
+	defer os.RemoveAll(guardDir)
+	g, err := guard.Install(guardDir, guard.Setup{Self: e.ralphd(), Mode: guard.ModeBuild, RealBD: e.bd(), RunID: "bench", Iteration: 1})
+	if err != nil {
+		return err
 	}
-	guardEnv := []string{
-		e.pathWith(guardBin),
-		guard.EnvMode + "=" + modes.ModeBuild,
-		guard.EnvRealBD + "=" + e.bd(),
-		guard.EnvRunID + "=bench",
-		guard.EnvIteration + "=1",
-		modes.EnvAuditFile + "=" + filepath.Join(e.work, "audit.jsonl"),
-	}
+	guardEnv := append([]string{e.pathWith(g.BinDir())}, g.Env()...)
 	mapDir := func(s, to string) string {
 		if s == recDir || strings.HasPrefix(s, recDir+"/") {
 			return to + strings.TrimPrefix(s, recDir)

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/shellquote"
 )
 
 // perfFreq is the sampling frequency: one sample is about a millisecond
@@ -56,7 +58,7 @@ func (e *benchEnv) profileBuild(ctx context.Context, tpl string, issues int) pro
 	}
 	defer os.RemoveAll(dir)
 	return e.perfProfile(ctx, dir, e.env(), issues, e.ralphdArgs(issues, e.bd()),
-		"ralphd "+strings.Join(shellQuoteAll(e.ralphdArgs(issues, "bd")), " "))
+		"ralphd "+shellquote.Join(e.ralphdArgs(issues, "bd")))
 }
 
 // perfProfile runs ralphd with args in dir under `perf record -g` and
@@ -169,22 +171,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// shellQuoteAll quotes each argument that needs it for a POSIX shell.
-func shellQuoteAll(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return out
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
