@@ -309,37 +309,56 @@ func (m *Manager) moveAside(p string) error {
 
 // registered lists the repository's linked worktrees: directory → branch.
 func (m *Manager) registered(ctx context.Context) (map[string]string, error) {
-	out, err := Git(ctx, m.Repo, nil, "worktree", "list", "--porcelain", "-z")
+	all, err := List(ctx, m.Repo)
+	if err != nil {
+		return nil, err
+	}
+	trees := map[string]string{}
+	for _, w := range all[1:] { // the first is the main worktree
+		trees[w.Dir] = w.Branch
+	}
+	return trees, nil
+}
+
+// Worktree is one entry of `git worktree list`.
+type Worktree struct {
+	Dir    string
+	Branch string // "" when detached
+}
+
+// List returns every worktree of the repository at repo, the main one
+// first.
+func List(ctx context.Context, repo string) ([]Worktree, error) {
+	out, err := Git(ctx, repo, nil, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)
 	}
-	return parseWorktreeList(out), nil
+	all := parseWorktreeList(out)
+	if len(all) == 0 {
+		return nil, fmt.Errorf("list worktrees of %s: git listed none", repo)
+	}
+	return all, nil
 }
 
 // parseWorktreeList reads `git worktree list --porcelain -z`: records of
-// NUL-terminated "key value" lines, separated by an empty line. The main
-// worktree (the first record) is left out.
-func parseWorktreeList(out []byte) map[string]string {
-	trees := map[string]string{}
-	first := true
-	dir, branch := "", ""
+// NUL-terminated "key value" lines, separated by an empty line.
+func parseWorktreeList(out []byte) []Worktree {
+	var trees []Worktree
+	var cur Worktree
 	flush := func() {
-		if dir != "" && !first {
-			trees[filepath.Clean(dir)] = branch
+		if cur.Dir != "" {
+			trees = append(trees, cur)
 		}
-		if dir != "" {
-			first = false
-		}
-		dir, branch = "", ""
+		cur = Worktree{}
 	}
 	for _, f := range strings.Split(string(out), "\x00") {
 		switch {
 		case f == "":
 			flush()
 		case strings.HasPrefix(f, "worktree "):
-			dir = strings.TrimPrefix(f, "worktree ")
+			cur.Dir = filepath.Clean(strings.TrimPrefix(f, "worktree "))
 		case strings.HasPrefix(f, "branch "):
-			branch = strings.TrimPrefix(strings.TrimPrefix(f, "branch "), "refs/heads/")
+			cur.Branch = strings.TrimPrefix(strings.TrimPrefix(f, "branch "), "refs/heads/")
 		}
 	}
 	flush()
@@ -347,19 +366,43 @@ func parseWorktreeList(out []byte) map[string]string {
 }
 
 // abortRebase ends a rebase a crash interrupted in dir, which puts the
-// branch back where it was before the rebase.
+// branch back where it was before the rebase. It runs only at times when
+// no git of ralphd's can be running in dir (recovery, or before the
+// worktree is reused), so the lock files a killed git left are stale and
+// go first.
 func abortRebase(ctx context.Context, dir string) error {
 	gitDir, err := gitLine(ctx, dir, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return fmt.Errorf("check for a rebase in %s: %w", dir, err)
 	}
+	for _, l := range []string{"index.lock", "HEAD.lock"} {
+		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove a stale lock in %s: %w", gitDir, err)
+		}
+	}
 	for _, d := range []string{"rebase-merge", "rebase-apply"} {
-		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
-			if _, err := Git(ctx, dir, nil, "rebase", "--abort"); err != nil {
-				return fmt.Errorf("abort the interrupted rebase in %s: %w", dir, err)
-			}
+		state := filepath.Join(gitDir, d)
+		if _, err := os.Stat(state); err != nil {
+			continue
+		}
+		if _, err := Git(ctx, dir, nil, "rebase", "--abort"); err == nil {
 			return nil
 		}
+		// A rebase killed while it was starting has a state git cannot
+		// abort. The branch itself moves only when a rebase ends, so it
+		// still has the work: drop the state and check the branch out.
+		headName, _ := os.ReadFile(filepath.Join(state, "head-name"))
+		if _, err := Git(ctx, dir, nil, "rebase", "--quit"); err != nil {
+			if err := os.RemoveAll(state); err != nil {
+				return fmt.Errorf("drop the interrupted rebase in %s: %w", dir, err)
+			}
+		}
+		if branch, ok := strings.CutPrefix(strings.TrimSpace(string(headName)), "refs/heads/"); ok {
+			if _, err := Git(ctx, dir, nil, "checkout", "-q", "--force", branch); err != nil {
+				return fmt.Errorf("return to %s after the interrupted rebase in %s: %w", branch, dir, err)
+			}
+		}
+		return nil
 	}
 	return nil
 }

@@ -206,7 +206,7 @@ func TestParseWorktreeList(t *testing.T) {
 		"worktree /s/w1\x00HEAD def\x00branch refs/heads/ralphd/worker/w1\x00\x00" +
 		"worktree /s/w2\x00HEAD 123\x00detached\x00\x00" +
 		"worktree /s/w 3\x00HEAD 1\x00branch refs/heads/x\x00locked\x00prunable gitdir file points to non-existent location\x00\x00"
-	is.Equal(parseWorktreeList([]byte(out)), map[string]string{"/s/w1": "ralphd/worker/w1", "/s/w2": "", "/s/w 3": "x"})
+	is.Equal(parseWorktreeList([]byte(out)), []Worktree{{"/r", "main"}, {"/s/w1", "ralphd/worker/w1"}, {"/s/w2", ""}, {"/s/w 3", "x"}})
 	is.Equal(len(parseWorktreeList(nil)), 0)
 }
 
@@ -214,10 +214,34 @@ func FuzzParseWorktreeList(f *testing.F) {
 	f.Add([]byte("worktree /r\x00HEAD abc\x00branch refs/heads/main\x00\x00worktree /s/w1\x00branch refs/heads/b\x00\x00"))
 	f.Add([]byte("worktree \x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for dir := range parseWorktreeList(b) {
-			if dir == "" || dir != filepath.Clean(dir) {
-				t.Fatalf("bad dir %q", dir)
+		for _, w := range parseWorktreeList(b) {
+			if w.Dir == "" || w.Dir != filepath.Clean(w.Dir) {
+				t.Fatalf("bad dir %q", w.Dir)
 			}
 		}
 	})
+}
+
+// TestRecoverHalfStartedRebase: a rebase killed while starting leaves a
+// state git cannot abort, and a stale index lock; recovery still keeps the
+// work and removes the worktree.
+func TestRecoverHalfStartedRebase(t *testing.T) {
+	is := is.New(t)
+	m, repo := newRepo(t)
+	ctx := context.Background()
+	tr, _, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	write(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
+	sh(t, tr.Dir, "git", "add", "b.txt")
+	sh(t, tr.Dir, "git", "commit", "-qm", "b")
+	gitDir := filepath.Join(repo, ".git", "worktrees", "w1")
+	write(t, filepath.Join(gitDir, "rebase-merge", "head-name"), "refs/heads/"+tr.Branch+"\n")
+	write(t, filepath.Join(gitDir, "index.lock"), "")
+	saved, err := m.Recover(ctx, "main")
+	is.NoErr(err)
+	is.Equal(len(saved), 1)
+	is.Equal(sh(t, repo, "git", "show", saved[0].Branch+":b.txt"), "b")
+	left, err := List(ctx, repo)
+	is.NoErr(err)
+	is.Equal(len(left), 1)
 }

@@ -1,0 +1,255 @@
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// journalName is the file, in the repository's common git directory, that
+// records a move of a checked-out target in progress: the checkout's
+// directory, the old tip and the new one, one per line.
+const journalName = "ralphd-mergeq.journal"
+
+// ErrTargetDirty is returned when the target is checked out with
+// uncommitted changes (outside .beads/), so that moving it would mix the
+// work into the user's changes. The work is kept on a branch.
+var ErrTargetDirty = errors.New("the target branch's checkout has uncommitted changes")
+
+// errMoved is returned when the target moved while the work was verified.
+var errMoved = errors.New("the target branch moved during the integration")
+
+// advance fast-forwards the local target to tip. When the target is
+// checked out, its checkout moves along. With a remote, a local target
+// that is not an ancestor of tip (the user's own commits) stays put.
+func (q *Queue) advance(ctx context.Context, tip string) error {
+	ref := "refs/heads/" + q.Target
+	old, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref)
+	if err != nil {
+		return fmt.Errorf("advance %s: %w", q.Target, err)
+	}
+	if old == tip {
+		return nil
+	}
+	if _, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
+		if q.Remote != "" {
+			return nil // the remote has the work; the local branch has commits of its own
+		}
+		return fmt.Errorf("advance %s: %w", q.Target, errMoved)
+	}
+	dir, err := q.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		if _, err := workertree.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
+			return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
+		}
+		return nil
+	}
+	return q.moveCheckout(ctx, dir, old, tip)
+}
+
+// checkout returns the worktree that has the target checked out, or "".
+func (q *Queue) checkout(ctx context.Context) (string, error) {
+	all, err := workertree.List(ctx, q.Repo)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range all {
+		if w.Branch == q.Target {
+			return w.Dir, nil
+		}
+	}
+	return "", nil
+}
+
+// moveCheckout moves the target's checkout in dir from old to tip: a
+// two-way read-tree (git's own fast-forward of index and files, which
+// keeps unrelated local changes such as bd's .beads files and refuses to
+// overwrite anything else), then the ref, under a journal for Recover.
+func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
+	out, err := workertree.Git(ctx, dir, nil, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
+	if err != nil {
+		return fmt.Errorf("advance %s: %w", q.Target, err)
+	}
+	if len(strings.TrimSpace(string(out))) > 0 {
+		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, ErrTargetDirty)
+	}
+	jpath, err := q.journalPath(ctx)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(jpath, []byte(dir+"\n"+old+"\n"+tip+"\n")); err != nil {
+		return fmt.Errorf("advance %s: %w", q.Target, err)
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+		_ = os.Remove(jpath) // read-tree checks before it writes: nothing moved
+		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, err)
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate", "refs/heads/"+q.Target, tip, old); err != nil {
+		// Someone committed meanwhile: put the files back.
+		if _, uerr := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", tip, old); uerr != nil {
+			return fmt.Errorf("advance %s: %w: %w (and the checkout could not be put back: %w; Recover will)", q.Target, errMoved, err, uerr)
+		}
+		_ = os.Remove(jpath)
+		return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
+	}
+	if err := os.Remove(jpath); err != nil {
+		return fmt.Errorf("advance %s: %w", q.Target, err)
+	}
+	return nil
+}
+
+// Recover finishes a move of the target's checkout that a crash
+// interrupted: the journal names the checkout and the old and new tips.
+// If the ref moved, only the journal is left to remove; if not, the files
+// the interrupted read-tree may have half-written are put back to the old
+// tip and the move is done again. It reports whether there was anything
+// to recover.
+func (q *Queue) Recover(ctx context.Context) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	jpath, err := q.journalPath(ctx)
+	if err != nil {
+		return false, err
+	}
+	b, err := os.ReadFile(jpath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	dir, old, tip, ok := parseJournal(string(b))
+	if !ok {
+		return true, fmt.Errorf("recover the merge queue: %s is not a journal; remove it after checking %s", jpath, q.Target)
+	}
+	head, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+q.Target)
+	if err != nil {
+		return true, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	switch head {
+	case tip:
+		return true, os.Remove(jpath) // the ref moves last: the files did too
+	case old:
+	default:
+		return true, fmt.Errorf("recover the merge queue: %s is at %s, neither %s nor %s; check its checkout %s, then remove %s", q.Target, head, old, tip, dir, jpath)
+	}
+	// A killed git leaves its index lock behind; nothing else writes this
+	// index while ralphd holds its lock.
+	if gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil {
+		_ = os.Remove(filepath.Join(gitDir, "index.lock"))
+	}
+	idxTree, err := line(ctx, dir, "write-tree")
+	if err != nil {
+		return true, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	newTree, err := line(ctx, dir, "rev-parse", tip+"^{tree}")
+	if err != nil {
+		return true, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	if idxTree != newTree {
+		if err := undoPartial(ctx, dir, old, tip); err != nil {
+			return true, err
+		}
+		if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+			return true, fmt.Errorf("recover the merge queue: redo the move: %w", err)
+		}
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
+		return true, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	return true, os.Remove(jpath)
+}
+
+// undoPartial puts back, at old, the files an interrupted two-way
+// read-tree from old to tip may have written; the index is still old's.
+func undoPartial(ctx context.Context, dir, old, tip string) error {
+	out, err := workertree.Git(ctx, dir, nil, "diff", "--no-renames", "--name-status", "-z", old, tip)
+	if err != nil {
+		return fmt.Errorf("recover the merge queue: %w", err)
+	}
+	f := strings.Split(string(out), "\x00")
+	var restore []string
+	for i := 0; i+1 < len(f); i += 2 {
+		status, path := f[i], f[i+1]
+		if strings.HasPrefix(status, "A") {
+			// Added by the move: absent before it (read-tree refuses to
+			// overwrite an untracked file), so any file there is ours.
+			p := filepath.Join(dir, filepath.FromSlash(path))
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("recover the merge queue: %w", err)
+			}
+			continue
+		}
+		restore = append(restore, path)
+	}
+	if len(restore) > 0 {
+		args := append([]string{"checkout", "-q", old, "--"}, restore...)
+		if _, err := workertree.Git(ctx, dir, nil, args...); err != nil {
+			return fmt.Errorf("recover the merge queue: %w", err)
+		}
+	}
+	return nil
+}
+
+func parseJournal(s string) (dir, old, tip string, ok bool) {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) != 3 || !filepath.IsAbs(lines[0]) || !isHash(lines[1]) || !isHash(lines[2]) {
+		return "", "", "", false
+	}
+	return lines[0], lines[1], lines[2], true
+}
+
+func isHash(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// journalPath is the journal in the repository's common git directory.
+func (q *Queue) journalPath(ctx context.Context) (string, error) {
+	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("merge queue journal: %w", err)
+	}
+	return filepath.Join(common, journalName), nil
+}
+
+// writeAtomic writes data to p through a synced temporary file and a
+// rename.
+func writeAtomic(p string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, p)
+}

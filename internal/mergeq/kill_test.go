@@ -1,0 +1,123 @@
+package mergeq
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// helperEnv makes the test binary integrate one request and exit: the
+// process the SIGKILL test kills.
+const helperEnv = "MERGEQ_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		os.Exit(helper(spec))
+	}
+	os.Exit(m.Run())
+}
+
+// helper reads "repo|dir|branch|verifySleep" and integrates.
+func helper(spec string) int {
+	p := strings.Split(spec, "|")
+	if len(p) != 4 {
+		return 2
+	}
+	sleep, err := time.ParseDuration(p[3])
+	if err != nil {
+		return 2
+	}
+	q := &Queue{Repo: p[0], Target: "main", Verify: func(ctx context.Context, dir string) error {
+		time.Sleep(sleep)
+		return nil
+	}}
+	res, err := q.Integrate(context.Background(), Request{Worker: "w1", Issue: "is-1", Dir: p[1], Branch: p[2]})
+	if err != nil || !res.Integrated {
+		fmt.Fprintln(os.Stderr, res, err)
+		return 1
+	}
+	return 0
+}
+
+// TestSIGKILLLeavesTargetClean kills an integration at many points and
+// checks, after the restart's recovery, that the target is at its old or
+// new tip with a clean checkout, nothing is mid-rebase, and the work is on
+// the target or on a branch.
+func TestSIGKILLLeavesTargetClean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delays := []time.Duration{0, 5, 10, 20, 30, 40, 60, 80, 100, 130, 160, 200, 300, 500, 5000}
+	finished := 0
+	for _, d := range delays {
+		d *= time.Millisecond
+		t.Run(d.String(), func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			// Work that also rebases over a moved target.
+			r := f.work("w1", map[string]string{"a.txt": "a\n", "dir/x.txt": "x\n"})
+			write(t, filepath.Join(f.repo, "m.txt"), "m\n")
+			sh(t, f.repo, "git", "add", "m.txt")
+			sh(t, f.repo, "git", "commit", "-q", "-m", "main moves")
+			old := sh(t, f.repo, "git", "rev-parse", "main")
+
+			cmd := exec.Command(self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join([]string{f.repo, r.Dir, r.Branch, "40ms"}, "|"))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			is.NoErr(cmd.Start())
+			time.Sleep(d)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			if err := cmd.Wait(); err == nil {
+				finished++
+			} else if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() >= 0 {
+				t.Fatalf("the integration failed on its own: %v", err) // not killed
+			}
+
+			// The restart: recover the queue, then the worker worktrees.
+			q := &Queue{Repo: f.repo, Target: "main"}
+			_, err := q.Recover(ctx)
+			is.NoErr(err)
+			_, err = f.wt.Recover(ctx, "main")
+			is.NoErr(err)
+
+			tip := sh(t, f.repo, "git", "rev-parse", "main")
+			has := func(ref string) bool {
+				out, err := exec.Command("git", "-C", f.repo, "cat-file", "-e", ref+":a.txt").CombinedOutput()
+				_ = out
+				return err == nil
+			}
+			if tip != old {
+				is.True(has("main")) // moved only with the work
+				is.Equal(sh(t, f.repo, "git", "merge-base", "--is-ancestor", old, tip), "")
+			}
+			f.clean()
+			is.True(!inRebase(ctx, f.repo))
+			if !has("main") {
+				found := false
+				for _, b := range strings.Fields(sh(t, f.repo, "git", "for-each-ref", "--format=%(refname:short)", "refs/heads/")) {
+					found = found || has(b)
+				}
+				is.True(found) // the work is kept on some branch
+			}
+			left, err := workertree.List(ctx, f.repo)
+			is.NoErr(err)
+			is.Equal(len(left), 1) // no worktree left behind
+		})
+	}
+	t.Logf("%d of %d integrations finished before the kill", finished, len(delays))
+}

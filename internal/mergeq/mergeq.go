@@ -1,0 +1,323 @@
+// Package mergeq integrates worker branches into the target branch one at
+// a time: a merge queue of one.
+//
+// Integrating rebases the worker's branch onto the current target in the
+// worker's own worktree (never in the target's checkout), runs verify on
+// the result there, and only then fast-forwards the target. A conflict or
+// a red verify keeps the work on a branch and names the conflicting files;
+// the target does not move. With a remote, the result is pushed (never
+// forced); a rejected push means someone else got there first: fetch,
+// rebase, verify and push again, a bounded number of times.
+//
+// The target is never left mid-rebase, because no rebase happens in its
+// checkout. Moving it is a compare-and-swap of the ref; when the target is
+// checked out somewhere, its files are moved first by a two-way read-tree
+// under a journal, so that a SIGKILL at any point is finished or undone by
+// Recover at the next start.
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// DefaultMaxPushTries bounds fetch-rebase-verify-push rounds.
+const DefaultMaxPushTries = 5
+
+// KeptPrefix starts the branches that keep work that could not be
+// integrated: ralphd/kept/<issue>/<time>.
+const KeptPrefix = "ralphd/kept/"
+
+// Queue integrates into Target of the repository Repo.
+type Queue struct {
+	// Repo is the main repository's work tree (or any of its worktrees).
+	Repo string
+	// Target is the branch to integrate into, e.g. "main".
+	Target string
+	// Remote, when set (e.g. "origin"), is fetched before and pushed after
+	// each integration.
+	Remote string
+	// Verify checks the rebased result in the worker's worktree dir; nil
+	// means no check.
+	Verify func(ctx context.Context, dir string) error
+	// MaxPushTries bounds the rounds when pushes are rejected; zero means
+	// DefaultMaxPushTries.
+	MaxPushTries int
+	// Now stamps kept branches; nil means time.Now.
+	Now func() time.Time
+
+	mu sync.Mutex
+}
+
+// Request asks to integrate a worker's branch.
+type Request struct {
+	Worker string // for messages
+	Issue  string // names the kept branch
+	Dir    string // the worker's worktree
+	Branch string // the worker's branch, checked out in Dir
+}
+
+// Result says what happened.
+type Result struct {
+	// Integrated is true when the target (and the remote) now has the
+	// work; Commit is then the target's new tip.
+	Integrated bool
+	Commit     string
+	// Conflicts lists the files the rebase could not merge.
+	Conflicts []string
+	// VerifyErr is verify's failure on the rebased result.
+	VerifyErr error
+	// Rejected is true when every push was rejected.
+	Rejected bool
+	// Kept is the branch that keeps the work when it was not integrated.
+	Kept string
+	// Rounds counts fetch-rebase-verify(-push) rounds.
+	Rounds int
+	// Empty is true when the branch had nothing the target lacks.
+	Empty bool
+	// LocalErr says why the local target did not follow the remote, when
+	// the work was pushed but the local branch could not move.
+	LocalErr error
+}
+
+// Reason describes a result that was not integrated, for a note on the
+// issue.
+func (r Result) Reason() string {
+	switch {
+	case r.Integrated:
+		return "integrated"
+	case len(r.Conflicts) > 0:
+		return fmt.Sprintf("rebase onto the target conflicted in %s; the work is kept on %s", strings.Join(r.Conflicts, ", "), r.Kept)
+	case r.VerifyErr != nil:
+		return fmt.Sprintf("verify failed after rebasing onto the target (%v); the work is kept on %s", r.VerifyErr, r.Kept)
+	case r.Rejected:
+		return fmt.Sprintf("every push to the remote was rejected (%d rounds); the work is kept on %s", r.Rounds, r.Kept)
+	case r.Empty:
+		return "nothing to integrate"
+	}
+	return "not integrated"
+}
+
+func (q *Queue) now() time.Time {
+	if q.Now != nil {
+		return q.Now()
+	}
+	return time.Now()
+}
+
+// Integrate runs req through the queue; calls are serialised.
+func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var res Result
+	if req.Dir == "" || req.Branch == "" {
+		return res, errors.New("integrate: request without a worktree or branch")
+	}
+	if err := q.commitLeftovers(ctx, req); err != nil {
+		return res, err
+	}
+	tries := q.MaxPushTries
+	if tries <= 0 {
+		tries = DefaultMaxPushTries
+	}
+	for res.Rounds < tries {
+		res.Rounds++
+		base, err := q.base(ctx)
+		if err != nil {
+			return res, err
+		}
+		conflicts, err := q.rebase(ctx, req, base)
+		if err != nil {
+			return res, err
+		}
+		if len(conflicts) > 0 {
+			res.Conflicts = conflicts
+			res.Kept, err = q.keep(ctx, req, req.Branch)
+			return res, err
+		}
+		tip, err := line(ctx, req.Dir, "rev-parse", "HEAD")
+		if err != nil {
+			return res, err
+		}
+		if tip == base {
+			res.Empty, res.Commit = true, base
+			return res, nil
+		}
+		if q.Verify != nil {
+			if err := q.Verify(ctx, req.Dir); err != nil {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("integrate %s: %w", req.Branch, ctx.Err())
+				}
+				res.VerifyErr = err
+				res.Kept, err = q.keep(ctx, req, req.Branch)
+				return res, err
+			}
+		}
+		if q.Remote != "" {
+			pushed, err := q.push(ctx, tip)
+			if err != nil {
+				return res, err
+			}
+			if !pushed {
+				continue // someone else got there first
+			}
+		}
+		err = q.advance(ctx, tip)
+		switch {
+		case q.Remote != "" && err != nil:
+			// The remote has the work; the local branch could not follow.
+			res.Integrated, res.Commit, res.LocalErr = true, tip, err
+			return res, nil
+		case errors.Is(err, errMoved):
+			continue // the target moved under us: rebase onto it again
+		case err != nil:
+			res.Kept, _ = q.keep(ctx, req, req.Branch)
+			return res, err
+		}
+		res.Integrated, res.Commit = true, tip
+		return res, nil
+	}
+	res.Rejected = true
+	var err error
+	res.Kept, err = q.keep(ctx, req, req.Branch)
+	return res, err
+}
+
+// base returns the commit to rebase onto: the remote's target after a
+// fetch, or the local target.
+func (q *Queue) base(ctx context.Context) (string, error) {
+	if q.Remote == "" {
+		return line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+q.Target+"^{commit}")
+	}
+	ref := "refs/remotes/" + q.Remote + "/" + q.Target
+	if _, err := workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err != nil {
+		return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
+	}
+	return line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref+"^{commit}")
+}
+
+// commitLeftovers commits what the worker left uncommitted, so that the
+// rebase takes it along instead of refusing.
+func (q *Queue) commitLeftovers(ctx context.Context, req Request) error {
+	out, err := workertree.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
+	if err != nil {
+		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+	}
+	if len(strings.TrimSpace(string(out))) == 0 {
+		return nil
+	}
+	if _, err := workertree.Git(ctx, req.Dir, nil, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
+		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+	}
+	msg := fmt.Sprintf("ralphd: work %s left uncommitted on %s", req.Worker, req.Issue)
+	if _, err := workertree.Git(ctx, req.Dir, nil, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+	}
+	return nil
+}
+
+// rebase rebases the worker's branch onto base in its worktree. On a
+// conflict it lists the conflicting files and aborts, which puts the
+// branch back where it was.
+func (q *Queue) rebase(ctx context.Context, req Request, base string) ([]string, error) {
+	_, err := workertree.Git(ctx, req.Dir, nil, "rebase", "-q", "--no-autostash", base)
+	if err == nil {
+		return nil, nil
+	}
+	if ctx.Err() != nil {
+		_, _ = workertree.Git(context.WithoutCancel(ctx), req.Dir, nil, "rebase", "--abort")
+		return nil, fmt.Errorf("rebase %s: %w", req.Branch, ctx.Err())
+	}
+	out, derr := workertree.Git(ctx, req.Dir, nil, "diff", "--name-only", "--diff-filter=U")
+	conflicts := strings.Fields(string(out))
+	if _, aerr := workertree.Git(ctx, req.Dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, req.Dir) {
+		return nil, fmt.Errorf("rebase %s: %w; and abort: %w", req.Branch, err, aerr)
+	}
+	if derr != nil || len(conflicts) == 0 {
+		return nil, fmt.Errorf("rebase %s onto %s: %w", req.Branch, base, err)
+	}
+	return conflicts, nil
+}
+
+// inRebase reports whether dir's worktree is mid-rebase.
+func inRebase(ctx context.Context, dir string) bool {
+	gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return false
+	}
+	for _, d := range []string{"rebase-merge", "rebase-apply"} {
+		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keep puts a kept branch at the worker branch's tip.
+func (q *Queue) keep(ctx context.Context, req Request, branch string) (string, error) {
+	tip, err := line(ctx, req.Dir, "rev-parse", "refs/heads/"+branch)
+	if err != nil {
+		return "", err
+	}
+	issue := req.Issue
+	if issue == "" {
+		issue = req.Worker
+	}
+	name := KeptPrefix + issue + "/" + q.now().UTC().Format("20060102-150405")
+	for i := 2; ; i++ {
+		if _, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+name); err != nil {
+			break
+		}
+		name = fmt.Sprintf("%s%s/%s-%d", KeptPrefix, issue, q.now().UTC().Format("20060102-150405"), i)
+	}
+	if _, err := workertree.Git(ctx, q.Repo, nil, "branch", name, tip); err != nil {
+		return "", fmt.Errorf("keep the work of %s: %w", req.Branch, err)
+	}
+	return name, nil
+}
+
+// push pushes tip to the remote's target without force. It reports false
+// when the remote rejected it because the target moved.
+func (q *Queue) push(ctx context.Context, tip string) (bool, error) {
+	out, err := workertree.Git(ctx, q.Repo, nil, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
+	if err == nil {
+		return true, nil
+	}
+	if ctx.Err() != nil {
+		return false, fmt.Errorf("push: %w", ctx.Err())
+	}
+	if pushRejected(string(out)) {
+		return false, nil
+	}
+	return false, fmt.Errorf("push to %s: %w", q.Remote, err)
+}
+
+// pushRejected reads `git push --porcelain` output: a ref line flagged "!"
+// whose reason is that the remote moved (non-fast-forward, fetch first)
+// or that the remote refused a ref update ("remote rejected").
+func pushRejected(out string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		flag, rest, ok := strings.Cut(l, "\t")
+		if !ok || flag != "!" {
+			continue
+		}
+		_, summary, _ := strings.Cut(rest, "\t")
+		if strings.HasPrefix(summary, "[rejected]") || strings.HasPrefix(summary, "[remote rejected]") {
+			return true
+		}
+	}
+	return false
+}
+
+func line(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := workertree.Git(ctx, dir, nil, args...)
+	return strings.TrimSpace(string(out)), err
+}

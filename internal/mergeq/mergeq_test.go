@@ -1,0 +1,377 @@
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+func testEnv(t *testing.T) {
+	t.Helper()
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"HOME": home, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, "gitconfig"),
+		"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func sh(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t testing.TB, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixture is a main repo with main checked out, and worker worktrees.
+type fixture struct {
+	t    *testing.T
+	repo string
+	wt   *workertree.Manager
+}
+
+func newFixture(t *testing.T, repo string) *fixture {
+	return &fixture{t: t, repo: repo, wt: &workertree.Manager{Repo: repo, Root: filepath.Join(filepath.Dir(repo), filepath.Base(repo)+"-workers")}}
+}
+
+func newRepo(t *testing.T) *fixture {
+	t.Helper()
+	testEnv(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(root, "repo")
+	write(t, filepath.Join(repo, "shared.txt"), "line 1\nline 2\nline 3\n")
+	write(t, filepath.Join(repo, ".beads", "interactions.jsonl"), "")
+	sh(t, repo, "git", "init", "-q", "-b", "main")
+	sh(t, repo, "git", "add", "-A")
+	sh(t, repo, "git", "commit", "-q", "-m", "base")
+	return newFixture(t, repo)
+}
+
+// work opens worker w's worktree at main and commits files there.
+func (f *fixture) work(w string, files map[string]string) Request {
+	f.t.Helper()
+	tr, _, err := f.wt.Open(context.Background(), w, "main")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for name, body := range files {
+		write(f.t, filepath.Join(tr.Dir, name), body)
+	}
+	sh(f.t, tr.Dir, "git", "add", "-A")
+	sh(f.t, tr.Dir, "git", "commit", "-q", "-m", "work of "+w)
+	return Request{Worker: w, Issue: "is-" + w, Dir: tr.Dir, Branch: tr.Branch}
+}
+
+// clean asserts the target's checkout is clean outside .beads and not
+// mid-rebase.
+func (f *fixture) clean() {
+	f.t.Helper()
+	if st := sh(f.t, f.repo, "git", "status", "--porcelain", "--", ".", ":(exclude).beads"); st != "" {
+		f.t.Fatalf("target checkout dirty:\n%s", st)
+	}
+	if inRebase(context.Background(), f.repo) {
+		f.t.Fatal("target checkout mid-rebase")
+	}
+}
+
+func TestIntegrateLocal(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	verified := 0
+	q := &Queue{Repo: f.repo, Target: "main", Verify: func(ctx context.Context, dir string) error {
+		verified++
+		_, err := os.Stat(filepath.Join(dir, "a.txt")) // verify sees the rebased result
+		return err
+	}}
+	// bd appends to main's .beads while workers run: that must not block.
+	write(t, filepath.Join(f.repo, ".beads", "interactions.jsonl"), "{}\n")
+	ra := f.work("w1", map[string]string{"a.txt": "a\n"})
+	rb := f.work("w2", map[string]string{"a.txt": "a\n", "b.txt": "b\n"}) // b is based on the old main
+
+	res, err := q.Integrate(ctx, ra)
+	is.NoErr(err)
+	is.True(res.Integrated)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), res.Commit)
+	is.Equal(sh(t, f.repo, "cat", "a.txt"), "a") // the checkout followed
+	f.clean()
+	is.Equal(sh(t, f.repo, "cat", ".beads/interactions.jsonl"), "{}") // bd's file untouched
+
+	res, err = q.Integrate(ctx, rb) // rebased onto w1's work, then integrated
+	is.NoErr(err)
+	is.True(res.Integrated)
+	is.Equal(sh(t, f.repo, "cat", "b.txt"), "b")
+	is.Equal(sh(t, f.repo, "git", "rev-list", "--count", "main"), "3") // linear: base, w1, w2
+	f.clean()
+	is.Equal(verified, 2)
+}
+
+func TestConflictKeepsWork(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	q := &Queue{Repo: f.repo, Target: "main"}
+	ra := f.work("w1", map[string]string{"shared.txt": "line 1\nw1 was here\nline 3\n"})
+	rb := f.work("w2", map[string]string{"shared.txt": "line 1\nw2 was here\nline 3\n", "other.txt": "o\n"})
+	_, err := q.Integrate(ctx, ra)
+	is.NoErr(err)
+	before := sh(t, f.repo, "git", "rev-parse", "main")
+	wBefore := sh(t, rb.Dir, "git", "rev-parse", "HEAD")
+
+	res, err := q.Integrate(ctx, rb)
+	is.NoErr(err)
+	is.True(!res.Integrated)
+	is.Equal(res.Conflicts, []string{"shared.txt"})
+	is.True(strings.Contains(res.Reason(), "shared.txt"))
+	is.True(strings.HasPrefix(res.Kept, KeptPrefix+"is-w2/"))
+	is.Equal(sh(t, f.repo, "git", "show", res.Kept+":shared.txt"), "line 1\nw2 was here\nline 3") // no work lost
+	is.Equal(sh(t, f.repo, "git", "show", res.Kept+":other.txt"), "o")
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)  // the target did not move
+	is.Equal(sh(t, rb.Dir, "git", "rev-parse", "HEAD"), wBefore) // the worker's branch is back
+	is.True(!inRebase(ctx, rb.Dir))
+	f.clean()
+}
+
+func TestRedVerifyKeepsWork(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	q := &Queue{Repo: f.repo, Target: "main", Verify: func(context.Context, string) error { return errors.New("tests failed") }}
+	r := f.work("w1", map[string]string{"a.txt": "a\n"})
+	write(t, filepath.Join(r.Dir, "left.txt"), "uncommitted\n") // left uncommitted by the agent
+	before := sh(t, f.repo, "git", "rev-parse", "main")
+	res, err := q.Integrate(ctx, r)
+	is.NoErr(err)
+	is.True(!res.Integrated)
+	is.True(res.VerifyErr != nil)
+	is.Equal(sh(t, f.repo, "git", "show", res.Kept+":left.txt"), "uncommitted") // kept too
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)
+	f.clean()
+}
+
+func TestTargetDirtyIsRefused(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	q := &Queue{Repo: f.repo, Target: "main"}
+	r := f.work("w1", map[string]string{"a.txt": "a\n"})
+	write(t, filepath.Join(f.repo, "shared.txt"), "the user's edit\n")
+	before := sh(t, f.repo, "git", "rev-parse", "main")
+	res, err := q.Integrate(context.Background(), r)
+	is.True(errors.Is(err, ErrTargetDirty))
+	is.True(res.Kept != "")
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)
+	is.Equal(sh(t, f.repo, "cat", "shared.txt"), "the user's edit") // untouched
+}
+
+func TestTargetNotCheckedOut(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	sh(t, f.repo, "git", "checkout", "-q", "-b", "elsewhere")
+	q := &Queue{Repo: f.repo, Target: "main"}
+	r := f.work("w1", map[string]string{"a.txt": "a\n"})
+	res, err := q.Integrate(context.Background(), r)
+	is.NoErr(err)
+	is.True(res.Integrated)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), res.Commit)
+	is.Equal(sh(t, f.repo, "git", "branch", "--show-current"), "elsewhere")
+	f.clean()
+}
+
+// twoClones makes a bare remote and two clones of it.
+func twoClones(t *testing.T) (remote string, a, b *fixture) {
+	t.Helper()
+	src := newRepo(t)
+	root := filepath.Dir(src.repo)
+	remote = filepath.Join(root, "remote.git")
+	sh(t, root, "git", "clone", "-q", "--bare", src.repo, remote)
+	// A remote that refuses forced updates, so a force-push would fail.
+	sh(t, remote, "git", "config", "receive.denyNonFastForwards", "true")
+	for _, n := range []string{"a", "b"} {
+		sh(t, root, "git", "clone", "-q", remote, filepath.Join(root, n))
+	}
+	return remote, newFixture(t, filepath.Join(root, "a")), newFixture(t, filepath.Join(root, "b"))
+}
+
+func TestPushRejectedThenRetried(t *testing.T) {
+	is := is.New(t)
+	remote, a, b := twoClones(t)
+	ctx := context.Background()
+	ra := a.work("w1", map[string]string{"a.txt": "a\n"})
+	rb := b.work("w1", map[string]string{"b.txt": "b\n"})
+	qa := &Queue{Repo: a.repo, Target: "main", Remote: "origin"}
+	first := true
+	qb := &Queue{Repo: b.repo, Target: "main", Remote: "origin", Verify: func(ctx context.Context, dir string) error {
+		if first { // clone a gets there first, while b verifies
+			first = false
+			res, err := qa.Integrate(ctx, ra)
+			if err != nil || !res.Integrated {
+				t.Errorf("a: %+v %v", res, err)
+			}
+		}
+		return nil
+	}}
+	res, err := qb.Integrate(ctx, rb)
+	is.NoErr(err)
+	is.True(res.Integrated)
+	is.Equal(res.Rounds, 2) // rejected once, then fetched, rebased, verified, pushed
+	tip := sh(t, remote, "git", "rev-parse", "main")
+	is.Equal(tip, res.Commit)
+	files := sh(t, remote, "git", "ls-tree", "--name-only", "main")
+	is.True(strings.Contains(files, "a.txt") && strings.Contains(files, "b.txt")) // nobody's work lost
+	is.Equal(sh(t, remote, "git", "rev-list", "--count", "main"), "3")
+	is.Equal(sh(t, b.repo, "git", "rev-parse", "main"), tip) // b's local main followed
+	b.clean()
+}
+
+func TestPushRejectedEveryTime(t *testing.T) {
+	is := is.New(t)
+	remote, a, b := twoClones(t)
+	ctx := context.Background()
+	rb := b.work("w1", map[string]string{"b.txt": "b\n"})
+	n := 0
+	qb := &Queue{Repo: b.repo, Target: "main", Remote: "origin", MaxPushTries: 3, Verify: func(ctx context.Context, dir string) error {
+		n++ // someone always gets there first
+		r := a.work("w1", map[string]string{"a.txt": strings.Repeat("a", n)})
+		if res, err := (&Queue{Repo: a.repo, Target: "main", Remote: "origin"}).Integrate(ctx, r); err != nil || !res.Integrated {
+			t.Errorf("a: %+v %v", res, err)
+		}
+		return nil
+	}}
+	res, err := qb.Integrate(ctx, rb)
+	is.NoErr(err)
+	is.True(!res.Integrated)
+	is.True(res.Rejected)
+	is.Equal(res.Rounds, 3) // bounded
+	is.Equal(sh(t, remote, "git", "show", "main:a.txt"), "aaa")
+	is.Equal(sh(t, b.repo, "git", "show", res.Kept+":b.txt"), "b")
+}
+
+// TestRecover covers every point where a crash can stop a move of the
+// checked-out target.
+func TestRecover(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		crash func(f *fixture, old, tip string)
+	}{
+		{"journal only", func(f *fixture, old, tip string) {}},
+		{"files and index moved, ref not", func(f *fixture, old, tip string) {
+			sh(f.t, f.repo, "git", "read-tree", "-m", "-u", old, tip)
+		}},
+		{"files half written, index old", func(f *fixture, old, tip string) {
+			write(f.t, filepath.Join(f.repo, "a.txt"), "partial")
+			write(f.t, filepath.Join(f.repo, "shared.txt"), "half\n")
+			write(f.t, filepath.Join(f.repo, ".git", "index.lock"), "")
+		}},
+		{"everything moved", func(f *fixture, old, tip string) {
+			sh(f.t, f.repo, "git", "read-tree", "-m", "-u", old, tip)
+			sh(f.t, f.repo, "git", "update-ref", "refs/heads/main", tip, old)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			r := f.work("w1", map[string]string{"a.txt": "a\n", "shared.txt": "changed\n"})
+			old := sh(t, f.repo, "git", "rev-parse", "main")
+			tip := sh(t, r.Dir, "git", "rev-parse", "HEAD")
+			q := &Queue{Repo: f.repo, Target: "main"}
+			jp, err := q.journalPath(ctx)
+			is.NoErr(err)
+			is.NoErr(writeAtomic(jp, []byte(f.repo+"\n"+old+"\n"+tip+"\n")))
+			c.crash(f, old, tip)
+			did, err := q.Recover(ctx)
+			is.NoErr(err)
+			is.True(did)
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), tip)
+			is.Equal(sh(t, f.repo, "cat", "a.txt"), "a")
+			f.clean()
+			_, err = os.Stat(jp)
+			is.True(os.IsNotExist(err))
+			did, err = q.Recover(ctx)
+			is.NoErr(err)
+			is.True(!did) // nothing left
+		})
+	}
+}
+
+func TestParseJournal(t *testing.T) {
+	h := strings.Repeat("a", 40)
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{"/r\n" + h + "\n" + h + "\n", true},
+		{"r\n" + h + "\n" + h + "\n", false},
+		{"/r\n" + h + "\n", false},
+		{"/r\n" + h + "\nzz\n", false},
+		{"", false},
+	} {
+		if _, _, _, ok := parseJournal(c.in); ok != c.ok {
+			t.Errorf("parseJournal(%q) ok=%v", c.in, ok)
+		}
+	}
+}
+
+func FuzzParseJournal(f *testing.F) {
+	f.Add("/r\n" + strings.Repeat("a", 40) + "\n" + strings.Repeat("b", 40) + "\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		dir, old, tip, ok := parseJournal(s)
+		if ok && (!filepath.IsAbs(dir) || !isHash(old) || !isHash(tip)) {
+			t.Fatalf("accepted %q", s)
+		}
+	})
+}
+
+func TestPushRejected(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want bool
+	}{
+		{"To /r.git\n!\tabc:refs/heads/main\t[rejected] (fetch first)\nDone\n", true},
+		{"To /r.git\n!\tabc:refs/heads/main\t[rejected] (non-fast-forward)\nDone\n", true},
+		{"To /r.git\n!\tabc:refs/heads/main\t[remote rejected] (cannot lock ref)\nDone\n", true},
+		{"To /r.git\n!\tabc:refs/heads/main\t[remote failure] (remote failed to report status)\n", false},
+		{"To /r.git\n \tabc:refs/heads/main\t1111..2222\nDone\n", false},
+		{"fatal: could not read from remote repository", false},
+		{"", false},
+	} {
+		if got := pushRejected(c.out); got != c.want {
+			t.Errorf("pushRejected(%q) = %v", c.out, got)
+		}
+	}
+}
+
+func FuzzPushRejected(f *testing.F) {
+	f.Add("!\tabc:refs/heads/main\t[rejected] (fetch first)\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		if pushRejected(s) && !strings.Contains(s, "!\t") {
+			t.Fatalf("rejected without a flagged line: %q", s)
+		}
+	})
+}
