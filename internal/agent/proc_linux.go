@@ -22,6 +22,13 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
+// intoCgroup makes the process start inside the cgroup open as fd
+// (clone3 with CLONE_INTO_CGROUP), so that it never runs outside it.
+func intoCgroup(a *syscall.SysProcAttr, fd int) {
+	a.UseCgroupFD = true
+	a.CgroupFD = fd
+}
+
 // BecomeSubreaper makes the calling process a child subreaper
 // (prctl(PR_SET_CHILD_SUBREAPER)): orphaned descendants, such as a process
 // an agent started with setsid or a double fork, are re-parented to this

@@ -15,6 +15,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
+// intoCgroup does nothing: there are no cgroups outside Linux.
+func intoCgroup(*syscall.SysProcAttr, int) {}
+
 // BecomeSubreaper is only supported on Linux.
 func BecomeSubreaper() error { return errUnsupported }
 

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/cgroup"
 )
 
 // Defaults for RunOptions.
@@ -84,6 +86,12 @@ type RunOptions struct {
 	// once the agent's tree is gone (a process that escaped detection may
 	// hold them open); DefaultDrain when zero.
 	Drain time.Duration
+	// Contain, when set, starts the agent inside a cgroup of its own,
+	// watched by a reaper that ends it if ralphd dies; every process in
+	// it ends with the run. When nil, or when the cgroup cannot be made
+	// (Started.Containment says why), the process group, the run marker
+	// and the subreaper are all there is.
+	Contain *cgroup.Containment
 }
 
 // Started describes an agent process that has just started.
@@ -96,6 +104,11 @@ type Started struct {
 	// Marker is the value of RunMarkerEnv in the agent's environment.
 	Marker string
 	Argv   []string
+	// Cgroup is the agent's cgroup directory; "" when it runs in none.
+	Cgroup string
+	// Containment says how the agent's processes are contained, for the
+	// log and status: a cgroup, or the fallback and why.
+	Containment string
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -171,6 +184,10 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 		}
 	}
 	token := rand.Text()
+	contain, containment := startContainment(opts, inv, token)
+	if contain != nil {
+		defer contain.Close()
+	}
 	env := buildEnv(opts.Env, opts.PathPrefix, spec.Env, opts.ExtraEnv, []string{RunMarkerEnv + "=" + token})
 	pathEnv, _ := envValue(env, "PATH")
 	bin, err := lookPathIn(spec.Argv[0], pathEnv, inv.Dir)
@@ -185,6 +202,9 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	cmd.Dir = inv.Dir
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
+	if contain != nil {
+		intoCgroup(cmd.SysProcAttr, contain.Group.FD())
+	}
 	var cancelledAt atomic.Int64 // unix nanoseconds of the first Cancel; 0 if none
 	cmd.Cancel = func() error {
 		cancelledAt.CompareAndSwap(0, time.Now().UnixNano())
@@ -237,11 +257,17 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 		Subreaper: IsSubreaper(),
 	}
 	if opts.OnStart != nil {
-		started := Started{PID: pid, PGID: pid, StartTime: startTime, Marker: token, Argv: spec.Argv}
+		started := Started{PID: pid, PGID: pid, StartTime: startTime, Marker: token, Argv: spec.Argv, Containment: containment}
+		if contain != nil {
+			started.Cgroup = contain.Group.Path
+		}
 		if err := opts.OnStart(started); err != nil {
 			signalTree(pid, nil, syscall.SIGKILL)
 			_ = stdin.Close()
 			_ = cmd.Wait()
+			if contain != nil {
+				contain.Group.End(time.Now(), killWait)
+			}
 			endTree(tree, time.Now())
 			return Outcome{}, fmt.Errorf("record running %s agent: %w", b.Name(), err)
 		}
@@ -282,7 +308,13 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	if at := cancelledAt.Load(); at != 0 {
 		graceEnd = time.Unix(0, at).Add(opts.Grace)
 	}
-	left := endTree(tree, graceEnd)
+	left := 0
+	if contain != nil {
+		// Everything the agent started, however it detached, is here.
+		left = contain.Group.End(graceEnd, killWait)
+	}
+	// What left the cgroup (or everything, without one).
+	left += endTree(tree, graceEnd)
 	if !waitTimeout(&readers, opts.Drain) {
 		now := time.Now()
 		_ = outR.SetReadDeadline(now)
@@ -316,6 +348,19 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 		out.Reason += fmt.Sprintf("; %d process(es) of the agent's tree could not be ended", left)
 	}
 	return out, nil
+}
+
+// startContainment makes the run's cgroup when opts asks for one, and
+// describes the containment the run gets.
+func startContainment(opts RunOptions, inv Invocation, token string) (*cgroup.Iteration, string) {
+	if opts.Contain == nil {
+		return nil, opts.Contain.Describe()
+	}
+	it, err := opts.Contain.Start(fmt.Sprintf("it%d-%.8s", inv.Iteration, token), opts.Grace)
+	if err != nil {
+		return nil, fmt.Sprintf("process group and child subreaper (the cgroup could not be made: %v)", err)
+	}
+	return it, "cgroup " + it.Group.Path
 }
 
 // endTree ends what is left of an agent's tree after its leader exited:
