@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
@@ -126,6 +127,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	if err := agent.BecomeSubreaper(); err != nil {
 		warnf(a.stderr, "cannot become a child subreaper (%v); processes an agent detaches may outlive their iteration", err)
 	}
+	contain := containment(a)
 
 	realBD, err := beads.LookPath(p.cfg.BD)
 	if err != nil {
@@ -156,7 +158,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	loop := &modes.Loop{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: newRunID(now), Version: readBuildInfo().Version,
-		Self: a.argv0, RealBD: realBD, Env: a.env,
+		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain,
 	}
 	ls.loop = loop
 	return ls, exitOK
@@ -195,4 +197,19 @@ func lookupBackend(a *app, cfg *config.Config) (agent.Backend, int) {
 		}
 	}
 	return b, exitOK
+}
+
+// containment returns how iterations are contained: a cgroup v2 of their
+// own when ralphd's cgroup allows it (after ending what a killed ralphd
+// left in its cgroups), else nil, with a warning that says why.
+func containment(a *app) *cgroup.Containment {
+	p, err := cgroup.Find()
+	if err != nil {
+		warnf(a.stderr, "no cgroup for the agent (%v); processes an agent detaches and hides are ended only while ralphd runs", err)
+		return nil
+	}
+	for _, g := range cgroup.Sweep(p, 5*time.Second) {
+		warnf(a.stderr, "ended the processes a killed ralphd left in %s", g)
+	}
+	return &cgroup.Containment{Parent: p, Self: a.argv0}
 }

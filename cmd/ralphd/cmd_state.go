@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
@@ -49,7 +50,18 @@ the last run, and the run logs. Reads only; creates nothing.`)
 	if err := st.WriteText(a.stdout); err != nil {
 		return reportErr(a, err)
 	}
+	fmt.Fprintf(a.stdout, "Agent containment (for a ralphd started now): %s\n", describeContainment())
 	return exitOK
+}
+
+// describeContainment says how a ralphd started now would contain its
+// agents' processes, and why when it falls back.
+func describeContainment() string {
+	p, err := cgroup.Find()
+	if err != nil {
+		return fmt.Sprintf("process group and child subreaper (%v)", err)
+	}
+	return (&cgroup.Containment{Parent: p}).Describe()
 }
 
 func cmdReset(ctx context.Context, a *app, args []string) int {

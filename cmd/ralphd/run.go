@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/guard"
 )
 
@@ -71,6 +72,9 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	case guard.Command:
 		// The bd wrapper on an agent's PATH: this process is the guard.
 		return runGuard(ctx, a, argv[1:])
+	case cgroup.ReaperCommand:
+		// The process that ends an iteration's cgroup if ralphd dies.
+		return cgroup.RunReaper(argv[1:], a.stderr)
 	case demoAgentCommand:
 		return runDemoAgent(ctx, a)
 	case demoBDCommand:

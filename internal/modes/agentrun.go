@@ -57,6 +57,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		Env:        l.environ(),
 		PathPrefix: g.BinDir(),
 		ExtraEnv:   g.Env(),
+		Contain:    l.Contain,
 		OnStart: func(s agent.Started) error {
 			return l.State.WriteRunning(state.Running{
 				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Marker: s.Marker, Iteration: r.iteration, IssueID: r.issue,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
@@ -149,6 +150,9 @@ type Loop struct {
 	RealBD string
 	// Env is the environment agents start from.
 	Env []string
+	// Contain, when set, runs each agent in a cgroup of its own (see
+	// agent.RunOptions.Contain); nil means process groups only.
+	Contain *cgroup.Containment
 
 	// Now and Sleep are the clock; tests replace them.
 	Now   func() time.Time
