@@ -44,6 +44,10 @@ type Client struct {
 	// Actor, when set, is passed as --actor, the name bd records in its
 	// audit trail and as the assignee of claims.
 	Actor string
+	// OnCall, when set, is told about every bd process this Client ran:
+	// its arguments, how long it took and its error (metrics use it). It
+	// must not block.
+	OnCall func(args []string, took time.Duration, err error)
 
 	calls atomic.Int64
 }
@@ -344,7 +348,11 @@ func (c *Client) LabelRemove(ctx context.Context, id, label string) error {
 // RunJSON runs bd with args and --json (plus --actor when set) and returns
 // its stdout. It fails with a typed error when bd is missing, times out,
 // is cancelled or exits non-zero; it does not look at the output.
-func (c *Client) RunJSON(ctx context.Context, args ...string) ([]byte, error) {
+func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err error) {
+	if c.OnCall != nil {
+		start := time.Now()
+		defer func() { c.OnCall(args, time.Since(start), err) }()
+	}
 	argv := jsonArgs(args)
 	if c.Actor != "" {
 		argv = append([]string{"--actor", c.Actor}, argv...)
@@ -374,7 +382,7 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) ([]byte, error) {
 		return nil, c.startError(bin, argv, err)
 	}
 	c.calls.Add(1)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if err == nil {
 		return stdout.Bytes(), nil
 	}

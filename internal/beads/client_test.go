@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -580,4 +581,23 @@ func TestClientCallsConcurrent(t *testing.T) {
 	}
 	is.Equal(f.Calls(), int64(n))
 	is.Equal(len(f.calls(t)), n)
+}
+
+func TestClientOnCallSeesEveryCall(t *testing.T) {
+	is := is.New(t)
+	f := newFake(t, "stats-json")
+	var seen []string
+	var took []bool
+	f.OnCall = func(args []string, d time.Duration, err error) {
+		seen = append(seen, strings.Join(args, " "))
+		took = append(took, d > 0 && err == nil)
+	}
+	_, err := f.Stats(context.Background())
+	is.NoErr(err)
+	is.Equal(seen, []string{"stats"}) // the arguments as the caller gave them
+	is.Equal(took, []bool{true})
+	f.Bin = filepath.Join(t.TempDir(), "no-such-bd")
+	_, err = f.Stats(context.Background())
+	is.True(err != nil)
+	is.Equal(len(seen), 2) // a failed start is reported too
 }

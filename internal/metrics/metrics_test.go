@@ -1,0 +1,146 @@
+package metrics
+
+import (
+	"errors"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/observe"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// feed plays a known run: two BUILD iterations (one closes, one fails),
+// a stuck issue, two violations of one kind, a quota wait, and the end.
+func feed(m *Metrics) {
+	for _, ev := range []any{
+		logjsonl.RunStart{Mode: "build", Agent: "command"},
+		logjsonl.IterationStart{Iteration: 1, IssueID: "a-1", Mode: "build", Attempt: 1},
+		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, DurationSeconds: 12, CostUSD: ptr(0.25), Tokens: &logjsonl.Tokens{InputTokens: 100, OutputTokens: 7}},
+		logjsonl.IterationStart{Iteration: 2, IssueID: "a-2", Mode: "build", Attempt: 3},
+		logjsonl.Violation{Kind: "priority_changed"},
+		logjsonl.Violation{Kind: "priority_changed"},
+		logjsonl.IterationEnd{Iteration: 2, Outcome: "agent_error", DurationSeconds: 3, CostUSD: ptr(0.5)},
+		logjsonl.Stuck{IssueID: "a-2", Attempts: 3},
+		logjsonl.QuotaWaitStart{WaitSeconds: 60},
+		logjsonl.QuotaWaitEnd{WaitedSeconds: 42},
+		logjsonl.RunEnd{Iterations: 2, Outcome: "success"},
+	} {
+		m.Observe(observe.Event{Name: "x", Time: time.Now(), Data: ev})
+	}
+}
+
+func TestCountersAfterAKnownRun(t *testing.T) {
+	m := New(1)
+	feed(m)
+	m.BDCall(nil, 150*time.Millisecond, nil)
+	m.BDCall(nil, 2*time.Second, errors.New("boom"))
+	for _, tc := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"iterations build/closed", testutil.ToFloat64(m.iterations.WithLabelValues("build", "closed")), 1},
+		{"iterations build/agent_error", testutil.ToFloat64(m.iterations.WithLabelValues("build", "agent_error")), 1},
+		{"closed", testutil.ToFloat64(m.closed), 1},
+		{"stuck", testutil.ToFloat64(m.stuck), 1},
+		{"violations", testutil.ToFloat64(m.violations.WithLabelValues("priority_changed")), 2},
+		{"cost", testutil.ToFloat64(m.cost.WithLabelValues("command")), 0.75},
+		{"input tokens", testutil.ToFloat64(m.tokens.WithLabelValues("command", "input")), 100},
+		{"quota waits", testutil.ToFloat64(m.quotaWaits), 1},
+		{"quota seconds", testutil.ToFloat64(m.quotaSeconds), 42},
+		{"bd ok", testutil.ToFloat64(m.bdCalls.WithLabelValues("ok")), 1},
+		{"bd error", testutil.ToFloat64(m.bdCalls.WithLabelValues("error")), 1},
+		{"busy", testutil.ToFloat64(m.workers.WithLabelValues("busy")), 0},
+		{"idle", testutil.ToFloat64(m.workers.WithLabelValues("idle")), 1},
+		{"runs", testutil.ToFloat64(m.runs.WithLabelValues("build", "success")), 1},
+		{"daemon waiting", testutil.ToFloat64(m.daemon.WithLabelValues("waiting")), 1},
+		{"daemon building", testutil.ToFloat64(m.daemon.WithLabelValues("building")), 0},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %g, want %g", tc.name, tc.got, tc.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.duration); n != 1 {
+		t.Errorf("duration series = %d, want 1", n)
+	}
+}
+
+func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
+	m := New(3)
+	m.Observe(observe.Event{Worker: "w1", Data: logjsonl.IterationStart{Mode: "build"}})
+	m.Observe(observe.Event{Worker: "w2", Data: logjsonl.IterationStart{Mode: "plan"}})
+	if b, i := testutil.ToFloat64(m.workers.WithLabelValues("busy")), testutil.ToFloat64(m.workers.WithLabelValues("idle")); b != 2 || i != 1 {
+		t.Fatalf("busy %g idle %g, want 2 and 1", b, i)
+	}
+	m.Observe(observe.Event{Worker: "w2", Data: logjsonl.IterationEnd{Outcome: "ok"}})
+	if got := testutil.ToFloat64(m.iterations.WithLabelValues("plan", "ok")); got != 1 {
+		t.Fatalf("the plan iteration was counted under another mode: %g", got)
+	}
+}
+
+func TestDaemonStateIsOneHot(t *testing.T) {
+	m := New(1)
+	m.SetDaemonState("idle")
+	m.SetDaemonState("no-such-state")
+	for _, s := range DaemonStates {
+		want := 0.0
+		if s == "idle" {
+			want = 1
+		}
+		if got := testutil.ToFloat64(m.daemon.WithLabelValues(s)); got != want {
+			t.Errorf("state %s = %g, want %g", s, got, want)
+		}
+	}
+}
+
+func TestNamesPassTheLinter(t *testing.T) {
+	m := New(1)
+	feed(m)
+	m.BDCall(nil, time.Millisecond, nil)
+	problems, err := testutil.GatherAndLint(m.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestPromtoolCheckMetrics runs the real promtool over the served text when
+// it is installed (scripts/test installs a pinned one).
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not on PATH in CI; scripts/test installs it")
+		}
+		t.Skip("promtool not installed")
+	}
+	m := New(1)
+	feed(m)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "ralphd_iterations_total{mode=\"build\",outcome=\"closed\"} 1") {
+		t.Fatalf("served text lacks the iteration counter:\n%s", body)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(string(body))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+}
