@@ -46,6 +46,7 @@ type Field struct {
 	Allowed []string // the allowed values, for enumerations
 	Min     float64  // the smallest allowed number, for numeric kinds
 	Aliases []string // other flag names for the same key
+	Secret  bool     // the value is never printed (a token)
 	kind    kind
 }
 
@@ -91,7 +92,21 @@ func Fields() []Field {
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
 		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
+		// Dashboard, metrics and notifications (README "Dashboard, metrics and notifications").
+		field("http", kindString, "", "daemon: serve the dashboard and /metrics on this address, e.g. 127.0.0.1:7777 (empty: off)"),
+		secret(field("http_token", kindString, "", "bearer token for the dashboard; required to bind a non-loopback address and for control actions")),
+		field("notify_cmd", kindString, "", "command run with sh -c and one JSON event on stdin for each notification"),
+		field("notify_url", kindString, "", "URL each notification is POSTed to"),
+		field("notify_format", kindString, "auto", "body of notify_url posts (auto: text for an ntfy topic, json otherwise)", "auto", "text", "json", "slack"),
+		field("notify_events", kindString, "all", "notifications to send: all, or a comma-separated list of stuck, run_end, budget, agent_unusable, violation, quota_wait, idle_blocked"),
+		field("notify_timeout", kindDuration, "30s", "wall-clock limit for one notify_cmd run or one notify_url try"),
 	}
+}
+
+// secret marks a field whose value `ralphd config` must not print.
+func secret(f Field) Field {
+	f.Secret = true
+	return f
 }
 
 func withAliases(f Field, aliases ...string) Field {
@@ -149,6 +164,13 @@ type Config struct {
 	PlanEvery               int
 	Poll                    time.Duration
 	QuotaBackoffMax         time.Duration
+	HTTP                    string
+	HTTPToken               string
+	NotifyCmd               string
+	NotifyURL               string
+	NotifyFormat            string
+	NotifyEvents            string
+	NotifyTimeout           time.Duration
 
 	values  map[string]string // effective raw values
 	sources map[string]string // where each came from
@@ -412,6 +434,13 @@ func (c *Config) decode() error {
 	c.PlanEvery = num("plan_every")
 	c.Poll = dur("poll")
 	c.QuotaBackoffMax = dur("quota_backoff_max")
+	c.HTTP = str("http")
+	c.HTTPToken = str("http_token")
+	c.NotifyCmd = str("notify_cmd")
+	c.NotifyURL = str("notify_url")
+	c.NotifyFormat = str("notify_format")
+	c.NotifyEvents = str("notify_events")
+	c.NotifyTimeout = dur("notify_timeout")
 	switch {
 	case c.Agent == "command" && c.AgentCmd == "":
 		return &Error{Source: c.sources["agent"], Key: "agent", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
@@ -440,7 +469,11 @@ type Entry struct {
 func (c *Config) Entries() []Entry {
 	var es []Entry
 	for _, f := range Fields() {
-		es = append(es, Entry{Key: f.Key, Value: c.values[f.Key], Source: c.sources[f.Key]})
+		v := c.values[f.Key]
+		if f.Secret && v != "" {
+			v = "(set, not shown)"
+		}
+		es = append(es, Entry{Key: f.Key, Value: v, Source: c.sources[f.Key]})
 	}
 	return es
 }

@@ -135,3 +135,14 @@ func FuzzLoadFile(f *testing.F) {
 		}
 	})
 }
+
+func TestTokenIsNeverPrinted(t *testing.T) {
+	is := is.New(t)
+	c, err := Load(Loader{Getenv: envOf(map[string]string{"RALPH_HTTP_TOKEN": "s3cret-token"})})
+	is.NoErr(err)
+	is.Equal(c.HTTPToken, "s3cret-token")
+	var b strings.Builder
+	c.WriteTable(&b)
+	is.True(!strings.Contains(b.String(), "s3cret")) // `ralphd config` shows that it is set, not what it is
+	is.True(strings.Contains(b.String(), "(set, not shown)"))
+}

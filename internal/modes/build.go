@@ -155,7 +155,7 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 		action += "; work kept on " + branch
 		res.FailureBranches = append(res.FailureBranches, id+" "+branch)
 	}
-	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: id, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action})
+	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: id, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action, Reason: note})
 	l.human().Warn("issue is stuck; skipping it", "issue", id, "attempts", n)
 	return l.State.AppendHistory(state.Record{
 		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: id, Attempt: n,
