@@ -1,0 +1,402 @@
+package dashboard
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+const evil = `<script>alert("x")</script>`
+
+func issues() []beads.Issue {
+	return []beads.Issue{
+		{ID: "t-a", Title: "First " + evil, Status: "closed"},
+		{ID: "t-b", Title: "Second", Status: "open", Dependencies: []beads.Dependency{{IssueID: "t-b", DependsOnID: "t-a", Type: "blocks"}}},
+		{ID: "t-c", Title: "Third", Status: "open", Dependencies: []beads.Dependency{{IssueID: "t-c", DependsOnID: "t-b", Type: "blocks"}}},
+		{ID: "t-d", Title: "Stuck one", Status: "open", Labels: []string{"ralph:stuck"}},
+		{ID: "t-e", Title: "Running", Status: "in_progress"},
+		{ID: "t-f", Title: "Later", Status: "deferred"},
+		{ID: "t-g", Title: "Parked", Status: "blocked"},
+	}
+}
+
+func newTest(t *testing.T, opts Options) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	if opts.Sources.Issues == nil {
+		opts.Sources.Issues = func(context.Context) ([]beads.Issue, error) { return issues(), nil }
+	}
+	if opts.Sources.LogsDir == "" {
+		opts.Sources.LogsDir = filepath.Join(dir, "logs")
+		opts.Sources.ReportsDir = filepath.Join(dir, "reports")
+		os.MkdirAll(opts.Sources.LogsDir, 0o755)
+		os.MkdirAll(opts.Sources.ReportsDir, 0o755)
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func get(t *testing.T, h http.Handler, target string, hdr ...string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest("GET", target, nil)
+	req.Host = "127.0.0.1:7777"
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w.Result()
+}
+
+func body(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestNodeStates(t *testing.T) {
+	want := map[string]string{"t-a": StateClosed, "t-b": StateReady, "t-c": StateBlocked, "t-d": StateStuck, "t-e": StateInProgress, "t-f": StateDeferred, "t-g": StateBlocked}
+	nodes := Nodes(issues(), "ralph:stuck")
+	for _, n := range nodes {
+		if n.State != want[n.ID] {
+			t.Errorf("%s: state %s, want %s", n.ID, n.State, want[n.ID])
+		}
+		if n.Colour() == "" {
+			t.Errorf("%s: no colour", n.ID)
+		}
+	}
+	if len(nodes) != len(want) {
+		t.Fatalf("%d nodes", len(nodes))
+	}
+}
+
+// DOT keeps one line per node and edge whatever the titles hold: no
+// quote, backslash or newline from the tracker reaches Graphviz.
+func FuzzDOTLabels(f *testing.F) {
+	f.Add("t-1", `x"];evil[label="`)
+	f.Add("a\nb", "\\\"\n<script>")
+	f.Fuzz(func(t *testing.T, id, title string) {
+		nodes := []Node{{ID: id, Title: title, State: StateReady}, {ID: "z", State: StateClosed, Deps: []string{id}}}
+		out := string(DOT(nodes))
+		if n := strings.Count(out, "\n"); n != 5+2+1+1 {
+			t.Fatalf("%d lines:\n%s", n, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[5:8] {
+			if strings.Count(line, `"`)%2 != 0 || strings.ContainsAny(strings.NewReplacer(`\n`, "", " -> ", "").Replace(line), "<>&\\") {
+				t.Fatalf("unsafe line: %s", line)
+			}
+		}
+	})
+}
+
+func TestCheckBind(t *testing.T) {
+	for _, tc := range []struct {
+		addr, token string
+		loopback    bool
+		err         bool
+	}{
+		{"127.0.0.1:7777", "", true, false},
+		{"localhost:7777", "", true, false},
+		{"[::1]:7777", "", true, false},
+		{"127.0.0.2:7777", "", true, false},
+		{"0.0.0.0:7777", "", false, true},
+		{":7777", "", false, true},
+		{"[::]:7777", "", false, true},
+		{"192.168.1.5:7777", "", false, true},
+		{"example.com:7777", "", false, true},
+		{"0.0.0.0:7777", "tok", false, false},
+		{"nonsense", "tok", false, true},
+	} {
+		lb, err := CheckBind(tc.addr, tc.token)
+		if (err != nil) != tc.err || (err == nil && lb != tc.loopback) {
+			t.Errorf("CheckBind(%q, %q) = %v, %v", tc.addr, tc.token, lb, err)
+		}
+		if tc.err && tc.token == "" && err != nil && !errors.Is(err, ErrNeedToken) {
+			t.Errorf("CheckBind(%q): %v is not ErrNeedToken", tc.addr, err)
+		}
+	}
+}
+
+func TestTokenRules(t *testing.T) {
+	s := newTest(t, Options{Token: "s3cret"})
+	h := s.Handler(false)
+	if r := get(t, h, "/"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", r.StatusCode)
+	}
+	for _, path := range []string{"/metrics", "/events", "/runs", "/static/live.js", "/issue/t-a"} {
+		if r := get(t, h, path); r.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without a token: %d", path, r.StatusCode)
+		}
+	}
+	if r := get(t, h, "/", "Authorization", "Bearer wrong"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong bearer: %d", r.StatusCode)
+	}
+	if r := get(t, h, "/", "Authorization", "Bearer s3cret"); r.StatusCode != http.StatusOK {
+		t.Fatalf("bearer: %d", r.StatusCode)
+	}
+	if r := get(t, h, "/?token=wrong"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong ?token: %d", r.StatusCode)
+	}
+	r := get(t, h, "/runs?token=s3cret")
+	if r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != "/runs" {
+		t.Fatalf("?token: %d to %q", r.StatusCode, r.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range r.Cookies() {
+		if c.Name == cookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookie %+v", cookie)
+	}
+	if r := get(t, h, "/runs", "Cookie", cookie.Name+"="+cookie.Value); r.StatusCode != http.StatusOK {
+		t.Fatalf("cookie: %d", r.StatusCode)
+	}
+	if r := get(t, h, "/runs", "Cookie", cookie.Name+"=nope"); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("bad cookie: %d", r.StatusCode)
+	}
+}
+
+func TestLoopbackWithoutToken(t *testing.T) {
+	s := newTest(t, Options{})
+	h := s.Handler(true)
+	for _, host := range []string{"127.0.0.1:7777", "localhost:7777", "[::1]:7777", "localhost"} {
+		if r := get(t, h, "/", "Host", host); r.StatusCode != http.StatusOK {
+			t.Errorf("Host %s: %d", host, r.StatusCode)
+		}
+	}
+	// DNS rebinding: a page on evil.example resolves its name to 127.0.0.1.
+	for _, host := range []string{"evil.example:7777", "127.0.0.1.evil.example", ""} {
+		if r := get(t, h, "/", "Host", host); r.StatusCode != http.StatusForbidden {
+			t.Errorf("Host %q: %d, want 403", host, r.StatusCode)
+		}
+	}
+	// A handler used on a non-loopback listener without a token refuses
+	// everything, even if CheckBind was skipped.
+	if r := get(t, s.Handler(false), "/"); r.StatusCode != http.StatusForbidden {
+		t.Errorf("non-loopback without token: %d", r.StatusCode)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	h := newTest(t, Options{Token: "tok"}).Handler(true)
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		req := httptest.NewRequest(m, "/", strings.NewReader("x"))
+		req.Header.Set("Authorization", "Bearer tok")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d", m, w.Code)
+		}
+	}
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	r := get(t, newTest(t, Options{}).Handler(true), "/")
+	csp := r.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Fatalf("CSP %q", csp)
+	}
+	if r.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatal("no nosniff")
+	}
+}
+
+// Agent output and tracker text are shown as text, never as markup.
+func TestUntrustedTextIsEscaped(t *testing.T) {
+	s := newTest(t, Options{Live: true, Dot: "none"})
+	s.Observe(observe.Event{Name: "iteration_start", Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", IssueTitle: evil, Attempt: 1, MaxAttempts: 3}})
+	s.Observe(observe.Event{Name: "iteration_end", Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "agent_error", Reason: evil}})
+	logPath := filepath.Join(s.opts.Sources.LogsDir, "2026-01-01T00-00-00.log")
+	w, err := logjsonl.Create(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Meta(logjsonl.EventRunStart, logjsonl.RunStart{SchemaVersion: 1, Mode: "build"})
+	w.AgentLine(logjsonl.StreamStdout, []byte(evil))
+	w.AgentLine(logjsonl.StreamStdout, []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"`+strings.ReplaceAll(evil, `"`, `\"`)+`"}]}}`))
+	w.Close()
+	if _, err := os.Stat(logPath); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Handler(true)
+	for _, path := range []string{"/", "/now", "/graph", "/logs/" + filepath.Base(logPath), "/issue/t-a"} {
+		b := body(t, get(t, h, path))
+		if strings.Contains(b, "<script>alert") {
+			t.Errorf("%s renders the script as markup", path)
+		}
+		if !strings.Contains(b, "&lt;script&gt;alert(") {
+			t.Errorf("%s does not show the script as text:\n%s", path, b)
+		}
+	}
+}
+
+func TestPathsStayInTheirDirectories(t *testing.T) {
+	s := newTest(t, Options{})
+	secret := filepath.Join(filepath.Dir(s.opts.Sources.LogsDir), "secret.log")
+	os.WriteFile(secret, []byte("TOPSECRET"), 0o600)
+	h := s.Handler(true)
+	for _, path := range []string{"/logs/..%2fsecret.log", "/logs/../secret.log", "/logs/.hidden.log", "/reports/..%2f..%2fsecret.log", "/logs/secret", "/static/../dashboard.go"} {
+		r := get(t, h, path)
+		if b := body(t, r); strings.Contains(b, "TOPSECRET") || strings.Contains(b, "package dashboard") {
+			t.Errorf("%s leaks a file outside its directory", path)
+		}
+	}
+}
+
+func TestGraphFallbackWithoutDot(t *testing.T) {
+	s := newTest(t, Options{Dot: "none"})
+	b := body(t, get(t, s.Handler(true), "/graph"))
+	if !strings.Contains(b, "Graphviz dot is not installed") || !strings.Contains(b, `id="node-t-c" class="st-blocked"`) {
+		t.Fatalf("no list fallback:\n%s", b)
+	}
+}
+
+func TestGraphWithDot(t *testing.T) {
+	s := newTest(t, Options{})
+	if !s.HasDot() {
+		t.Skip("Graphviz dot not installed")
+	}
+	b := body(t, get(t, s.Handler(true), "/graph"))
+	if !strings.Contains(b, "<svg") || !strings.Contains(b, "st&#45;stuck") || !strings.Contains(b, "#cc79a7") {
+		t.Fatalf("no laid-out SVG with the stuck node:\n%s", b)
+	}
+	if strings.Contains(b, "<?xml") || strings.Contains(b, "<!DOCTYPE") {
+		t.Fatal("the prolog was inlined")
+	}
+}
+
+func TestSSEPushesTheNowPanel(t *testing.T) {
+	s := newTest(t, Options{Live: true, Dot: "none"})
+	srv := httptest.NewServer(s.Handler(true))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/events", nil)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	rd := bufio.NewReader(resp.Body)
+	next := func() (string, string) {
+		var name, data string
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case line == "" && name != "":
+				return name, data
+			case strings.HasPrefix(line, "event: "):
+				name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				data += line[6:] + "\n"
+			}
+		}
+	}
+	if name, data := next(); name != "now" || !strings.Contains(data, `data-seq="0"`) {
+		t.Fatalf("first event %s: %s", name, data)
+	}
+	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", Attempt: 2, MaxAttempts: 3}})
+	name, data := next()
+	if name != "now" || !strings.Contains(data, `data-seq="1"`) || !strings.Contains(data, "t-b") || !strings.Contains(data, "2/3") {
+		t.Fatalf("after iteration_start: %s: %s", name, data)
+	}
+	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "closed", IssueClosed: true}})
+	if name, _ := next(); name != "now" {
+		t.Fatalf("got %s", name)
+	}
+	if name, data := next(); name != "graph" || !strings.Contains(data, `id="graph"`) {
+		t.Fatalf("an iteration end does not redraw the graph: %s", name)
+	}
+}
+
+func TestNowPanelHasASlotPerWorker(t *testing.T) {
+	s := newTest(t, Options{Live: true, Workers: 3})
+	s.Observe(observe.Event{Worker: "w2", Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-x", Mode: "build", Attempt: 1, MaxAttempts: 3}})
+	n := s.live.snapshot()
+	if len(n.Workers) != 3 {
+		t.Fatalf("%d workers", len(n.Workers))
+	}
+	for _, w := range n.Workers {
+		if (w.Name == "w2") != w.Busy() || (w.Name == "w2" && w.IssueID != "t-x") {
+			t.Errorf("worker %+v", w)
+		}
+	}
+}
+
+func TestRunsAndCost(t *testing.T) {
+	c1, c2 := 0.5, 0.25
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	recs := []state.Record{
+		{RunID: "r1", Mode: "build", IssueID: "t-a", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "closed", CostUSD: &c1, Tokens: state.Tokens{Input: 100, Output: 10}, Fingerprint: "abc123"},
+		{RunID: "r1", Mode: "build", IssueID: "t-b", Attempt: 1, StartedAt: t0.Add(time.Minute), EndedAt: t0.Add(2 * time.Minute), Outcome: "agent_error", CostUSD: &c2, Violations: []string{"priority_changed"}},
+		{RunID: "r1", Kind: state.KindRunEnd, Mode: "build", StartedAt: t0, EndedAt: t0.Add(2 * time.Minute), StopReason: "success", DurationSeconds: 120},
+		{RunID: "r2", Mode: "plan", StartedAt: t0.Add(25 * time.Hour), EndedAt: t0.Add(25*time.Hour + time.Minute), Outcome: "ok"},
+	}
+	s := newTest(t, Options{Sources: Sources{History: func() ([]state.Record, error) { return recs, nil }}})
+	os.WriteFile(filepath.Join(s.opts.Sources.ReportsDir, "r1.md"), []byte("# report r1"), 0o600)
+	h := s.Handler(true)
+	runs := body(t, get(t, h, "/runs"))
+	for _, want := range []string{"r1", "success", "$0.7500", "110", `href="/reports/r1.md"`, "r2"} {
+		if !strings.Contains(runs, want) {
+			t.Errorf("/runs lacks %q", want)
+		}
+	}
+	if !strings.Contains(body(t, get(t, h, "/reports/r1.md")), "# report r1") {
+		t.Error("report not shown")
+	}
+	cost := body(t, get(t, h, "/cost"))
+	for _, want := range []string{"<svg", "2026-01-01", "2026-01-02", "$0.7500"} {
+		if !strings.Contains(cost, want) {
+			t.Errorf("/cost lacks %q", want)
+		}
+	}
+	issue := body(t, get(t, h, "/issue/t-b"))
+	for _, want := range []string{"agent_error", "priority_changed", "ready"} {
+		if !strings.Contains(issue, want) {
+			t.Errorf("/issue/t-b lacks %q", want)
+		}
+	}
+	if !strings.Contains(body(t, get(t, h, "/issue/t-a")), "abc123") {
+		t.Error("the fingerprint is not on the issue page")
+	}
+}
+
+func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
+	s := newTest(t, Options{})
+	err := s.Serve(context.Background(), "0.0.0.0:0", nil)
+	if !errors.Is(err, ErrNeedToken) {
+		t.Fatalf("err = %v", err)
+	}
+}
