@@ -44,6 +44,11 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 		return code
 	}
 	defer ls.close()
+	waitHTTP, code := ls.startDashboard(ctx, a)
+	if waitHTTP == nil {
+		return code
+	}
+	defer waitHTTP()
 	loop := ls.loop
 	if _, err := loop.Sweep(ctx); err != nil {
 		return reportErr(a, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -101,6 +102,7 @@ type loopSetup struct {
 	p      *project
 	loop   *modes.Loop
 	closer []func()
+	sinks  []observe.Sink // what the loop's Observer fans out to
 }
 
 func (ls *loopSetup) close() {
@@ -161,6 +163,10 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain,
 	}
 	ls.loop = loop
+	if code := ls.startNotifier(a); code != exitOK {
+		ls.close()
+		return nil, code
+	}
 	return ls, exitOK
 }
 

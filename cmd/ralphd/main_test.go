@@ -64,6 +64,9 @@ func TestScripts(t *testing.T) {
 			"until":   cmdUntil,
 			"gone":    cmdGone,
 			"waitfor": cmdWaitFor,
+			// obs_test.go: the dashboard, metrics and notification scenarios.
+			"httpget":  cmdHTTPGet,
+			"httpsink": cmdHTTPSink,
 		},
 	})
 }

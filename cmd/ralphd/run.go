@@ -44,6 +44,8 @@ func commands() []command {
 		{"report", "print a run's end-of-run report (ralphd report [RUN] [--json])", cmdReport},
 		{"policy", "print the bd policy, or check one call (policy check)", cmdPolicy},
 		{"config", "print the effective configuration and where each value came from", cmdConfig},
+		{"serve", "serve the dashboard read-only from the state dir, no daemon (serve --http ADDR)", cmdServe},
+		{"notify", "send a sample of each notification (notify test)", cmdNotify},
 		{"agents", "list agent backends and whether each is installed", cmdAgents},
 		{"service", "install the systemd user unit (service install|uninstall|print)", cmdService},
 		{guard.HookCommand, "agent hook entry points (hook pre-tool-use)", cmdHook},
