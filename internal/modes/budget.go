@@ -38,7 +38,7 @@ func (l *Loop) withRunTimeout(ctx context.Context, res *Result) (context.Context
 		if logw != nil {
 			_ = logw.Meta(logjsonl.EventDecision, logjsonl.Decision{Decision: "checkpoint", Reason: msg})
 		}
-		_ = st.AppendHistory(state.Record{Kind: "checkpoint", RunID: res.RunID, Mode: res.Mode, StartedAt: time.Now(), EndedAt: time.Now(), Outcome: "checkpoint"})
+		_ = st.AppendHistory(state.Record{Kind: state.KindCheckpoint, RunID: res.RunID, Mode: res.Mode, StartedAt: time.Now(), EndedAt: time.Now(), Outcome: string(OutcomeCheckpoint)})
 	})
 	return ctx, func() { soft.Stop(); cancel() }
 }

@@ -9,12 +9,10 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
-	"github.com/ralphd/ralphd/prompts"
 )
 
 // Build runs BUILD iterations until no ready work is left, maxIter
@@ -102,7 +100,7 @@ func (l *Loop) pick(ctx context.Context, res *Result, ready []beads.Issue, skip 
 		if err != nil {
 			return nil, err
 		}
-		if cause := l.stuck(r); cause != judge.NotStuck {
+		if cause := stuck(r, l.Config.MaxStuck); cause != judge.NotStuck {
 			if err := l.markStuck(ctx, res, r); err != nil {
 				return nil, err
 			}
@@ -118,13 +116,6 @@ func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
 	skip[id] = true
 	res.Skipped = append(res.Skipped, id)
 	l.event(logjsonl.EventDecision, logjsonl.Decision{IssueID: id, Decision: "skip", Reason: why})
-}
-
-// stuck is the one place BUILD decides to give up on an issue, and why:
-// its attempts reached max_stuck, or the escalation decided a hard stop
-// (see judge.Stuck). `ralphd status` asks the same of the same record.
-func (l *Loop) stuck(r state.IssueRecord) judge.StuckCause {
-	return r.Stuck(l.Config.MaxStuck)
 }
 
 // stuckWhy is the reason a stuck issue is skipped, for the log.
@@ -158,8 +149,8 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: id, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action, Reason: note})
 	l.human().Warn("issue is stuck; skipping it", "issue", id, "attempts", n)
 	return l.State.AppendHistory(state.Record{
-		Kind: "stuck", RunID: res.RunID, Mode: ModeBuild, IssueID: id, Attempt: n,
-		StartedAt: l.now(), EndedAt: l.now(), Outcome: "stuck", Stuck: true, FailureBranch: branch,
+		Kind: state.KindStuck, RunID: res.RunID, Mode: ModeBuild, IssueID: id, Attempt: n,
+		StartedAt: l.now(), EndedAt: l.now(), Outcome: string(OutcomeStuck), Stuck: true, FailureBranch: branch,
 	})
 }
 
@@ -184,211 +175,6 @@ type iteration struct {
 	reason       string
 }
 
-// buildIteration runs the agent on one issue and judges the result.
-func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) (iteration, error) {
-	res.Iterations++
-	iter := res.Iterations
-	res.tried(is.ID)
-	started := l.now()
-
-	// Crash safety: first a pending running-agent record naming the
-	// attempt about to be counted, then the count. A crash at any point
-	// after this leaves a record for the next start's sweep, which gives
-	// the attempt back only if the counter still equals it.
-	n, err := l.State.Attempt(is.ID)
-	if err != nil {
-		return iteration{reason: "could not read the attempts"}, fmt.Errorf("read attempts of %s: %w", is.ID, err)
-	}
-	if err := l.State.WriteRunning(state.Running{
-		Iteration: iter, IssueID: is.ID, Attempt: n + 1, Mode: ModeBuild, RunID: res.RunID, StartedAt: started,
-	}); err != nil {
-		return iteration{reason: "could not record the iteration"}, fmt.Errorf("record iteration %d: %w", iter, err)
-	}
-	attempt, err := l.State.IncrementAttempt(is.ID)
-	if err != nil {
-		return iteration{reason: "could not record the attempt"}, fmt.Errorf("count attempt on %s: %w", is.ID, err)
-	}
-	before, err := l.snapshot(ctx)
-	if err != nil {
-		l.abandon(is.ID)
-		return iteration{reason: "could not snapshot the tracker"}, err
-	}
-	r, err := l.record(is.ID)
-	if err != nil {
-		l.abandon(is.ID)
-		return iteration{reason: "could not read the attempt record"}, err
-	}
-	pre := l.takePreSignals(ctx, before, is.ID)
-	prompt, err := l.Prompts.Build(prompts.BuildData{
-		Issue: is, Attempt: attempt, MaxAttempts: l.Config.MaxStuck, Scope: l.Config.Scope,
-		Escalation: l.escalation(r.Judgement), PreviousAttempts: judge.PromptSection(is.ID, r.Attempts),
-	})
-	if err != nil {
-		l.abandon(is.ID)
-		return iteration{reason: "the BUILD prompt does not render"}, err
-	}
-
-	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
-		Iteration: iter, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: attempt, MaxAttempts: l.Config.MaxStuck,
-	})
-	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", iter, is.ID, is.Title, attempt, l.Config.MaxStuck))
-	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, iter, attempt, l.Config.MaxStuck)
-
-	out, calls, err := l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: iter, issue: is.ID, attempt: attempt, prompt: prompt, budget: l.remainingBudget(res)})
-	if err != nil {
-		l.abandon(is.ID)
-		return iteration{reason: "the agent could not be started"}, err
-	}
-	res.addCost(out)
-	rec := state.Record{
-		RunID: res.RunID, Mode: ModeBuild, Iteration: iter, IssueID: is.ID, Attempt: attempt,
-		StartedAt: started, ExitCode: out.ExitCode, CostUSD: out.CostUSD, Tokens: stateTokens(out.Usage),
-		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: out.SessionID, Turns: out.Turns, ToolCalls: out.ToolCalls,
-		Outcome: string(out.Status), Gate: "agent", BDCalls: calls,
-	}
-
-	// Outcomes that are not attempts at the work: give the attempt back.
-	switch out.Status {
-	case agent.StatusRateLimited, agent.StatusFatal, agent.StatusInterrupted:
-		if _, err := l.State.GiveBackAttempt(is.ID); err != nil {
-			return iteration{reason: "could not give the attempt back"}, err
-		}
-		rec.Attempt = 0
-		if out.Status != agent.StatusInterrupted {
-			// The agent never got to work: the iteration does not count
-			// against the cap either.
-			res.Iterations--
-		}
-		// Leave nothing claimed: an interrupted agent may have set
-		// in_progress. Use a context that survives the cancellation.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		l.unclaim(cctx, is.ID)
-		cancel()
-		l.endIteration(res, rec, out, false)
-		switch out.Status {
-		case agent.StatusRateLimited:
-			return iteration{rateLimited: true, resetAt: out.ResetAt, resetRounded: out.ResetRounded, reason: out.Reason}, nil
-		case agent.StatusFatal:
-			return iteration{reason: out.Reason}, agentUnusable(out)
-		default:
-			return iteration{reason: out.Reason}, ErrInterrupted
-		}
-	}
-
-	v, err := l.judgeBuild(ctx, res, &rec, is, before, pre, out, calls)
-	if err != nil {
-		return iteration{reason: "could not judge the iteration"}, err
-	}
-	var after state.IssueRecord
-	if v.closed {
-		// A verified close ends the issue's attempts: the whole record goes.
-		if _, err := l.State.Reset(is.ID); err != nil {
-			return iteration{reason: "could not reset the attempt record"}, err
-		}
-		res.Closed = append(res.Closed, is.ID)
-	} else if after, err = l.record(is.ID); err != nil {
-		return iteration{reason: "could not read the attempt record"}, err
-	}
-	stuck := !v.closed && l.stuck(after) != judge.NotStuck
-	rec.Stuck = stuck
-	l.lastWorked = is.ID
-	l.endIteration(res, rec, out, v.closed)
-	if stuck {
-		if err := l.markStuck(ctx, res, after); err != nil {
-			return iteration{reason: "could not mark the issue stuck"}, err
-		}
-	}
-	return iteration{}, nil
-}
-
-// abandon undoes an iteration that never got to run its agent: the attempt
-// goes back and the pending record is cleared, in that order, so a crash in
-// between is settled by the sweep like any other.
-func (l *Loop) abandon(id string) {
-	_, _ = l.State.GiveBackAttempt(id)
-	_ = l.State.ClearRunning()
-}
-
-// verdict is what judging an iteration decided.
-type verdict struct {
-	closed   bool // closed, and every check passed
-	hardStop bool // the escalation gave up on the issue
-}
-
-// judgeBuild decides what an iteration achieved: it reverts forbidden
-// changes, runs the verification gate, puts claimed work back, and judges a
-// failed attempt (fingerprint, progress, escalation). It fills in rec.
-func (l *Loop) judgeBuild(ctx context.Context, res *Result, rec *state.Record, is beads.Issue, before tamper.Snapshot, pre preSignals, out agent.Outcome, calls []state.BDCall) (verdict, error) {
-	after, err := l.snapshotFresh(ctx)
-	if err != nil {
-		return verdict{}, err
-	}
-	l.confirmCloseReasons(ctx, before, after)
-	fixed := l.revertViolations(ctx, res, rec, before, after)
-	if len(fixed) > 0 {
-		rec.Outcome, rec.Gate = "violation", GatePolicy
-		// The revert changed the tracker; judge the issue as it is now.
-		if after, err = l.snapshotFresh(ctx); err != nil {
-			return verdict{}, err
-		}
-	}
-	// Shell commands the agent reported that ran a forbidden bd call around
-	// the guard are violations too, whatever their effect.
-	for _, b := range guard.Bypasses(out.Commands) {
-		fixed = append(fixed, "flagged: "+b)
-		rec.Violations = append(rec.Violations, b)
-		res.Violations++
-		rec.Outcome, rec.Gate = "violation", GatePolicy
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: rec.Iteration, IssueID: is.ID, Mode: ModeBuild, Kind: "forbidden_command", Detail: b})
-		l.human().Warn("forbidden bd command ran around the guard", "issue", is.ID, "detail", b)
-	}
-	cur, ok := after[is.ID]
-	if !ok {
-		return verdict{}, fmt.Errorf("issue %s is missing after the iteration", is.ID)
-	}
-
-	// The gate runs after every iteration: its results are progress
-	// signals even when the issue stays open. The acceptance commands are
-	// the ones the iteration started with (BUILD may not change them).
-	checks := l.runChecks(ctx, is)
-	var failed *check
-	for i := range checks {
-		if !checks[i].passed() {
-			failed = &checks[i]
-			break
-		}
-	}
-	switch {
-	case len(fixed) > 0:
-	case failed != nil:
-		rec.Gate = failed.Gate
-	case len(checks) > 0:
-		rec.Gate = GatePassed
-	}
-
-	closed := cur.Status == beads.StatusClosed && len(fixed) == 0
-	if closed && failed != nil {
-		// A close only counts when the checks pass.
-		if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
-			return verdict{}, err
-		}
-		closed = false
-		rec.Outcome = "reopened"
-	}
-	if closed {
-		rec.Outcome = "closed"
-		return verdict{closed: true}, nil
-	}
-	if cur.Status == beads.StatusInProgress {
-		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
-	}
-	if rec.Outcome == string(agent.StatusOK) {
-		rec.Outcome = "not_closed"
-	}
-	hard, err := l.judgeFailure(ctx, rec, is, after, pre, out, calls, checks, fixed)
-	return verdict{hardStop: hard}, err
-}
-
 // confirmCloseReasons reads, with `bd show`, the close reason of each issue
 // closed in this iteration whose list entry carries none, before a close
 // without a reason is judged a violation. The list output recorded from bd
@@ -409,14 +195,15 @@ func (l *Loop) confirmCloseReasons(ctx context.Context, before, after tamper.Sna
 
 // revertViolations finds the forbidden changes between the snapshots and
 // reverts them with PLAN powers. It returns what it reverted.
-func (l *Loop) revertViolations(ctx context.Context, res *Result, rec *state.Record, before, after tamper.Snapshot) []string {
-	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
+func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter, after tamper.Snapshot) []string {
+	rec := &it.rec
+	vs := tamper.Diff(it.before, after, tamper.Options{CitesEvidence: citesEvidence})
 	if len(vs) == 0 {
 		return nil
 	}
 	res.Violations += len(vs)
 	var fixed []string
-	for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
+	for _, r := range tamper.Revert(ctx, l.BD, it.before, vs) {
 		detail := r.Violation.String()
 		if r.Err != nil {
 			detail += " (revert failed: " + r.Err.Error() + ")"
@@ -495,7 +282,7 @@ func (l *Loop) endIteration(res *Result, rec state.Record, out agent.Outcome, cl
 	if out.CostUSD != nil {
 		kv = append(kv, "cost", fmt.Sprintf("$%.4f", *out.CostUSD))
 	}
-	if out.Reason != "" && rec.Outcome != "closed" {
+	if out.Reason != "" && rec.Outcome != string(OutcomeClosed) {
 		kv = append(kv, "reason", out.Reason)
 	}
 	l.human().Info(fmt.Sprintf("iteration %d done", rec.Iteration), kv...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/agent"
@@ -79,31 +80,42 @@ func idPrefix(id string) string {
 	return ""
 }
 
-// judgeFailure records a failed attempt: fingerprint, progress, escalation
-// and the verbatim attempt record. It reports whether the issue reached
-// its hard stop.
-func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Issue, after tamper.Snapshot, pre preSignals, out agent.Outcome, calls []state.BDCall, checks []check, fixed []string) (bool, error) {
-	r, err := l.record(is.ID)
-	if err != nil {
-		return false, err
+// gitSignals are the working tree's signals after an attempt.
+type gitSignals struct {
+	head, diff string
+	changed    []string // files with uncommitted changes
+}
+
+// failure is what judging a failed attempt decided.
+type failure struct {
+	// judgement is the issue's judgement after the attempt; its Next says
+	// how to run the next attempt (a hard stop makes the issue stuck).
+	judgement state.Judgement
+	attempt   judge.Attempt // the attempt's verbatim record
+	verdict   judge.Verdict // its progress
+}
+
+// judgeFailed judges an attempt that did not close its issue, from what
+// the iteration saw and now, the working tree after it: its failure line
+// and fingerprint, its progress against just before it (and against the
+// attempt before, for the checks), and the escalation's decision for the
+// next attempt. newStreak says another issue was worked since this one's
+// last attempt, so the streak's base (where a failure branch restores to)
+// starts over at this attempt's HEAD. It decides only: it stores nothing.
+func judgeFailed(it *buildIter, now gitSignals, policy judge.Policy, newStreak bool) failure {
+	is, out := it.issue, it.out
+	j := it.record.Judgement
+	if j.Base == "" || newStreak {
+		j.Base = it.pre.head
 	}
-	j := r.Judgement
-	// The base is where this streak of attempts began: if another issue was
-	// worked in between (its commits must stay), the streak starts over.
-	if j.Base == "" || l.lastWorked != is.ID {
-		j.Base = pre.head
-	}
-	j.LastGate = rec.Gate
+	j.LastGate = it.rec.Gate
 	var failing []string
-	var first *check
-	for i := range checks {
-		if !checks[i].passed() {
-			failing = append(failing, checks[i].Name)
-			if first == nil {
-				first = &checks[i]
-			}
+	for _, c := range it.checks {
+		if !c.passed() {
+			failing = append(failing, c.Name)
 		}
 	}
+	first := firstFailed(it.checks)
 	verifyOut, agentErr := "", ""
 	if first != nil {
 		verifyOut = first.Output
@@ -125,59 +137,38 @@ func (l *Loop) judgeFailure(ctx context.Context, rec *state.Record, is beads.Iss
 	}
 	fp := judge.NewNormalizer(idPrefix(is.ID)).Fingerprint(errLine)
 
-	head, _ := l.repo().Head(ctx)
-	diff, _ := l.repo().DiffHashAt(ctx, head)
 	cur := judge.Signals{
-		FailingChecks: failing, Fingerprint: fp, GitHead: head, DiffHash: diff,
-		IssueHash: issueHash(after, is.ID), ToolCalls: out.ToolCalls + len(calls),
+		FailingChecks: failing, Fingerprint: fp, GitHead: now.head, DiffHash: now.diff,
+		IssueHash: issueHash(it.after, is.ID), ToolCalls: out.ToolCalls + len(it.calls),
 	}
 	// Did this attempt change the work (against just before it), and did
 	// the checks move (against the previous attempt)?
 	prev := judge.Signals{
 		FailingChecks: j.Signals.FailingChecks, Fingerprint: j.Signals.Fingerprint,
-		GitHead: pre.head, DiffHash: pre.diff, IssueHash: pre.issue,
+		GitHead: it.pre.head, DiffHash: it.pre.diff, IssueHash: it.pre.issue,
 	}
 	if j.Escalation.Attempts == 0 {
 		prev.FailingChecks, prev.Fingerprint = nil, ""
 	}
 	v := judge.Progress(prev, cur)
-	policy := judge.Policy{FingerprintRepeats: l.Config.ErrorFingerprintRepeats, NoProgressRepeats: l.Config.NoProgressRepeats}
 	st, d := policy.Next(j.Escalation, judge.Outcome{Fingerprint: fp, ErrorLine: errLine, Progress: v.Progress})
 	j.Escalation, j.Signals, j.Next, j.LastError = st, cur, d, errLine
-	j.AutoFixed = append(j.AutoFixed, fixed...)
+	j.AutoFixed = append(slices.Clone(j.AutoFixed), it.fixed...)
 
-	changed, _ := l.repo().Changed(ctx)
 	a := judge.Attempt{
-		Iteration: rec.Iteration, LastGate: rec.Gate, ExitCode: out.ExitCode, Fingerprint: fp,
-		StuckCount: st.StuckCount(), StrategyShifts: st.StrategyShifts, FilesModified: changed,
+		Iteration: it.n, LastGate: it.rec.Gate, ExitCode: out.ExitCode, Fingerprint: fp,
+		StuckCount: st.StuckCount(), StrategyShifts: st.StrategyShifts, FilesModified: now.changed,
 	}
-	for _, c := range checks {
+	for _, c := range it.checks {
 		a.Outputs = append(a.Outputs, judge.Output{Name: c.Gate, Command: c.Command, ExitCode: c.ExitCode, Text: c.Output})
-		if c.Gate == rec.Gate && !c.passed() {
+		if c.Gate == it.rec.Gate && !c.passed() {
 			a.ExitCode = c.ExitCode
 		}
 	}
 	if agentErr != "" {
 		a.Outputs = append(a.Outputs, judge.Output{Name: "agent", ExitCode: out.ExitCode, Text: agentErr})
 	}
-	if err := l.State.RecordFailure(is.ID, j, a); err != nil {
-		return false, err
-	}
-
-	rec.Fingerprint = fp
-	progress := v.Progress
-	rec.Progress = &progress
-	rec.Tier = int(d.Tier)
-	if v.NoOp && rec.Outcome == "not_closed" {
-		rec.Outcome = "no_progress"
-	}
-	if !v.Progress {
-		l.human().Warn("no progress", "issue", is.ID, "why", strings.Join(v.Reasons, "; "))
-	}
-	if d.Tier != judge.TierNone && d.Tier != judge.TierHardStop {
-		l.human().Warn("next attempt shifts strategy", "issue", is.ID, "tier", d.Tier.String(), "reason", d.Reason, "count", d.Count)
-	}
-	return d.Tier == judge.TierHardStop, nil
+	return failure{judgement: j, attempt: a, verdict: v}
 }
 
 // escalation renders the prompt section for an issue whose last attempts

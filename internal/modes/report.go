@@ -69,7 +69,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 	violations, noProgress := map[string]int{}, map[string]int{}
 	for _, r := range recs {
 		switch {
-		case r.Kind == "stuck":
+		case r.Kind == state.KindStuck:
 			stuck[r.IssueID] = true
 			if r.FailureBranch != "" {
 				branches[r.IssueID] = r.FailureBranch
@@ -85,7 +85,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 				rep.CostUSD = &c
 			}
 			violations[r.IssueID] += len(r.Violations)
-			if r.Outcome == "no_progress" {
+			if r.Outcome == string(OutcomeNoProgress) {
 				noProgress[r.IssueID]++
 			}
 		}
@@ -97,7 +97,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 	}
 	for _, t := range state.SummarizeIssues(recs) {
 		ri := ReportIssue{
-			ID: t.IssueID, Closed: t.LastOutcome == "closed", Iterations: t.Iterations, Attempts: t.LastAttempt,
+			ID: t.IssueID, Closed: t.LastOutcome == string(OutcomeClosed), Iterations: t.Iterations, Attempts: t.LastAttempt,
 			MaxAttempts: l.Config.MaxStuck, LastOutcome: t.LastOutcome, LastGate: t.LastGate,
 			Fingerprint: t.LastFingerprint, Stuck: stuck[t.IssueID], FailureBranch: branches[t.IssueID], CostUSD: t.CostUSD,
 		}

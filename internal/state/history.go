@@ -25,6 +25,10 @@ const (
 	// KindRunEnd closes a run: it carries the run's stop reason. Its
 	// Iteration field holds the number of iterations the run used.
 	KindRunEnd = "run_end"
+	// KindStuck records that BUILD gave up on an issue.
+	KindStuck = "stuck"
+	// KindCheckpoint records that 90% of a run's timeout passed.
+	KindCheckpoint = "checkpoint"
 )
 
 // OutcomeInterrupted is the outcome of an iteration whose ralphd died or
@@ -62,7 +66,8 @@ func (t Tokens) IsZero() bool { return t == Tokens{} }
 type Record struct {
 	// V is the schema version (HistoryVersion).
 	V int `json:"v"`
-	// Kind is KindIteration (also when empty) or KindRunEnd.
+	// Kind is KindIteration (also when empty), KindRunEnd, KindStuck or
+	// KindCheckpoint.
 	Kind string `json:"kind,omitempty"`
 	// RunID names the run (one `ralphd build`/`plan` invocation, or one
 	// daemon cycle); see NewRunID.
@@ -100,9 +105,12 @@ type Record struct {
 	Violations []string `json:"violations,omitempty"`
 	// Progress says whether the iteration made progress; nil when not judged.
 	Progress *bool `json:"progress,omitempty"`
-	// Tier is the escalation tier the iteration's prompt carried (0 none).
+	// Tier is the escalation tier judging the iteration decided for the
+	// issue's next attempt (0 none).
 	Tier int `json:"tier,omitempty"`
-	// Stuck marks the iteration after which the issue hit its hard stop.
+	// Stuck marks the iteration after which BUILD gave up on the issue
+	// (its attempts reached the cap, or the escalation's hard stop), and
+	// the KindStuck record.
 	Stuck bool `json:"stuck,omitempty"`
 	// FailureBranch is the wip/ralph-fail-... branch written for the issue.
 	FailureBranch string `json:"failure_branch,omitempty"`

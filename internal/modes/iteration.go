@@ -1,0 +1,283 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/prompts"
+)
+
+// buildIter is one BUILD iteration on one issue, from the attempt it
+// counts to what was decided. Its fields fill in as the iteration goes:
+// start, run the agent, judge, settle. The decisions themselves are the
+// pure functions of outcome.go.
+type buildIter struct {
+	issue   beads.Issue
+	n       int // the iteration's number in the run
+	attempt int // the attempt's number on the issue
+	started time.Time
+
+	// Before the agent ran.
+	before tamper.Snapshot   // the tracker
+	pre    preSignals        // git and the issue, for progress
+	record state.IssueRecord // the issue's attempt record
+
+	// The agent run.
+	out   agent.Outcome
+	calls []state.BDCall // bd calls the agent made through the guard
+
+	// After it: what judging found.
+	after   tamper.Snapshot // the tracker, forbidden changes reverted
+	fixed   []string        // forbidden changes reverted or flagged
+	checks  []check         // verify and acceptance results
+	verdict closeVerdict
+	outcome Outcome
+
+	// rec is the iteration's history record, filled in as it goes.
+	rec state.Record
+}
+
+// violated reports whether the iteration made forbidden changes.
+func (it *buildIter) violated() bool { return len(it.fixed) > 0 }
+
+// buildIteration runs one BUILD iteration on is: it counts the attempt,
+// runs the agent, judges the result and acts on the decision.
+func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) (iteration, error) {
+	it, step, err := l.startIteration(ctx, res, is)
+	if err != nil {
+		return iteration{reason: step}, err
+	}
+	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
+	if err != nil {
+		l.abandon(is.ID)
+		return iteration{reason: "the agent could not be started"}, err
+	}
+	res.addCost(it.out)
+	it.outcome = Outcome(it.out.Status)
+	it.rec = state.Record{
+		RunID: res.RunID, Mode: ModeBuild, Iteration: it.n, IssueID: is.ID, Attempt: it.attempt,
+		StartedAt: it.started, ExitCode: it.out.ExitCode, CostUSD: it.out.CostUSD, Tokens: stateTokens(it.out.Usage),
+		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: it.out.SessionID, Turns: it.out.Turns, ToolCalls: it.out.ToolCalls,
+		Gate: GateAgent, BDCalls: it.calls,
+	}
+	if !isAttempt(it.out.Status) {
+		return l.giveBack(ctx, res, it)
+	}
+	if err := l.judgeBuild(ctx, res, it); err != nil {
+		return iteration{reason: "could not judge the iteration"}, err
+	}
+	return l.settle(ctx, res, it)
+}
+
+// startIteration counts the attempt and prepares the agent's prompt. On
+// error, step says what failed; otherwise it is the prompt.
+func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) (*buildIter, string, error) {
+	res.Iterations++
+	res.tried(is.ID)
+	it := &buildIter{issue: is, n: res.Iterations, started: l.now()}
+
+	// Crash safety: first a pending running-agent record naming the
+	// attempt about to be counted, then the count. A crash at any point
+	// after this leaves a record for the next start's sweep, which gives
+	// the attempt back only if the counter still equals it.
+	n, err := l.State.Attempt(is.ID)
+	if err != nil {
+		return nil, "could not read the attempts", fmt.Errorf("read attempts of %s: %w", is.ID, err)
+	}
+	if err := l.State.WriteRunning(state.Running{
+		Iteration: it.n, IssueID: is.ID, Attempt: n + 1, Mode: ModeBuild, RunID: res.RunID, StartedAt: it.started,
+	}); err != nil {
+		return nil, "could not record the iteration", fmt.Errorf("record iteration %d: %w", it.n, err)
+	}
+	if it.attempt, err = l.State.IncrementAttempt(is.ID); err != nil {
+		return nil, "could not record the attempt", fmt.Errorf("count attempt on %s: %w", is.ID, err)
+	}
+	if it.before, err = l.snapshot(ctx); err != nil {
+		l.abandon(is.ID)
+		return nil, "could not snapshot the tracker", err
+	}
+	if it.record, err = l.record(is.ID); err != nil {
+		l.abandon(is.ID)
+		return nil, "could not read the attempt record", err
+	}
+	it.pre = l.takePreSignals(ctx, it.before, is.ID)
+	prompt, err := l.Prompts.Build(prompts.BuildData{
+		Issue: is, Attempt: it.attempt, MaxAttempts: l.Config.MaxStuck, Scope: l.Config.Scope,
+		Escalation: l.escalation(it.record.Judgement), PreviousAttempts: judge.PromptSection(is.ID, it.record.Attempts),
+	})
+	if err != nil {
+		l.abandon(is.ID)
+		return nil, "the BUILD prompt does not render", err
+	}
+
+	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
+		Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: it.attempt, MaxAttempts: l.Config.MaxStuck,
+	})
+	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck))
+	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, it.n, it.attempt, l.Config.MaxStuck)
+	return it, prompt, nil
+}
+
+// abandon undoes an iteration that never got to run its agent: the attempt
+// goes back and the pending record is cleared, in that order, so a crash in
+// between is settled by the sweep like any other.
+func (l *Loop) abandon(id string) {
+	_, _ = l.State.GiveBackAttempt(id)
+	_ = l.State.ClearRunning()
+}
+
+// giveBack ends an agent run that was not an attempt at the work (see
+// isAttempt): the attempt goes back, nothing stays claimed, and the run
+// waits for the quota, stops as unusable, or stops as interrupted.
+func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
+	if _, err := l.State.GiveBackAttempt(it.issue.ID); err != nil {
+		return iteration{reason: "could not give the attempt back"}, err
+	}
+	it.rec.Attempt = 0
+	if it.out.Status != agent.StatusInterrupted {
+		// The agent never got to work: the iteration does not count
+		// against the cap either.
+		res.Iterations--
+	}
+	// Leave nothing claimed: an interrupted agent may have set
+	// in_progress. Use a context that survives the cancellation.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	l.unclaim(cctx, it.issue.ID)
+	cancel()
+	l.endBuildIteration(res, it)
+	switch it.out.Status {
+	case agent.StatusRateLimited:
+		return iteration{rateLimited: true, resetAt: it.out.ResetAt, resetRounded: it.out.ResetRounded, reason: it.out.Reason}, nil
+	case agent.StatusFatal:
+		return iteration{reason: it.out.Reason}, agentUnusable(it.out)
+	default:
+		return iteration{reason: it.out.Reason}, ErrInterrupted
+	}
+}
+
+// judgeBuild decides what the iteration achieved: it reverts forbidden
+// changes, runs the verification gate, reopens a close the checks do not
+// bear out, puts claimed work back, and judges a failed attempt
+// (fingerprint, progress, escalation).
+func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error {
+	is := it.issue
+	after, err := l.snapshotFresh(ctx)
+	if err != nil {
+		return err
+	}
+	l.confirmCloseReasons(ctx, it.before, after)
+	it.fixed = l.revertViolations(ctx, res, it, after)
+	if it.violated() {
+		// The revert changed the tracker; judge the issue as it is now.
+		if after, err = l.snapshotFresh(ctx); err != nil {
+			return err
+		}
+	}
+	it.after = after
+	// Shell commands the agent reported that ran a forbidden bd call around
+	// the guard are violations too, whatever their effect.
+	for _, b := range guard.Bypasses(it.out.Commands) {
+		it.fixed = append(it.fixed, "flagged: "+b)
+		it.rec.Violations = append(it.rec.Violations, b)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, Kind: "forbidden_command", Detail: b})
+		l.human().Warn("forbidden bd command ran around the guard", "issue", is.ID, "detail", b)
+	}
+	cur, ok := after[is.ID]
+	if !ok {
+		return fmt.Errorf("issue %s is missing after the iteration", is.ID)
+	}
+
+	// The gate runs after every iteration: its results are progress
+	// signals even when the issue stays open. The acceptance commands are
+	// the ones the iteration started with (BUILD may not change them).
+	it.checks = l.runChecks(ctx, is)
+	failed := firstFailed(it.checks)
+	it.rec.Gate = decideGate(it.violated(), it.checks)
+	it.verdict = decideClose(cur.Status, it.violated(), failed == nil)
+	switch it.verdict {
+	case closed:
+		it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, false)
+		return nil
+	case reopen:
+		if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
+			return err
+		}
+	}
+	if cur.Status == beads.StatusInProgress {
+		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
+	}
+	return l.judgeFailure(ctx, it)
+}
+
+// judgeFailure judges an attempt that did not close its issue: fingerprint,
+// progress and escalation (judgeFailed), then stores the issue's new
+// judgement and the verbatim attempt.
+func (l *Loop) judgeFailure(ctx context.Context, it *buildIter) error {
+	is := it.issue
+	var now gitSignals
+	now.head, _ = l.repo().Head(ctx)
+	now.diff, _ = l.repo().DiffHashAt(ctx, now.head)
+	now.changed, _ = l.repo().Changed(ctx)
+	policy := judge.Policy{FingerprintRepeats: l.Config.ErrorFingerprintRepeats, NoProgressRepeats: l.Config.NoProgressRepeats}
+	f := judgeFailed(it, now, policy, l.lastWorked != is.ID)
+	if err := l.State.RecordFailure(is.ID, f.judgement, f.attempt); err != nil {
+		return err
+	}
+	it.record.Judgement = f.judgement
+	it.rec.Fingerprint = f.attempt.Fingerprint
+	progress := f.verdict.Progress
+	it.rec.Progress = &progress
+	it.rec.Tier = int(f.judgement.Next.Tier)
+	it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, f.verdict.NoOp)
+	if !f.verdict.Progress {
+		l.human().Warn("no progress", "issue", is.ID, "why", strings.Join(f.verdict.Reasons, "; "))
+	}
+	if d := f.judgement.Next; d.Tier != judge.TierNone && d.Tier != judge.TierHardStop {
+		l.human().Warn("next attempt shifts strategy", "issue", is.ID, "tier", d.Tier.String(), "reason", d.Reason, "count", d.Count)
+	}
+	return nil
+}
+
+// settle acts on what judging decided: a verified close clears the issue's
+// attempt record; an issue that is now stuck is given up on.
+func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
+	is := it.issue
+	cause := judge.NotStuck
+	if it.verdict == closed {
+		// A verified close ends the issue's attempts: the whole record goes.
+		if _, err := l.State.Reset(is.ID); err != nil {
+			return iteration{reason: "could not reset the attempt record"}, err
+		}
+		res.Closed = append(res.Closed, is.ID)
+	} else {
+		// The record as this iteration left it: the attempt it counted and
+		// the judgement it stored.
+		it.record.Count = it.attempt
+		cause = stuck(it.record, l.Config.MaxStuck)
+	}
+	it.rec.Stuck = cause != judge.NotStuck
+	l.lastWorked = is.ID
+	l.endBuildIteration(res, it)
+	if it.rec.Stuck {
+		if err := l.markStuck(ctx, res, it.record); err != nil {
+			return iteration{reason: "could not mark the issue stuck"}, err
+		}
+	}
+	return iteration{}, nil
+}
+
+// endBuildIteration records the finished iteration in history and the log.
+func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
+	it.rec.Outcome = string(it.outcome)
+	l.endIteration(res, it.rec, it.out, it.verdict == closed)
+}
