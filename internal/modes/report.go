@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -126,24 +124,14 @@ func (l *Loop) writeReport(res *Result) (string, *Report, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	dir := l.State.ReportsDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, err
-	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return "", nil, err
 	}
-	base := filepath.Join(dir, res.RunID)
-	if err := state.WriteFileAtomic(base+".json", append(data, '\n'), 0o600); err != nil {
-		return "", nil, err
-	}
 	var md strings.Builder
 	rep.WriteMarkdown(&md)
-	if err := state.WriteFileAtomic(base+".md", []byte(md.String()), 0o600); err != nil {
-		return "", nil, err
-	}
-	return base + ".md", rep, nil
+	path, err := l.State.WriteReport(res.RunID, append(data, '\n'), []byte(md.String()))
+	return path, rep, err
 }
 
 // WriteMarkdown renders the report for a person.

@@ -177,3 +177,17 @@ func TestRemoveStaleTemps(t *testing.T) {
 	_, err = os.Stat(bashTmp)
 	is.NoErr(err)
 }
+
+func TestWriteReport(t *testing.T) {
+	is := is.New(t)
+	s := openStore(t)
+	path, err := s.WriteReport("20260102T150405-ab12", []byte("{}\n"), []byte("# report\n"))
+	is.NoErr(err)
+	is.Equal(path, filepath.Join(s.ReportsDir(), "20260102T150405-ab12.md"))
+	is.Equal(readFile(t, path), "# report\n")
+	is.Equal(readFile(t, strings.TrimSuffix(path, ".md")+".json"), "{}\n")
+	for _, bad := range []string{"", "../x", "a/b", ".hidden"} {
+		_, err := s.WriteReport(bad, nil, nil)
+		is.True(err != nil) // a run id never names a file outside reports/
+	}
+}
