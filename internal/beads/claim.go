@@ -3,6 +3,7 @@ package beads
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -122,8 +123,16 @@ func RefusalOf(err error) (Refusal, bool) {
 // claimable, which is also what a racer that lost in embedded mode gets.
 // In server mode a lost race fails with an error matching
 // ErrSerialization.
-func (c *Client) ReadyClaim(ctx context.Context) (issue Issue, ok bool, err error) {
-	issues, err := c.issues(ctx, []string{"ready", "--claim"})
+// Issues with any of excludeLabels are passed over.
+func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue Issue, ok bool, err error) {
+	args := []string{"ready", "--claim"}
+	for _, l := range excludeLabels {
+		if err := checkLabel(l); err != nil {
+			return Issue{}, false, fmt.Errorf("bd ready --claim: %w", err)
+		}
+		args = append(args, "--exclude-label", l)
+	}
+	issues, err := c.issues(ctx, args)
 	if err != nil {
 		return Issue{}, false, err
 	}

@@ -24,7 +24,7 @@ import (
 // Actor is the worker's actor implements it.
 type Tracker interface {
 	Claim(ctx context.Context, id string) (beads.Issue, error)
-	ReadyClaim(ctx context.Context) (beads.Issue, bool, error)
+	ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error)
 	Show(ctx context.Context, id string) (beads.Issue, error)
 	Release(ctx context.Context, id string) (beads.Issue, error)
 }
@@ -103,6 +103,8 @@ type Claimer struct {
 	Rand func() float64
 	// Sleep waits d or until ctx ends; nil means a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// ExcludeLabels are passed over by Next (e.g. the stuck label).
+	ExcludeLabels []string
 }
 
 // Claim claims issue id (`bd update id --claim`) and reads it back.
@@ -116,7 +118,9 @@ func (c *Claimer) Claim(ctx context.Context, id string) (Result, error) {
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
 // reads it back.
 func (c *Claimer) Next(ctx context.Context) (Result, error) {
-	return c.run(ctx, c.Tracker.ReadyClaim)
+	return c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+		return c.Tracker.ReadyClaim(ctx, c.ExcludeLabels...)
+	})
 }
 
 // run drives one claim: bounded retries on serialization failures, then

@@ -44,7 +44,7 @@ func (f *fakeTracker) Claim(ctx context.Context, id string) (beads.Issue, error)
 	return s.issue, s.err
 }
 
-func (f *fakeTracker) ReadyClaim(ctx context.Context) (beads.Issue, bool, error) {
+func (f *fakeTracker) ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error) {
 	s := f.next()
 	return s.issue, s.ok, s.err
 }

@@ -31,6 +31,7 @@ type options struct {
 	keep                 bool
 	idle                 time.Duration
 	wakes, runs, issues  int
+	claims               int
 	logSizes             []int64
 	cpuSize              int64
 	writerSizes          []int64
@@ -103,13 +104,14 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.wakes, "wakes", 5, "bd creates to time the daemon's wake-up latency on")
 	fs.IntVar(&o.runs, "runs", 3, "timed runs (and replays) per measurement; medians are reported")
 	fs.IntVar(&o.issues, "issues", 50, "issues in the per-iteration project")
+	fs.IntVar(&o.claims, "claims", 1000, "issues the parallel workers claim (section 6)")
 	logSizes := fs.String("log-sizes", "100MiB,1GiB,4GiB", "agent output sizes for the log pass-through peak RSS")
 	cpuSize := fs.String("cpu-size", "1GiB", "agent output size for the log pass-through CPU ratio (one of -log-sizes)")
 	writerSizes := fs.String("writer-sizes", "100MiB,1GiB", "input sizes for the log writer alone (logjsonltest.Measure)")
 	heapSizes := fs.String("heap-sizes", "100MiB,1GiB", "input sizes for the live heap of the pass-through pipeline")
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
-	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale (default: all)")
+	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers (default: all)")
 	fs.StringVar(&o.args, "invocation", "scripts/bench", "how the benchmark was started, for the report")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -136,14 +138,14 @@ func parseFlags(args []string) (options, error) {
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{"overhead", "logs", "idle", "scale"}, s) {
-				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale)", s)
+			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers"}, s) {
+				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers)", s)
 			}
 			o.only = append(o.only, s)
 		}
 	}
-	if o.runs < 1 || o.issues < 1 || o.wakes < 1 || o.idle <= 0 {
-		return o, fmt.Errorf("-runs, -issues, -wakes and -idle must be positive")
+	if o.runs < 1 || o.issues < 1 || o.wakes < 1 || o.idle <= 0 || o.claims < 1 {
+		return o, fmt.Errorf("-runs, -issues, -wakes, -claims and -idle must be positive")
 	}
 	if o.bin, err = filepath.Abs(o.bin); err != nil {
 		return o, err
@@ -193,6 +195,7 @@ func bench0(ctx context.Context, o options) error {
 		lp *logPass
 		id *idleResult
 		sc *scaleResult
+		wk *workersResult
 	)
 	if o.want("overhead") {
 		if ov, err = measureOverhead(ctx, e, o.issues, o.runs, o.profile, say); err != nil {
@@ -214,8 +217,13 @@ func bench0(ctx context.Context, o options) error {
 			return fmt.Errorf("scale: %w", err)
 		}
 	}
+	if o.want("workers") {
+		if wk, err = measureWorkers(ctx, e, o.claims, say); err != nil {
+			return fmt.Errorf("parallel workers: %w", err)
+		}
+	}
 	facts.elapsed = time.Since(start)
-	rep := buildReport(o, facts, ov, lp, id, sc)
+	rep := buildReport(o, facts, ov, lp, id, sc, wk)
 	fmt.Print(rep.Table())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(rep.Markdown()), 0o644); err != nil {
