@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
@@ -73,8 +72,8 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 		ReloadFunc: func(l *modes.Loop) error { return reloadLoop(a, fs, l) },
 	}
 	if loop.Config.Log { // one log per batch, so retention applies to a long-lived daemon
-		opts.NewLog = func() (*logjsonl.Writer, error) {
-			return logjsonl.Create(ls.p.store.LogsDir(), time.Now(), loop.Config.LogRetention)
+		opts.NewLog = func(runID string) (*logjsonl.Writer, error) {
+			return logjsonl.CreateRun(ls.p.store.LogsDir(), runID, loop.Config.LogRetention, logjsonl.Options{})
 		}
 	}
 	wctx, stopWatchdog := context.WithCancel(context.Background())

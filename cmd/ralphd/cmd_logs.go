@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,14 +12,15 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
 func cmdLogs(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "logs", "logs [RUN] [--follow] [--raw] [-v]", `
 Without RUN, list this project's run logs (written with RALPH_LOG=1 or --log):
-time, mode, iterations and outcome. With RUN (a log file name, a prefix of
-one, a path, or "last"), render that run for a person; --raw prints the JSONL
+time, mode, iterations and outcome. With RUN (a run ID as listed, a prefix
+of one, a path, or "last"), render that run for a person; --raw prints the JSONL
 as it is, --follow keeps printing as the run goes on.`)
 	follow := fs.Bool("follow", false, "keep printing new lines until the run ends")
 	raw := fs.Bool("raw", false, "print the JSONL unchanged")
@@ -47,7 +49,7 @@ as it is, --follow keeps printing as the run goes on.`)
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "RUN\tSTARTED\tMODE\tITERATIONS\tOUTCOME")
 		for _, r := range runs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", strings.TrimSuffix(r.Name, ".log"), r.Start.Local().Format(time.DateTime), r.Mode, r.Iterations, r.Outcome)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.RunID, r.Start.Local().Format(time.DateTime), r.Mode, r.Iterations, r.Outcome)
 		}
 		tw.Flush()
 		return exitOK
@@ -78,42 +80,33 @@ as it is, --follow keeps printing as the run goes on.`)
 	return exitOK
 }
 
-// findRun resolves a RUN argument to a log file.
+// findRun resolves a RUN argument to a log file: a path, "last", or a run
+// ID (a prefix of one, or an older name for the same run).
 func findRun(runs []logjsonl.RunSummary, want string) (string, error) {
-	if want == "last" || want == "latest" {
-		if len(runs) == 0 {
-			return "", fmt.Errorf("no run logs yet")
-		}
-		newest := runs[0]
-		for _, r := range runs[1:] {
-			if r.Start.After(newest.Start) {
-				newest = r
-			}
-		}
-		return newest.Path, nil
-	}
 	if strings.ContainsRune(want, os.PathSeparator) {
 		if _, err := os.Stat(want); err != nil {
 			return "", fmt.Errorf("no log at %s", want)
 		}
 		return want, nil
 	}
-	var match []string
-	for _, r := range runs {
-		if r.Name == want || strings.TrimSuffix(r.Name, ".log") == want {
-			return r.Path, nil
-		}
-		if strings.HasPrefix(r.Name, want) {
-			match = append(match, r.Path)
+	entries := make([]runid.Entry, len(runs))
+	for i, r := range runs {
+		entries[i] = runid.Entry{ID: r.RunID}
+		if t, ok := runid.Parse(r.Name); ok {
+			entries[i].Start = t
 		}
 	}
-	switch len(match) {
-	case 1:
-		return match[0], nil
-	case 0:
-		return "", fmt.Errorf("no run log matches %q", want)
+	if want == "last" || want == "latest" {
+		if len(runs) == 0 {
+			return "", fmt.Errorf("no run logs yet")
+		}
+		return runs[len(runs)-1].Path, nil // ListRuns lists oldest first
 	}
-	return "", fmt.Errorf("%q matches %d runs; give more of the name", want, len(match))
+	e, err := runid.Resolve(entries, want)
+	if err != nil {
+		return "", err
+	}
+	return runs[slices.IndexFunc(entries, func(x runid.Entry) bool { return x.ID == e.ID })].Path, nil
 }
 
 func isTerminal(w any) bool {

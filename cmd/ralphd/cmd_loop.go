@@ -16,6 +16,7 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -159,7 +160,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	now := time.Now()
 	loop := &modes.Loop{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
-		Human: humanLogger(a), Out: a.stdout, RunID: newRunID(now), Version: readBuildInfo().Version,
+		Human: humanLogger(a), Out: a.stdout, RunID: runid.New(now), Version: readBuildInfo().Version,
 		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain,
 	}
 	ls.loop = loop
@@ -175,7 +176,7 @@ func (ls *loopSetup) openLog(a *app) int {
 	if !ls.loop.Config.Log {
 		return exitOK
 	}
-	w, err := logjsonl.Create(ls.p.store.LogsDir(), time.Now(), ls.loop.Config.LogRetention)
+	w, err := logjsonl.CreateRun(ls.p.store.LogsDir(), ls.loop.RunID, ls.loop.Config.LogRetention, logjsonl.Options{})
 	if err != nil {
 		errorf(a.stderr, "open the run log: %v", err)
 		return exitError

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -16,7 +18,8 @@ func cmdReport(ctx context.Context, a *app, args []string) int {
 Print a run's end-of-run report again: completed over tried, each issue not
 completed (attempts, last gate, fingerprint, stuck, failure branch, quality
 warnings), the stop reason, cost and tokens, and the effective configuration.
-RUN is a run id (or a prefix of one); the default is the latest run.`)
+RUN is a run ID as 'ralphd logs' and 'ralphd status' show it, a prefix of
+one, or "last" (the default).`)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
@@ -34,36 +37,54 @@ RUN is a run id (or a prefix of one); the default is the latest run.`)
 	if *asJSON {
 		ext = ".json"
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
-	sort.Strings(files) // run ids start with their UTC start time
-	if len(files) == 0 {
+	reports, err := listReports(dir, ext)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	if len(reports) == 0 {
 		fmt.Fprintf(a.stdout, "no reports yet in %s\nevery `ralphd build` and `ralphd plan` run writes one\n", dir)
 		return exitOK
 	}
-	path := files[len(files)-1]
+	want := "last"
 	if len(pos) == 1 {
-		var match []string
-		for _, f := range files {
-			if strings.HasPrefix(filepath.Base(f), pos[0]) {
-				match = append(match, f)
-			}
-		}
-		switch len(match) {
-		case 0:
-			errorf(a.stderr, "no report for run %q", pos[0])
-			hintf(a.stderr, "the reports are in %s; `ralphd logs` lists the runs", dir)
-			return exitUsage
-		case 1:
-			path = match[0]
-		default:
-			errorf(a.stderr, "%q matches %d runs; give more of the id", pos[0], len(match))
-			return exitUsage
-		}
+		want = pos[0]
 	}
+	e, err := runid.Resolve(reports, want)
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		hintf(a.stderr, "`ralphd logs` and `ralphd status` show run IDs; `ralphd report last` is the latest")
+		return exitUsage
+	}
+	path := filepath.Join(dir, e.ID+ext)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return reportErr(a, err)
 	}
 	_, _ = a.stdout.Write(data)
 	return exitOK
+}
+
+// listReports lists the reports in dir with extension ext.
+func listReports(dir, ext string) ([]runid.Entry, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list reports: %w", err)
+	}
+	var es []runid.Entry
+	for _, de := range des {
+		id, ok := strings.CutSuffix(de.Name(), ext)
+		if !ok || !de.Type().IsRegular() {
+			continue
+		}
+		e := runid.Entry{ID: id}
+		e.Start, _ = runid.Parse(id)
+		if info, err := de.Info(); err == nil {
+			e.Modified = info.ModTime()
+		}
+		es = append(es, e)
+	}
+	return es, nil
 }

@@ -28,6 +28,7 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop takes a while")
 	}
+	t.Parallel() // it mostly waits: let the scenarios run meanwhile
 	bdDir := standinBin(t)
 	work := t.TempDir()
 	repo := filepath.Join(work, "repo")
@@ -61,7 +62,7 @@ func TestCrashLoop(t *testing.T) {
 	}
 	// The agent leaves a child running in the background, works a while,
 	// then closes its issue.
-	agentCmd := `sleep 300 & sleep 1.$(( $$ % 5 )); bd close "$RALPH_ISSUE_ID" --reason "go test ./... passes (exit 0)"`
+	agentCmd := `sleep 300 & sleep 0.$(( 5 + $$ % 5 )); bd close "$RALPH_ISSUE_ID" --reason "go test ./... passes (exit 0)"`
 
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -79,7 +80,7 @@ func TestCrashLoop(t *testing.T) {
 	var projDir string
 	for kill := 0; kill < 25; kill++ {
 		cmd, out := start()
-		time.Sleep(time.Duration(rng.IntN(1800)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(1200)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		err := cmd.Wait()
 		if strings.Contains(out.String(), "another ralphd") {

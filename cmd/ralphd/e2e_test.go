@@ -48,6 +48,7 @@ type e2e struct {
 
 func newE2E(t *testing.T, subscription bool, scripts ...scriptedapi.Script) *e2e {
 	t.Helper()
+	t.Parallel() // each scenario has its own dirs and model: they mostly wait on claude
 	claude := claudeOrSkip(t)
 	bdDir := standinBin(t)
 	work := t.TempDir()
@@ -274,6 +275,7 @@ func TestE2EHangTimesOut(t *testing.T) {
 
 // `ralphd demo` with the real Claude Code against the scripted model.
 func TestE2EDemo(t *testing.T) {
+	t.Parallel()
 	is := is.New(t)
 	claude := claudeOrSkip(t)
 	bdDir := standinBin(t)

@@ -33,6 +33,12 @@ func standinBin(t *testing.T) string {
 // TestMain registers ralphd as a command, so scripts run it as a real
 // process found on PATH, as in production, and builds the stand-in bd.
 func TestMain(m *testing.M) {
+	// Under -race, every process sleeps a second as it exits (GORACE's
+	// atexit_sleep_ms, default 1000) for late race reports. The scenarios
+	// start ralphd hundreds of times (each bd call an agent makes goes
+	// through ralphd's guard), so that sleep was most of the suite's wall
+	// time. A race found still fails the process (exit 66).
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	testscript.Main(m, map[string]func(){
 		"ralphd": main,
 	})

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/adrg/xdg"
 	"github.com/charmbracelet/log"
@@ -151,13 +148,6 @@ func reportErr(a *app, err error) int {
 // warnf prints a warning in the house style.
 func warnf(w interface{ Write([]byte) (int, error) }, format string, args ...any) {
 	fmt.Fprintf(w, "ralphd: warning: "+format+"\n", args...)
-}
-
-// newRunID names a run: its start time plus a little randomness.
-func newRunID(now time.Time) string {
-	b := make([]byte, 2)
-	_, _ = rand.Read(b)
-	return now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
 }
 
 // humanLogger is the one-line-per-event log on stderr. Under journald

@@ -78,6 +78,7 @@ func Fields() []Field {
 		field("stop_grace", kindDuration, "30s", "time between SIGTERM and SIGKILL when stopping an agent"),
 		field("log", kindBool, "false", "write a JSONL run log to the state dir"),
 		field("log_retention", kindInt, "10", "how many run logs to keep"),
+		field("report_retention", kindInt, "50", "how many end-of-run reports to keep"),
 		field("prompt_dir", kindString, "", "directory with PROMPT_build.md / PROMPT_plan.md overrides (default .ralph/)"),
 		field("verify", kindString, "", "verification command run after every BUILD iteration, with sh -c"),
 		field("verify_timeout", kindDuration, "10m", "wall-clock limit for the verification command"),
@@ -150,6 +151,7 @@ type Config struct {
 	StopGrace               time.Duration
 	Log                     bool
 	LogRetention            int
+	ReportRetention         int
 	PromptDir               string
 	Verify                  string
 	VerifyTimeout           time.Duration
@@ -420,6 +422,7 @@ func (c *Config) decode() error {
 	c.StopGrace = dur("stop_grace")
 	c.Log = boo("log")
 	c.LogRetention = num("log_retention")
+	c.ReportRetention = num("report_retention")
 	c.PromptDir = str("prompt_dir")
 	c.Verify = str("verify")
 	c.VerifyTimeout = dur("verify_timeout")
@@ -454,6 +457,8 @@ func (c *Config) decode() error {
 		return &Error{Source: c.sources["build_batch"], Key: "build_batch", Msg: "must be at least 1"}
 	case c.LogRetention < 1:
 		return &Error{Source: c.sources["log_retention"], Key: "log_retention", Msg: "must be at least 1"}
+	case c.ReportRetention < 1:
+		return &Error{Source: c.sources["report_retention"], Key: "report_retention", Msg: "must be at least 1"}
 	}
 	return nil
 }

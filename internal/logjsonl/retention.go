@@ -11,44 +11,39 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // logFile is one .log file in a log directory, with what orders it.
 type logFile struct {
 	name   string
 	t      time.Time // from the name, or the modification time
-	suffix int       // the N of a -N suffix
-	named  bool      // the name follows FileTimeLayout
+	suffix int       // the N of a legacy -N suffix
+	mod    time.Time // the modification time
+	named  bool      // the name is a run ID or a legacy log name
 }
 
-// parseLogName parses <FileTimeLayout>[-N].log in local time.
+// parseLogName parses a log file's name: a run ID (see package runid), or
+// the legacy <FileTimeLayout>[-N] in local time, with the .log extension.
 func parseLogName(name string) (t time.Time, suffix int, ok bool) {
 	base, found := strings.CutSuffix(name, ".log")
-	if !found || len(base) < len(FileTimeLayout) {
+	if !found {
 		return time.Time{}, 0, false
 	}
-	t, err := time.ParseInLocation(FileTimeLayout, base[:len(FileTimeLayout)], time.Local)
-	if err != nil {
+	if t, ok = runid.Parse(base); !ok {
 		return time.Time{}, 0, false
 	}
-	rest := base[len(FileTimeLayout):]
-	if rest == "" {
-		return t, 0, true
+	if len(base) > len(FileTimeLayout) && base[len(FileTimeLayout)] == '-' && strings.Count(base[:len(FileTimeLayout)], "-") == 4 {
+		suffix, _ = strconv.Atoi(base[len(FileTimeLayout)+1:])
 	}
-	digits, found := strings.CutPrefix(rest, "-")
-	if !found || digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
-		return time.Time{}, 0, false
-	}
-	n, err := strconv.Atoi(digits)
-	if err != nil {
-		return time.Time{}, 0, false
-	}
-	return t, n, true
+	return t, suffix, true
 }
 
 // listLogFiles returns the regular .log files of dir, oldest first: by the
-// time in their name (then the -N suffix), or by modification time for
-// files named otherwise.
+// time in their name (then a legacy -N suffix, then the modification time,
+// which orders runs started in the same second), or by modification time
+// for files named otherwise.
 func listLogFiles(dir string) ([]logFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -59,14 +54,14 @@ func listLogFiles(dir string) ([]logFile, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".log") {
 			continue
 		}
-		lf := logFile{name: e.Name()}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		lf := logFile{name: e.Name(), mod: info.ModTime()}
 		lf.t, lf.suffix, lf.named = parseLogName(lf.name)
 		if !lf.named {
-			info, err := e.Info()
-			if err != nil {
-				continue // removed meanwhile
-			}
-			lf.t = info.ModTime()
+			lf.t = lf.mod
 		}
 		files = append(files, lf)
 	}
@@ -75,6 +70,9 @@ func listLogFiles(dir string) ([]logFile, error) {
 			return c
 		}
 		if c := cmp.Compare(a.suffix, b.suffix); c != 0 {
+			return c
+		}
+		if c := a.mod.Compare(b.mod); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name, b.name)

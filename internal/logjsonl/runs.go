@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -23,8 +24,9 @@ const summaryMaxLine = 1 << 20
 
 // RunSummary describes one run log, from its loop_meta records.
 type RunSummary struct {
-	Path string // the log file
-	Name string // its base name
+	Path  string // the log file
+	Name  string // its base name
+	RunID string // the run's ID: run_start's, else the name without .log
 
 	// Start is the run_start timestamp, else the first event's, else the
 	// time in the file name. End is the run_end timestamp, zero without one;
@@ -71,7 +73,7 @@ func ListRuns(dir string) ([]RunSummary, error) {
 		path := filepath.Join(dir, f.name)
 		s, err := Summarize(path)
 		if err != nil {
-			s = RunSummary{Path: path, Name: f.name, Start: f.t, Outcome: "unreadable: " + err.Error()}
+			s = RunSummary{Path: path, Name: f.name, RunID: strings.TrimSuffix(f.name, ".log"), Start: f.t, Outcome: "unreadable: " + err.Error()}
 		}
 		runs = append(runs, s)
 	}
@@ -90,6 +92,9 @@ func Summarize(path string) (RunSummary, error) {
 	s := RunSummary{Path: path, Name: filepath.Base(path), Outcome: OutcomeUnfinished}
 	if err := s.read(f); err != nil {
 		return RunSummary{}, fmt.Errorf("read run log %s: %w", s.Name, err)
+	}
+	if s.RunID == "" {
+		s.RunID = strings.TrimSuffix(s.Name, ".log")
 	}
 	if s.Start.IsZero() {
 		if t, _, ok := parseLogName(s.Name); ok {
@@ -152,6 +157,7 @@ func (s *RunSummary) read(r io.Reader) error {
 				s.Start = ts
 			}
 			s.SchemaVersion = int(data.Get("schema_version").Int())
+			s.RunID = data.Get("run_id").String()
 			s.Mode = data.Get("mode").String()
 			s.Agent = data.Get("agent").String()
 			s.Version = data.Get("ralphd_version").String()

@@ -61,8 +61,9 @@ type Tokens struct {
 // [SchemaVersion].
 type RunStart struct {
 	SchemaVersion int    `json:"schema_version"`
-	Mode          string `json:"mode"`           // "build" or "plan"
-	MaxIterations int    `json:"max_iterations"` // 0 means no limit
+	RunID         string `json:"run_id,omitempty"` // the run's ID, as in its log's name, report and history
+	Mode          string `json:"mode"`             // "build" or "plan"
+	MaxIterations int    `json:"max_iterations"`   // 0 means no limit
 	Version       string `json:"ralphd_version"`
 	ProjectID     string `json:"project_id"`
 	Agent         string `json:"agent"`

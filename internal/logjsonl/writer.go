@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // DefaultMaxLine is the default bound on the length of one agent line.
@@ -27,9 +30,11 @@ const ChunkSize = 1 << 20
 // DefaultRetention is how many run logs [Create] keeps when given 0.
 const DefaultRetention = 10
 
-// FileTimeLayout is the layout of a log file's name without its extension,
-// in local time, as the bash loop named its logs.
-const FileTimeLayout = "2006-01-02T15-04-05"
+// FileTimeLayout is the layout of a legacy log file's name without its
+// extension, in local time, as the bash loop named its logs. ralphd names
+// its logs after the run ID ([CreateRun]); [Create] still writes this
+// layout.
+const FileTimeLayout = runid.LegacyLogLayout
 
 // maxSuffix bounds the "-N" suffixes Create tries for a taken name.
 const maxSuffix = 1000
@@ -95,7 +100,24 @@ func CreateWith(dir string, now time.Time, retention int, opts Options) (*Writer
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
-	base := now.Local().Format(FileTimeLayout)
+	return create(dir, now.Local().Format(FileTimeLayout), retention, opts)
+}
+
+// CreateRun is [CreateWith] for the run runID: the file is <runID>.log, so
+// a run has the same ID in its log as in its report, history and status.
+func CreateRun(dir, runID string, retention int, opts Options) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	if runID == "" || strings.ContainsAny(runID, `/\`) || runID[0] == '.' {
+		return nil, fmt.Errorf("create log file: bad run ID %q", runID)
+	}
+	return create(dir, runID, retention, opts)
+}
+
+// create opens <base>.log in dir, or <base>-N.log when that is taken, and
+// applies retention.
+func create(dir, base string, retention int, opts Options) (*Writer, error) {
 	for i := 0; i < maxSuffix; i++ {
 		name := base + ".log"
 		if i > 0 {

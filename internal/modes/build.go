@@ -261,8 +261,12 @@ func (l *Loop) setOpen(ctx context.Context, id string) {
 func (l *Loop) endIteration(res *Result, rec state.Record, out agent.Outcome, closed bool) {
 	rec.EndedAt = l.now()
 	rec.DurationSeconds = rec.EndedAt.Sub(rec.StartedAt).Seconds()
-	if err := l.State.AppendHistory(rec); err != nil {
-		l.human().Error("could not append to history", "err", err)
+	// An agent that cannot run on the run's first try refuses the run,
+	// which then leaves no history (see refused); the log keeps the try.
+	if out.Status != agent.StatusFatal || res.Iterations > 0 {
+		if err := l.State.AppendHistory(rec); err != nil {
+			l.human().Error("could not append to history", "err", err)
+		}
 	}
 	// Only now is the iteration settled: a crash before this point leaves
 	// the record for the next start's sweep to settle.

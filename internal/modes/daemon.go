@@ -17,7 +17,7 @@ type DaemonOptions struct {
 	// NewLog, when set, opens the run log for one batch (a BUILD batch or a
 	// PLANNING iteration), so a daemon that runs for weeks writes one file
 	// per batch and retention applies.
-	NewLog func() (*logjsonl.Writer, error)
+	NewLog func(runID string) (*logjsonl.Writer, error)
 	// Reload, when it receives, asks the daemon to re-read its
 	// configuration and prompts before the next iteration (SIGHUP).
 	Reload <-chan struct{}
@@ -181,7 +181,7 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, error)) error {
 	d.RunID = state.NewRunID(d.now())
 	if d.opts.NewLog != nil {
-		w, err := d.opts.NewLog()
+		w, err := d.opts.NewLog(d.RunID)
 		if err != nil {
 			d.human().Warn("cannot open a run log; going on without", "err", err)
 		} else {

@@ -78,6 +78,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 		l.endIteration(res, rec, out, false)
 		return iteration{rateLimited: true, resetAt: out.ResetAt, resetRounded: out.ResetRounded, reason: out.Reason}, false, nil
 	case agent.StatusFatal:
+		res.Iterations-- // the agent never got to work
 		l.endIteration(res, rec, out, false)
 		return iteration{reason: out.Reason}, false, agentUnusable(out)
 	case agent.StatusInterrupted:

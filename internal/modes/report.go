@@ -131,7 +131,13 @@ func (l *Loop) writeReport(res *Result) (string, *Report, error) {
 	var md strings.Builder
 	rep.WriteMarkdown(&md)
 	path, err := l.State.WriteReport(res.RunID, append(data, '\n'), []byte(md.String()))
-	return path, rep, err
+	if err != nil {
+		return "", nil, err
+	}
+	if err := l.State.PruneReports(l.Config.ReportRetention, res.RunID); err != nil {
+		l.human().Warn("could not remove old reports", "err", err)
+	}
+	return path, rep, nil
 }
 
 // WriteMarkdown renders the report for a person.

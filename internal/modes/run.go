@@ -24,8 +24,22 @@ func (l *Loop) runMode(ctx context.Context, mode string, maxIter int, body func(
 	ctx, cancel := l.withRunTimeout(ctx, res)
 	defer cancel()
 	err := body(ctx, res)
-	l.finish(res, err)
+	l.finish(res, err, refused(res, err))
 	return res, err
+}
+
+// refused reports whether a run ended before it started any work, on a
+// setup error: a dirty tree, no beads database or bd, or an agent that
+// could not run on its first try. Such a run writes no history and no
+// report, so it never becomes the "last run".
+func refused(res *Result, err error) bool {
+	switch {
+	case errors.Is(err, ErrDirtyTree), errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled):
+		return true
+	case errors.Is(err, ErrAgentUnusable):
+		return res.Iterations == 0 && len(res.Closed) == 0
+	}
+	return false
 }
 
 // mayContinue is checked before every iteration of either mode: it stops
@@ -70,7 +84,7 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
 	res := &Result{Mode: mode, RunID: l.RunID, Started: l.now()}
 	l.event(logjsonl.EventRunStart, logjsonl.RunStart{
-		SchemaVersion: logjsonl.SchemaVersion, Mode: mode, MaxIterations: maxIter, Version: l.Version,
+		SchemaVersion: logjsonl.SchemaVersion, RunID: l.RunID, Mode: mode, MaxIterations: maxIter, Version: l.Version,
 		ProjectID: l.State.Identity().ID, Agent: l.Backend.Name(), Model: l.Config.Model, ProjectDir: l.Dir,
 		Scope: l.Config.Scope, MaxAttempts: l.Config.MaxStuck, PID: os.Getpid(),
 	})
@@ -84,8 +98,9 @@ func (r *Result) stop(why StopReason, reason string, err error) error {
 }
 
 // finish records the end of a run in history and the log, and prints the
-// summary.
-func (l *Loop) finish(res *Result, err error) {
+// summary and writes the report. A refused run only gets its log's
+// run_end: the command line says why it was refused.
+func (l *Loop) finish(res *Result, err error, refused bool) {
 	res.Ended = l.now()
 	if res.Stop == "" {
 		res.Stop = StopError
@@ -98,14 +113,19 @@ func (l *Loop) finish(res *Result, err error) {
 		StartedAt: res.Started, EndedAt: res.Ended, StopReason: string(res.Stop), Outcome: string(res.Stop),
 		CostUSD: res.CostUSD, Tokens: stateTokens(res.Usage), DurationSeconds: res.Ended.Sub(res.Started).Seconds(),
 	}
-	if herr := l.State.AppendHistory(rec); herr != nil {
-		l.human().Error("could not append to history", "err", herr)
+	if !refused {
+		if herr := l.State.AppendHistory(rec); herr != nil {
+			l.human().Error("could not append to history", "err", herr)
+		}
 	}
 	l.event(logjsonl.EventRunEnd, logjsonl.RunEnd{
 		Iterations: res.Iterations, Outcome: string(res.Stop), DurationSeconds: int64(res.Ended.Sub(res.Started).Seconds()),
 		Reason: res.Reason, IssuesClosed: len(res.Closed), Stuck: len(res.Stuck), Violations: res.Violations,
 		CostUSD: res.CostUSD, Tokens: tokensOf(res.Usage),
 	})
+	if refused {
+		return
+	}
 	w := l.out()
 	fmt.Fprintf(w, "ralphd %s: %s\n", res.Mode, res.Reason)
 	fmt.Fprintf(w, "  iterations: %d, closed: %d", res.Iterations, len(res.Closed))

@@ -3,8 +3,6 @@ package state
 import (
 	"bytes"
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // HistoryVersion is the schema version written in each history record's
@@ -445,11 +445,6 @@ func addCost(sum, c *float64) *float64 {
 	return &v
 }
 
-// NewRunID returns a fresh run id, "<UTC start time>-<8 random hex
-// digits>", for example "20260102T150405Z-1a2b3c4d". Ids sort by start
-// time.
-func NewRunID(start time.Time) string {
-	var b [4]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
+// NewRunID returns a fresh run ID (see package runid), for example
+// "20260102T150405Z-1a2b3c4d". IDs sort by start time.
+func NewRunID(start time.Time) string { return runid.New(start) }

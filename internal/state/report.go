@@ -1,10 +1,16 @@
 package state
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // WriteReport writes a run's end-of-run report as reports/<run id>.json
@@ -24,4 +30,51 @@ func (s *Store) WriteReport(runID string, jsonData, markdown []byte) (string, er
 		return "", fmt.Errorf("write report: %w", err)
 	}
 	return base + ".md", nil
+}
+
+// PruneReports keeps the reports (<run id>.md and .json) of the newest keep
+// runs and deletes the older ones, oldest first by run ID (see
+// runid.Compare). The run named except counts as the newest and is never
+// deleted. Other files are left alone; keep < 1 keeps every report.
+func (s *Store) PruneReports(keep int, except string) error {
+	if keep < 1 {
+		return nil
+	}
+	dir := s.ReportsDir()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list reports for retention: %w", err)
+	}
+	newest := map[string]runid.Entry{} // by run ID, over its .md and .json
+	for _, de := range des {
+		name := de.Name()
+		id := strings.TrimSuffix(strings.TrimSuffix(name, ".md"), ".json")
+		if id == name || id == except || !de.Type().IsRegular() {
+			continue
+		}
+		start, ok := runid.Parse(id)
+		if !ok {
+			continue // not a report ralphd named
+		}
+		e := runid.Entry{ID: id, Start: start}
+		if info, err := de.Info(); err == nil {
+			e.Modified = info.ModTime()
+		}
+		if old, seen := newest[id]; !seen || e.Modified.After(old.Modified) {
+			newest[id] = e
+		}
+	}
+	runs := slices.SortedFunc(maps.Values(newest), runid.Compare)
+	if except != "" {
+		keep--
+	}
+	var errs []error
+	for _, e := range runs[:max(len(runs)-keep, 0)] {
+		for _, ext := range []string{".md", ".json"} {
+			if err := os.Remove(filepath.Join(dir, e.ID+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
