@@ -332,12 +332,30 @@ func TestSSEPushesTheNowPanel(t *testing.T) {
 	if name != "now" || !strings.Contains(data, `data-seq="1"`) || !strings.Contains(data, "t-b") || !strings.Contains(data, "2/3") {
 		t.Fatalf("after iteration_start: %s: %s", name, data)
 	}
+	if name, _ := next(); name != "graph" {
+		t.Fatalf("an iteration start does not redraw the graph: %s", name)
+	}
 	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "closed", IssueClosed: true}})
 	if name, _ := next(); name != "now" {
 		t.Fatalf("got %s", name)
 	}
 	if name, data := next(); name != "graph" || !strings.Contains(data, `id="graph"`) {
 		t.Fatalf("an iteration end does not redraw the graph: %s", name)
+	}
+	if name, data := next(); name != "cost" || !strings.Contains(data, `id="cost"`) {
+		t.Fatalf("an iteration end does not update the cost: %s", name)
+	}
+}
+
+func TestGraphShowsTheWorkedIssueInProgress(t *testing.T) {
+	s := newTest(t, Options{Live: true, Dot: "none"})
+	h := s.Handler(true)
+	if b := body(t, get(t, h, "/graph")); !strings.Contains(b, `id="node-t-b" class="st-ready"`) {
+		t.Fatalf("t-b is not ready before its iteration:\n%s", b)
+	}
+	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-b", Mode: "build", Attempt: 1}})
+	if b := body(t, get(t, h, "/graph")); !strings.Contains(b, `id="node-t-b" class="st-in_progress"`) {
+		t.Fatalf("t-b is not in progress while a worker is on it:\n%s", b)
 	}
 }
 

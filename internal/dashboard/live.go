@@ -94,9 +94,10 @@ func (l *live) Observe(ev observe.Event) {
 		*w = Worker{Name: w.Name, Mode: d.Mode, IssueID: d.IssueID, Title: d.IssueTitle, Attempt: d.Attempt,
 			MaxAttempts: d.MaxAttempts, Iteration: d.Iteration, Started: ev.Time}
 		l.now.Mode = d.Mode
+		kind = "graph" // the issue went in progress
 	case logjsonl.IterationEnd:
 		*w = Worker{Name: w.Name}
-		kind = "graph" // an issue may have closed: the graph is worth redrawing
+		kind = "end" // an issue may have closed, and it cost something
 	case logjsonl.Decision:
 		if d.IssueID == "" {
 			l.now.State, l.now.Reason = d.Decision, d.Reason
@@ -137,8 +138,9 @@ func (l *live) snapshot() Now {
 	return n
 }
 
-// subscribe returns a channel that receives "event" or "graph" on each
-// change, and a function to unsubscribe.
+// subscribe returns a channel that receives what changed ("event": the
+// now panel; "graph": the graph too; "end": the cost as well) on each
+// event, and a function to unsubscribe.
 func (l *live) subscribe() (<-chan string, func()) {
 	c := make(chan string, 4)
 	l.mu.Lock()

@@ -89,6 +89,19 @@ func (s *Server) graphData(ctx context.Context) graphView {
 		return g
 	}
 	g.Nodes = Nodes(issues, s.opts.Sources.StuckLabel)
+	// An issue a worker is on is in progress, whether or not its agent
+	// has said so to bd yet.
+	working := map[string]bool{}
+	for _, w := range s.live.snapshot().Workers {
+		if w.Busy() && w.IssueID != "" {
+			working[w.IssueID] = true
+		}
+	}
+	for i, n := range g.Nodes {
+		if working[n.ID] && (n.State == StateReady || n.State == StateBlocked) {
+			g.Nodes[i].State = StateInProgress
+		}
+	}
 	if !s.HasDot() {
 		g.Fallback = "Graphviz dot is not installed (Debian: apt-get install graphviz), so the issues are listed instead of drawn."
 		return g
@@ -134,7 +147,8 @@ func (s *Server) graphFragment(w http.ResponseWriter, r *http.Request) {
 }
 
 // events streams server-sent events: "now" with the panel's HTML after
-// each loop event, "graph" with the graph's HTML after an iteration ends.
+// each loop event, "graph" with the graph's HTML when an iteration starts
+// or ends, and "cost" with the cost panel's after an iteration ends.
 // Only a keep-alive comment is sent while nothing happens.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
@@ -178,7 +192,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !send("now", "now", s.nowData()) {
 				return
 			}
-			if kind == "graph" && !send("graph", "graph", s.graphData(r.Context())) {
+			if (kind == "graph" || kind == "end") && !send("graph", "graph", s.graphData(r.Context())) {
+				return
+			}
+			if kind == "end" && !send("cost", "cost", s.costData()) {
 				return
 			}
 		}

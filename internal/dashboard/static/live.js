@@ -17,4 +17,5 @@
   }
   es.addEventListener("now", swap("now"));
   es.addEventListener("graph", swap("graph"));
+  es.addEventListener("cost", swap("cost"));
 })();
