@@ -18,6 +18,11 @@ import (
 // Invocation.ScratchDir to hold the per-iteration CODEX_HOME.
 const CodexHomeDir = "codex-home"
 
+// CodexTmpDir is the directory the Codex backend creates in
+// Invocation.ScratchDir as the agent's TMPDIR when it builds a
+// per-iteration CODEX_HOME (see Codex.Command).
+const CodexTmpDir = "codex-tmp"
+
 // CodexRulesFile is the name of the execpolicy rules file the Codex
 // backend writes into <ScratchDir>/codex-home/rules.
 const CodexRulesFile = "ralphd.rules"
@@ -108,7 +113,17 @@ func (c Codex) Command(inv Invocation) (Spec, error) {
 		if err != nil {
 			return Spec{}, fmt.Errorf("codex rules: %w", err)
 		}
-		env = append(env, "CODEX_HOME="+home)
+		// Codex (0.169.0) will not put its sandbox helper
+		// (codex-linux-sandbox, linked into CODEX_HOME/tmp) in a
+		// CODEX_HOME under the temporary directory, and without it every
+		// sandboxed command fails ("bwrap: execvp codex-linux-sandbox").
+		// The scratch dir is in the temporary directory, so the agent
+		// gets a TMPDIR of its own beside the overlay instead.
+		tmp := filepath.Join(filepath.Dir(home), CodexTmpDir)
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return Spec{}, fmt.Errorf("codex rules: %w", err)
+		}
+		env = append(env, "CODEX_HOME="+home, "TMPDIR="+tmp)
 	}
 	return Spec{Argv: argv, Env: env, Stdin: inv.Prompt}, nil
 }

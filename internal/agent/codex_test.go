@@ -162,8 +162,13 @@ func TestCodexCommand(t *testing.T) {
 		"--model", "gpt-5-codex", "-"})
 	is.Equal(spec.Stdin, "do the work")
 	home := filepath.Join(scratch, CodexHomeDir)
+	// TMPDIR moves the temporary directory off the scratch dir, or Codex
+	// refuses to install its sandbox helper in the CODEX_HOME there.
 	is.Equal(spec.Env, []string{"RALPH_MODE=build", "RALPH_ISSUE_ID=bd-1", "RALPH_ITERATION=4", "RALPH_ATTEMPT=2",
-		"CODEX_HOME=" + home})
+		"CODEX_HOME=" + home, "TMPDIR=" + filepath.Join(scratch, CodexTmpDir)})
+	tmpInfo, err := os.Stat(filepath.Join(scratch, CodexTmpDir))
+	is.NoErr(err)
+	is.True(tmpInfo.IsDir())
 
 	rules, err := os.ReadFile(filepath.Join(home, "rules", CodexRulesFile))
 	is.NoErr(err)
@@ -211,7 +216,7 @@ func TestCodexCommandVariants(t *testing.T) {
 	t.Setenv("CODEX_HOME", filepath.Join(t.TempDir(), "absent"))
 	spec, err = Codex{}.Command(Invocation{Mode: "build", ScratchDir: scratch, DenyBash: []string{"bd delete"}})
 	is.NoErr(err)
-	is.Equal(spec.Env[len(spec.Env)-1], "CODEX_HOME="+filepath.Join(scratch, CodexHomeDir))
+	is.Equal(spec.Env[len(spec.Env)-2], "CODEX_HOME="+filepath.Join(scratch, CodexHomeDir))
 	entries, err = os.ReadDir(filepath.Join(scratch, CodexHomeDir))
 	is.NoErr(err)
 	is.Equal(len(entries), 1) // only rules/

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,9 @@ const OpencodeConfigEnv = "OPENCODE_CONFIG_CONTENT"
 //
 // Usage: opencode reports input tokens without cache reads, as Claude
 // does; reasoning tokens are added to OutputTokens. CostUSD is the sum of
-// the steps' costs, and Turns counts steps.
+// the steps' costs, and Turns counts steps. opencode writes cost 0 for a
+// model without a price (a custom provider): a run with tokens and a cost
+// of exactly 0 leaves CostUSD nil.
 type Opencode struct {
 	// Bin is the executable; "opencode" when empty.
 	Bin string
@@ -69,6 +72,14 @@ func (o Opencode) Command(inv Invocation) (Spec, error) {
 		argv = append(argv, "--model", inv.Model)
 	}
 	env := ralphEnv(inv)
+	if inv.Dir != "" {
+		// opencode (1.18.33) takes its project directory from $PWD, not
+		// from its working directory: with ralphd's own PWD inherited, it
+		// would run every command in the directory ralphd started in.
+		if abs, err := filepath.Abs(inv.Dir); err == nil {
+			env = append(env, "PWD="+abs)
+		}
+	}
 	cfg, err := opencodeConfig(inv.DenyBash)
 	if err != nil {
 		return Spec{}, err
@@ -295,7 +306,11 @@ func (p *opencodeParser) Finish(exitCode int, stderrTail string) Outcome {
 		ExitCode:   exitCode,
 		Denials:    p.tools.denials,
 	}
-	if p.haveCost {
+	// opencode writes cost 0 for a model it has no price for (a custom
+	// provider, say): a run that used tokens and cost exactly nothing is
+	// unpriced, so its cost stays absent rather than a made-up $0.
+	unpriced := p.cost == 0 && p.usage.InputTokens+p.usage.OutputTokens+p.usage.CacheReadTokens > 0
+	if p.haveCost && !unpriced {
 		c := p.cost
 		out.CostUSD = &c
 	}

@@ -132,6 +132,14 @@ func TestOpencodeCommand(t *testing.T) {
 		"bd delete": "deny", "bd delete *": "deny", "bd dep remove": "deny", "bd dep remove *": "deny",
 	})
 
+	// opencode takes its project directory from $PWD: the run's
+	// directory is passed there, so ralphd's own PWD never leaks in.
+	dir := t.TempDir()
+	inv.Dir = dir
+	spec, err = Opencode{}.Command(inv)
+	is.NoErr(err)
+	is.True(slices.Contains(spec.Env, "PWD="+dir))
+
 	// Nothing denied: no config.
 	spec, err = Opencode{Bin: "/opt/opencode"}.Command(Invocation{Mode: "plan", Prompt: "p"})
 	is.NoErr(err)
@@ -148,4 +156,22 @@ func FuzzOpencodeParser(f *testing.F) {
 
 func BenchmarkOpencodeParser(b *testing.B) {
 	benchParser(b, Opencode{Now: clock}, "opencode-success.jsonl")
+}
+
+// TestOpencodeUnpricedCost: opencode 1.18.33 writes "cost":0 on every
+// step for a model without a price (a custom provider, as in the
+// end-to-end tests): tokens were spent, so the cost is unknown, not $0.
+func TestOpencodeUnpricedCost(t *testing.T) {
+	is := is.New(t)
+	p := Opencode{Now: clock}.NewParser()
+	p.Line([]byte(`{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop","tokens":{"total":111,"input":100,"output":11,"reasoning":0,"cache":{"write":0,"read":0}},"cost":0}}`))
+	o := p.Finish(0, "")
+	is.True(o.CostUSD == nil)                 // absent, not invented
+	is.Equal(o.Usage.InputTokens, int64(100)) // tokens are still read
+	is.Equal(o.Usage.OutputTokens, int64(11))
+
+	p = Opencode{Now: clock}.NewParser()
+	p.Line([]byte(`{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop","tokens":{"input":100,"output":11},"cost":0.25}}`))
+	o = p.Finish(0, "")
+	is.True(o.CostUSD != nil && *o.CostUSD == 0.25) // a priced run keeps its cost
 }

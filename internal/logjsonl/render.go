@@ -299,6 +299,9 @@ func (rd *renderer) line(b []byte, total int) {
 		rd.raw(b, total)
 		return
 	}
+	if rd.otherAgentLine(rec) {
+		return
+	}
 	switch rec.Get("type").String() {
 	case TypeMeta:
 		rd.meta(rec)

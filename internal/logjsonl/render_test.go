@@ -162,8 +162,29 @@ func TestRenderFallback(t *testing.T) {
 	}{
 		{"not JSON", "plain text from a bash loop\n", RenderOptions{},
 			[]string{"  plain text from a bash loop"}},
-		{"another agent's JSON", `{"type":"thread.started","thread_id":"t1"}` + "\n", RenderOptions{},
-			[]string{`  {"type":"thread.started","thread_id":"t1"}`}},
+		{"JSON of an unknown agent", `{"type":"thread.begun","thread_id":"t1"}` + "\n", RenderOptions{},
+			[]string{`  {"type":"thread.begun","thread_id":"t1"}`}},
+		{"codex", `{"type":"thread.started","thread_id":"t1"}` + "\n" +
+			`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -c 'bd close e2e-a --reason \"x\"'","aggregated_output":"","exit_code":null,"status":"in_progress"}}` + "\n" +
+			`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -c 'false'","aggregated_output":"boom\nmore","exit_code":1,"status":"failed"}}` + "\n" +
+			`{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Done."}}` + "\n" +
+			`{"type":"turn.completed","usage":{"input_tokens":400,"cached_input_tokens":0,"output_tokens":103}}` + "\n" +
+			`{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}` + "\n", RenderOptions{},
+			[]string{"  · codex session t1", `  $ bd close e2e-a --reason "x"`, "  ✗ exit 1: boom", "  Done.",
+				"  · turn done: 400 input tokens, 103 output tokens", "  ! turn failed: unexpected status 401 Unauthorized"}},
+		{"opencode", `{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"type":"tool","tool":"bash","state":{"status":"completed","input":{"command":"bd show x"},"output":"ok","metadata":{"exit":0}}}}` + "\n" +
+			`{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"type":"tool","tool":"bash","state":{"status":"error","input":{"command":"bd delete x"},"error":"The user has specified a rule which prevents you from using this specific tool call."}}}` + "\n" +
+			`{"type":"text","timestamp":1,"sessionID":"ses_1","part":{"type":"text","text":"All done."}}` + "\n" +
+			`{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","cost":0.5,"tokens":{"input":10,"output":2}}}` + "\n", RenderOptions{},
+			[]string{"  $ bd show x", "  $ bd delete x", "  ⛔ denied: The user has specified a rule which prevents you from using this specific tool call.",
+				"  All done.", "  · step done: 10 input tokens, 2 output tokens, $0.5000"}},
+		{"gemini", `{"type":"init","timestamp":"2026-11-23T20:28:57.910Z","session_id":"s1","model":"auto"}` + "\n" +
+			`{"type":"tool_use","timestamp":"2026-11-23T20:30:29.261Z","tool_name":"run_shell_command","tool_id":"t1","parameters":{"command":"bd show e2e-a --json"}}` + "\n" +
+			`{"type":"tool_result","timestamp":"2026-11-23T20:30:29.539Z","tool_id":"t1","status":"error","error":{"type":"policy","message":"Tool execution denied by policy."}}` + "\n" +
+			`{"type":"message","timestamp":"2026-11-23T20:30:30.188Z","role":"assistant","content":"Closed.","delta":true}` + "\n" +
+			`{"type":"result","timestamp":"2026-11-23T20:30:30.2Z","status":"success","stats":{"input_tokens":7,"output_tokens":3}}` + "\n", RenderOptions{},
+			[]string{"  · gemini session s1 · model auto", "  $ bd show e2e-a --json", "  ⛔ denied: Tool execution denied by policy.", "  Closed.",
+				"  · result: success · 7 input tokens, 3 output tokens"}},
 		{"a truncated last line", `{"type":"assistant","message":{"content":[{"type":"te`, RenderOptions{},
 			[]string{`  {"type":"assistant","message":{"content":[{"type":"te`}},
 		{"a long line is cut", `{"type":"x","s":"` + strings.Repeat("a", 100) + `"}` + "\n", RenderOptions{MaxText: 20},

@@ -8,24 +8,43 @@ import (
 	"path/filepath"
 )
 
-// ClaudeVersion is the Claude Code version scripts/install-claude pins and
-// the server's behaviour was checked against.
-const ClaudeVersion = "2.1.197"
+// Versions scripts/install-agents pins and the server's behaviour was
+// checked against, one per agent CLI played end to end.
+const (
+	ClaudeVersion   = "2.1.197"
+	CodexVersion    = "0.169.0"
+	OpencodeVersion = "1.18.33"
+	GeminiVersion   = "0.61.0"
+)
 
-// localClaude is where scripts/install-claude puts the binary, relative to
-// the repository root.
-const localClaude = ".tools/claude/node_modules/.bin/claude"
+// localBins are where scripts/install-agents puts each agent's binary,
+// relative to the repository root.
+var localBins = map[string]string{
+	"claude":   ".tools/claude/node_modules/.bin/claude",
+	"codex":    ".tools/codex/node_modules/.bin/codex",
+	"opencode": ".tools/opencode/node_modules/.bin/opencode",
+	"gemini":   ".tools/gemini/node_modules/.bin/gemini",
+}
 
-// FindClaude returns the claude binary to run against the server: the one
-// scripts/install-claude installed in .tools/claude of dir or of the
-// nearest parent directory that has one, else claude on PATH.
-func FindClaude(dir string) (string, error) {
+// FindClaude returns the claude binary to run against the server (see
+// FindAgent).
+func FindClaude(dir string) (string, error) { return FindAgent(dir, "claude") }
+
+// FindAgent returns the binary of the agent CLI name ("claude", "codex",
+// "opencode", "gemini") to run against the server: the one
+// scripts/install-agents installed in .tools/<name> of dir or of the
+// nearest parent directory that has one, else name on PATH.
+func FindAgent(dir, name string) (string, error) {
+	rel, ok := localBins[name]
+	if !ok {
+		return "", fmt.Errorf("find %s: not an agent scripts/install-agents installs", name)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("find claude: %w", err)
+		return "", fmt.Errorf("find %s: %w", name, err)
 	}
 	for d := abs; ; {
-		cand := filepath.Join(d, filepath.FromSlash(localClaude))
+		cand := filepath.Join(d, filepath.FromSlash(rel))
 		if fi, err := os.Stat(cand); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return cand, nil
 		}
@@ -35,12 +54,12 @@ func FindClaude(dir string) (string, error) {
 		}
 		d = parent
 	}
-	p, err := exec.LookPath("claude")
+	p, err := exec.LookPath(name)
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return "", fmt.Errorf("find claude: not in .tools/claude nor on PATH; run scripts/install-claude (needs node and npm): %w", err)
+			return "", fmt.Errorf("find %s: not in .tools/%s nor on PATH; run scripts/install-agents %s (needs node and npm): %w", name, name, name, err)
 		}
-		return "", fmt.Errorf("find claude: %w", err)
+		return "", fmt.Errorf("find %s: %w", name, err)
 	}
 	return p, nil
 }

@@ -174,6 +174,16 @@ func (b messagesBody) toolResults() []ToolResult {
 	return nil
 }
 
+// hasAssistantTurn reports whether the history holds a model reply.
+func (b messagesBody) hasAssistantTurn() bool {
+	for _, m := range b.Messages {
+		if m.Role == "assistant" {
+			return true
+		}
+	}
+	return false
+}
+
 // hasTool reports whether the request offers a tool called name.
 func (b messagesBody) hasTool(name string) bool {
 	for _, t := range b.Tools {
@@ -231,21 +241,29 @@ func (b messagesBody) sideText() string {
 	if b.OutputConfig.Format.Type != "json_schema" {
 		return "OK"
 	}
+	return schemaPlaceholder(b.OutputConfig.Format.Schema)
+}
+
+// schemaPlaceholder returns a JSON object with every required property of
+// the JSON schema set to a placeholder of its type ("{}" when the schema
+// does not decode). Type names are matched case-insensitively, as the
+// Gemini API writes them in upper case.
+func schemaPlaceholder(raw json.RawMessage) string {
 	var schema struct {
 		Properties map[string]struct {
 			Type any `json:"type"`
 		} `json:"properties"`
 		Required []string `json:"required"`
 	}
-	if json.Unmarshal(b.OutputConfig.Format.Schema, &schema) != nil {
+	if json.Unmarshal(raw, &schema) != nil {
 		return "{}"
 	}
 	obj := map[string]any{}
 	for _, name := range schema.Required {
 		typ, _ := schema.Properties[name].Type.(string)
-		switch typ {
+		switch strings.ToLower(typ) {
 		case "number", "integer":
-			obj[name] = 0
+			obj[name] = 1 // the least of most ranges (Gemini CLI's router wants 1 to 100)
 		case "boolean":
 			obj[name] = false
 		case "array":

@@ -57,6 +57,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -101,6 +102,8 @@ type scriptState struct {
 	name    string
 	started bool
 	next    int
+	// faultsOnly: every turn served so far was a Fault.
+	faultsOnly bool
 }
 
 // New returns an unstarted server that plays scripts, one per
@@ -304,6 +307,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "{\"input_tokens\": %d}\n", max(1, len(raw)/4))
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		s.messages(w, r, &req)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
+		s.responses(w, r, &req)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		s.chatCompletions(w, r, &req)
+	case r.Method == http.MethodPost && isGeminiPath(r.URL.Path):
+		s.gemini(w, r, &req)
 	default:
 		s.record(&req)
 		if r.URL.Path == "/" {
@@ -332,7 +341,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 		return
 	}
 	req.Kind = KindAgent
-	turn, ok := s.play(req, body, r.Header)
+	turn, ok := s.play(req, conversationKey(r.Header, body), !body.hasAssistantTurn())
 	if !ok {
 		// play recorded the failure; end the agent's turn.
 		s.answer(w, body, "scriptedapi: there is no scripted turn for this request.", nil)
@@ -340,11 +349,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 	}
 	s.runChecks(req, turn)
 	if f := turn.Fault; f != nil {
-		if f.Hang {
-			select {
-			case <-r.Context().Done():
-			case <-s.closing:
-			}
+		if s.hang(r, f) {
 			return
 		}
 		s.writeError(w, f.Status, f.Type, f.Message, f.Header)
@@ -353,17 +358,39 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 	s.answer(w, body, turn.Text, turn.Calls)
 }
 
+// hang holds a Hang fault's request open until the client goes away or
+// the server closes, and reports whether f was one.
+func (s *Server) hang(r *http.Request, f *Fault) bool {
+	if !f.Hang {
+		return false
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.closing:
+	}
+	return true
+}
+
 // play picks the conversation's script and its next turn, and records
 // req. When there is no turn to play it records an error and returns false.
-func (s *Server) play(req *Request, body messagesBody, h http.Header) (Turn, bool) {
-	key := conversationKey(h, body)
+//
+// key identifies the conversation. A key made from the prompt (for agents
+// that send no session id) is shared by every run on the same prompt, so
+// a request whose history has no model turn yet (fresh) starts a new
+// conversation there, unless the conversation so far served only faults
+// and has turns left: that request is the agent retrying.
+func (s *Server) play(req *Request, key string, fresh bool) (Turn, bool) {
 	s.mu.Lock()
 	st, known := s.convs[key]
+	if known && fresh && st != nil && strings.HasPrefix(key, "prompt:") &&
+		(!st.faultsOnly || (st.next >= len(st.Turns) && !st.RepeatLast)) {
+		known = false
+	}
 	if !known {
 		for _, cand := range s.scripts {
 			if !cand.started && (cand.Match == nil || cand.Match(req.Prompt)) {
 				st = cand
-				st.started = true
+				st.started, st.faultsOnly = true, true
 				break
 			}
 		}
@@ -388,6 +415,9 @@ func (s *Server) play(req *Request, body messagesBody, h http.Header) (Turn, boo
 			req.Turn = len(st.Turns) - 1
 		default:
 			s.errs = append(s.errs, fmt.Errorf("%s: request after the last of its %d turns", st.name, len(st.Turns)))
+		}
+		if ok && turn.Fault == nil {
+			st.faultsOnly = false
 		}
 	}
 	s.recordLocked(req)

@@ -615,7 +615,7 @@ func TestFindClaude(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		_, err := FindClaude(t.TempDir())
 		is.True(err != nil)
-		is.True(strings.Contains(err.Error(), "scripts/install-claude"))
+		is.True(strings.Contains(err.Error(), "scripts/install-agents"))
 	})
 }
 
