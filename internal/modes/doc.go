@@ -2,6 +2,27 @@
 // BUILD iteration works, when an issue is stuck, what an iteration's outcome
 // means, when a run stops, and (in the daemon) when to plan, build or idle.
 //
+// Where to look:
+//
+//	outcome.go    the decision core of a BUILD iteration, pure functions:
+//	              closed / reopened / still open (decideClose), the outcome
+//	              history records (Outcome, decideOutcome), whether a run
+//	              counts as an attempt (isAttempt), and stuck, the one place
+//	              both STUCK triggers meet
+//	iteration.go  one BUILD iteration (buildIter): start, run the agent,
+//	              judge, settle
+//	judge.go      judging a failed attempt (judgeFailed), the escalation's
+//	              prompt section, the STUCK note
+//	build.go      the BUILD run: pick the next issue, mark stuck ones,
+//	              revert violations, reopen failed closes
+//	gate.go       the verify and acceptance checks
+//	plan.go       PLANNING iterations; daemon.go the daemon cycle
+//	run.go        a run's life: start, stop reasons, quota waits, the end
+//
+// The per-issue attempt record (counter, escalation, verbatim attempts) is
+// package state's: modes reads it with Store.Issue and changes it only
+// through Store methods.
+//
 // Imports flow one way: modes uses beads, state, logjsonl, agent, guard,
 // judge and tamper; none of those import modes or each other's internals.
 // The command line (cmd/ralphd) only wires these together.
