@@ -271,3 +271,31 @@ func TestSanitizeIssueID(t *testing.T) {
 		})
 	}
 }
+
+// TestIssueFilesDoNotFollowSymlinks: an agent running as the same user
+// may plant symlinks where the record's files go. Writes replace the link
+// and resets remove it; neither touches what it points at.
+func TestIssueFilesDoNotFollowSymlinks(t *testing.T) {
+	is := is.New(t)
+	s := openStore(t)
+	outside := filepath.Join(t.TempDir(), "precious")
+	is.NoErr(os.WriteFile(outside, []byte("keep me"), 0o600))
+	_, err := s.IncrementAttempt("bd-1")
+	is.NoErr(err)
+	for _, p := range []string{s.judgementPath("bd-1"), s.AttemptRecordPath("bd-1")} {
+		is.NoErr(os.Symlink(outside, p))
+	}
+	is.NoErr(s.RecordFailure("bd-1", Judgement{LastError: "x"}, judge.Attempt{Iteration: 1}))
+	is.Equal(readFile(t, outside), "keep me")
+	fi, err := os.Lstat(s.judgementPath("bd-1"))
+	is.NoErr(err)
+	is.True(fi.Mode().IsRegular()) // the link was replaced, not followed
+
+	is.NoErr(os.Remove(s.AttemptRecordPath("bd-1")))
+	is.NoErr(os.Symlink(outside, s.AttemptRecordPath("bd-1")))
+	_, err = s.Reset("bd-1")
+	is.NoErr(err)
+	is.Equal(readFile(t, outside), "keep me")
+	_, err = os.Lstat(s.AttemptRecordPath("bd-1"))
+	is.True(errors.Is(err, os.ErrNotExist))
+}
