@@ -67,9 +67,9 @@ func describeContainment() string {
 func cmdReset(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "reset", "reset ISSUE-ID... | reset --all", `
 Clear the issues' attempt records (counter, escalation and the verbatim record
-of past attempts, all together), and remove the `+modes.StuckLabel+` label so
-BUILD gives them a fresh start. This is the safe way to do what the bash loop's docs
-call "rm attempts.txt".`)
+of past attempts, all together), and remove the `+modes.StuckLabel+` label, so
+BUILD gives them a fresh start. This is the safe way to do what the bash
+loop's docs call "rm attempts.txt".`)
 	all := fs.Bool("all", false, "reset every issue")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
