@@ -167,6 +167,7 @@ func TestIssueLoadsEarlierFormats(t *testing.T) {
 	st, err := ReadStatus(filepath.Dir(filepath.Dir(s.Dir())), s.Identity(), 9)
 	is.NoErr(err)
 	is.Equal(st.Attempts, []AttemptStatus{{IssueID: "rt-a", Count: 4, Stuck: true, StuckCause: "hard_stop", Tier: "hard-stop"}}) // under the cap, stuck all the same
+	is.True(strings.Contains(statusText(t, st), "rt-a   4  STUCK (the escalation gave up after its strategy shifts; `ralphd reset rt-a` retries it)"))
 }
 
 func TestIssueUnreadableParts(t *testing.T) {

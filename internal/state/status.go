@@ -289,7 +289,7 @@ func (st Status) WriteText(w io.Writer) error {
 			case judge.StuckAttemptCap:
 				mark = "  STUCK (at or over the limit; `ralphd reset " + a.IssueID + "` retries it)"
 			case judge.StuckHardStop:
-				mark = "  STUCK (the same failure kept coming back after the strategy shifts; `ralphd reset " + a.IssueID + "` retries it)"
+				mark = "  STUCK (the escalation gave up after its strategy shifts; `ralphd reset " + a.IssueID + "` retries it)"
 			}
 			more("%-*s %3d%s", width, a.IssueID, a.Count, mark)
 		}
