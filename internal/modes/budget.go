@@ -112,7 +112,11 @@ func (l *Loop) keepFailedWork(ctx context.Context, id, why string) string {
 	msg := fmt.Sprintf("ralphd: failed work on %s (%s)\n\nAttempts: %d\nLast gate: %s\nFingerprint: %s\nLast error: %s\nAttempt record: %s\n",
 		id, why, j.Escalation.Attempts, j.LastGate, orNone(j.Escalation.LastFingerprint), orNone(j.LastError),
 		l.State.AttemptRecordPath(id))
-	sha, err := l.repo().FailureBranch(ctx, name, msg, j.Base)
+	name, err = l.repo().FreeBranchName(ctx, name)
+	var sha string
+	if err == nil {
+		sha, err = l.repo().FailureBranch(ctx, name, msg, j.Base)
+	}
 	if err != nil {
 		l.human().Error("could not keep the failed work on a branch; the working tree is left as it is", "issue", id, "err", err)
 		return ""

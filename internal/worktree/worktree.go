@@ -182,6 +182,26 @@ func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (st
 	return tip, nil
 }
 
+// FreeBranchName returns name when no branch has it yet, else the first
+// of name-2, name-3, ... that is free, so that two failure branches of one
+// issue within the same second do not collide.
+func (r Repo) FreeBranchName(ctx context.Context, name string) (string, error) {
+	for i := 1; ; i++ {
+		try := name
+		if i > 1 {
+			try = fmt.Sprintf("%s-%d", name, i)
+		}
+		_, err := r.git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+try)
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+			return try, nil
+		case err != nil:
+			return "", err
+		}
+	}
+}
+
 // commitWork commits the uncommitted work on top of parent without moving
 // any branch, and returns the commit.
 func (r Repo) commitWork(ctx context.Context, parent, message string) (string, error) {

@@ -159,3 +159,17 @@ func FuzzParsePorcelain(f *testing.F) {
 		}
 	})
 }
+
+func TestFreeBranchName(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir, r := newRepo(t)
+	name, err := r.FreeBranchName(ctx, "wip/ralph-fail-t-a-20260101-000000")
+	is.NoErr(err)
+	is.Equal(name, "wip/ralph-fail-t-a-20260101-000000") // free as it is
+	git(t, dir, "branch", name)
+	git(t, dir, "branch", name+"-2")
+	again, err := r.FreeBranchName(ctx, name)
+	is.NoErr(err)
+	is.Equal(again, name+"-3") // the same second again: a suffix, not a clash
+}
