@@ -244,6 +244,11 @@ func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved,
 	if _, err := Git(ctx, m.Repo, nil, "worktree", "remove", "--force", t.Dir); err != nil {
 		return saved, fmt.Errorf("remove worktree %s: %w", t.Dir, err)
 	}
+	// Its work is on the wip branch now: start the worker's branch afresh
+	// at base, so that the next Open does not keep the same work twice.
+	if _, err := Git(ctx, m.Repo, nil, "branch", "-f", t.Branch, base); err != nil {
+		return saved, fmt.Errorf("reset branch %s: %w", t.Branch, err)
+	}
 	return saved, nil
 }
 

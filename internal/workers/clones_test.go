@@ -1,0 +1,110 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// TestTwoClonesOneTrackerBareRemote: two clones, each with its own pool
+// of 2 workers, share one tracker (the stand-in's server mode) and a bare
+// remote that refuses non-fast-forward updates. Every issue is closed and
+// integrated once, every commit reaches the remote, and nothing is forced.
+func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
+	is := is.New(t)
+	bin, err := buildStandin()
+	is.NoErr(err)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	is.NoErr(err)
+	setEnv(t, filepath.Join(root, "home"))
+	servers := filepath.Join(root, "servers")
+	is.NoErr(os.MkdirAll(filepath.Join(servers, "127.0.0.1_45021"), 0o755))
+	t.Setenv("BD_STANDIN_SERVER_ROOT", servers)
+	t.Setenv("BD_STANDIN_TXN_WINDOW", "5ms")
+
+	seed, remote := filepath.Join(root, "seed"), filepath.Join(root, "remote.git")
+	is.NoErr(os.MkdirAll(seed, 0o755))
+	sh(t, seed, "git", "init", "-q", "-b", "main")
+	sh(t, seed, bin, "init", "--prefix", "tc", "--quiet", "--server", "--server-host", "127.0.0.1", "--server-port", "45021", "--external")
+	is.NoErr(os.WriteFile(filepath.Join(seed, "README.md"), []byte("two clones\n"), 0o644))
+	sh(t, seed, "git", "add", "-A")
+	sh(t, seed, "git", "commit", "-q", "-m", "base")
+	sh(t, root, "git", "clone", "-q", "--bare", seed, remote)
+	sh(t, remote, "git", "config", "receive.denyNonFastForwards", "true")
+	sh(t, remote, "git", "config", "receive.denyDeletes", "true")
+	const n = 12
+	for i := 0; i < n; i++ {
+		sh(t, seed, bin, "--quiet", "create", fmt.Sprintf("issue %d", i), "--silent")
+	}
+
+	var mu sync.Mutex
+	worked := map[string][]string{} // issue → clone/worker, from the iterations' own records
+	pools := map[string]*Pool{}
+	for _, c := range []string{"a", "b"} {
+		dir := filepath.Join(root, "clone-"+c)
+		sh(t, root, "git", "clone", "-q", remote, dir)
+		pools[c] = &Pool{
+			Workers: 2, Target: "main", Idle: 50 * time.Millisecond,
+			Trees: &workertree.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
+			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin"},
+			Client: func(actor, d string) *beads.Client {
+				return &beads.Client{Bin: bin, Dir: d, Actor: actor, Timeout: time.Minute}
+			},
+			Actor: func(w string) string { return "ralphd/clone-" + c + "/" + w },
+			Iterate: func(ctx context.Context, a Assignment) (bool, error) {
+				mu.Lock()
+				worked[a.Issue.ID] = append(worked[a.Issue.ID], c+"/"+a.Worker)
+				mu.Unlock()
+				if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(c+"\n"), 0o644); err != nil {
+					return false, err
+				}
+				time.Sleep(20 * time.Millisecond)
+				return commitAndClose(ctx, a)
+			},
+		}
+	}
+	var wg sync.WaitGroup
+	sums := map[string]Summary{}
+	for c, p := range pools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, err := p.Run(context.Background())
+			if err != nil {
+				t.Errorf("clone %s: %v", c, err)
+			}
+			mu.Lock()
+			sums[c] = sum
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	is.Equal(len(worked), n)
+	for id, by := range worked {
+		if len(by) != 1 {
+			t.Errorf("%s worked by %v", id, by) // closed once
+		}
+	}
+	is.Equal(len(sums["a"].Integrated)+len(sums["b"].Integrated), n)
+	files := sh(t, remote, "git", "ls-tree", "--name-only", "main")
+	for id := range worked {
+		is.True(strings.Contains(files, id+".txt")) // every commit is on the remote
+	}
+	// Linear history on the remote: base plus one commit per issue, no
+	// merge; the remote refused every non-fast-forward update.
+	is.Equal(sh(t, remote, "git", "rev-list", "--count", "main"), fmt.Sprint(n+1))
+	is.Equal(sh(t, remote, "git", "rev-list", "--merges", "--count", "main"), "0")
+	list := sh(t, filepath.Join(root, "clone-a"), bin, "--quiet", "list", "--all", "--json")
+	is.Equal(strings.Count(list, `"status": "closed"`), n)
+}

@@ -1,0 +1,425 @@
+// Package workers runs K workers over one bd tracker: each claims an issue
+// through bd (internal/claim), works on it in its own git worktree
+// (internal/workertree), and hands a finished issue to the merge queue of
+// one (internal/mergeq). The tracker and git are the only shared state.
+//
+// The work on an issue is an Iteration the caller supplies (ralphd's BUILD
+// iteration). A worker counts a failed attempt when the iteration does not
+// finish its issue or the integration fails (a conflict, a red verify
+// after the rebase, rejected pushes); then the issue is reopened with a
+// note that says why (naming the conflicting files) and released, so that
+// it is retried on a fresh base. A lost claim race is never an attempt.
+// After MaxAttempts failed attempts an issue is labelled StuckLabel and no
+// worker claims it again.
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/claim"
+	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// Assignment is one claimed issue given to one worker.
+type Assignment struct {
+	Worker  string
+	Actor   string
+	Issue   beads.Issue
+	Attempt int           // this worker pool's attempt number on the issue, from 1
+	Dir     string        // the worker's worktree, checked out at the target
+	Branch  string        // the worker's branch
+	BD      *beads.Client // bd as the worker's actor, running in Dir
+}
+
+// Iteration works on an assignment in its worktree. It reports whether it
+// finished the issue: closed it in bd and passed its own checks.
+type Iteration func(ctx context.Context, a Assignment) (done bool, err error)
+
+// Defaults for a Pool's zero fields.
+const (
+	DefaultMaxAttempts = 3
+	DefaultIdle        = 200 * time.Millisecond
+)
+
+// Pool is K workers. Run it once.
+type Pool struct {
+	// Workers is K; zero means 1.
+	Workers int
+	// Target is the branch work is integrated into.
+	Target string
+	// Trees and Queue are the worktrees and the merge queue.
+	Trees *workertree.Manager
+	Queue *mergeq.Queue
+	// Client returns the bd client of a worker, running in dir with the
+	// worker's actor.
+	Client func(actor, dir string) *beads.Client
+	// Actor names a worker's bd actor; nil means "ralphd/<host>/<worker>".
+	Actor func(worker string) string
+	// Iterate is the work.
+	Iterate Iteration
+	// MaxAttempts failed attempts make an issue stuck; zero means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	// StuckLabel marks issues no worker claims again.
+	StuckLabel string
+	// Idle is how long a worker that found nothing to claim waits while
+	// others still work; zero means DefaultIdle.
+	Idle time.Duration
+	// Log receives events; nil means none. It is called from the worker
+	// goroutines, one call at a time.
+	Log func(Event)
+
+	mu       sync.Mutex
+	busy     int
+	attempts map[string]int
+	sum      Summary
+}
+
+// Event is one thing a worker did.
+type Event struct {
+	At     time.Time
+	Worker string
+	Issue  string
+	Kind   string // claimed, lost, integrated, failed, stuck, idle-exit
+	Detail string
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Integrated []string            // issues whose work is on the target
+	Failed     map[string][]string // issue → why each failed attempt failed
+	Stuck      []string
+	Saved      []workertree.Saved // leftovers kept on wip branches
+	Claims     int                // claims won
+}
+
+func (p *Pool) actor(worker string) string {
+	if p.Actor != nil {
+		return p.Actor(worker)
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "ralphd/" + host + "/" + worker
+}
+
+func (p *Pool) log(e Event) {
+	if p.Log == nil {
+		return
+	}
+	e.At = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Log(e)
+}
+
+// Run recovers what a crash left (the merge queue's journal, worker
+// worktrees), then runs the workers until none can claim anything and
+// none is working, or ctx ends. The first error that is not a lost race
+// stops every worker.
+func (p *Pool) Run(ctx context.Context) (Summary, error) {
+	if p.Iterate == nil || p.Trees == nil || p.Queue == nil || p.Client == nil || p.Target == "" {
+		return Summary{}, errors.New("workers: the pool needs Iterate, Trees, Queue, Client and Target")
+	}
+	p.attempts = map[string]int{}
+	p.sum = Summary{Failed: map[string][]string{}}
+	if _, err := p.Queue.Recover(ctx); err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
+	}
+	if err := p.recoverClaims(ctx); err != nil {
+		return p.sum, err
+	}
+	saved, err := p.Trees.Recover(ctx, p.Target)
+	p.sum.Saved = append(p.sum.Saved, saved...)
+	if err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
+	}
+	k := max(1, p.Workers)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for i := 1; i <= k; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.work(ctx, fmt.Sprintf("w%d", i)); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return p.sum, err
+	}
+	return p.sum, ctx.Err()
+}
+
+// work is one worker's loop.
+func (p *Pool) work(ctx context.Context, worker string) error {
+	actor := p.actor(worker)
+	client := p.Client(actor, p.Queue.Repo)
+	cl := &claim.Claimer{Tracker: client, Actor: actor}
+	if p.StuckLabel != "" {
+		cl.ExcludeLabels = []string{p.StuckLabel}
+	}
+	idle := p.Idle
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	for ctx.Err() == nil {
+		res, err := cl.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("worker %s: %w", worker, err)
+		}
+		switch res.Outcome {
+		case claim.Won:
+		case claim.Empty:
+			p.mu.Lock()
+			others := p.busy
+			p.mu.Unlock()
+			if others == 0 {
+				p.log(Event{Worker: worker, Kind: "idle-exit"})
+				return nil
+			}
+			// Others may still close what unblocks more work.
+			t := time.NewTimer(idle)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
+		default: // lost, busy, unclaimable: a lost race, not an attempt
+			p.log(Event{Worker: worker, Issue: res.Issue.ID, Kind: "lost", Detail: res.Outcome.String()})
+			continue
+		}
+		p.mu.Lock()
+		p.busy++
+		p.sum.Claims++
+		p.mu.Unlock()
+		err = p.handle(ctx, worker, actor, res.Issue)
+		p.mu.Lock()
+		p.busy--
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle works on one claimed issue: worktree, iteration, integration,
+// and the reopening of a failed attempt.
+func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue) error {
+	p.log(Event{Worker: worker, Issue: is.ID, Kind: "claimed"})
+	if err := p.setPending(worker, is.ID); err != nil {
+		return p.giveUp(ctx, actor, is.ID, err)
+	}
+	defer p.clearPending(worker)
+	tree, saved, err := p.Trees.Open(ctx, worker, p.Target)
+	if err != nil {
+		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+	}
+	p.mu.Lock()
+	p.sum.Saved = append(p.sum.Saved, saved...)
+	attempt := p.attempts[is.ID] + 1
+	p.mu.Unlock()
+	client := p.Client(actor, tree.Dir)
+	done, err := p.Iterate(ctx, Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client})
+	if ctx.Err() != nil {
+		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
+	}
+	if err != nil {
+		return p.fail(ctx, worker, actor, is.ID, fmt.Sprintf("the iteration failed: %v", err))
+	}
+	if !done {
+		return p.fail(ctx, worker, actor, is.ID, "the iteration did not finish the issue")
+	}
+	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch})
+	if ctx.Err() != nil {
+		return nil // the closed issue stays closed; its work is on the worker's branch, saved at the next start
+	}
+	if err != nil {
+		return p.fail(ctx, worker, actor, is.ID, fmt.Sprintf("integration failed: %v", err))
+	}
+	if !res.Integrated && !res.Empty {
+		return p.fail(ctx, worker, actor, is.ID, res.Reason())
+	}
+	p.mu.Lock()
+	p.sum.Integrated = append(p.sum.Integrated, is.ID)
+	p.mu.Unlock()
+	p.log(Event{Worker: worker, Issue: is.ID, Kind: "integrated", Detail: res.Commit})
+	return nil
+}
+
+// fail counts a failed attempt on id, notes why on the issue, reopens and
+// releases it, or marks it stuck after MaxAttempts.
+func (p *Pool) fail(ctx context.Context, worker, actor, id, why string) error {
+	max := p.MaxAttempts
+	if max <= 0 {
+		max = DefaultMaxAttempts
+	}
+	p.mu.Lock()
+	p.attempts[id]++
+	n := p.attempts[id]
+	p.sum.Failed[id] = append(p.sum.Failed[id], why)
+	p.mu.Unlock()
+	p.log(Event{Worker: worker, Issue: id, Kind: "failed", Detail: why})
+	c := p.Client(actor, p.Queue.Repo)
+	note := fmt.Sprintf("ralphd %s, attempt %d/%d: %s", worker, n, max, why)
+	if _, err := c.AppendNotes(ctx, id, note); err != nil {
+		return fmt.Errorf("worker %s: note on %s: %w", worker, id, err)
+	}
+	if n >= max && p.StuckLabel != "" {
+		if err := c.LabelAdd(ctx, id, p.StuckLabel); err != nil {
+			return fmt.Errorf("worker %s: label %s stuck: %w", worker, id, err)
+		}
+		p.mu.Lock()
+		p.sum.Stuck = append(p.sum.Stuck, id)
+		p.mu.Unlock()
+		p.log(Event{Worker: worker, Issue: id, Kind: "stuck", Detail: fmt.Sprintf("after %d attempts", n)})
+	}
+	return p.giveUp(ctx, actor, id, nil)
+}
+
+// giveUp reopens id if it was closed and releases the actor's claim on
+// it; err, when set, is returned after.
+func (p *Pool) giveUp(ctx context.Context, actor, id string, err error) error {
+	ctx = context.WithoutCancel(ctx)
+	c := p.Client(actor, p.Queue.Repo)
+	is, serr := c.Show(ctx, id)
+	if serr != nil {
+		return errors.Join(err, fmt.Errorf("release %s: %w", id, serr))
+	}
+	if is.Assignee != actor && is.Assignee != "" {
+		return err // someone else's now: leave it
+	}
+	if is.Status == beads.StatusClosed {
+		if _, rerr := c.Reopen(ctx, id, "ralphd: the work could not be integrated; see the notes"); rerr != nil && !strings.Contains(rerr.Error(), "not closed") {
+			return errors.Join(err, fmt.Errorf("reopen %s: %w", id, rerr))
+		}
+	}
+	if _, rerr := c.Release(ctx, id); rerr != nil {
+		return errors.Join(err, fmt.Errorf("release %s: %w", id, rerr))
+	}
+	return err
+}
+
+// pendingPath is the marker naming the issue a worker holds; a crash
+// leaves it for the next start.
+func (p *Pool) pendingPath(worker string) string {
+	return filepath.Join(p.Trees.Root, ".pending-"+worker)
+}
+
+func (p *Pool) setPending(worker, id string) error {
+	if err := os.MkdirAll(p.Trees.Root, 0o755); err != nil {
+		return fmt.Errorf("worker %s: %w", worker, err)
+	}
+	tmp := p.pendingPath(worker) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
+		return fmt.Errorf("worker %s: %w", worker, err)
+	}
+	if err := os.Rename(tmp, p.pendingPath(worker)); err != nil {
+		return fmt.Errorf("worker %s: %w", worker, err)
+	}
+	return nil
+}
+
+func (p *Pool) clearPending(worker string) { _ = os.Remove(p.pendingPath(worker)) }
+
+// recoverClaims settles what workers that died (SIGKILL, power loss) left
+// in the tracker, before their worktrees are recovered: an issue a dead
+// worker still holds is released, not counted; an issue it closed whose
+// work never reached the target is reopened with a note naming the
+// branch that keeps the work. Claims by this pool's actors that no marker
+// names are released too: no worker of this pool is alive yet.
+func (p *Pool) recoverClaims(ctx context.Context) error {
+	marks, _ := filepath.Glob(filepath.Join(p.Trees.Root, ".pending-*"))
+	prefix := p.actor("")
+	c := p.Client(prefix, p.Queue.Repo)
+	for _, m := range marks {
+		if strings.HasSuffix(m, ".tmp") {
+			_ = os.Remove(m)
+			continue
+		}
+		worker := strings.TrimPrefix(filepath.Base(m), ".pending-")
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return fmt.Errorf("workers: %w", err)
+		}
+		id := strings.TrimSpace(string(b))
+		if id == "" || workertree.CheckWorker(worker) != nil {
+			_ = os.Remove(m)
+			continue
+		}
+		is, err := c.Show(ctx, id)
+		if err != nil {
+			return fmt.Errorf("workers: recover %s's issue %s: %w", worker, id, err)
+		}
+		actor := p.actor(worker)
+		switch {
+		case is.Status == beads.StatusClosed:
+			integrated, err := p.branchOnTarget(ctx, worker)
+			if err != nil {
+				return err
+			}
+			if !integrated {
+				note := fmt.Sprintf("ralphd %s: the worker stopped after closing this issue and before its work reached %s; the work is kept on a %s%s/ branch", worker, p.Target, workertree.WipPrefix, worker)
+				if _, err := c.AppendNotes(ctx, id, note); err != nil {
+					return fmt.Errorf("workers: %w", err)
+				}
+				if err := p.giveUp(ctx, actor, id, nil); err != nil {
+					return err
+				}
+			}
+		case is.Assignee == actor:
+			if err := p.giveUp(ctx, actor, id, nil); err != nil {
+				return err
+			}
+		}
+		p.log(Event{Worker: worker, Issue: id, Kind: "recovered"})
+		_ = os.Remove(m)
+	}
+	held, err := c.List(ctx, beads.ListOptions{Status: beads.StatusInProgress})
+	if err != nil {
+		return fmt.Errorf("workers: list claims: %w", err)
+	}
+	for _, is := range held {
+		if strings.HasPrefix(is.Assignee, prefix) {
+			if _, err := c.Release(ctx, is.ID); err != nil {
+				return fmt.Errorf("workers: release %s: %w", is.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// branchOnTarget reports whether the worker's branch has nothing the
+// target lacks.
+func (p *Pool) branchOnTarget(ctx context.Context, worker string) (bool, error) {
+	br := "refs/heads/" + workertree.Branch(worker)
+	if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--verify", "-q", br); err != nil {
+		return true, nil // no branch, no work
+	}
+	out, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-list", "--count", "refs/heads/"+p.Target+".."+br)
+	if err != nil {
+		return false, fmt.Errorf("workers: %w", err)
+	}
+	return strings.TrimSpace(string(out)) == "0", nil
+}

@@ -1,0 +1,257 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// buildStandin builds the stand-in bd once per test binary.
+var buildStandin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "workers-standin-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "bd")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../fakebd").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build fakebd: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func sh(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// project is a repo with main checked out and a stand-in bd tracker.
+type project struct {
+	t    testing.TB
+	bd   string
+	repo string
+	root string
+}
+
+// setEnv isolates git and names the committer, in this process and the
+// processes it starts.
+func setEnv(t testing.TB, home string) {
+	for k, v := range map[string]string{
+		"HOME": home, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": filepath.Join(home, "gitconfig"),
+		"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x",
+		"BEADS_ACTOR": "", "BEADS_DIR": "",
+	} {
+		if tt, ok := t.(*testing.T); ok {
+			tt.Setenv(k, v)
+		} else {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+func newProject(t *testing.T) *project {
+	t.Helper()
+	bin, err := buildStandin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t, filepath.Join(root, "home"))
+	p := &project{t: t, bd: bin, repo: filepath.Join(root, "repo"), root: root}
+	if err := os.MkdirAll(p.repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.repo, "shared.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, p.repo, "git", "init", "-q", "-b", "main")
+	sh(t, p.repo, p.bd, "init", "--prefix", "wk", "--quiet")
+	sh(t, p.repo, "git", "add", "-A")
+	sh(t, p.repo, "git", "commit", "-q", "-m", "base")
+	return p
+}
+
+func (p *project) create(title string, args ...string) string {
+	p.t.Helper()
+	return sh(p.t, p.repo, append([]string{p.bd, "--quiet", "create", title, "--silent"}, args...)...)
+}
+
+func (p *project) pool(k int, it Iteration) *Pool {
+	return &Pool{
+		Workers: k, Target: "main", StuckLabel: "ralph:stuck", Idle: 50 * time.Millisecond,
+		Trees: &workertree.Manager{Repo: p.repo, Root: filepath.Join(p.root, "state", "worktrees")},
+		Queue: &mergeq.Queue{Repo: p.repo, Target: "main"},
+		Client: func(actor, dir string) *beads.Client {
+			return &beads.Client{Bin: p.bd, Dir: dir, Actor: actor, Timeout: time.Minute}
+		},
+		Actor:   func(w string) string { return "ralphd/test/" + w },
+		Iterate: it,
+	}
+}
+
+// commitAndClose is the end of a fake iteration: commit everything in the
+// worktree and close the issue through bd, from the worktree.
+func commitAndClose(ctx context.Context, a Assignment) (bool, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", "git add -A && git commit -q -m \"$1\"", "sh", "work on "+a.Issue.ID)
+	cmd.Dir = a.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("commit: %v: %s", err, out)
+	}
+	if _, err := a.BD.Close(ctx, a.Issue.ID, "done, tests pass"); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// record is one worker's own record of working on an issue.
+type record struct {
+	worker, issue string
+	start, closed time.Time
+}
+
+// TestDependencyChainThreeWorkers: 3 workers over 9 issues, 4 of them in
+// a chain; the chain's order holds and nothing is worked twice.
+func TestDependencyChainThreeWorkers(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	chain := []string{p.create("chain 1")}
+	for i := 2; i <= 4; i++ {
+		chain = append(chain, p.create(fmt.Sprintf("chain %d", i), "--deps", chain[len(chain)-1]))
+	}
+	for i := 0; i < 5; i++ {
+		p.create(fmt.Sprintf("free %d", i))
+	}
+	var mu sync.Mutex
+	var recs []record
+	pool := p.pool(3, func(ctx context.Context, a Assignment) (bool, error) {
+		r := record{worker: a.Worker, issue: a.Issue.ID, start: time.Now()}
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(a.Issue.ID+"\n"), 0o644); err != nil {
+			return false, err
+		}
+		time.Sleep(30 * time.Millisecond)
+		done, err := commitAndClose(ctx, a)
+		r.closed = time.Now()
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+		return done, err
+	})
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 9)
+	is.Equal(len(sum.Failed), 0)
+	seen := map[string]record{}
+	workers := map[string]bool{}
+	for _, r := range recs {
+		_, dup := seen[r.issue]
+		is.True(!dup) // never worked twice
+		seen[r.issue] = r
+		workers[r.worker] = true
+	}
+	is.Equal(len(seen), 9)
+	is.True(len(workers) > 1) // the work was shared
+	for i := 1; i < len(chain); i++ {
+		is.True(seen[chain[i]].start.After(seen[chain[i-1]].closed)) // order respected
+	}
+	files := sh(t, p.repo, "git", "ls-files")
+	for id := range seen {
+		is.True(strings.Contains(files, id+".txt")) // every issue's work is on main
+	}
+	is.Equal(sh(t, p.repo, "git", "status", "--porcelain", "--", ".", ":(exclude).beads"), "")
+	left, err := workertree.List(context.Background(), p.repo)
+	is.NoErr(err)
+	is.Equal(len(left), 1+3) // main and the three reusable worker worktrees
+}
+
+// TestSameFileTwoWorkers: both edit the same line; the second is
+// reopened with the conflict noted, retried on the fresh base, and no work
+// is lost.
+func TestSameFileTwoWorkers(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	a, b := p.create("edit A"), p.create("edit B")
+	var start sync.WaitGroup
+	start.Add(2)
+	first := map[string]bool{}
+	var mu sync.Mutex
+	pool := p.pool(2, func(ctx context.Context, as Assignment) (bool, error) {
+		mu.Lock()
+		firstTry := !first[as.Issue.ID]
+		first[as.Issue.ID] = true
+		mu.Unlock()
+		if firstTry {
+			start.Done()
+			start.Wait() // both work at once, on the same base
+		}
+		f := filepath.Join(as.Dir, "shared.txt")
+		old, err := os.ReadFile(f)
+		if err != nil {
+			return false, err
+		}
+		body := strings.Replace(string(old), "base\n", "base edited by "+as.Issue.ID+"\n", 1)
+		if body == string(old) {
+			body = string(old) + "and by " + as.Issue.ID + "\n"
+		}
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, as)
+	})
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 2)
+	is.Equal(len(sum.Failed), 1) // one conflict, one failed attempt
+	for id, why := range sum.Failed {
+		is.True(strings.Contains(why[0], "shared.txt"))
+		notes := sh(t, p.repo, p.bd, "show", id, "--json")
+		is.True(strings.Contains(notes, "shared.txt")) // the note names the file
+	}
+	final := sh(t, p.repo, "cat", "shared.txt")
+	is.True(strings.Contains(final, a) && strings.Contains(final, b)) // both edits are on main
+	is.True(sh(t, p.repo, "git", "branch", "--list", mergeq.KeptPrefix+"*") != "")
+}
+
+// TestHopelessIssueEndsStuck: failed attempts count; after MaxAttempts the
+// issue is labelled stuck and nobody claims it again.
+func TestHopelessIssueEndsStuck(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	id := p.create("impossible")
+	tries := 0
+	var mu sync.Mutex
+	pool := p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		return false, nil
+	})
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(tries, DefaultMaxAttempts)
+	is.Equal(sum.Stuck, []string{id})
+	out := sh(t, p.repo, p.bd, "show", id, "--json")
+	is.True(strings.Contains(out, "ralph:stuck"))
+	is.True(strings.Contains(out, `"status": "open"`)) // released, not held
+}
