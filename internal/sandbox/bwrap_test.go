@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// bwrapOrSkip returns bwrap's path, or skips the test where bwrap cannot
+// make a sandbox (CI must have it: scripts/test installs bubblewrap).
+func bwrapOrSkip(t *testing.T) string {
+	t.Helper()
+	s := Probe(context.Background(), "")
+	if !s.OK() {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI is set but bwrap cannot run: %v", s.Err)
+		}
+		t.Skipf("no sandbox here: %v", s.Err)
+	}
+	return s.Path
+}
+
+// A sandboxed agent tries every way to write what it must not; each fails
+// at once, and what it may write, it can.
+func TestSandboxHolds(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	wt, home, state, tmp, run := filepath.Join(root, "repo"), filepath.Join(root, "home"), filepath.Join(root, "state"), filepath.Join(root, "tmp"), filepath.Join(root, "run")
+	for _, d := range []string{wt + "/.beads", wt + "/.git/hooks", home + "/.claude", state, tmp, run} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", state + "/attempts.txt", home + "/.gitconfig", run + "/bus"} {
+		if err := os.WriteFile(f, []byte("orig\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"XDG_RUNTIME_DIR": run}
+	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, TempDir: tmp,
+		Agent: "claude", Home: home, Getenv: func(k string) string { return env[k] }})
+	sh := func(script string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		argv := l.Args(bwrap, []string{"sh", "-c", script})
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = wt
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	refused := []struct{ name, script string }{
+		{"edit the tracker", "echo x >> .beads/issues.jsonl"},
+		{"replace the tracker", "rm .beads/issues.jsonl"},
+		{"create .ralph", "mkdir -p .ralph && echo '{}' > .ralph/config.json"},
+		{"git config", "echo '[core] fsmonitor = evil' >> .git/config"},
+		{"git hook", "echo evil > .git/hooks/pre-commit"},
+		{"state dir", "echo id:0 > " + state + "/attempts.txt"},
+		{"home", "echo evil >> " + home + "/.gitconfig"},
+		{"unmount the tracker", "umount .beads && echo x >> .beads/issues.jsonl"},
+		{"remount it writable", "mount -o remount,rw,bind .beads && echo x >> .beads/issues.jsonl"},
+		{"a user namespace of its own", "unshare -U -m -r sh -c 'umount .beads; echo x >> .beads/issues.jsonl'"},
+		{"the runtime dir's sockets", "test -e " + run + "/bus"},
+		{"see the parent", fmt.Sprintf("test -e /proc/%d", os.Getpid())},
+		{"signal the parent", fmt.Sprintf("kill -0 %d", os.Getpid())},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := sh(tt.script)
+			if err == nil {
+				t.Fatalf("%q succeeded inside the sandbox:\n%s", tt.script, out)
+			}
+		})
+	}
+	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", state + "/attempts.txt", home + "/.gitconfig"} {
+		b, _ := os.ReadFile(f)
+		if string(b) != "orig\n" {
+			t.Errorf("%s changed: %q", f, b)
+		}
+	}
+	if _, err := os.Stat(wt + "/.ralph/config.json"); err == nil {
+		t.Error(".ralph/config.json was created")
+	}
+
+	is := is.New(t)
+	out, err := sh("echo ok > work.txt && echo ok > " + tmp + "/t && echo ok > " + home + "/.claude/s && git --version >/dev/null && cat .beads/issues.jsonl")
+	is.NoErr(err)                           // the work tree, the temp dir and the agent's dir are writable, the tracker readable
+	is.True(strings.Contains(out, "orig")) // the tracker is visible
+	b, _ := os.ReadFile(wt + "/work.txt")
+	is.Equal(string(b), "ok\n") // written through to the real work tree
+}
+
+// Nothing an agent starts outlives it: a setsid'd, double-forked process
+// dies when the agent's leader exits.
+func TestSandboxEndsLeftovers(t *testing.T) {
+	is := is.New(t)
+	bwrap := bwrapOrSkip(t)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "alive")
+	argv := Layout{Writable: []string{dir}}.Args(bwrap, []string{"sh", "-c",
+		"(setsid sh -c 'sleep 1; echo survived > " + marker + "' </dev/null >/dev/null 2>&1 &) ; exit 0"})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	out, err := cmd.CombinedOutput()
+	is.NoErr(err) // the leader exits 0
+	_ = out
+	time.Sleep(1500 * time.Millisecond)
+	_, err = os.Stat(marker)
+	is.True(os.IsNotExist(err)) // the detached child was killed with the sandbox
+}
+
+func TestProbe(t *testing.T) {
+	is := is.New(t)
+	s := Probe(context.Background(), t.TempDir()) // a PATH without bwrap
+	is.Equal(s.Err, ErrNoBwrap)
+	is.True(!s.OK())
+}

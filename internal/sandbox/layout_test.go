@@ -1,0 +1,151 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// mounts returns bwrap's mount options from args as "op path" strings,
+// after the fixed prefix, up to "--".
+func mounts(args []string) []string {
+	var out []string
+	i := slices.Index(args, "/proc") + 1
+	for i < len(args) && args[i] != "--" {
+		switch args[i] {
+		case "--bind", "--ro-bind":
+			out = append(out, args[i]+" "+args[i+2])
+			i += 3
+		default:
+			out = append(out, args[i]+" "+args[i+1])
+			i += 2
+		}
+	}
+	return out
+}
+
+func TestArgsOrder(t *testing.T) {
+	is := is.New(t)
+	root := t.TempDir()
+	root, _ = filepath.EvalSymlinks(root)
+	wt := filepath.Join(root, "repo")
+	for _, d := range []string{".beads", ".git/hooks", "run"} {
+		is.NoErr(os.MkdirAll(filepath.Join(wt, d), 0o755))
+	}
+	is.NoErr(os.WriteFile(filepath.Join(wt, ".git/config"), nil, 0o644))
+	l := Layout{
+		Writable: []string{wt, wt + "/", filepath.Join(root, "missing")},
+		ReadOnly: []string{filepath.Join(wt, ".git/config"), filepath.Join(wt, ".beads"), "relative/ignored"},
+		Sealed:   []string{filepath.Join(wt, ".git/hooks"), filepath.Join(wt, ".ralph"), filepath.Join(root, "nodir/x")},
+		Hidden:   []string{filepath.Join(wt, "run")},
+	}
+	args := l.Args("/usr/bin/bwrap", []string{"agent", "--flag"})
+	is.Equal(args[0], "/usr/bin/bwrap")
+	is.Equal(args[len(args)-3:], []string{"--", "agent", "--flag"}) // the command comes last, after --
+	for _, want := range []string{"--die-with-parent", "--unshare-pid", "--new-session"} {
+		is.True(slices.Contains(args, want)) // containment flags
+	}
+	is.True(!slices.Contains(args, "--unshare-net")) // the network stays open
+	is.Equal(mounts(args), []string{
+		"--bind " + wt, // once, though listed twice
+		"--tmpfs " + filepath.Join(wt, "run"),
+		"--ro-bind " + filepath.Join(wt, ".beads"), // inside the work tree: after it
+		"--tmpfs " + filepath.Join(wt, ".ralph"),   // missing: sealed by an empty read-only dir
+		"--remount-ro " + filepath.Join(wt, ".ralph"),
+		"--ro-bind " + filepath.Join(wt, ".git/config"),
+		"--ro-bind " + filepath.Join(wt, ".git/hooks"),
+	})
+}
+
+func TestBuildLayout(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "XDG_CACHE_HOME": "/c"}
+	l := BuildLayout(Project{
+		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", TempDir: "/t/x",
+		ReadOnly: []string{"/t/x/sock"}, Agent: "claude", Home: "/h", Getenv: func(k string) string { return env[k] },
+	})
+	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/c", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"})
+	for _, p := range []string{"/s", "/t/x/sock", "/w/repo/.git/config"} {
+		is.True(slices.Contains(l.ReadOnly, p)) // read-only
+	}
+	for _, p := range []string{"/w/repo/.beads", "/w/repo/.ralph", "/w/repo/.git/hooks"} {
+		is.True(slices.Contains(l.Sealed, p)) // sealed
+	}
+	is.Equal(l.Hidden, []string{"/run/user/1000"})
+}
+
+func TestAgentDirs(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct {
+		agent string
+		env   map[string]string
+		want  []string
+	}{
+		{"claude", nil, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"}},
+		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup", "/cc"}},
+		{"codex", nil, []string{"/h/.cache", "/h/.codex"}},
+		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/h/.cache", "/ch"}},
+		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.cache", "/h/.codex"}},
+		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/h/.cache", "/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode"}},
+		{"gemini", nil, []string{"/h/.cache", "/h/.gemini"}},
+		{"amp", nil, []string{"/h/.cache", "/h/.config/amp", "/h/.local/share/amp"}},
+		{"command", nil, []string{"/h/.cache"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.agent+strings.Join(slices.Sorted(mapsKeys(tt.env)), ","), func(t *testing.T) {
+			env = tt.env
+			is.New(t).Equal(AgentDirs(tt.agent, "/h", getenv), tt.want)
+		})
+	}
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestChoose(t *testing.T) {
+	ok := Support{Path: "/usr/bin/bwrap"}
+	missing := Support{Err: ErrNoBwrap}
+	broken := Support{Path: "/usr/bin/bwrap", Err: os.ErrPermission}
+	tests := []struct {
+		setting string
+		s       Support
+		use     bool
+		notice  string // a substring; "" means none
+		err     string
+	}{
+		{Auto, ok, true, "", ""},
+		{"", ok, true, "", ""},
+		{Auto, missing, false, "apt install bubblewrap", ""},
+		{Auto, broken, false, "fix that", ""},
+		{Bwrap, ok, true, "", ""},
+		{Bwrap, missing, false, "", "sandbox=bwrap, but bwrap not found"},
+		{Off, ok, false, "", ""},
+		{"firejail", ok, false, "", "use one of auto, bwrap, off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.setting, func(t *testing.T) {
+			is := is.New(t)
+			d, err := Choose(tt.setting, tt.s)
+			if tt.err != "" {
+				is.True(err != nil && strings.Contains(err.Error(), tt.err))
+				return
+			}
+			is.NoErr(err)
+			is.Equal(d.Use, tt.use)
+			is.Equal(d.Notice != "", tt.notice != "")
+			is.True(strings.Contains(d.Notice, tt.notice))
+		})
+	}
+}

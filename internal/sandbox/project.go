@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"path/filepath"
+)
+
+// Project names the paths of one BUILD iteration that decide the layout.
+type Project struct {
+	// WorkTree is the git work tree the agent works in (writable).
+	WorkTree string
+	// GitDir and GitCommonDir are git's own dirs for the work tree (they
+	// differ in a linked worktree). Their config and hooks are read-only.
+	GitDir       string
+	GitCommonDir string
+	// StateDir is ralphd's state dir for the project (read-only).
+	StateDir string
+	// TempDir is the iteration's private temp dir (writable; the agent's
+	// TMPDIR).
+	TempDir string
+	// ReadOnly are more read-only paths (the broker's socket dir).
+	ReadOnly []string
+	// Agent is the backend's name; its CLI's config and cache dirs are
+	// writable (AgentDirs).
+	Agent string
+	// Home is the user's home dir; Getenv reads XDG_* and CODEX_HOME.
+	Home   string
+	Getenv func(string) string
+}
+
+// BuildLayout is the layout of a BUILD iteration: the work tree, the temp
+// dir and the agent CLI's own dirs are writable; the tracker (.beads/ in
+// the work tree and in the main work tree of a linked worktree), .ralph/,
+// git's config and hooks, and ralphd's state dir are read-only; the user's
+// runtime dir ($XDG_RUNTIME_DIR, with the systemd and D-Bus sockets that
+// could run a command outside the sandbox) is hidden.
+func BuildLayout(p Project) Layout {
+	getenv := p.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	l := Layout{
+		Writable: append([]string{p.WorkTree, p.TempDir}, AgentDirs(p.Agent, p.Home, getenv)...),
+		ReadOnly: append([]string{p.StateDir}, p.ReadOnly...),
+		Sealed: []string{
+			filepath.Join(p.WorkTree, ".beads"),
+			filepath.Join(p.WorkTree, ".ralph"),
+		},
+		Hidden: []string{getenv("XDG_RUNTIME_DIR")},
+	}
+	for _, g := range []string{p.GitDir, p.GitCommonDir} {
+		if g == "" {
+			continue
+		}
+		l.ReadOnly = append(l.ReadOnly, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"), filepath.Join(g, "info"))
+		l.Sealed = append(l.Sealed, filepath.Join(g, "hooks"))
+	}
+	if p.GitCommonDir != "" && filepath.Base(p.GitCommonDir) == ".git" {
+		// A linked worktree's tracker is the main work tree's .beads.
+		l.Sealed = append(l.Sealed, filepath.Join(filepath.Dir(p.GitCommonDir), ".beads"))
+	}
+	return l
+}
+
+// AgentDirs lists the config and cache dirs an agent CLI writes to (and
+// the shared XDG cache). Only the named backend's dirs are listed; the
+// command backend gets the XDG cache only.
+func AgentDirs(agent, home string, getenv func(string) string) []string {
+	xdg := func(env, def string) string {
+		if v := getenv(env); filepath.IsAbs(v) {
+			return v
+		}
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, def)
+	}
+	inHome := func(rel string) string {
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, rel)
+	}
+	config, data, cache := xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_DATA_HOME", ".local/share"), xdg("XDG_CACHE_HOME", ".cache")
+	dirs := []string{cache}
+	join := func(base, rel string) string {
+		if base == "" {
+			return ""
+		}
+		return filepath.Join(base, rel)
+	}
+	switch agent {
+	case "claude":
+		dirs = append(dirs, inHome(".claude"), inHome(".claude.json"), inHome(".claude.json.backup"))
+		if v := getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(v) {
+			dirs = append(dirs, v)
+		}
+	case "codex":
+		if v := getenv("CODEX_HOME"); filepath.IsAbs(v) {
+			dirs = append(dirs, v)
+		} else {
+			dirs = append(dirs, inHome(".codex"))
+		}
+	case "opencode":
+		dirs = append(dirs, join(config, "opencode"), join(data, "opencode"), join(cache, "opencode"))
+	case "gemini":
+		dirs = append(dirs, inHome(".gemini"))
+	case "amp":
+		dirs = append(dirs, join(config, "amp"), join(data, "amp"))
+	}
+	var out []string
+	for _, d := range dirs {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
