@@ -1,0 +1,185 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// start runs a server with h for the test; the test process itself is the
+// agent's leader unless leader says otherwise.
+func start(t *testing.T, h Handler) *Server {
+	t.Helper()
+	s, err := Listen(t.TempDir(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetLeader(os.Getpid())
+	go s.Serve(context.Background())
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func getenvOf(s *Server) func(string) string {
+	_, v, _ := strings.Cut(s.EnvVar(), "=")
+	return func(k string) string {
+		if k == Env {
+			return v
+		}
+		return ""
+	}
+}
+
+func call(s *Server, getenv func(string) string, stdin io.Reader, args ...string) (string, string, int) {
+	var out, errb bytes.Buffer
+	code := RunClient(args, getenv, stdin, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// Stdout, stderr and the exit code come back byte for byte, with the
+// argv, the working directory and stdin delivered as sent.
+func TestRoundTrip(t *testing.T) {
+	is := is.New(t)
+	var got Call
+	big := bytes.Repeat([]byte("0123456789abcdef\x00\xff\n"), 20000) // several frames
+	s := start(t, func(_ context.Context, c Call, stdin io.Reader, stdout, stderr io.Writer) int {
+		got = c
+		in, _ := io.ReadAll(stdin)
+		_, _ = stdout.Write(in)
+		_, _ = stdout.Write(big)
+		_, _ = stderr.Write([]byte("warn: \x1b[31mred\x1b[0m\n"))
+		return 42
+	})
+	out, errs, code := call(s, getenvOf(s), strings.NewReader("from stdin\n"), "update", "x-1", "--notes", "a b\nc")
+	is.Equal(code, 42)
+	is.Equal(out, "from stdin\n"+string(big))
+	is.Equal(errs, "warn: \x1b[31mred\x1b[0m\n")
+	is.Equal(got.Argv, []string{"update", "x-1", "--notes", "a b\nc"})
+	wd, _ := os.Getwd()
+	is.Equal(got.Dir, wd)
+	is.Equal(got.PID, os.Getpid())
+}
+
+func TestRefused(t *testing.T) {
+	var served atomic.Int32
+	h := func(context.Context, Call, io.Reader, io.Writer, io.Writer) int { served.Add(1); return 0 }
+	t.Run("wrong token", func(t *testing.T) {
+		is := is.New(t)
+		s := start(t, h)
+		sock, _, _ := strings.Cut(getenvOf(s)(Env), "#")
+		_, errs, code := call(s, func(string) string { return sock + "#forged" }, nil, "list")
+		is.Equal(code, ExitRefused)
+		is.True(strings.Contains(errs, "wrong token"))
+	})
+	t.Run("another iteration's socket", func(t *testing.T) {
+		is := is.New(t)
+		mine, other := start(t, h), start(t, h)
+		sock, _, _ := strings.Cut(getenvOf(other)(Env), "#")
+		_, token, _ := strings.Cut(getenvOf(mine)(Env), "#")
+		_, errs, code := call(other, func(string) string { return sock + "#" + token }, nil, "list")
+		is.Equal(code, ExitRefused)
+		is.True(strings.Contains(errs, "wrong token"))
+	})
+	t.Run("not the agent's process", func(t *testing.T) {
+		is := is.New(t)
+		s := start(t, h)
+		sleeper := exec.Command("sleep", "30")
+		is.NoErr(sleeper.Start())
+		defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+		s.SetLeader(sleeper.Process.Pid) // the test process does not descend from it
+		_, errs, code := call(s, getenvOf(s), nil, "list")
+		is.Equal(code, ExitRefused)
+		is.True(strings.Contains(errs, "is not part of this iteration's agent"))
+	})
+	t.Run("agent not started", func(t *testing.T) {
+		is := is.New(t)
+		s := start(t, h)
+		s.SetLeader(0)
+		_, _, code := call(s, getenvOf(s), nil, "list")
+		is.Equal(code, ExitRefused)
+	})
+	t.Run("iteration over", func(t *testing.T) {
+		is := is.New(t)
+		s := start(t, h)
+		getenv := getenvOf(s)
+		is.NoErr(s.Close())
+		_, errs, code := call(s, getenv, nil, "list")
+		is.Equal(code, ExitRefused)
+		is.True(strings.Contains(errs, "the iteration that started this agent has ended"))
+		_, err := os.Stat(s.Dir())
+		is.True(os.IsNotExist(err)) // the socket's dir is gone
+	})
+	t.Run("no broker", func(t *testing.T) {
+		is := is.New(t)
+		_, errs, code := call(nil, func(string) string { return "" }, nil, "list")
+		is.Equal(code, ExitRefused)
+		is.True(strings.Contains(errs, Env+" is not set"))
+	})
+	is.New(t).Equal(served.Load(), int32(0)) // no refused call reached the handler
+}
+
+// A client that goes away cancels its call; Close ends calls in flight.
+func TestCancel(t *testing.T) {
+	is := is.New(t)
+	cancelled := make(chan struct{})
+	s := start(t, func(ctx context.Context, _ Call, _ io.Reader, _, _ io.Writer) int {
+		<-ctx.Done()
+		close(cancelled)
+		return 143
+	})
+	go call(s, getenvOf(s), nil, "list")
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan error)
+	go func() { done <- s.Close() }()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight was not cancelled")
+	}
+	is.NoErr(<-done)
+}
+
+// A client whose stdin stays open still gets its answer.
+func TestStdinLeftOpen(t *testing.T) {
+	is := is.New(t)
+	s := start(t, func(_ context.Context, _ Call, _ io.Reader, stdout, _ io.Writer) int {
+		_, _ = stdout.Write([]byte("ok\n"))
+		return 0
+	})
+	r, w := io.Pipe()
+	defer w.Close()
+	out, _, code := call(s, getenvOf(s), r, "list")
+	is.Equal(code, 0)
+	is.Equal(out, "ok\n")
+}
+
+func FuzzReadFrame(f *testing.F) {
+	var b bytes.Buffer
+	_ = writeFrame(&b, frameHello, []byte(`{"token":"x"}`))
+	f.Add(b.Bytes())
+	f.Add([]byte{'x', 0, 0, 0, 4, 0, 0, 0, 1})
+	f.Add([]byte{'o', 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		for {
+			typ, p, err := readFrame(r, maxData)
+			if err != nil {
+				return
+			}
+			if len(p) > maxData {
+				t.Fatalf("frame of %d bytes past the limit", len(p))
+			}
+			if typ == frameExit {
+				_, _ = parseExit(p)
+			}
+		}
+	})
+}
