@@ -17,6 +17,7 @@ import (
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/runid"
+	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -157,11 +158,17 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		errorf(a.stderr, "%v", err)
 		return nil, exitUsage
 	}
+	sb, err := sandbox.Choose(p.cfg.Sandbox, sandbox.Probe(ctx, a.getenv("PATH")))
+	if err != nil {
+		ls.close()
+		errorf(a.stderr, "%v", err)
+		return nil, exitUsage
+	}
 	now := time.Now()
 	loop := &modes.Loop{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: runid.New(now), Version: readBuildInfo().Version,
-		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain,
+		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
 	}
 	ls.loop = loop
 	if code := ls.startNotifier(a); code != exitOK {

@@ -77,6 +77,11 @@ func newE2E(t *testing.T, subscription bool, scripts ...scriptedapi.Script) *e2e
 		"BEADS_ACTOR=Test User", "NO_COLOR=1",
 		"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 	)
+	if os.Getenv("CI") != "" {
+		// CI runs the whole suite sandboxed, or fails (scripts/test
+		// installs bubblewrap).
+		e.env = append(e.env, "RALPH_SANDBOX=bwrap")
+	}
 	if err := os.Mkdir(e.repo, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +230,48 @@ func TestE2EForbiddenCommandsRefused(t *testing.T) {
 	b := e.bd("show", "e2e-b", "--json")
 	is.True(strings.Contains(b, `"priority": 2`))
 	is.True(strings.Contains(b, `"id": "e2e-c"`)) // the dependency is still there
+}
+
+// In a sandboxed BUILD, the model asks to run the real bd by its absolute
+// path to change a priority, and to edit the tracker's files directly. Both
+// fail inside the sandbox at the moment they are tried (nothing to revert
+// later), the failure reaches the model as the tool result, and the
+// tracker is unchanged.
+func TestE2ESandboxStopsWritesAroundTheBroker(t *testing.T) {
+	is := is.New(t)
+	realBD := filepath.Join(standinBin(t), "bd")
+	readOnly := []scriptedapi.Check{scriptedapi.Failed(), scriptedapi.Matches("(?i)read-only file system")}
+	e := newE2E(t, false, forIssue("e2e-a",
+		// Through a script, so that the PreToolUse hook does not see the
+		// call: the sandbox is what stops it.
+		scriptedapi.Bash("printf '#!/bin/sh\\nexec "+realBD+" update e2e-b --priority 0\\n' > p.sh && sh p.sh"),
+		scriptedapi.Bash("echo '{}' > .beads/metadata.json").Expect(readOnly...),
+		scriptedapi.Bash("bd show e2e-b --json").Expect(readOnly...),
+		scriptedapi.Say("Both were refused; leaving it for PLANNING.").Expect(scriptedapi.Contains(`"priority": 2`)),
+	))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	e.bd("create", "Later", "--id", "e2e-b", "-p", "2", "--quiet")
+	meta, err := os.ReadFile(filepath.Join(e.repo, ".beads", "metadata.json"))
+	is.NoErr(err)
+
+	_, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--sandbox", "bwrap", "--log")
+	is.Equal(code, 3) // one iteration, work left
+	is.NoErr(e.srv.Verify())
+	results := e.srv.ToolResults()
+	is.Equal(len(results), 3)
+	for _, r := range results[:2] {
+		is.True(r.IsError)                                             // the model was told it failed...
+		is.True(strings.Contains(strings.ToLower(r.Content), "read-only file system")) // ...and why
+	}
+	is.True(strings.Contains(e.bd("show", "e2e-b", "--json"), `"priority": 2`)) // the tracker is unchanged
+	after, err := os.ReadFile(filepath.Join(e.repo, ".beads", "metadata.json"))
+	is.NoErr(err)
+	is.Equal(string(after), string(meta))
+	is.True(!strings.Contains(stderr, "forbidden change reverted")) // nothing got through to revert
+	raw, _, _ := e.ralphd("logs", "last", "--raw")
+	is.True(strings.Contains(raw, `"sandbox":"bwrap"`)) // the log says the agent ran sandboxed
+	status, _, _ := e.ralphd("status")
+	is.True(strings.Contains(status, "BUILD agent sandboxed (bwrap)"))
 }
 
 // The API answers 401: the agent is unusable, so ralphd stops at once with

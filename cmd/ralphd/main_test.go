@@ -92,6 +92,9 @@ func setupScript(env *testscript.Env) error {
 		"GIT_CONFIG_NOSYSTEM": "1",
 		"BEADS_ACTOR":         "Test User",
 		"NO_COLOR":            "1",
+		// Scenarios run unsandboxed unless they ask for the sandbox
+		// (sandbox_*.txtar): the detection layers must hold without it.
+		"RALPH_SANDBOX": "off",
 	} {
 		env.Setenv(k, v)
 	}

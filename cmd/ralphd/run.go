@@ -74,6 +74,9 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	case guard.Command:
 		// The bd wrapper on an agent's PATH: this process is the guard.
 		return runGuard(ctx, a, argv[1:])
+	case guard.ClientCommand:
+		// The bd on an agent's PATH: a client of the running ralphd.
+		return guard.ClientMain(argv[1:], a.getenv, a.stdin, a.stdout, a.stderr)
 	case cgroup.ReaperCommand:
 		// The process that ends an iteration's cgroup if ralphd dies.
 		return cgroup.RunReaper(argv[1:], a.stderr)

@@ -50,6 +50,11 @@ type RunOptions struct {
 	// ExtraEnv is added last and wins over Env and the backend's own
 	// variables (PATH still starts with PathPrefix).
 	ExtraEnv []string
+	// Wrap, when set, rewrites the command line just before the agent
+	// starts: path is the agent's resolved executable and argv its
+	// arguments (argv[0] as the backend gave it). The sandbox puts bwrap
+	// in front here.
+	Wrap func(path string, argv []string) (string, []string)
 
 	// OnStart, when set, is called right after the agent process started
 	// and before any other callback, and before the prompt is written to
@@ -197,8 +202,12 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 
 	runCtx, cancel := context.WithTimeoutCause(ctx, opts.Timeout, errIterationTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, bin, spec.Argv[1:]...)
-	cmd.Args[0] = spec.Argv[0]
+	argv := spec.Argv
+	if opts.Wrap != nil {
+		bin, argv = opts.Wrap(bin, argv)
+	}
+	cmd := exec.CommandContext(runCtx, bin, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Dir = inv.Dir
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()

@@ -531,3 +531,20 @@ func TestRunMissingWorkingDirectory(t *testing.T) {
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "working directory"))
 }
+
+// Wrap puts a command in front of the agent's: the wrapper gets the
+// resolved path and the agent's arguments.
+func TestRunWrap(t *testing.T) {
+	is := is.New(t)
+	var c collector
+	var gotPath string
+	opts := c.opts(RunOptions{Wrap: func(path string, argv []string) (string, []string) {
+		gotPath = path
+		return "/usr/bin/env", append([]string{"env", "WRAPPED=yes", path}, argv[1:]...)
+	}})
+	out, err := Run(context.Background(), Command{Line: `echo "wrapped=$WRAPPED"`}, Invocation{Prompt: "p"}, opts)
+	is.NoErr(err)
+	is.Equal(out.ExitCode, 0)
+	is.True(filepath.IsAbs(gotPath))            // the agent's resolved executable
+	is.Equal(c.stdout, []string{"wrapped=yes"}) // the wrapper ran the agent
+}

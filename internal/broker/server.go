@@ -62,23 +62,40 @@ type hello struct {
 	Dir   string   `json:"dir"`
 }
 
-// Listen makes a private directory under parent (mode 0700) and listens
-// on a socket in it. Call Serve, then SetLeader once the agent runs, and
-// Close when the iteration ends.
+// Listen makes a private directory (mode 0700) under parent and listens
+// on a socket in it. A unix socket's path is limited to about 100 bytes:
+// when parent is too deep, the directory goes in the temp dir, or in /tmp.
+// Call Serve, then SetLeader once the agent runs, and Close when the
+// iteration ends.
 func Listen(parent string, h Handler) (*Server, error) {
-	dir, err := os.MkdirTemp(parent, "broker-")
-	if err != nil {
-		return nil, fmt.Errorf("make the broker's dir: %w", err)
+	var lastErr error
+	for _, p := range []string{parent, os.TempDir(), "/tmp"} {
+		if len(p)+len("/ralphd-broker-0123456789/bd.sock") > maxSocketPath {
+			continue
+		}
+		dir, err := os.MkdirTemp(p, "ralphd-broker-")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		path := filepath.Join(dir, "bd.sock")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("listen on %s: %w", path, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		return &Server{ln: ln, dir: dir, token: rand.Text(), handler: h, ctx: ctx, cancel: cancel}, nil
 	}
-	path := filepath.Join(dir, "bd.sock")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	if lastErr == nil {
+		lastErr = fmt.Errorf("no directory with a path short enough for a unix socket (%s)", parent)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{ln: ln, dir: dir, token: rand.Text(), handler: h, ctx: ctx, cancel: cancel}, nil
+	return nil, fmt.Errorf("make the broker's dir: %w", lastErr)
 }
+
+// maxSocketPath is the longest socket path used (sun_path holds 108 bytes
+// with its terminating NUL).
+const maxSocketPath = 104
 
 // Dir is the broker's private directory (the sandbox must let the agent
 // reach it).

@@ -89,6 +89,7 @@ func Fields() []Field {
 		field("failure_branches", kindBool, "true", "commit a hard-stopped issue's work to a wip/ralph-fail-* branch"),
 		field("push_failure_branches", kindBool, "false", "push failure branches to origin"),
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
+		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning"),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
@@ -162,6 +163,7 @@ type Config struct {
 	FailureBranches         bool
 	PushFailureBranches     bool
 	AllowDirty              bool
+	Sandbox                 string
 	BuildBatch              int
 	PlanEvery               int
 	Poll                    time.Duration
@@ -433,6 +435,7 @@ func (c *Config) decode() error {
 	c.FailureBranches = boo("failure_branches")
 	c.PushFailureBranches = boo("push_failure_branches")
 	c.AllowDirty = boo("allow_dirty")
+	c.Sandbox = str("sandbox")
 	c.BuildBatch = num("build_batch")
 	c.PlanEvery = num("plan_every")
 	c.Poll = dur("poll")

@@ -26,6 +26,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 		return ExitRefused
 	}
 	env.Audit = auditSink(getenv(EnvAuditFile), getenv(EnvLogPath), getenv(EnvIteration))
+	env.ForwardSignals = true
 	return RunGuard(ctx, args, env, stdin, stdout, stderr)
 }
 

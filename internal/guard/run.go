@@ -46,6 +46,15 @@ type GuardEnv struct {
 	Audit func(ctx context.Context, at time.Time, call state.BDCall) error
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Dir is the real bd's working directory; empty means the caller's.
+	Dir string
+	// Env is the real bd's environment; nil means the caller's.
+	Env []string
+	// ForwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
+	// this process on to the real bd: the guard as its own process (Main)
+	// does, the broker inside ralphd does not (ralphd's signals are its
+	// own; a call ends when ctx does).
+	ForwardSignals bool
 }
 
 // GuardEnvFromEnv reads the mode and the real bd's path from the
@@ -63,7 +72,8 @@ func GuardEnvFromEnv(getenv func(string) string) (GuardEnv, error) {
 	return GuardEnv{Mode: mode, RealBD: real}, nil
 }
 
-// RunGuard is the entry point when ralphd runs as `bd` on the agent's PATH.
+// RunGuard decides one bd call and runs it: for the guard run as `bd` on
+// the agent's PATH (Main), and for each call that reaches the broker.
 // args are the arguments after the program name. It decides the call with
 // env.Mode's policy, audits it, and either refuses it (the message on
 // stderr, exit ExitRefused) or runs the real bd with the same arguments,
@@ -98,7 +108,7 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 		audit(ctx, env, start, rec, stderr)
 		return ExitRefused
 	}
-	code, err := runChild(ctx, env.RealBD, args, stdin, stdout, stderr)
+	code, err := runChild(ctx, env, args, stdin, stdout, stderr)
 	rec.ExitCode = code
 	if err != nil {
 		rec.ExitCode, rec.Error = -1, err.Error()
@@ -151,11 +161,12 @@ const killDelay = 5 * time.Second
 // runChild runs the real bd in its own process group and returns its exit
 // code. The error is non-nil only when bd could not be started or waited
 // for.
-func runChild(ctx context.Context, path string, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+func runChild(ctx context.Context, env GuardEnv, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	// argv[0] stays the real bd's absolute path: a bd that re-executes
 	// itself through argv[0] must not come back through the guard.
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := exec.CommandContext(ctx, env.RealBD, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Dir, cmd.Env = env.Dir, env.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		return signalGroup(cmd.Process, syscall.SIGTERM)
@@ -163,8 +174,10 @@ func runChild(ctx context.Context, path string, args []string, stdin io.Reader, 
 	cmd.WaitDelay = killDelay
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwarded...)
-	defer signal.Stop(sigs)
+	if env.ForwardSignals {
+		signal.Notify(sigs, forwarded...)
+		defer signal.Stop(sigs)
+	}
 
 	if err := cmd.Start(); err != nil {
 		return -1, fmt.Errorf("start: %w", err)

@@ -5,18 +5,23 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/ralphd/ralphd/internal/broker"
 	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
 // This file is the ralphd side of the bd guard protocol: how an agent's bd
-// calls reach ralphd. Install puts a `bd` wrapper first on the agent's
-// PATH; the wrapper runs `ralphd bd-guard` (Main, in audit.go), which
-// decides each call, runs the real bd or refuses, and appends the call to
-// the session's audit file and the run log; Calls reads the audit file
-// back. Nothing else in ralphd writes the wrapper, sets its environment or
-// reads its audit file.
+// calls reach ralphd. Serve (serve.go), what agents get, puts a thin `bd`
+// client first on the agent's PATH and decides, runs and audits each call
+// inside ralphd, through a broker. Install puts the older exec wrapper
+// there instead (the benchmark's baseline): the wrapper runs `ralphd
+// bd-guard` (Main, in audit.go), which decides each call, runs the real bd
+// or refuses, and appends the call to the session's audit file and the run
+// log; Calls reads the audit file back. Nothing else in ralphd writes the
+// `bd` on the agent's PATH, sets its environment or reads its audit.
 
 // Command is the hidden ralphd subcommand the bd wrapper runs; ralphd's
 // main hands it to Main.
@@ -35,6 +40,19 @@ type Setup struct {
 	Iteration int    // the iteration number, for audit events
 	StateDir  string // the project's state directory
 	LogPath   string // the run's JSONL log; "" when logging is off
+
+	// For Serve only:
+	// Env is the real bd's environment (nil: ralphd's own). The agent's
+	// environment does not reach the real bd.
+	Env []string
+	// OnCall, when set, gets each call the broker audited (the caller
+	// writes it to the run log). Calls from several agent processes may
+	// arrive at once: OnCall must be safe for concurrent use.
+	OnCall func(at time.Time, call state.BDCall)
+	// OnRefused, when set, is told about each call refused before it
+	// reached the policy (a wrong token, a process outside the agent's
+	// tree, the session closed).
+	OnRefused func(pid int, why string)
 }
 
 // Session is one agent run's installed guard: a bin directory holding the
@@ -44,6 +62,11 @@ type Session struct {
 	setup     Setup
 	bin       string
 	auditFile string
+
+	// Set by Serve: the broker and the calls it audited.
+	server *broker.Server
+	mu     sync.Mutex
+	calls  []state.BDCall
 }
 
 // Install writes the guard's `bd` wrapper and prepares its audit file
@@ -77,6 +100,9 @@ func (s *Session) BinDir() string { return s.bin }
 // Env is the environment the agent (and so the guard it runs) must carry,
 // as KEY=value pairs added after everything else.
 func (s *Session) Env() []string {
+	if s.server != nil {
+		return []string{s.server.EnvVar()}
+	}
 	env := []string{
 		EnvRunID + "=" + s.setup.RunID,
 		EnvIteration + "=" + strconv.Itoa(s.setup.Iteration),
@@ -103,5 +129,10 @@ func (s *Session) DenyPrefixes() []string { return DenyPrefixes(s.setup.Mode) }
 // that does not parse (a guard killed mid-write) is skipped: the run log
 // has its own copy.
 func (s *Session) Calls() []state.BDCall {
+	if s.server != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return append([]state.BDCall(nil), s.calls...)
+	}
 	return readAudit(s.auditFile)
 }

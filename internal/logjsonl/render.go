@@ -356,7 +356,18 @@ func (rd *renderer) meta(rec gjson.Result) {
 		if p := data.Get("project_id").String(); p != "" {
 			parts = append(parts, "project "+p)
 		}
+		switch data.Get("sandbox").String() {
+		case "bwrap":
+			parts = append(parts, "sandboxed (bwrap)")
+		case "none":
+			if data.Get("mode").String() == "build" {
+				parts = append(parts, "not sandboxed")
+			}
+		}
 		rd.println(bold, oneLine(strings.Join(parts, " · ")))
+		if note := data.Get("sandbox_note").String(); note != "" {
+			rd.println(dim, oneLine("  "+note))
+		}
 	case EventIterationStart:
 		rd.showResult()
 		clear(rd.tools)

@@ -72,6 +72,10 @@ type RunStart struct {
 	Scope         string `json:"scope,omitempty"` // the epic a BUILD run is limited to
 	MaxAttempts   int    `json:"max_attempts,omitempty"`
 	PID           int    `json:"pid,omitempty"`
+	// Sandbox is how BUILD agents run: "bwrap" or "none"; SandboxNote
+	// says why not, when the setting allowed a sandbox.
+	Sandbox     string `json:"sandbox,omitempty"`
+	SandboxNote string `json:"sandbox_note,omitempty"`
 }
 
 // IterationStart is the data of an iteration_start event. The first three
@@ -83,6 +87,7 @@ type IterationStart struct {
 	IssueTitle  string `json:"issue_title,omitempty"`
 	Attempt     int    `json:"attempt,omitempty"`      // this attempt at the issue, from 1
 	MaxAttempts int    `json:"max_attempts,omitempty"` // attempts before the issue counts as stuck
+	Sandbox     string `json:"sandbox,omitempty"`      // "bwrap" when the agent runs sandboxed, else "none"
 }
 
 // IterationEnd is the data of an iteration_end event. The first three keys

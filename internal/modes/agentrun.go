@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/guard"
@@ -33,17 +35,26 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		return agent.Outcome{}, nil, fmt.Errorf("make the iteration's scratch dir: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	var logPath string
-	if l.Log != nil {
-		logPath = l.Log.Path()
-	}
-	g, err := guard.Install(scratch, guard.Setup{
+	// The agent's bd reaches the guard through a broker in this process:
+	// the mode lives here, where the agent cannot rewrite it, and ralphd
+	// runs the real bd and writes the audit itself.
+	var logMu sync.Mutex
+	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
-		Iteration: r.iteration, StateDir: l.State.Dir(), LogPath: logPath,
+		Iteration: r.iteration, StateDir: l.State.Dir(), Env: l.environ(),
+		OnCall: func(_ time.Time, call state.BDCall) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			l.event(logjsonl.EventBDCall, call)
+		},
+		OnRefused: func(pid int, why string) {
+			l.human().Warn("refused a bd call", "pid", pid, "why", why)
+		},
 	})
 	if err != nil {
 		return agent.Outcome{}, nil, err
 	}
+	defer g.Close()
 	inv := agent.Invocation{
 		Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt,
 		Prompt: r.prompt, Dir: l.Dir, Model: l.Config.Model, ScratchDir: scratch,
@@ -59,11 +70,20 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		ExtraEnv:   g.Env(),
 		Contain:    l.Contain,
 		OnStart: func(s agent.Started) error {
+			g.SetLeader(s.PID)
 			return l.State.WriteRunning(state.Running{
 				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Marker: s.Marker, Iteration: r.iteration, IssueID: r.issue,
 				Attempt: r.attempt, Mode: r.mode, RunID: l.RunID, StartedAt: l.now(),
 			})
 		},
+	}
+	if l.sandboxed(r.mode) {
+		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, g.ReadOnly()...)
+		if err != nil {
+			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
+		}
+		opts.Wrap = wrap
+		opts.ExtraEnv = append(opts.ExtraEnv, tmpdir)
 	}
 	if l.Log != nil {
 		// The log splits lines itself, so an over-long line's pieces carry
@@ -74,6 +94,8 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		defer se.Close()
 	}
 	out, err := agent.Run(ctx, l.Backend, inv, opts)
+	// Calls still in flight end here; later ones are refused.
+	_ = g.Close()
 	calls := g.Calls()
 	if err != nil {
 		// The caller undoes the iteration and clears the running record.

@@ -67,7 +67,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		RunID: res.RunID, Mode: ModeBuild, Iteration: it.n, IssueID: is.ID, Attempt: it.attempt,
 		StartedAt: it.started, ExitCode: it.out.ExitCode, CostUSD: it.out.CostUSD, Tokens: stateTokens(it.out.Usage),
 		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: it.out.SessionID, Turns: it.out.Turns, ToolCalls: it.out.ToolCalls,
-		Gate: GateAgent, BDCalls: it.calls,
+		Gate: GateAgent, BDCalls: it.calls, Sandbox: l.sandboxName(ModeBuild),
 	}
 	if !isAttempt(it.out.Status) {
 		return l.giveBack(ctx, res, it)
@@ -121,6 +121,7 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 
 	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
 		Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: it.attempt, MaxAttempts: l.Config.MaxStuck,
+		Sandbox: l.sandboxName(ModeBuild),
 	})
 	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck))
 	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, it.n, it.attempt, l.Config.MaxStuck)

@@ -16,6 +16,7 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
@@ -153,6 +154,9 @@ type Loop struct {
 	// Contain, when set, runs each agent in a cgroup of its own (see
 	// agent.RunOptions.Contain); nil means process groups only.
 	Contain *cgroup.Containment
+	// Sandbox says whether BUILD agents run under bwrap, and why not when
+	// the setting allowed it.
+	Sandbox sandbox.Decision
 
 	// Now and Sleep are the clock; tests replace them.
 	Now   func() time.Time

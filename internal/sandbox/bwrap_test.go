@@ -90,7 +90,7 @@ func TestSandboxHolds(t *testing.T) {
 
 	is := is.New(t)
 	out, err := sh("echo ok > work.txt && echo ok > " + tmp + "/t && echo ok > " + home + "/.claude/s && git --version >/dev/null && cat .beads/issues.jsonl")
-	is.NoErr(err)                           // the work tree, the temp dir and the agent's dir are writable, the tracker readable
+	is.NoErr(err)                          // the work tree, the temp dir and the agent's dir are writable, the tracker readable
 	is.True(strings.Contains(out, "orig")) // the tracker is visible
 	b, _ := os.ReadFile(wt + "/work.txt")
 	is.Equal(string(b), "ok\n") // written through to the real work tree

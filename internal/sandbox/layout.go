@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,9 @@ type Layout struct {
 	// Writable paths are bound read-write at the same path. Missing ones
 	// are left out.
 	Writable []string
+	// Dirs are writable dirs that Prepare makes when they are missing (the
+	// agent CLI's own dirs, which it would make on its first run).
+	Dirs []string
 	// ReadOnly paths are bound read-only, over any writable path that
 	// contains them. Missing ones are left out.
 	ReadOnly []string
@@ -24,6 +28,20 @@ type Layout struct {
 	// runtime dir, whose sockets reach services outside the sandbox).
 	// Missing ones are left out.
 	Hidden []string
+}
+
+// Prepare makes the missing Dirs (mode 0700), so that they can be bound
+// writable.
+func (l Layout) Prepare() error {
+	for _, d := range l.Dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("make %s for the sandboxed agent: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // mount is one bwrap mount operation.
@@ -54,7 +72,7 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 			ms = append(ms, mount{p, []string{"--tmpfs"}, 0})
 		}
 	}
-	for _, p := range clean(l.Writable) {
+	for _, p := range clean(append(l.Writable, l.Dirs...)) {
 		if exists(p) {
 			ms = append(ms, mount{p, []string{"--bind", p}, 1})
 		}

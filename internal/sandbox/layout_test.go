@@ -68,7 +68,8 @@ func TestBuildLayout(t *testing.T) {
 		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", TempDir: "/t/x",
 		ReadOnly: []string{"/t/x/sock"}, Agent: "claude", Home: "/h", Getenv: func(k string) string { return env[k] },
 	})
-	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/c", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"})
+	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/h/.claude.json", "/h/.claude.json.backup"})
+	is.Equal(l.Dirs, []string{"/c", "/h/.claude"}) // made when missing
 	for _, p := range []string{"/s", "/t/x/sock", "/w/repo/.git/config"} {
 		is.True(slices.Contains(l.ReadOnly, p)) // read-only
 	}
@@ -87,7 +88,7 @@ func TestAgentDirs(t *testing.T) {
 		want  []string
 	}{
 		{"claude", nil, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"}},
-		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup", "/cc"}},
+		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.cache", "/h/.claude", "/cc", "/h/.claude.json", "/h/.claude.json.backup"}},
 		{"codex", nil, []string{"/h/.cache", "/h/.codex"}},
 		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/h/.cache", "/ch"}},
 		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.cache", "/h/.codex"}},
@@ -99,7 +100,8 @@ func TestAgentDirs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.agent+strings.Join(slices.Sorted(mapsKeys(tt.env)), ","), func(t *testing.T) {
 			env = tt.env
-			is.New(t).Equal(AgentDirs(tt.agent, "/h", getenv), tt.want)
+			dirs, files := AgentDirs(tt.agent, "/h", getenv)
+			is.New(t).Equal(append(dirs, files...), tt.want)
 		})
 	}
 }

@@ -38,8 +38,10 @@ func BuildLayout(p Project) Layout {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	dirs, files := AgentDirs(p.Agent, p.Home, getenv)
 	l := Layout{
-		Writable: append([]string{p.WorkTree, p.TempDir}, AgentDirs(p.Agent, p.Home, getenv)...),
+		Writable: append([]string{p.WorkTree, p.TempDir}, files...),
+		Dirs:     dirs,
 		ReadOnly: append([]string{p.StateDir}, p.ReadOnly...),
 		Sealed: []string{
 			filepath.Join(p.WorkTree, ".beads"),
@@ -62,9 +64,10 @@ func BuildLayout(p Project) Layout {
 }
 
 // AgentDirs lists the config and cache dirs an agent CLI writes to (and
-// the shared XDG cache). Only the named backend's dirs are listed; the
-// command backend gets the XDG cache only.
-func AgentDirs(agent, home string, getenv func(string) string) []string {
+// the shared XDG cache), and the files it writes outside them. Only the
+// named backend's are listed; the command backend gets the XDG cache
+// only.
+func AgentDirs(agent, home string, getenv func(string) string) (dirs, files []string) {
 	xdg := func(env, def string) string {
 		if v := getenv(env); filepath.IsAbs(v) {
 			return v
@@ -81,7 +84,7 @@ func AgentDirs(agent, home string, getenv func(string) string) []string {
 		return filepath.Join(home, rel)
 	}
 	config, data, cache := xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_DATA_HOME", ".local/share"), xdg("XDG_CACHE_HOME", ".cache")
-	dirs := []string{cache}
+	dirs = []string{cache}
 	join := func(base, rel string) string {
 		if base == "" {
 			return ""
@@ -90,7 +93,8 @@ func AgentDirs(agent, home string, getenv func(string) string) []string {
 	}
 	switch agent {
 	case "claude":
-		dirs = append(dirs, inHome(".claude"), inHome(".claude.json"), inHome(".claude.json.backup"))
+		dirs = append(dirs, inHome(".claude"))
+		files = append(files, inHome(".claude.json"), inHome(".claude.json.backup"))
 		if v := getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(v) {
 			dirs = append(dirs, v)
 		}
@@ -107,10 +111,14 @@ func AgentDirs(agent, home string, getenv func(string) string) []string {
 	case "amp":
 		dirs = append(dirs, join(config, "amp"), join(data, "amp"))
 	}
+	return nonEmpty(dirs), nonEmpty(files)
+}
+
+func nonEmpty(ss []string) []string {
 	var out []string
-	for _, d := range dirs {
-		if d != "" {
-			out = append(out, d)
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -123,6 +123,9 @@ type Record struct {
 	SessionID string `json:"session_id,omitempty"`
 	Turns     int    `json:"turns,omitempty"`
 	ToolCalls int    `json:"tool_calls,omitempty"`
+	// Sandbox is "bwrap" when the agent ran under bubblewrap, "none" when
+	// it did not, and empty in records older than the sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
 	// BDCalls are the bd commands the agent ran through the guard in this
 	// iteration, allowed and refused.
 	BDCalls []BDCall `json:"bd_calls,omitempty"`
@@ -352,6 +355,8 @@ type RunSummary struct {
 	// or was killed.
 	Ended      bool   `json:"ended"`
 	StopReason string `json:"stop_reason,omitempty"`
+	// Sandbox is the last BUILD iteration's sandbox ("bwrap" or "none").
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // LastRunID returns the run id of the last record that has one, or "".
@@ -390,6 +395,9 @@ func SummarizeRun(records []Record, runID string) RunSummary {
 			continue
 		}
 		sum.Iterations++
+		if r.Mode == "build" && r.Sandbox != "" {
+			sum.Sandbox = r.Sandbox
+		}
 		if r.IssueID != "" && !slices.Contains(sum.Issues, r.IssueID) {
 			sum.Issues = append(sum.Issues, r.IssueID)
 		}

@@ -311,6 +311,12 @@ func (st Status) WriteText(w io.Writer) error {
 			more("ended without a stop record (ralphd was killed or crashed)")
 		}
 		more("%s", fmtCost(r.CostUSD, r.Tokens))
+		switch r.Sandbox {
+		case "bwrap":
+			more("BUILD agent sandboxed (bwrap)")
+		case "none":
+			more("BUILD agent NOT sandboxed (see `ralphd doctor`)")
+		}
 		if st.Totals.Runs > 1 {
 			line("All runs", "%d runs, %d iterations; %s", st.Totals.Runs, st.Totals.Iterations, fmtCost(st.Totals.CostUSD, st.Totals.Tokens))
 		}

@@ -1,0 +1,107 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/broker"
+	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+// ClientCommand is the hidden ralphd subcommand the `bd` on an agent's
+// PATH runs under Serve: a client of the session's broker. ralphd's main
+// hands it to ClientMain.
+const ClientCommand = "bd-client"
+
+// ClientMain is ralphd running as the agent's `bd` under Serve: it sends
+// the call to the session's broker and returns the real bd's exit code.
+func ClientMain(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return broker.RunClient(args, getenv, stdin, stdout, stderr)
+}
+
+// Serve installs the guard for one agent run as a broker: the `bd` first
+// on the agent's PATH is a thin client (ClientCommand) that sends its
+// argv, working directory and stdin over a unix socket under dir to this
+// process, which decides the call with s.Mode, held here and nowhere the
+// agent can write, runs the real bd itself with s.Env, streams its output
+// back, and audits the call (Calls, s.OnCall). The client carries no mode
+// and no path to the real bd: rewriting it, or the environment, gains the
+// agent nothing.
+//
+// Only the agent's own processes are served: call SetLeader with the
+// agent's pid as soon as it runs. Close ends the session: calls in flight
+// are cancelled and later ones refused, so a process the agent left behind
+// cannot act after its iteration.
+func Serve(ctx context.Context, dir string, s Setup) (*Session, error) {
+	if !s.Mode.Valid() {
+		return nil, fmt.Errorf("install the bd guard: mode %q is neither build nor plan", string(s.Mode))
+	}
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		return nil, fmt.Errorf("install the bd guard: %w", err)
+	}
+	sess := &Session{setup: s, bin: bin}
+	srv, err := broker.Listen(dir, sess.handle)
+	if err != nil {
+		return nil, fmt.Errorf("install the bd guard: %w", err)
+	}
+	sess.server = srv
+	srv.Refused = s.OnRefused
+	script := "#!/bin/sh\n# ralphd's bd: a client of the running ralphd, which decides and runs each call.\n" +
+		"exec " + shellquote.Quote(s.Self) + " " + ClientCommand + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "bd"), []byte(script), 0o700); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("install the bd guard: %w", err)
+	}
+	go srv.Serve(ctx)
+	return sess, nil
+}
+
+// handle serves one call that reached the broker.
+func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := GuardEnv{
+		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, Env: s.setup.Env,
+		Audit: func(_ context.Context, at time.Time, call state.BDCall) error {
+			call.Iteration = s.setup.Iteration
+			s.mu.Lock()
+			s.calls = append(s.calls, call)
+			s.mu.Unlock()
+			if s.setup.OnCall != nil {
+				s.setup.OnCall(at, call)
+			}
+			return nil
+		},
+	}
+	return RunGuard(ctx, c.Argv, env, stdin, stdout, stderr)
+}
+
+// SetLeader tells a served session the agent's pid: only it and its
+// descendants are served. It does nothing for an installed wrapper.
+func (s *Session) SetLeader(pid int) {
+	if s.server != nil {
+		s.server.SetLeader(pid)
+	}
+}
+
+// ReadOnly lists the paths an agent's sandbox must keep read-only: the
+// client's bin dir and the broker's socket dir.
+func (s *Session) ReadOnly() []string {
+	if s.server == nil {
+		return []string{s.bin}
+	}
+	return []string{s.bin, s.server.Dir()}
+}
+
+// Close ends a served session: no call is served after it returns. It
+// does nothing for an installed wrapper.
+func (s *Session) Close() error {
+	if s.server == nil {
+		return nil
+	}
+	return s.server.Close()
+}
