@@ -260,7 +260,7 @@ func TestE2ESandboxStopsWritesAroundTheBroker(t *testing.T) {
 	results := e.srv.ToolResults()
 	is.Equal(len(results), 3)
 	for _, r := range results[:2] {
-		is.True(r.IsError)                                             // the model was told it failed...
+		is.True(r.IsError)                                                             // the model was told it failed...
 		is.True(strings.Contains(strings.ToLower(r.Content), "read-only file system")) // ...and why
 	}
 	is.True(strings.Contains(e.bd("show", "e2e-b", "--json"), `"priority": 2`)) // the tracker is unchanged
