@@ -47,6 +47,7 @@ func commands() []command {
 		{"serve", "serve the dashboard read-only from the state dir, no daemon (serve --http ADDR)", cmdServe},
 		{"notify", "send a sample of each notification (notify test)", cmdNotify},
 		{"agents", "list agent backends and whether each is installed", cmdAgents},
+		{"doctor", "check everything ralphd depends on, with a fix for each problem", cmdDoctor},
 		{"service", "install the systemd user unit (service install|uninstall|print)", cmdService},
 		{guard.HookCommand, "agent hook entry points (hook pre-tool-use)", cmdHook},
 		{"version", "print version information", func(_ context.Context, a *app, _ []string) int { return cmdVersion(a.stdout) }},

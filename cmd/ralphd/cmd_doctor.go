@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/proc"
+	"github.com/ralphd/ralphd/internal/sandbox"
+)
+
+// verdict is one line of `ralphd doctor`.
+type verdict struct {
+	name   string
+	level  string // "ok", "warn" (works, with less) or "FAIL" (ralphd cannot run)
+	detail string
+	fix    string
+}
+
+const (
+	levelOK   = "ok"
+	levelWarn = "warn"
+	levelFail = "FAIL"
+)
+
+func cmdDoctor(ctx context.Context, a *app, args []string) int {
+	fs := newFlags(a, "doctor", "doctor [--agent NAME] [--bd PATH]", `
+Check everything ralphd depends on, one line each with a verdict and, when
+something is wrong, how to fix it: bd and its version, the agent CLI and
+whether it is logged in (where that can be told offline), git,
+bubblewrap and user namespaces (the BUILD sandbox), cgroup v2, the systemd
+user manager, and write access to the state dir. Exits 1 when something
+ralphd cannot run without is missing.`)
+	config.BindFlags(fs, "agent", "agent_cmd", "bd", "sandbox")
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	dir := ""
+	if id, err := identify(ctx, ""); err == nil {
+		dir = id.TopLevel
+	}
+	cfg, err := loadConfig(a, dir, fs)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	vs := []verdict{
+		checkBD(ctx, cfg.BD),
+		checkAgent(ctx, a, cfg),
+		checkGit(ctx),
+		checkSandbox(ctx, a, cfg.Sandbox),
+		checkCgroup(),
+		checkSystemd(ctx),
+		checkStateDir(stateRoot(a)),
+	}
+	return printVerdicts(a.stdout, vs)
+}
+
+// printVerdicts prints one line per verdict and returns the exit code: 1
+// when any failed.
+func printVerdicts(w io.Writer, vs []verdict) int {
+	code := exitOK
+	for _, v := range vs {
+		line := fmt.Sprintf("%-4s  %-8s  %s", v.level, v.name, v.detail)
+		if v.fix != "" {
+			line += "; fix: " + v.fix
+		}
+		fmt.Fprintln(w, line)
+		if v.level == levelFail {
+			code = exitError
+		}
+	}
+	return code
+}
+
+// run briefly runs a probe and returns its first output line.
+func firstLine(ctx context.Context, bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := proc.Command(ctx, time.Second, bin, args...).Output()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line, err
+}
+
+func checkBD(ctx context.Context, bin string) verdict {
+	v := verdict{name: "bd"}
+	if bin == "" {
+		bin = "bd"
+	}
+	path, err := beads.LookPath(bin)
+	if err != nil {
+		v.level, v.detail = levelFail, bin+" not found"
+		v.fix = `install beads ("go install github.com/steveyegge/beads/cmd/bd@latest" or "npm install -g @beads/bd"), or set bd (--bd) to its path`
+		return v
+	}
+	ver, err := firstLine(ctx, path, "--version")
+	if err != nil || ver == "" {
+		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("%s does not answer --version (%v)", path, err), "reinstall bd"
+		return v
+	}
+	v.level, v.detail = levelOK, fmt.Sprintf("%s (%s)", ver, path)
+	return v
+}
+
+func checkGit(ctx context.Context) verdict {
+	v := verdict{name: "git"}
+	path, err := exec.LookPath("git")
+	if err != nil {
+		v.level, v.detail, v.fix = levelFail, "git not found on PATH", "install git (sudo apt install git)"
+		return v
+	}
+	ver, err := firstLine(ctx, path, "--version")
+	if err != nil {
+		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("%s --version failed: %v", path, err), "reinstall git"
+		return v
+	}
+	v.level, v.detail = levelOK, fmt.Sprintf("%s (%s)", ver, path)
+	return v
+}
+
+func checkAgent(ctx context.Context, a *app, cfg *config.Config) verdict {
+	v := verdict{name: "agent"}
+	b, err := agent.Lookup(cfg.Agent, agent.WithAgentCmd(cfg.AgentCmd))
+	if err != nil {
+		v.level, v.detail, v.fix = levelFail, err.Error(), "set agent to one of "+strings.Join(agent.Names(), ", ")
+		return v
+	}
+	bin := b.Binary()
+	if b.Name() == "command" {
+		v.level, v.detail = levelOK, fmt.Sprintf("%s: runs `%s` with sh -c", b.Name(), cfg.AgentCmd)
+		return v
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		v.level, v.detail = levelFail, fmt.Sprintf("%s: %s not found on PATH", b.Name(), bin)
+		v.fix = "install it"
+		if h, ok := b.(agent.InstallHinter); ok {
+			v.fix = h.InstallHint()
+		}
+		return v
+	}
+	ver := "version unknown"
+	if vr, ok := b.(agent.Versioner); ok {
+		if l, err := firstLine(ctx, path, vr.VersionArgs()...); err == nil && l != "" {
+			ver = l
+		}
+	}
+	v.level, v.detail = levelOK, fmt.Sprintf("%s %s (%s)", b.Name(), ver, path)
+	switch how, known := loggedIn(b.Name(), a.getenv); {
+	case how != "":
+		v.detail += "; logged in: " + how
+	case known:
+		v.level = levelWarn
+		v.detail += "; not logged in"
+		v.fix = "log in once by running " + bin + " by hand, or set its API key"
+	default:
+		v.detail += "; login cannot be checked offline"
+	}
+	return v
+}
+
+// loggedIn says how an agent CLI is logged in, judged from its files and
+// environment without going online: how is empty when no credentials were
+// found, and known is false when the CLI's credentials cannot be told
+// offline.
+func loggedIn(name string, getenv func(string) string) (how string, known bool) {
+	home := getenv("HOME")
+	env := func(keys ...string) string {
+		for _, k := range keys {
+			if getenv(k) != "" {
+				return "$" + k
+			}
+		}
+		return ""
+	}
+	file := func(paths ...string) string {
+		for _, p := range paths {
+			if p == "" || !filepath.IsAbs(p) {
+				continue
+			}
+			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+				return p
+			}
+		}
+		return ""
+	}
+	first := func(ss ...string) string {
+		for _, s := range ss {
+			if s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	data := getenv("XDG_DATA_HOME")
+	if data == "" && home != "" {
+		data = filepath.Join(home, ".local", "share")
+	}
+	switch name {
+	case "claude":
+		cfgDir := first(getenv("CLAUDE_CONFIG_DIR"), filepath.Join(home, ".claude"))
+		acct := ""
+		if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); err == nil && strings.Contains(string(b), `"oauthAccount"`) {
+			acct = "~/.claude.json"
+		}
+		return first(env("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"), file(filepath.Join(cfgDir, ".credentials.json")), acct), true
+	case "codex":
+		codexHome := first(getenv("CODEX_HOME"), filepath.Join(home, ".codex"))
+		return first(env("OPENAI_API_KEY", "CODEX_API_KEY"), file(filepath.Join(codexHome, "auth.json"))), true
+	case "gemini":
+		return first(env("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), file(filepath.Join(home, ".gemini", "oauth_creds.json"))), true
+	case "opencode":
+		return first(file(filepath.Join(data, "opencode", "auth.json")), env("ANTHROPIC_API_KEY", "OPENAI_API_KEY")), true
+	case "amp":
+		return first(env("AMP_API_KEY"), file(filepath.Join(data, "amp", "secrets.json"))), true
+	}
+	return "", false
+}
+
+func checkSandbox(ctx context.Context, a *app, setting string) verdict {
+	v := verdict{name: "sandbox"}
+	s := sandbox.Probe(ctx, a.getenv("PATH"))
+	switch {
+	case s.OK():
+		v.level, v.detail = levelOK, "bubblewrap works here ("+s.Path+"); BUILD runs sandboxed"
+		if setting == sandbox.Off {
+			v.level, v.detail, v.fix = levelWarn, v.detail[:strings.Index(v.detail, ";")]+"; but sandbox=off: BUILD runs unsandboxed", "set sandbox to auto"
+		}
+	case setting == sandbox.Off:
+		v.level, v.detail = levelOK, fmt.Sprintf("sandbox=off (%v)", s.Err)
+	case errors.Is(s.Err, sandbox.ErrNoBwrap):
+		v.level, v.detail, v.fix = levelWarn, "bwrap not found: BUILD runs unsandboxed", sandbox.InstallHint
+	default:
+		v.level, v.detail, v.fix = levelWarn, s.Err.Error()+": BUILD runs unsandboxed", "enable unprivileged user namespaces"
+	}
+	if setting == sandbox.Bwrap && !s.OK() {
+		v.level = levelFail
+	}
+	return v
+}
+
+// checkCgroup looks for a cgroup v2 hierarchy (unified, or beside v1 in
+// a hybrid set-up) and whether this process's cgroup in it can be
+// written, for containing an iteration's processes.
+func checkCgroup() verdict {
+	v := verdict{name: "cgroup"}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	root := ""
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[2] == "cgroup2" {
+			root = f[1]
+			break
+		}
+	}
+	if root == "" {
+		v.level, v.detail, v.fix = levelWarn, "no cgroup v2 mounted; processes an agent detaches are found by marker only", "boot with the unified cgroup hierarchy (systemd.unified_cgroup_hierarchy=1)"
+		return v
+	}
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	rel := ""
+	for _, line := range strings.Split(string(own), "\n") {
+		if r, ok := strings.CutPrefix(line, "0::"); ok {
+			rel = r
+		}
+	}
+	dir := filepath.Join(root, rel)
+	if unixAccessW(dir) {
+		v.level, v.detail = levelOK, "cgroup v2 at "+root+"; ralphd's cgroup "+dir+" is writable"
+		return v
+	}
+	v.level, v.detail, v.fix = levelWarn, "cgroup v2 at "+root+", but ralphd's cgroup "+dir+" is not writable", "run ralphd as a systemd user service (ralphd service install), which delegates a cgroup"
+	return v
+}
+
+func checkSystemd(ctx context.Context) verdict {
+	v := verdict{name: "systemd"}
+	path, err := exec.LookPath("systemctl")
+	if err != nil {
+		v.level, v.detail = levelWarn, "systemctl not found: `ralphd service` is not available"
+		v.fix = "run `ralphd daemon` under another supervisor"
+		return v
+	}
+	state, err := firstLine(ctx, path, "--user", "is-system-running")
+	if (state == "" && err != nil) || state == "offline" {
+		v.level, v.detail = levelWarn, "no systemd user manager: `ralphd service` cannot install the unit"
+		v.fix = "log in through a systemd session, or run `loginctl enable-linger $USER`"
+		return v
+	}
+	v.level, v.detail = levelOK, "systemd user manager: "+state
+	if state != "running" {
+		v.level = levelWarn
+		v.fix = "see `systemctl --user --failed`"
+	}
+	return v
+}
+
+func checkStateDir(root string) verdict {
+	v := verdict{name: "state"}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("cannot make %s: %v", root, err), "set RALPH_STATE_DIR to a writable directory"
+		return v
+	}
+	f, err := os.CreateTemp(root, ".doctor-")
+	if err != nil {
+		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("cannot write in %s: %v", root, err), "set RALPH_STATE_DIR to a writable directory"
+		return v
+	}
+	name := f.Name()
+	_ = f.Close()
+	_ = os.Remove(name)
+	v.level, v.detail = levelOK, root+" is writable"
+	return v
+}
