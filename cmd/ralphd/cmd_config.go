@@ -23,11 +23,7 @@ and defaults. Pass any build/plan flag to see its effect.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
-	dir := ""
-	if id, err := identify(ctx, ""); err == nil {
-		dir = id.TopLevel
-	}
-	cfg, err := loadConfig(a, dir, fs)
+	cfg, err := loadConfigHere(ctx, a, fs)
 	if err != nil {
 		return reportErr(a, err)
 	}

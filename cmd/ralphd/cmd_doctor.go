@@ -48,11 +48,7 @@ ralphd cannot run without is missing.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
-	dir := ""
-	if id, err := identify(ctx, ""); err == nil {
-		dir = id.TopLevel
-	}
-	cfg, err := loadConfig(a, dir, fs)
+	cfg, err := loadConfigHere(ctx, a, fs)
 	if err != nil {
 		return reportErr(a, err)
 	}

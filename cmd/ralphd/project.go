@@ -85,6 +85,16 @@ func loadConfig(a *app, dir string, fs *flag.FlagSet) (*config.Config, error) {
 	})
 }
 
+// loadConfigHere layers the configuration for the project around the
+// current directory, or without a project file outside any project.
+func loadConfigHere(ctx context.Context, a *app, fs *flag.FlagSet) (*config.Config, error) {
+	dir := ""
+	if id, err := identify(ctx, ""); err == nil {
+		dir = id.TopLevel
+	}
+	return loadConfig(a, dir, fs)
+}
+
 // openProject identifies the project, loads its configuration and opens
 // its state dir. It prints any error with a hint and returns the exit code.
 func openProject(ctx context.Context, a *app, fs *flag.FlagSet, dir string) (*project, int) {

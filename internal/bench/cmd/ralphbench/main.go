@@ -39,6 +39,7 @@ type options struct {
 	benchtime            string
 	profile              bool
 	only                 []string
+	brokerCalls          int
 	args                 string // how the script was invoked, for the report
 }
 
@@ -110,8 +111,9 @@ func parseFlags(args []string) (options, error) {
 	writerSizes := fs.String("writer-sizes", "100MiB,1GiB", "input sizes for the log writer alone (logjsonltest.Measure)")
 	heapSizes := fs.String("heap-sizes", "100MiB,1GiB", "input sizes for the live heap of the pass-through pipeline")
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
+	fs.IntVar(&o.brokerCalls, "broker-calls", 200, "bd calls timed each way for the broker section")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
-	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers (default: all)")
+	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker (default: all)")
 	fs.StringVar(&o.args, "invocation", "scripts/bench", "how the benchmark was started, for the report")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -138,8 +140,8 @@ func parseFlags(args []string) (options, error) {
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers"}, s) {
-				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers)", s)
+			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker"}, s) {
+				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker)", s)
 			}
 			o.only = append(o.only, s)
 		}
@@ -196,6 +198,7 @@ func bench0(ctx context.Context, o options) error {
 		id *idleResult
 		sc *scaleResult
 		wk *workersResult
+		br *brokerResult
 	)
 	if o.want("overhead") {
 		if ov, err = measureOverhead(ctx, e, o.issues, o.runs, o.profile, say); err != nil {
@@ -222,8 +225,16 @@ func bench0(ctx context.Context, o options) error {
 			return fmt.Errorf("parallel workers: %w", err)
 		}
 	}
+	if o.want("broker") {
+		if br, err = measureBroker(ctx, e, o.brokerCalls, say); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+	}
 	facts.elapsed = time.Since(start)
 	rep := buildReport(o, facts, ov, lp, id, sc, wk)
+	if br != nil {
+		rep.Sections = append(rep.Sections, brokerSection(br, o.args))
+	}
 	fmt.Print(rep.Table())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(rep.Markdown()), 0o644); err != nil {
