@@ -73,7 +73,7 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	}
 	if loop.Config.Log { // one log per batch, so retention applies to a long-lived daemon
 		opts.NewLog = func(runID string) (*logjsonl.Writer, error) {
-			return logjsonl.CreateRun(ls.p.store.LogsDir(), runID, loop.Config.LogRetention, logjsonl.Options{})
+			return logjsonl.CreateRun(ls.p.store.LogsDir(), runID, loop.Config.LogRetention, logjsonl.Options{Redact: ls.redact.Lines})
 		}
 	}
 	wctx, stopWatchdog := context.WithCancel(context.Background())

@@ -16,6 +16,7 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/prompts"
@@ -104,6 +105,9 @@ type loopSetup struct {
 	p      *project
 	loop   *modes.Loop
 	closer []func()
+	// redact keeps the secrets of ralphd's environment out of the log,
+	// notes, state files, reports and the terminal.
+	redact *redact.Redactor
 	sinks  []observe.Sink // what the loop's Observer fans out to
 }
 
@@ -132,6 +136,11 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		warnf(a.stderr, "cannot become a child subreaper (%v); processes an agent detaches may outlive their iteration", err)
 	}
 	contain := containment(a)
+	ls.redact = redact.FromEnv(a.env)
+	p.store.SetRedact(ls.redact.Lines)
+	out, errOut := ls.redact.Writer(a.stdout), ls.redact.Writer(a.stderr)
+	a.stdout, a.stderr = out, errOut
+	ls.closer = append(ls.closer, func() { _ = out.Close(); _ = errOut.Close() })
 
 	realBD, err := beads.LookPath(p.cfg.BD)
 	if err != nil {
@@ -148,6 +157,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		ls.close()
 		return nil, reportErr(a, err)
 	}
+	bd.Redact = ls.redact.String
 	promptDir := p.cfg.PromptDir
 	if promptDir == "" {
 		promptDir = filepath.Join(p.dir, ".ralph")
@@ -183,7 +193,7 @@ func (ls *loopSetup) openLog(a *app) int {
 	if !ls.loop.Config.Log {
 		return exitOK
 	}
-	w, err := logjsonl.CreateRun(ls.p.store.LogsDir(), ls.loop.RunID, ls.loop.Config.LogRetention, logjsonl.Options{})
+	w, err := logjsonl.CreateRun(ls.p.store.LogsDir(), ls.loop.RunID, ls.loop.Config.LogRetention, logjsonl.Options{Redact: ls.redact.Lines})
 	if err != nil {
 		errorf(a.stderr, "open the run log: %v", err)
 		return exitError

@@ -44,6 +44,10 @@ type Client struct {
 	// Actor, when set, is passed as --actor, the name bd records in its
 	// audit trail and as the assignee of claims.
 	Actor string
+	// Redact, when set, is applied to the text of every note ralphd
+	// appends, so that a secret in a command's output never reaches the
+	// tracker.
+	Redact func(string) string
 	// OnCall, when set, is told about every bd process this Client ran:
 	// its arguments, how long it took and its error (metrics use it). It
 	// must not block.
@@ -256,6 +260,9 @@ func (c *Client) Claim(ctx context.Context, id string) (Issue, error) {
 func (c *Client) AppendNotes(ctx context.Context, id, text string) (Issue, error) {
 	if text == "" {
 		return Issue{}, fmt.Errorf("bd update %s: empty note", id)
+	}
+	if c.Redact != nil {
+		text = c.Redact(text)
 	}
 	return c.one(ctx, id, false, "update", id, "--append-notes", text)
 }

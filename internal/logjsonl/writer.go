@@ -50,6 +50,10 @@ type Options struct {
 	// DefaultMaxLine. A longer line is written as several wrapped chunks.
 	// Keep it at 4 or more, or a chunk may split a UTF-8 character.
 	MaxLine int
+	// Redact, when set, is applied to every batch of complete records
+	// before it is written (a secret's value replaced, each line kept
+	// valid JSON). An agent line is then verbatim except for the secrets.
+	Redact func([]byte) []byte
 }
 
 // Writer writes one run's log. All its methods are safe for concurrent use:
@@ -64,6 +68,7 @@ type Writer struct {
 	path    string
 	now     func() time.Time
 	maxLine int
+	redact  func([]byte) []byte
 
 	removed []string
 	pruneEr error
@@ -73,7 +78,7 @@ type Writer struct {
 // For records appended by other processes ([AppendMeta]) not to be
 // overwritten, a file behind w must be opened with O_APPEND.
 func New(w io.Writer, opts Options) *Writer {
-	lw := &Writer{out: w, now: opts.Now, maxLine: opts.MaxLine}
+	lw := &Writer{out: w, now: opts.Now, maxLine: opts.MaxLine, redact: opts.Redact}
 	if lw.now == nil {
 		lw.now = time.Now
 	}
@@ -284,6 +289,9 @@ func (w *Writer) write(p []byte) error {
 	defer w.mu.Unlock()
 	if w.closed {
 		return ErrClosed
+	}
+	if w.redact != nil {
+		p = w.redact(p)
 	}
 	if _, err := w.out.Write(p); err != nil {
 		return fmt.Errorf("write log: %w", err)

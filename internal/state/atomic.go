@@ -52,6 +52,8 @@ const tempInfix = ".ralphd-tmp-"
 // that ends the process simulates a crash there).
 type atomicWriter struct {
 	hook func(step writeStep, path string) error
+	// redact, when set, is applied to the data of every write.
+	redact func([]byte) []byte
 }
 
 // WriteFileAtomic replaces the file at path with data so that a reader (or
@@ -73,6 +75,9 @@ func (w atomicWriter) step(s writeStep, path string) error {
 }
 
 func (w atomicWriter) write(path string, data []byte, perm os.FileMode) (err error) {
+	if w.redact != nil {
+		data = w.redact(data)
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

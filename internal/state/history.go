@@ -232,7 +232,7 @@ func (s *Store) AppendHistory(r Record) error {
 	if err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
-	line = append(line, '\n')
+	line = s.redact(append(line, '\n'))
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -124,6 +124,19 @@ func (s *Store) Dir() string { return s.dir }
 // LogsDir returns the directory for JSONL logs.
 func (s *Store) LogsDir() string { return filepath.Join(s.dir, LogsDirName) }
 
+// SetRedact makes the store apply redact to everything it writes
+// (attempt records, judgements, history, reports), so that a secret in a
+// command's output never reaches a state file. Call it before any write.
+func (s *Store) SetRedact(redact func([]byte) []byte) { s.writer.redact = redact }
+
+// redact applies the store's redaction (SetRedact) to data.
+func (s *Store) redact(data []byte) []byte {
+	if s.writer.redact == nil {
+		return data
+	}
+	return s.writer.redact(data)
+}
+
 // ReportsDir returns the directory for end-of-run reports.
 func (s *Store) ReportsDir() string { return filepath.Join(s.dir, ReportsDirName) }
 
