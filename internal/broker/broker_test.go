@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,4 +183,47 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMain lets the test binary be the client: `<test binary> client ARGS…`.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		os.Exit(RunClient(os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// An agent's own child is served; a process it detached (a double fork,
+// re-parented away from the agent) is refused, even with the right token.
+func TestDetachedProcessRefused(t *testing.T) {
+	is := is.New(t)
+	s := start(t, func(_ context.Context, _ Call, _ io.Reader, stdout, _ io.Writer) int {
+		_, _ = stdout.Write([]byte("served\n"))
+		return 0
+	})
+	self, err := os.Executable()
+	is.NoErr(err)
+	dir := t.TempDir()
+	agent := exec.Command("sh", "-c", `
+"$SELF" client list > "$DIR/child.out" 2>&1; echo $? > "$DIR/child.code"
+( setsid sh -c 'sleep 0.3; "$SELF" client list > "$DIR/detached.out" 2>&1; echo $? > "$DIR/detached.code"' & )
+sleep 1`)
+	agent.Env = append(os.Environ(), s.EnvVar(), "SELF="+self, "DIR="+dir)
+	is.NoErr(agent.Start())
+	s.SetLeader(agent.Process.Pid)
+	is.NoErr(agent.Wait())
+	read := func(name string) string {
+		for range 50 {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 {
+				return string(b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s was never written", name)
+		return ""
+	}
+	is.Equal(read("child.code"), "0\n")
+	is.Equal(read("child.out"), "served\n")
+	is.Equal(read("detached.code"), "1\n")
+	is.True(strings.Contains(read("detached.out"), "is not part of this iteration's agent"))
 }
