@@ -15,10 +15,12 @@ package workers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,10 +80,64 @@ type Pool struct {
 	// goroutines, one call at a time.
 	Log func(Event)
 
+	// StatusFile, when set, is rewritten atomically (JSON, one entry per
+	// worker) whenever a worker takes or finishes an issue, for `ralphd
+	// status` in another process.
+	StatusFile string
+
 	mu       sync.Mutex
 	busy     int
 	attempts map[string]int
 	sum      Summary
+	status   map[string]WorkerStatus
+}
+
+// WorkerStatus is what one worker is doing.
+type WorkerStatus struct {
+	Worker   string    `json:"worker"`
+	Actor    string    `json:"actor"`
+	Worktree string    `json:"worktree,omitempty"`
+	Issue    string    `json:"issue,omitempty"` // "" when idle
+	Attempt  int       `json:"attempt,omitempty"`
+	Since    time.Time `json:"since"`
+}
+
+// Status returns every worker's status, by worker name.
+func (p *Pool) Status() []WorkerStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.statusLocked()
+}
+
+func (p *Pool) statusLocked() []WorkerStatus {
+	out := make([]WorkerStatus, 0, len(p.status))
+	for _, s := range p.status {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b WorkerStatus) int { return strings.Compare(a.Worker, b.Worker) })
+	return out
+}
+
+// setStatus records a worker's status and rewrites the status file.
+func (p *Pool) setStatus(s WorkerStatus) {
+	s.Since = time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status == nil {
+		p.status = map[string]WorkerStatus{}
+	}
+	p.status[s.Worker] = s
+	if p.StatusFile == "" {
+		return
+	}
+	b, err := json.MarshalIndent(p.statusLocked(), "", "  ")
+	if err != nil {
+		return
+	}
+	tmp := p.StatusFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
+		_ = os.Rename(tmp, p.StatusFile)
+	}
 }
 
 // Event is one thing a worker did.
@@ -178,6 +234,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
+	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
 	for ctx.Err() == nil {
 		res, err := cl.Next(ctx)
 		if err != nil {
@@ -240,6 +297,8 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	p.sum.Saved = append(p.sum.Saved, saved...)
 	attempt := p.attempts[is.ID] + 1
 	p.mu.Unlock()
+	p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir, Issue: is.ID, Attempt: attempt})
+	defer p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir})
 	client := p.Client(actor, tree.Dir)
 	done, err := p.Iterate(ctx, Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client})
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,8 +146,17 @@ func TestDependencyChainThreeWorkers(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var recs []record
-	pool := p.pool(3, func(ctx context.Context, a Assignment) (bool, error) {
+	var pool *Pool
+	statusSeen := false
+	pool = p.pool(3, func(ctx context.Context, a Assignment) (bool, error) {
 		r := record{worker: a.Worker, issue: a.Issue.ID, start: time.Now()}
+		for _, st := range pool.Status() {
+			if st.Worker == a.Worker {
+				mu.Lock()
+				statusSeen = statusSeen || (st.Issue == a.Issue.ID && st.Worktree == a.Dir && st.Attempt == 1)
+				mu.Unlock()
+			}
+		}
 		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(a.Issue.ID+"\n"), 0o644); err != nil {
 			return false, err
 		}
@@ -158,8 +168,18 @@ func TestDependencyChainThreeWorkers(t *testing.T) {
 		mu.Unlock()
 		return done, err
 	})
+	pool.StatusFile = filepath.Join(p.root, "workers.json")
 	sum, err := pool.Run(context.Background())
 	is.NoErr(err)
+	is.True(statusSeen) // status names each worker's worktree, issue and attempt
+	b, err := os.ReadFile(pool.StatusFile)
+	is.NoErr(err)
+	var final []WorkerStatus
+	is.NoErr(json.Unmarshal(b, &final))
+	is.Equal(len(final), 3)
+	for _, st := range final {
+		is.Equal(st.Issue, "") // all idle at the end
+	}
 	is.Equal(len(sum.Integrated), 9)
 	is.Equal(len(sum.Failed), 0)
 	seen := map[string]record{}
