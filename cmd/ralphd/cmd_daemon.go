@@ -43,7 +43,8 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 		return code
 	}
 	defer ls.close()
-	waitHTTP, code := ls.startDashboard(ctx, a)
+	var opts modes.DaemonOptions
+	waitHTTP, code := ls.startDashboard(ctx, a, &opts)
 	if waitHTTP == nil {
 		return code
 	}
@@ -67,10 +68,8 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 		}
 	}()
 
-	opts := modes.DaemonOptions{
-		Reload:     reload,
-		ReloadFunc: func(l *modes.Loop) error { return reloadLoop(a, fs, l) },
-	}
+	opts.Reload = reload
+	opts.ReloadFunc = func(l *modes.Loop) error { return reloadLoop(a, fs, l) }
 	if loop.Config.Log { // one log per batch, so retention applies to a long-lived daemon
 		opts.NewLog = func(runID string) (*logjsonl.Writer, error) {
 			return logjsonl.CreateRun(ls.p.store.LogsDir(), runID, loop.Config.LogRetention, logjsonl.Options{Redact: ls.redact.Lines})

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
+
+	"github.com/charmbracelet/log"
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/dashboard"
 	"github.com/ralphd/ralphd/internal/metrics"
 	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 func cmdServe(ctx context.Context, a *app, args []string) int {
@@ -82,10 +86,91 @@ func dashboardSources(p *project, bd *beads.Client) dashboard.Sources {
 	}
 }
 
+// daemonControl is the dashboard's control of a running daemon: pause and
+// resume (the daemon holds before its next pass, never mid-iteration), and
+// reset an issue as `ralphd reset ID` does.
+type daemonControl struct {
+	store   *state.Store
+	bd      *beads.Client
+	metrics *metrics.Metrics
+	log     *log.Logger
+
+	mu     sync.Mutex
+	paused bool
+	wake   chan struct{} // closed on resume
+	poke   chan struct{} // ends an idle wait after a reset
+}
+
+func newDaemonControl(store *state.Store, bd *beads.Client, m *metrics.Metrics, l *log.Logger) *daemonControl {
+	return &daemonControl{store: store, bd: bd, metrics: m, log: l, wake: make(chan struct{}), poke: make(chan struct{}, 1)}
+}
+
+// Pause makes the daemon hold before its next pass.
+func (c *daemonControl) Pause() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.paused {
+		c.paused = true
+		c.wake = make(chan struct{})
+		c.metrics.SetDaemonState("paused")
+		c.log.Warn("paused from the dashboard; resume there, or restart")
+	}
+}
+
+// Resume lets a held daemon go on.
+func (c *daemonControl) Resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused {
+		c.paused = false
+		close(c.wake)
+		c.log.Info("resumed from the dashboard")
+	}
+}
+
+// Paused reports whether the daemon is paused.
+func (c *daemonControl) Paused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
+// Hold returns once the daemon is not paused, or ctx ends.
+func (c *daemonControl) Hold(ctx context.Context) error {
+	c.mu.Lock()
+	paused, wake := c.paused, c.wake
+	c.mu.Unlock()
+	if !paused {
+		return nil
+	}
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Reset clears the issue's attempt record and removes its stuck label.
+func (c *daemonControl) Reset(ctx context.Context, id string) error {
+	if _, err := c.store.Reset(id); err != nil {
+		return fmt.Errorf("reset %s: %w", id, err)
+	}
+	if err := c.bd.LabelRemove(ctx, id, modes.StuckLabel); err != nil {
+		return fmt.Errorf("remove %s from %s: %w", modes.StuckLabel, id, err)
+	}
+	select { // an idle daemon looks again now
+	case c.poke <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
 // startDashboard serves the dashboard and /metrics from the daemon when
-// the http key is set, fed by the loop's events. It returns a function that
-// waits for the server to stop after ctx ends.
-func (ls *loopSetup) startDashboard(ctx context.Context, a *app) (wait func(), code int) {
+// the http key is set, fed by the loop's events. With http_token set it
+// also offers the control actions, whose pause opts.Hold applies. It
+// returns a function that waits for the server to stop after ctx ends.
+func (ls *loopSetup) startDashboard(ctx context.Context, a *app, opts *modes.DaemonOptions) (wait func(), code int) {
 	cfg := ls.loop.Config
 	if cfg.HTTP == "" {
 		return func() {}, exitOK
@@ -96,9 +181,13 @@ func (ls *loopSetup) startDashboard(ctx context.Context, a *app) (wait func(), c
 	}
 	m := metrics.New(1)
 	ls.loop.BD.OnCall = m.BDCall
+	// The dashboard offers the controls only with a token, and refuses
+	// them (403) without one.
+	control := newDaemonControl(ls.p.store, ls.loop.BD, m, ls.loop.Human)
+	opts.Hold, opts.Wake = control.Hold, control.poke
 	srv, err := dashboard.New(dashboard.Options{
 		Sources: dashboardSources(ls.p, ls.loop.BD), Live: true, Workers: 1, Token: cfg.HTTPToken,
-		Metrics: m.Handler(), Project: filepath.Base(ls.p.dir), Log: ls.loop.Human,
+		Metrics: m.Handler(), Project: filepath.Base(ls.p.dir), Log: ls.loop.Human, Control: control,
 	})
 	if err != nil {
 		return nil, reportErr(a, err)

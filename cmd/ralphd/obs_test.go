@@ -18,9 +18,10 @@ import (
 var urlRE = regexp.MustCompile(`http://[0-9.:\[\]a-z]+/`)
 
 // cmdHTTPGet fetches a URL and prints the body to stdout, failing unless the
-// status is the expected one (200 by default):
+// status is the expected one (200 by default); -post FORM sends a POST with
+// that urlencoded body instead:
 //
-//	httpget [-status N] [-H 'Name: value'] [-from FILE] URL-OR-PATH
+//	httpget [-status N] [-H 'Name: value'] [-from FILE] [-post FORM] URL-OR-PATH
 //
 // With -from, the first http://host:port/ URL in FILE (a log the server
 // printed) is the base and the argument is a path on it. Redirects are not
@@ -28,6 +29,7 @@ var urlRE = regexp.MustCompile(`http://[0-9.:\[\]a-z]+/`)
 // status and the headers before the body.
 func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 	want, verbose := 200, false
+	method, form := "GET", ""
 	var hdr []string
 	base := ""
 	for len(args) > 1 {
@@ -48,6 +50,8 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 			base, args = strings.TrimSuffix(strings.Replace(m, "0.0.0.0", "127.0.0.1", 1), "/"), args[2:]
 		case "-v":
 			verbose, args = true, args[1:]
+		case "-post":
+			method, form, args = "POST", args[1], args[2:]
 		default:
 			ts.Fatalf("usage: httpget [-status N] [-H 'Name: value'] [-from FILE] [-v] URL")
 		}
@@ -55,8 +59,11 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: httpget [-status N] [-H 'Name: value'] [-from FILE] [-v] URL")
 	}
-	req, err := http.NewRequest("GET", base+args[0], nil)
+	req, err := http.NewRequest(method, base+args[0], strings.NewReader(form))
 	ts.Check(err)
+	if method == "POST" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ":")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)

@@ -14,7 +14,9 @@
 // to loopback unless a token is set; when a token is set every request
 // needs it (bearer header, or ?token= once, which sets a cookie); on a
 // loopback bind without a token only loopback Host names are served, which
-// stops DNS rebinding.
+// stops DNS rebinding. It is read-only, except for the control actions a
+// daemon offers when a token is set (see [Control]): POST only, the token
+// even on loopback, and for a browser a same-origin form with a CSRF value.
 package dashboard
 
 import (
@@ -64,6 +66,9 @@ type Options struct {
 	Workers int
 	// Token, when set, is required on every request.
 	Token string
+	// Control, with Token set, offers the control actions (pause, resume,
+	// reset an issue); nil keeps the dashboard read-only.
+	Control Control
 	// Metrics serves /metrics when set.
 	Metrics http.Handler
 	// Dot is the Graphviz dot executable: "" looks it up on PATH, "none"
@@ -132,6 +137,11 @@ func (s *Server) Handler(loopback bool) http.Handler {
 	mux.HandleFunc("GET /reports/{name}", s.report)
 	mux.HandleFunc("GET /issue/{id}", s.issue)
 	mux.HandleFunc("GET /cost", s.cost)
+	if s.controlsOn() {
+		mux.HandleFunc("POST /control/pause", s.pause)
+		mux.HandleFunc("POST /control/resume", s.resume)
+		mux.HandleFunc("POST /control/reset/{id}", s.reset)
+	}
 	sub, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(sub)))
 	if s.opts.Metrics != nil {
@@ -152,9 +162,11 @@ func (s *Server) guard(loopback bool, next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			// The dashboard is read-only: nothing changes state.
-			h.Set("Allow", "GET, HEAD")
-			http.Error(w, "read-only: the dashboard takes no actions", http.StatusMethodNotAllowed)
+			// Only the control actions change anything, under their own
+			// rules (token even on loopback, CSRF).
+			if s.controlAllowed(w, r) {
+				next.ServeHTTP(w, r)
+			}
 			return
 		}
 		if s.opts.Token == "" {

@@ -46,6 +46,11 @@ type Now struct {
 	// Seq counts the events seen; the browser test waits for it to move.
 	Seq int
 	At  time.Time
+	// Controls: the control forms are shown, with CSRF, and whether the
+	// daemon is paused.
+	Controls bool
+	CSRF     string
+	Paused   bool
 }
 
 // live keeps the "now" panel's state and tells subscribers when it
@@ -115,6 +120,23 @@ func (l *live) Observe(ev observe.Event) {
 		select {
 		case c <- kind:
 		default: // the subscriber is behind; it will read the newest state anyway
+		}
+	}
+}
+
+// changed wakes subscribers without an event (a control action).
+func (l *live) changed() {
+	l.mu.Lock()
+	l.now.Seq++
+	subs := make([]chan string, 0, len(l.subs))
+	for c := range l.subs {
+		subs = append(subs, c)
+	}
+	l.mu.Unlock()
+	for _, c := range subs {
+		select {
+		case c <- "event":
+		default:
 		}
 	}
 }

@@ -131,6 +131,9 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) nowData() Now {
 	n := s.live.snapshot()
+	if s.controlsOn() {
+		n.Controls, n.CSRF, n.Paused = true, s.csrfToken(), s.opts.Control.Paused()
+	}
 	if !n.Live {
 		n.State = "not running"
 		n.Reason = "`ralphd serve` shows what is recorded; start `ralphd daemon --http ADDR` for a live view"
@@ -356,6 +359,8 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 }
 
 type issueView struct {
+	Controls bool
+	CSRF     string
 	ID       string
 	Title    string
 	State    string
@@ -373,6 +378,9 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := issueView{ID: id, MaxStuck: s.opts.Sources.MaxStuck}
+	if s.controlsOn() {
+		v.Controls, v.CSRF = true, s.csrfToken()
+	}
 	src := s.opts.Sources
 	if src.Issues != nil {
 		issues, err := src.Issues(r.Context())

@@ -26,6 +26,13 @@ type DaemonOptions struct {
 	// OnIdle, when set, is called each time the daemon goes idle (tests and
 	// benchmarks use it).
 	OnIdle func()
+	// Hold, when set, is called before each pass and before each
+	// iteration, and returns once the daemon may go on (the dashboard's
+	// pause); an error before a pass stops the daemon.
+	Hold func(ctx context.Context) error
+	// Wake, when it receives, ends an idle wait at once (the dashboard
+	// reset an issue).
+	Wake <-chan struct{}
 }
 
 // Daemon alternates PLANNING and BUILD until ctx ends, and sleeps on
@@ -48,7 +55,12 @@ type DaemonOptions struct {
 // quota_backoff_max, saying why in its status.
 func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 	d := &daemon{Loop: l, opts: opts, unusable: backoff{max: l.Config.QuotaBackoffMax}}
-	l.beforeIteration = d.applyReload
+	l.beforeIteration = func() {
+		d.applyReload()
+		if opts.Hold != nil {
+			_ = opts.Hold(ctx) // a cancelled ctx stops the iteration anyway
+		}
+	}
 	l.batching = true
 	defer func() { l.beforeIteration, l.batching = nil, false }()
 	return d.run(ctx)
@@ -68,6 +80,9 @@ type daemon struct {
 
 func (d *daemon) run(ctx context.Context) error {
 	for ctx.Err() == nil {
+		if d.opts.Hold != nil && d.opts.Hold(ctx) != nil {
+			break
+		}
 		d.applyReload()
 		if d.Config.MaxCostUSD > 0 && d.spent >= d.Config.MaxCostUSD {
 			// The cost cap pauses the daemon until a reload (SIGHUP) or a
@@ -220,7 +235,7 @@ func (d *daemon) idle(ctx context.Context, fp string) error {
 		d.opts.OnIdle()
 	}
 	wctx := ctx
-	if d.opts.Reload != nil {
+	if d.opts.Reload != nil || d.opts.Wake != nil {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithCancel(ctx)
 		defer cancel()
@@ -228,6 +243,8 @@ func (d *daemon) idle(ctx context.Context, fp string) error {
 			select {
 			case <-d.opts.Reload:
 				d.reloadRequested = true
+				cancel()
+			case <-d.opts.Wake:
 				cancel()
 			case <-wctx.Done():
 			}
