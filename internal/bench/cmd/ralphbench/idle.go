@@ -30,6 +30,7 @@ type idleResult struct {
 	CallsPerRun float64 // bd calls per wake (decide, one iteration, back to idle)
 	Command     string
 	Exit        int
+	Dashboard   *idleDashboard // figure 4f, the same with --http and an SSE client
 }
 
 // idleAgent records when it starts (to the nanosecond), then closes its

@@ -214,6 +214,9 @@ func bench0(ctx context.Context, o options) error {
 		if id, err = measureIdle(ctx, e, o.idle, o.wakes, say); err != nil {
 			return fmt.Errorf("idle daemon: %w", err)
 		}
+		if id.Dashboard, err = measureIdleDashboard(ctx, e, o.idle, say); err != nil {
+			return fmt.Errorf("idle daemon with the dashboard: %w", err)
+		}
 	}
 	if o.want("scale") {
 		if sc, err = measureScale(ctx, o.repo, o.benchtime, say); err != nil {

@@ -637,6 +637,9 @@ func idleSection(id *idleResult) bench.Section {
 			Command: cmd + "\n# VmHWM in /proc/<pid>/status",
 		},
 	}
+	if id.Dashboard != nil {
+		s.Figures = append(s.Figures, idleDashboardFigure(id))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `**Method.** `+"`ralphd daemon`"+` on an empty tracker with the default `+"`--poll 60s`"+`, its bd calls counted by bdrec.
 Once it logs that it is idle and two seconds have passed, its CPU time (schedstat, nanoseconds, every thread),
@@ -655,6 +658,11 @@ Latencies: %s.
 	}
 	if lat >= time.Second {
 		b.WriteString("\n### Why 4c misses its goal\n\nThe daemon took more than a second to start working after a change; the watcher's debounce is about 500 ms, so the rest is deciding (two bd calls) and starting the iteration.\n")
+	}
+	if id.Dashboard != nil {
+		b.WriteString("\n4f runs a second daemon the same way with `--http 127.0.0.1:0`; once it is idle the harness opens `/events` " +
+			"(the dashboard's server-sent events, as a browser tab would), reads the first message, waits two seconds and " +
+			"measures the daemon's CPU over the same window. An idle stream sends only a keep-alive comment a minute.\n")
 	}
 	s.Body = b.String()
 	return s
