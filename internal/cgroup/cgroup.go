@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -143,8 +144,12 @@ func (p Parent) probe() error {
 		return err
 	}
 	defer g.Remove()
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		bin = "/bin/true"
+	}
 	attr := &syscall.ProcAttr{Sys: &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD()}}
-	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, attr)
+	pid, err := syscall.ForkExec(bin, []string{"true"}, attr)
 	if err != nil {
 		return fmt.Errorf("start a process inside a new cgroup: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -260,7 +261,10 @@ func TestSweep(t *testing.T) {
 
 	swept := Sweep(p, time.Second)
 	is.True(!alive(pid))
-	is.Equal(swept, []string{stale})
+	// Another ralphd on this machine may have swept it first.
+	is.True(len(swept) == 0 || slices.Equal(swept, []string{stale}))
+	_, err = os.Stat(stale)
+	is.True(errors.Is(err, os.ErrNotExist))
 	_, err = os.Stat(live.Path)
 	is.NoErr(err) // our own cgroup is left alone
 }
