@@ -244,9 +244,13 @@ func readFile(t *testing.T, path string) string {
 func TestSweep(t *testing.T) {
 	is := is.New(t)
 	p := find(t)
-	// A dead owner: a process that has exited, named by its pid and a
-	// start time that cannot match.
-	stale := filepath.Join(p.Dir, fmt.Sprintf("%s%d-%d-sweeptest", Prefix, os.Getpid(), 1))
+	// The owner is a process that runs while the cgroup is filled (so no
+	// other ralphd on this machine sweeps it early) and is then killed.
+	owner := exec.Command("sleep", "300")
+	is.NoErr(owner.Start())
+	start, err := startTime(owner.Process.Pid)
+	is.NoErr(err)
+	stale := filepath.Join(p.Dir, fmt.Sprintf("%s%d-%d-sweeptest", Prefix, owner.Process.Pid, start))
 	is.NoErr(os.Mkdir(stale, 0o755))
 	g, err := Open(stale)
 	is.NoErr(err)
@@ -254,6 +258,8 @@ func TestSweep(t *testing.T) {
 	cmd := startIn(t, g, pidfile)
 	_ = cmd.Wait()
 	pid := waitPID(t, pidfile)
+	is.NoErr(owner.Process.Kill())
+	_ = owner.Wait()
 
 	live, err := p.New("sweeptest-live")
 	is.NoErr(err)
