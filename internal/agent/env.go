@@ -30,6 +30,8 @@ const RunMarkerEnv = "RALPHD_AGENT_RUN"
 //   - RALPH_MODE, RALPH_ISSUE_ID, RALPH_ITERATION, RALPH_ATTEMPT and
 //     RunMarkerEnv: ralphd's own per-run values; stale ones from a parent
 //     must never leak into a run that does not set them.
+//   - RALPH_HTTP_TOKEN: the dashboard's token; with it an agent could
+//     reset its own stuck issue or pause the daemon through the dashboard.
 //
 // Credentials and user configuration (ANTHROPIC_API_KEY,
 // CLAUDE_CODE_USE_BEDROCK, ...) are deliberately kept.
@@ -48,6 +50,7 @@ var scrubbedEnv = []string{
 	"RALPH_ISSUE_ID",
 	"RALPH_ITERATION",
 	"RALPH_ATTEMPT",
+	"RALPH_HTTP_TOKEN",
 	RunMarkerEnv,
 }
 

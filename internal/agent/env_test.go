@@ -72,9 +72,10 @@ func TestBuildEnv(t *testing.T) {
 func TestScrubbedEnvVars(t *testing.T) {
 	is := is.New(t)
 	names := ScrubbedEnvVars()
-	for _, k := range []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT", RunMarkerEnv} {
+	for _, k := range []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT", RunMarkerEnv, "RALPH_HTTP_TOKEN"} {
 		is.True(slices.Contains(names, k))
 	}
+	is.Equal(buildEnv([]string{"RALPH_HTTP_TOKEN=s3cret", "HOME=/h"}, ""), []string{"HOME=/h"}) // the dashboard token never reaches an agent
 	names[0] = "changed"
 	is.Equal(ScrubbedEnvVars()[0], "CLAUDECODE") // a copy
 }
