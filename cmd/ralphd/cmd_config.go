@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/ralphd/ralphd/internal/config"
 )
@@ -23,9 +24,15 @@ and defaults. Pass any build/plan flag to see its effect.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
-	cfg, err := loadConfigHere(ctx, a, fs)
-	if err != nil {
-		return reportErr(a, err)
+	dir := ""
+	if id, err := identify(ctx, ""); err == nil {
+		dir = id.TopLevel
+	}
+	// A broken config file is shown, not hidden behind its error: the
+	// table has what still applies, and the error (exit 2) names the file.
+	cfg, loadErr := loadConfigKeepGoing(a, dir, fs)
+	if cfg == nil {
+		return reportErr(a, loadErr)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
@@ -33,9 +40,16 @@ and defaults. Pass any build/plan flag to see its effect.`)
 		if err := enc.Encode(cfg.Entries()); err != nil {
 			return reportErr(a, err)
 		}
-		return exitOK
+	} else {
+		fmt.Fprintf(a.stdout, "%-26s %-12s %s\n", "KEY", "VALUE", "SOURCE")
+		cfg.WriteTable(a.stdout)
 	}
-	fmt.Fprintf(a.stdout, "%-26s %-12s %s\n", "KEY", "VALUE", "SOURCE")
-	cfg.WriteTable(a.stdout)
+	if loadErr != nil {
+		for _, line := range strings.Split(loadErr.Error(), "\n") {
+			errorf(a.stderr, "config: %s", line)
+		}
+		hintf(a.stderr, "fix it there; until then ralphd build, plan and daemon refuse to start (the values above leave out the broken parts)")
+		return exitUsage
+	}
 	return exitOK
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -33,11 +31,13 @@ do everything). "policy check" decides one bd call and explains why; it exits
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q (did you mean `ralphd policy check`?)", pos)
 	}
-	format := guard.TableText
+	var err error
 	if *md {
-		format = guard.TableMarkdown
+		err = guard.WriteTable(a.stdout, guard.TableMarkdown)
+	} else {
+		err = writePolicyText(a.stdout, guard.Table(), outputWidth(a.stdout))
 	}
-	if err := guard.WriteTable(a.stdout, format); err != nil {
+	if err != nil {
 		return reportErr(a, err)
 	}
 	return exitOK
@@ -51,12 +51,8 @@ bd arguments after --, without the leading "bd".`)
 	modeFlag := fs.String("mode", "build", "the mode to decide for: build or plan")
 	// Stop at the first positional or "--": the rest is bd's argv, whose
 	// flags are not ours.
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		hintf(a.stderr, "run `%s --help` for usage", fs.Name())
-		return exitUsage
+	if code, done := parseFlags(a, fs, args); done {
+		return code
 	}
 	argv := fs.Args()
 	if len(argv) > 0 && argv[0] == "bd" {

@@ -41,7 +41,7 @@ N defaults to 1.`)
 // runLoop is build and plan: open the project, take its lock, and run.
 func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN int, desc string) int {
 	fs := newFlags(a, mode, mode+" [flags] [N]", desc)
-	config.BindFlags(fs)
+	config.BindFlags(fs, config.RunKeys()...) // not the daemon's own keys
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code

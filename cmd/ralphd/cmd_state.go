@@ -31,9 +31,13 @@ the last run, and the run logs. Reads only; creates nothing.`)
 		errorf(a.stderr, "%v", err)
 		return exitUsage
 	}
-	cfg, err := loadConfig(a, id.TopLevel, nil)
-	if err != nil {
+	cfg, err := loadConfigKeepGoing(a, id.TopLevel, nil)
+	if cfg == nil {
 		return reportErr(a, err)
+	}
+	if err != nil { // status still shows the state; the broken config is named
+		warnf(a.stderr, "config: %v", err)
+		hintf(a.stderr, "ralphd build, plan and daemon refuse to start until it is fixed; `ralphd config` shows what applies")
 	}
 	st, err := state.ReadStatus(stateRoot(a), id, cfg.MaxStuck)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/adrg/xdg"
 	"github.com/charmbracelet/log"
@@ -73,16 +74,29 @@ func stateSubdir(ctx context.Context, a *app, name string) (string, error) {
 
 // loadConfig layers the configuration for the project at dir.
 func loadConfig(a *app, dir string, fs *flag.FlagSet) (*config.Config, error) {
+	return config.Load(configLoader(a, dir, fs))
+}
+
+// loadConfigKeepGoing is loadConfig for the commands that show state
+// (config, status): a broken config file does not stop them. They get
+// the configuration without the file's bad parts, and its error to show.
+func loadConfigKeepGoing(a *app, dir string, fs *flag.FlagSet) (*config.Config, error) {
+	l := configLoader(a, dir, fs)
+	l.KeepGoing = true
+	return config.Load(l)
+}
+
+func configLoader(a *app, dir string, fs *flag.FlagSet) config.Loader {
 	projectFile := ""
 	if dir != "" {
 		projectFile = filepath.Join(dir, ".ralph", "config.json")
 	}
-	return config.Load(config.Loader{
+	return config.Loader{
 		GlobalFile:  globalConfigFile(a),
 		ProjectFile: projectFile,
 		Getenv:      a.getenv,
 		Flags:       fs,
-	})
+	}
 }
 
 // loadConfigHere layers the configuration for the project around the
@@ -132,8 +146,10 @@ func reportErr(a *app, err error) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &cfgErr):
-		errorf(a.stderr, "config: %v", err)
-		hintf(a.stderr, "fix the value, or run `ralphd config` to see every key and where it comes from")
+		for _, line := range strings.Split(err.Error(), "\n") { // one error per bad key
+			errorf(a.stderr, "config: %s", line)
+		}
+		hintf(a.stderr, "fix it there, or run `ralphd config` to see every key and where its value comes from")
 		return exitUsage
 	case errors.As(err, &locked):
 		errorf(a.stderr, "%v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/guard"
+	suggestpkg "github.com/ralphd/ralphd/internal/suggest"
 )
 
 // app carries what every subcommand needs from the process: its streams and
@@ -50,7 +51,7 @@ func commands() []command {
 		{"doctor", "check everything ralphd depends on, with a fix for each problem", cmdDoctor},
 		{"service", "install the systemd user unit (service install|uninstall|print)", cmdService},
 		{guard.HookCommand, "agent hook entry points (hook pre-tool-use)", cmdHook},
-		{"version", "print version information", func(_ context.Context, a *app, _ []string) int { return cmdVersion(a.stdout) }},
+		{"version", "print version information", cmdVersionFlags},
 		{"help", "show help for ralphd or a command", cmdHelp},
 	}
 }
@@ -123,71 +124,104 @@ Exit codes: 0 done, 1 error, 2 usage/config, 3 cap reached with work left,
 }
 
 func cmdHelp(ctx context.Context, a *app, args []string) int {
-	if len(args) == 0 {
+	fs := newFlags(a, "help", "help [COMMAND]", `
+Show ralphd's commands, or one command's usage, arguments and flags (the
+same as 'ralphd COMMAND --help').`)
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	switch {
+	case len(pos) == 0:
 		usage(a.stdout)
+		return exitOK
+	case len(pos) > 1:
+		return usageErrorf(a, fs, "give at most one COMMAND")
+	case pos[0] == "help":
+		fs.Usage()
 		return exitOK
 	}
 	for _, c := range commands() {
-		if c.name == args[0] && c.name != "help" {
-			sub := &app{stdin: a.stdin, stdout: a.stdout, stderr: a.stdout, getenv: a.getenv, env: a.env, argv0: a.argv0}
-			c.run(ctx, sub, []string{"--help"})
-			return exitOK
+		if c.name == pos[0] {
+			return c.run(ctx, a, []string{"--help"})
 		}
 	}
-	errorf(a.stderr, "no help for unknown command %q", args[0])
+	errorf(a.stderr, "no help for unknown command %q", pos[0])
+	if s := suggest(pos[0]); s != "" {
+		hintf(a.stderr, "did you mean `ralphd help %s`?", s)
+	}
 	return exitUsage
+}
+
+func cmdVersionFlags(_ context.Context, a *app, args []string) int {
+	fs := newFlags(a, "version", "version", "Print ralphd's version, commit and Go version.")
+	pos, code, done := parseArgs(a, fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	return cmdVersion(a.stdout)
 }
 
 // suggest returns the command closest to a mistyped name, if any is close.
 func suggest(name string) string {
-	best, bestD := "", 3
+	var names []string
 	for _, c := range commands() {
-		if d := editDistance(name, c.name); d < bestD {
-			best, bestD = c.name, d
-		}
-		if strings.HasPrefix(c.name, name) && len(name) >= 2 {
-			return c.name
-		}
+		names = append(names, c.name)
 	}
-	return best
+	return suggestpkg.Closest(name, names)
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
-
-// newFlags returns a flag set for one subcommand whose usage prints the
-// given synopsis and description before the flags.
+// newFlags returns a flag set for one subcommand. Its Usage prints the
+// synopsis, the description and the flags to stdout: that is the
+// command's --help.
 func newFlags(a *app, name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet("ralphd "+name, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
+	fs.SetOutput(io.Discard) // parseFlags reports errors, briefly
 	fs.Usage = func() {
-		w := fs.Output()
+		w := a.stdout
 		fmt.Fprintf(w, "Usage: ralphd %s\n\n%s\n", synopsis, strings.TrimSpace(description))
 		var hasFlags bool
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
 			fmt.Fprint(w, "\nFlags:\n")
+			fs.SetOutput(w)
 			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
 		}
 	}
 	return fs
+}
+
+// parseFlags parses args into fs. --help prints the command's help to
+// stdout (exit 0). A bad flag is one error line, a did-you-mean when a
+// flag is close, and a pointer to --help (exit 2), not the whole list.
+func parseFlags(a *app, fs *flag.FlagSet, args []string) (code int, done bool) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return exitOK, true
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		errorf(a.stderr, "%s has no flag --%s", fs.Name(), name)
+		names := []string{"help"}
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if s := suggestpkg.Closest(name, names); s != "" {
+			hintf(a.stderr, "did you mean --%s?", s)
+		}
+	} else {
+		errorf(a.stderr, "%v", err)
+	}
+	hintf(a.stderr, "run `%s --help` for its flags", fs.Name())
+	return exitUsage, true
 }
 
 // parseArgs parses flags that may come before or after positional
@@ -198,13 +232,8 @@ func newFlags(a *app, name, synopsis, description string) *flag.FlagSet {
 // parsing ended the command (help was asked for, or a usage error).
 func parseArgs(a *app, fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
 	for {
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK, true
-		}
-		if err != nil {
-			hintf(a.stderr, "run `%s --help` for usage", fs.Name())
-			return nil, exitUsage, true
+		if code, done := parseFlags(a, fs, args); done {
+			return nil, code, true
 		}
 		rest := fs.Args()
 		consumed := args[:len(args)-len(rest)]
@@ -233,6 +262,6 @@ func hintf(w io.Writer, format string, args ...any) {
 // usageErrorf reports a usage error for the command and returns exitUsage.
 func usageErrorf(a *app, fs *flag.FlagSet, format string, args ...any) int {
 	errorf(a.stderr, format, args...)
-	hintf(a.stderr, "run `%s --help` for usage", fs.Name())
+	hintf(a.stderr, "run `%s --help` for its usage", fs.Name())
 	return exitUsage
 }

@@ -14,9 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -46,8 +44,11 @@ type Field struct {
 	Allowed []string // the allowed values, for enumerations
 	Min     float64  // the smallest allowed number, for numeric kinds
 	Aliases []string // other flag names for the same key
-	Secret  bool     // the value is never printed (a token)
-	kind    kind
+	// DaemonOnly marks a key only `ralphd daemon` uses (its help starts
+	// with "daemon: "); build and plan do not take it as a flag.
+	DaemonOnly bool
+	Secret     bool // the value is never printed (a token)
+	kind       kind
 }
 
 // Kind names the field's value type, for messages.
@@ -62,6 +63,8 @@ func field(key string, k kind, def, help string, allowed ...string) Field {
 		Help:    help,
 		Allowed: allowed,
 		kind:    k,
+
+		DaemonOnly: strings.HasPrefix(help, "daemon: "),
 	}
 }
 
@@ -69,7 +72,7 @@ func field(key string, k kind, def, help string, allowed ...string) Field {
 func Fields() []Field {
 	return []Field{
 		field("agent", kindString, "claude", "agent backend", "claude", "command", "codex", "opencode", "gemini", "amp"),
-		field("agent_cmd", kindString, "", "command line for the `command` agent backend, run with sh -c (implies agent=command)"),
+		field("agent_cmd", kindString, "", "command line for the command agent backend, run with sh -c (implies agent=command)"),
 		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
 		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
 		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
@@ -193,6 +196,10 @@ type Loader struct {
 	ProjectFile string              // <project>/.ralph/config.json; may not exist
 	Getenv      func(string) string // the environment
 	Flags       *flag.FlagSet       // parsed flags registered with BindFlags; may be nil
+	// KeepGoing makes a broken config file not stop Load: its good keys
+	// apply, and Load returns the configuration together with the file's
+	// error. `ralphd config` and `status` use it to show what is broken.
+	KeepGoing bool
 }
 
 // BindFlags registers a flag on fs for each named key (all keys when none
@@ -210,25 +217,69 @@ func BindFlags(fs *flag.FlagSet, keys ...string) {
 		if len(f.Allowed) > 0 {
 			help += " (" + strings.Join(f.Allowed, ", ") + ")"
 		}
+		if f.kind == kindDuration {
+			help += " (a `duration` such as 90s, 45m or 2h)"
+		}
 		help += fmt.Sprintf(" [env %s]", f.Env)
 		for i, name := range append([]string{f.Flag}, f.Aliases...) {
 			h := help
 			if i > 0 {
 				h = "same as --" + f.Flag
 			}
-			if f.kind == kindBool {
+			switch f.kind {
+			case kindBool:
 				def, _ := strconv.ParseBool(f.Default)
 				fs.Bool(name, def, h)
-				continue
+			case kindInt:
+				def, _ := strconv.Atoi(f.Default)
+				fs.Int(name, def, h)
+			case kindFloat:
+				def, _ := strconv.ParseFloat(f.Default, 64)
+				fs.Float64(name, def, h)
+			case kindDuration:
+				fs.Var(&durationFlag{text: f.Default}, name, h)
+			default:
+				fs.String(name, f.Default, h)
 			}
-			fs.String(name, f.Default, h)
 		}
 	}
+}
+
+// RunKeys lists the keys build and plan take as flags: every key but the
+// daemon's own (Field.DaemonOnly).
+func RunKeys() []string {
+	var ks []string
+	for _, f := range Fields() {
+		if !f.DaemonOnly {
+			ks = append(ks, f.Key)
+		}
+	}
+	return ks
+}
+
+// durationFlag is a duration flag that keeps the text the user gave and
+// rejects a number without a unit.
+type durationFlag struct{ text string }
+
+func (d *durationFlag) String() string {
+	if d == nil {
+		return ""
+	}
+	return d.text
+}
+
+func (d *durationFlag) Set(v string) error {
+	if _, err := parseDuration(v); err != nil {
+		return err
+	}
+	d.text = v
+	return nil
 }
 
 // Load resolves the effective configuration.
 func Load(l Loader) (*Config, error) {
 	c := &Config{values: map[string]string{}, sources: map[string]string{}}
+	var fileErrs []error
 	for _, f := range Fields() {
 		c.values[f.Key] = f.Default
 		c.sources[f.Key] = "default"
@@ -238,7 +289,10 @@ func Load(l Loader) (*Config, error) {
 			continue
 		}
 		if err := c.loadFile(path); err != nil {
-			return nil, err
+			if !l.KeepGoing {
+				return nil, err
+			}
+			fileErrs = append(fileErrs, err)
 		}
 	}
 	if l.Getenv != nil {
@@ -272,7 +326,7 @@ func Load(l Loader) (*Config, error) {
 	if err := c.decode(); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return c, errors.Join(fileErrs...)
 }
 
 func flagField(name string) (Field, bool) {
@@ -282,39 +336,6 @@ func flagField(name string) (Field, bool) {
 		}
 	}
 	return Field{}, false
-}
-
-func (c *Config) loadFile(path string) error {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read config: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return &Error{Source: path, Msg: "not a JSON object: " + err.Error() + "; fix the file or remove it"}
-	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		f, ok := lookupField(k)
-		if !ok {
-			return &Error{Source: path, Key: k, Msg: "unknown key; known keys: " + strings.Join(knownKeys(), ", ")}
-		}
-		v, err := jsonText(f, raw[k])
-		if err != nil {
-			return &Error{Source: path, Key: k, Msg: err.Error()}
-		}
-		if err := c.set(f, v, path); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func knownKeys() []string {
@@ -342,14 +363,10 @@ func jsonText(f Field, raw json.RawMessage) (string, error) {
 		return n.String(), nil
 	case kindDuration:
 		var s string
-		if err := json.Unmarshal(raw, &s); err == nil {
-			return s, nil
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("want a duration in a string, with its unit, such as \"90s\", \"45m\" or \"2h\" (units: ms, s, m, h), got %s", raw)
 		}
-		var secs float64
-		if err := json.Unmarshal(raw, &secs); err != nil {
-			return "", fmt.Errorf("want a duration such as \"45m\" or a number of seconds, got %s", raw)
-		}
-		return (time.Duration(secs * float64(time.Second))).String(), nil
+		return s, nil
 	default:
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -381,8 +398,11 @@ func (c *Config) set(f Field, v, source string) error {
 		}
 	case kindDuration:
 		d, err := parseDuration(v)
-		if err != nil || d < 0 {
-			return bad(fmt.Sprintf("want a duration such as 90s, 45m or 2h, got %q", v))
+		if err != nil {
+			return bad(err.Error())
+		}
+		if d < 0 {
+			return bad(fmt.Sprintf("want a duration of 0 or more, got %q", v))
 		}
 	}
 	if len(f.Allowed) > 0 {
@@ -399,12 +419,18 @@ func (c *Config) set(f Field, v, source string) error {
 	return nil
 }
 
-// parseDuration accepts Go durations and plain numbers of seconds.
+// parseDuration accepts Go durations, which carry their unit ("90s",
+// "1h30m"). A bare number other than 0 is refused: "5" could mean seconds
+// or minutes.
 func parseDuration(v string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.Duration(n * float64(time.Second)), nil
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+			return 0, fmt.Errorf("%q has no unit: write it with one, such as %ss or %sm (units: ms, s, m, h)", v, v, v)
+		}
+		return 0, fmt.Errorf("want a duration such as 90s, 45m or 2h (units: ms, s, m, h), got %q", v)
 	}
-	return time.ParseDuration(v)
+	return d, nil
 }
 
 // decode copies validated raw values into the typed fields.

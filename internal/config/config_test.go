@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,10 +67,10 @@ func TestLayering(t *testing.T) {
 func TestTypedValues(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	p := writeFile(t, dir, "c.json", `{"iteration_timeout": 90, "max_cost_usd": 2.5, "failure_branches": false}`)
+	p := writeFile(t, dir, "c.json", `{"iteration_timeout": "90s", "max_cost_usd": 2.5, "failure_branches": false}`)
 	c, err := Load(Loader{ProjectFile: p})
 	is.NoErr(err)
-	is.Equal(c.IterationTimeout, 90*time.Second) // a number is seconds
+	is.Equal(c.IterationTimeout, 90*time.Second)
 	is.Equal(c.MaxCostUSD, 2.5)
 	is.Equal(c.FailureBranches, false)
 	is.Equal(c.MaxStuck, 3) // default
@@ -85,7 +86,16 @@ func TestErrors(t *testing.T) {
 		wantKey  string
 		contains string
 	}{
-		{"unknown key", `{"max_stuk": 3}`, nil, "max_stuk", "unknown key; known keys: agent,"},
+		{"unknown key", `{"max_stuk": 3}`, nil, "max_stuk", `:1:2: max_stuk: unknown key; did you mean "max_stuck"?`},
+		{"unknown far key", `{"zzzzzz": 3}`, nil, "zzzzzz", "unknown key; `ralphd config` lists the known keys"},
+		{"bare number duration", `{"iteration_timeout": 5}`, nil, "iteration_timeout", `with its unit, such as "90s", "45m" or "2h" (units: ms, s, m, h), got 5`},
+		{"bare number duration text", `{"poll": "5"}`, nil, "poll", `"5" has no unit`},
+		{"bare number duration env", ``, map[string]string{"RALPH_POLL": "30"}, "poll", `"30" has no unit`},
+		{"syntax: trailing comma", "{\"max_stuck\": 5,\n", nil, "", "c.json:1:16: not valid JSON"},
+		{"syntax: bad byte", "{\n  \"max_stuck\" 5\n}", nil, "", ":2:15: not valid JSON: expected colon after object key"},
+		{"key twice", "{\"max_stuck\": 5,\n \"max_stuck\": 6}", nil, "", `:2:2: "max_stuck" is given twice (first at 1:2); keep one`},
+		{"trailing data", `{} {}`, nil, "", ":1:4: more after the JSON object"},
+		{"empty file", ` `, nil, "", "the file is empty"},
 		{"bad type", `{"max_stuck": "three"}`, nil, "max_stuck", "want a integer"},
 		{"bad enum", `{"agent": "gpt"}`, nil, "agent", `"gpt" is not allowed; use one of: claude, command`},
 		{"bad duration env", ``, map[string]string{"RALPH_ITERATION_TIMEOUT": "soon"}, "iteration_timeout", "want a duration"},
@@ -98,18 +108,42 @@ func TestErrors(t *testing.T) {
 			is := is.New(t)
 			p := ""
 			if tt.file != "" {
-				p = writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "_")+".json", tt.file)
+				p = writeFile(t, dir, strings.NewReplacer(" ", "_", ":", "").Replace(tt.name)+"c.json", tt.file)
 			}
 			_, err := Load(Loader{ProjectFile: p, Getenv: envOf(tt.env)})
 			var ce *Error
 			is.True(errors.As(err, &ce)) // a config error, mapped to exit 2
 			is.Equal(ce.Key, tt.wantKey)
-			is.True(strings.Contains(err.Error(), tt.contains)) // says what is allowed
+			if !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("error %q does not say %q", err, tt.contains)
+			}
 			if p != "" && tt.env == nil {
 				is.True(strings.Contains(err.Error(), p)) // names the file
 			}
 		})
 	}
+}
+
+// TestKeepGoing checks that a broken file does not hide the rest of the
+// configuration from `ralphd config` and `status`: its good keys apply, the
+// other layers too, and the error names the file.
+func TestKeepGoing(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	global := writeFile(t, dir, "global.json", `{"max_stuck": 7, "log": true}`)
+	broken := writeFile(t, dir, "broken.json", `{"max_stuck": 5,`)
+	c, err := Load(Loader{GlobalFile: global, ProjectFile: broken, KeepGoing: true})
+	is.True(err != nil)
+	is.True(strings.Contains(err.Error(), broken+":1:16:")) // the broken file is the source
+	is.Equal(c.MaxStuck, 7)                                 // the global file still applies
+	is.Equal(c.Source("max_stuck"), global)
+	_, err = Load(Loader{GlobalFile: global, ProjectFile: broken})
+	is.True(err != nil) // without KeepGoing a broken file stops Load
+
+	partly := writeFile(t, dir, "partly.json", `{"max_stuk": 4, "log_retention": 3}`)
+	c, err = Load(Loader{ProjectFile: partly, KeepGoing: true})
+	is.True(err != nil)
+	is.Equal(c.LogRetention, 3) // the good key of a partly bad file applies
 }
 
 func TestMissingFilesAreFine(t *testing.T) {
@@ -145,4 +179,27 @@ func TestTokenIsNeverPrinted(t *testing.T) {
 	c.WriteTable(&b)
 	is.True(!strings.Contains(b.String(), "s3cret")) // `ralphd config` shows that it is set, not what it is
 	is.True(strings.Contains(b.String(), "(set, not shown)"))
+}
+
+// FuzzParseObject checks the config file reader on any input: it never
+// panics, and an error it returns points inside the file.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{"max_stuck": 5,`, "{\n \"a\" 5}", `{"a":1,"a":2}`, `{} {}`, ``, `[`, `{"a":{"b":[1,2,{}]}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		data := []byte(body)
+		_, err := parseObject("c.json", data)
+		var ce *Error
+		if err == nil || !errors.As(err, &ce) || ce.Source == "c.json" {
+			return
+		}
+		var line, col int
+		if _, serr := fmt.Sscanf(strings.TrimPrefix(ce.Source, "c.json:"), "%d:%d", &line, &col); serr != nil {
+			t.Fatalf("source %q has no line:col", ce.Source)
+		}
+		if line < 1 || col < 1 || line > strings.Count(body, "\n")+1 {
+			t.Fatalf("position %d:%d outside the file (%q)", line, col, body)
+		}
+	})
 }
