@@ -15,6 +15,9 @@
 //     filter.<name>.* drivers its configuration defines and empties each
 //     one's clean, smudge and process commands (and clears required), for
 //     every subcommand that may read file content;
+//   - merge drivers (merge=<name>, run by merge, rebase, cherry-pick): found
+//     the same way, each one's command becomes `false`, so that a file it
+//     would merge is a conflict instead;
 //   - external diff and textconv: diff always gets --no-ext-diff and
 //     --no-textconv;
 //   - submodules: status and diff do not look inside them
@@ -72,15 +75,18 @@ func Command(ctx context.Context, dir string, args ...string) (*exec.Cmd, error)
 	sets := fixed
 	sub := subcommand(args)
 	if !slices.Contains(plain, sub) || (sub == "hash-object" && !slices.Contains(args, "--no-filters")) {
-		names, err := filterDrivers(ctx, dir)
+		filters, merges, err := drivers(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, n := range names {
+		for _, n := range filters {
 			for _, k := range []string{"clean", "smudge", "process"} {
 				sets = append(sets, [2]string{"filter." + n + "." + k, ""})
 			}
 			sets = append(sets, [2]string{"filter." + n + ".required", "false"})
+		}
+		for _, n := range merges {
+			sets = append(sets, [2]string{"merge." + n + ".driver", "false"})
 		}
 	}
 	return command(ctx, dir, sets, withSafeFlags(args, sub)), nil
@@ -178,30 +184,30 @@ func withSafeFlags(args []string, sub string) []string {
 	return append(out, args[i+1:]...)
 }
 
-// filterDrivers returns the names of the filter drivers git's
+// drivers returns the names of the filter and merge drivers git's
 // configuration defines, from every scope and included file.
-func filterDrivers(ctx context.Context, dir string) ([]string, error) {
-	cmd := command(ctx, dir, fixed, []string{"config", "-z", "--name-only", "--get-regexp", `^filter\.`})
+func drivers(ctx context.Context, dir string) (filters, merges []string, err error) {
+	cmd := command(ctx, dir, fixed, []string{"config", "-z", "--name-only", "--get-regexp", `^(filter|merge)\.`})
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 1 && stderr.Len() == 0 {
-			return nil, nil // no filter configured
+			return nil, nil, nil // none configured
 		}
-		return nil, fmt.Errorf("list the repository's filter drivers: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("list the repository's filter and merge drivers: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	return parseDriverNames(out), nil
+	return parseDriverNames(out, "filter."), parseDriverNames(out, "merge."), nil
 }
 
 // parseDriverNames returns the distinct <name> parts of the NUL-separated
-// keys "filter.<name>.<variable>" in out. A name may hold dots, so it
-// runs to the last one.
-func parseDriverNames(out []byte) []string {
+// keys "<section><name>.<variable>" in out (section is "filter." or
+// "merge."). A name may hold dots, so it runs to the last one.
+func parseDriverNames(out []byte, section string) []string {
 	var names []string
 	for _, k := range bytes.Split(out, []byte{0}) {
-		rest, ok := bytes.CutPrefix(k, []byte("filter."))
+		rest, ok := bytes.CutPrefix(k, []byte(section))
 		if !ok {
 			continue
 		}

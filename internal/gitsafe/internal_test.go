@@ -24,15 +24,22 @@ func TestParseDriverNames(t *testing.T) {
 		{"filter.nl\nname.clean", []string{"nl\nname"}},
 	}
 	for _, c := range cases {
-		is.New(t).Equal(parseDriverNames([]byte(c.in)), c.want)
+		is.New(t).Equal(parseDriverNames([]byte(c.in), "filter."), c.want)
 	}
+}
+
+func TestParseMergeDriverNames(t *testing.T) {
+	is := is.New(t)
+	out := []byte("merge.evil.driver\x00merge.evil.name\x00filter.f.clean\x00merge.renormalize\x00")
+	is.Equal(parseDriverNames(out, "merge."), []string{"evil"})
+	is.Equal(parseDriverNames(out, "filter."), []string{"f"})
 }
 
 func FuzzParseDriverNames(f *testing.F) {
 	f.Add([]byte("filter.lfs.clean\x00filter.a.b.smudge\x00"))
 	f.Add([]byte("filter..\x00filter.\x00"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		names := parseDriverNames(in)
+		names := parseDriverNames(in, "filter.")
 		seen := map[string]bool{}
 		for _, n := range names {
 			if n == "" || seen[n] {

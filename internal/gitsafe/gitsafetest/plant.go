@@ -32,6 +32,26 @@ var Hooks = []string{"reference-transaction", "post-index-change", "post-checkou
 // Routes returns every route.
 func Routes() []Route {
 	return []Route{
+		{Name: "merge-driver", Trigger: []string{"merge", "-q", "--no-edit", "planted-side"}, Plant: func(t *testing.T, dir, m string) {
+			// shared.txt changed on two branches, for a merge to run the
+			// driver on. (First in Routes: it runs plain git to set up.)
+			write := func(body string) {
+				if err := os.WriteFile(filepath.Join(dir, "shared.txt"), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("base\n")
+			Git(t, dir, "add", "shared.txt")
+			Git(t, dir, "commit", "-qm", "shared")
+			Git(t, dir, "checkout", "-q", "-b", "planted-side")
+			write("side\n")
+			Git(t, dir, "commit", "-qam", "side")
+			Git(t, dir, "checkout", "-q", "-")
+			write("main\n")
+			Git(t, dir, "commit", "-qam", "main")
+			attr(t, dir, "* merge=evil")
+			gitConfig(t, dir, "merge.evil.driver", payload(t, dir, m, "merge-driver")+" %O %A %B")
+		}},
 		{Name: "fsmonitor", Trigger: []string{"status", "--porcelain"}, Plant: func(t *testing.T, dir, m string) {
 			gitConfig(t, dir, "core.fsmonitor", payload(t, dir, m, "fsmonitor"))
 		}},
