@@ -90,6 +90,10 @@ RestartPreventExitStatus=2 4 5
 # records the iteration as interrupted, releases the lock and exits 0. Anything
 # left in the unit's cgroup after that, or at TimeoutStopSec, gets SIGKILL.
 KillMode=mixed
+# ralphd runs each agent in a cgroup of its own under the unit's, so that
+# ending an iteration ends every process it started; systemd leaves the
+# unit's sub-cgroups to ralphd.
+Delegate=yes
 # Longer than ralphd's stop_grace (30s by default), so its own orderly stop
 # finishes first. Raise it if you raise stop_grace.
 TimeoutStopSec=60s

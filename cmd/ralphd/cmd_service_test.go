@@ -54,6 +54,7 @@ func TestRenderUnit(t *testing.T) {
 		// The deliberate-stop exit codes, from exit.go.
 		"RestartPreventExitStatus=" + strconv.Itoa(exitUsage) + " " + strconv.Itoa(exitLocked) + " " + strconv.Itoa(exitAgent),
 		"KillMode=mixed",
+		"Delegate=yes",
 		"TimeoutStopSec=60s",
 		"WatchdogSec=120s",
 		"WantedBy=default.target",
