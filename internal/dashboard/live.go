@@ -110,6 +110,13 @@ func (l *live) Observe(ev observe.Event) {
 	case logjsonl.Stuck, logjsonl.RunEnd:
 		kind = "graph"
 	}
+	l.mu.Unlock()
+	l.publish(kind)
+}
+
+// publish counts a change and tells every subscriber what changed.
+func (l *live) publish(kind string) {
+	l.mu.Lock()
 	l.now.Seq++
 	subs := make([]chan string, 0, len(l.subs))
 	for c := range l.subs {
@@ -125,21 +132,7 @@ func (l *live) Observe(ev observe.Event) {
 }
 
 // changed wakes subscribers without an event (a control action).
-func (l *live) changed() {
-	l.mu.Lock()
-	l.now.Seq++
-	subs := make([]chan string, 0, len(l.subs))
-	for c := range l.subs {
-		subs = append(subs, c)
-	}
-	l.mu.Unlock()
-	for _, c := range subs {
-		select {
-		case c <- "event":
-		default:
-		}
-	}
-}
+func (l *live) changed() { l.publish("event") }
 
 // snapshot returns the panel as it is now.
 func (l *live) snapshot() Now {

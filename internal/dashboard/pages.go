@@ -135,6 +135,13 @@ func (s *Server) nowData() Now {
 		n.Controls, n.CSRF, n.Paused = true, s.csrfToken(), s.opts.Control.Paused()
 	}
 	if !n.Live {
+		if s.opts.Sources.LogsDir != "" {
+			evs := recordedEvents(s.opts.Sources.LogsDir, lastEvents)
+			n.Events = n.Events[:0]
+			for i := len(evs) - 1; i >= 0; i-- {
+				n.Events = append(n.Events, Line{Time: evs[i].Time, Event: evs[i].Name, Text: describe(evs[i])})
+			}
+		}
 		n.State = "not running"
 		n.Reason = "`ralphd serve` shows what is recorded; start `ralphd daemon --http ADDR` for a live view"
 	}

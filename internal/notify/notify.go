@@ -99,14 +99,29 @@ type Notifier struct {
 	cfg    Config
 	queue  chan Event
 	done   chan struct{}
-	mu     sync.Mutex // guards closed and sends on queue
+	mu     sync.Mutex // guards closed, recent and sends on queue
 	closed bool
+	recent map[string]sent // kind -> the last event of a repeating kind
+	now    func() time.Time
 	stop   context.CancelFunc
 	ctx    context.Context
 }
 
 // queueSize bounds the events waiting for delivery.
 const queueSize = 64
+
+// repeatWindow is how long a repeating kind stays quiet when it has
+// nothing new to say: a daemon that goes idle with blocked work decides so
+// again at every poll, and an unusable agent is retried with backoff.
+const repeatWindow = time.Hour
+
+// repeating lists the kinds whose identical repeats are dropped.
+var repeating = []string{KindIdleBlocked, KindAgentUnusable, KindQuotaWait}
+
+type sent struct {
+	summary string
+	at      time.Time
+}
 
 // New returns a Notifier and starts its delivery goroutine; Close stops it.
 func New(cfg Config) *Notifier {
@@ -126,7 +141,8 @@ func New(cfg Config) *Notifier {
 		cfg.Log = log.New(nilWriter{})
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	n := &Notifier{cfg: cfg, queue: make(chan Event, queueSize), done: make(chan struct{}), ctx: ctx, stop: stop}
+	n := &Notifier{cfg: cfg, queue: make(chan Event, queueSize), done: make(chan struct{}), ctx: ctx, stop: stop,
+		recent: map[string]sent{}, now: time.Now}
 	go n.deliverLoop()
 	return n
 }
@@ -149,7 +165,9 @@ func (n *Notifier) Observe(ev observe.Event) {
 }
 
 // Enqueue queues e for delivery when its kind is selected. It never blocks:
-// when the queue is full, e is dropped with a warning.
+// when the queue is full, e is dropped with a warning. An idle_blocked,
+// agent_unusable or quota_wait event that says what the last one of its
+// kind said, within the hour, is dropped as a repeat.
 func (n *Notifier) Enqueue(e Event) {
 	if !n.Enabled() || !slices.Contains(n.cfg.Kinds, e.Kind) {
 		return
@@ -161,6 +179,13 @@ func (n *Notifier) Enqueue(e Event) {
 	defer n.mu.Unlock()
 	if n.closed {
 		return
+	}
+	if slices.Contains(repeating, e.Kind) {
+		now := n.now()
+		if last, ok := n.recent[e.Kind]; ok && last.summary == e.Summary && now.Sub(last.at) < repeatWindow {
+			return // nothing new since the last one
+		}
+		n.recent[e.Kind] = sent{summary: e.Summary, at: now}
 	}
 	select {
 	case n.queue <- e:

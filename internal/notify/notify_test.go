@@ -235,3 +235,35 @@ func TestObserveAfterCloseIsHarmless(t *testing.T) {
 	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x-1"}})
 	n.Close(context.Background())
 }
+
+// A daemon decides "idle" at every poll: the same blocked state is told
+// once an hour, a new one at once.
+func TestRepeatsAreDropped(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "got")
+	n := New(Config{Cmd: "cat >> " + out + "; echo >> " + out})
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n.now = func() time.Time { return clock }
+	idle := func(reason string) {
+		n.Observe(observe.Event{Data: logjsonl.Decision{Decision: "idle", Reason: reason}})
+	}
+	idle("0 ready, 2 blocked, 2 open")
+	idle("0 ready, 2 blocked, 2 open")
+	clock = clock.Add(30 * time.Minute)
+	idle("0 ready, 2 blocked, 2 open")
+	idle("0 ready, 1 blocked, 2 open") // news
+	clock = clock.Add(2 * time.Hour)
+	idle("0 ready, 1 blocked, 2 open") // a reminder after the hour
+	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x"}})
+	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x"}}) // stuck is never dropped
+	n.Close(context.Background())
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), `"event":"idle_blocked"`); got != 3 {
+		t.Errorf("%d idle_blocked notifications, want 3:\n%s", got, b)
+	}
+	if got := strings.Count(string(b), `"event":"stuck"`); got != 2 {
+		t.Errorf("%d stuck notifications, want 2", got)
+	}
+}
