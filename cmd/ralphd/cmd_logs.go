@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -21,7 +22,9 @@ func cmdLogs(ctx context.Context, a *app, args []string) int {
 Without RUN, list this project's run logs (written with RALPH_LOG=1 or --log):
 time, mode, iterations and outcome. With RUN (a run ID as listed, a prefix
 of one, a path, or "last"), render that run for a person; --raw prints the JSONL
-as it is, --follow keeps printing as the run goes on.`)
+as it is, --follow keeps printing as the run goes on. --follow without RUN
+follows the run in progress or, when none is, waits for the next one to
+start and follows it (as tail -F does).`)
 	follow := fs.Bool("follow", false, "keep printing new lines until the run ends")
 	raw := fs.Bool("raw", false, "print the JSONL unchanged")
 	verbose := fs.Bool("v", false, "also show tool results, allowed bd calls and tokens")
@@ -58,7 +61,20 @@ as it is, --follow keeps printing as the run goes on.`)
 	if len(pos) == 1 {
 		want = pos[0]
 	}
-	path, err := findRun(runs, want)
+	var path string
+	if *follow && len(pos) == 0 && !inProgress(dir, runs) {
+		// Like tail -F: with no run going, wait for the next one.
+		fmt.Fprintf(a.stderr, "ralphd: no run in progress; waiting for the next one to start (Ctrl-C to stop)\n")
+		path, err = waitNewLog(ctx, dir, runs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			return reportErr(a, err)
+		}
+	} else {
+		path, err = findRun(runs, want)
+	}
 	if err != nil {
 		errorf(a.stderr, "%v", err)
 		hintf(a.stderr, "run `ralphd logs` to list the runs")
@@ -78,6 +94,46 @@ as it is, --follow keeps printing as the run goes on.`)
 		return reportErr(a, err)
 	}
 	return exitOK
+}
+
+// inProgress reports whether the newest run log in dir belongs to a run
+// still going: it has no run_end, and a ralphd holds the project's lock.
+func inProgress(dir string, runs []logjsonl.RunSummary) bool {
+	if len(runs) == 0 || runs[len(runs)-1].Outcome != logjsonl.OutcomeUnfinished {
+		return false
+	}
+	holder, err := state.LockHolder(filepath.Join(filepath.Dir(dir), state.LockFile))
+	return err != nil || holder != nil // when unsure, follow what is there
+}
+
+// followPoll is how often `logs --follow` looks for a run to start.
+const followPoll = 250 * time.Millisecond
+
+// waitNewLog waits until a run log that is not among runs appears in dir,
+// and returns its path.
+func waitNewLog(ctx context.Context, dir string, runs []logjsonl.RunSummary) (string, error) {
+	old := map[string]bool{}
+	for _, r := range runs {
+		old[r.Name] = true
+	}
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		now, err := logjsonl.ListRuns(dir)
+		if err != nil {
+			return "", err
+		}
+		for i := len(now) - 1; i >= 0; i-- {
+			if !old[now[i].Name] {
+				return now[i].Path, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // findRun resolves a RUN argument to a log file: a path, "last", or a run
