@@ -153,6 +153,26 @@ type BDCall struct {
 // IsIteration reports whether r is an iteration record.
 func (r Record) IsIteration() bool { return r.Kind == "" || r.Kind == KindIteration }
 
+// maxCostUSD bounds the cost one record may hold (agent.MaxReportedCostUSD).
+const maxCostUSD = 1e6
+
+// dropImpossibleFigures clears a cost and token counts no iteration can
+// have (a negative figure would lower the sums a report shows; history is
+// a file anyone with the user's rights can edit) and reports whether it
+// cleared any.
+func (r *Record) dropImpossibleFigures() bool {
+	dropped := false
+	if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD <= maxCostUSD) {
+		r.CostUSD, dropped = nil, true
+	}
+	for _, n := range []*int64{&r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead, &r.Tokens.CacheWrite} {
+		if *n < 0 {
+			*n, dropped = 0, true
+		}
+	}
+	return dropped
+}
+
 // ParseHistoryLine parses one history.jsonl line (without its newline).
 // It fails for anything that is not a JSON object matching Record.
 func ParseHistoryLine(line []byte) (Record, error) {
@@ -178,7 +198,7 @@ func ReadHistory(path string) (records []Record, warnings []string, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("read history: %w", err)
 	}
-	badLines, firstBad := 0, 0
+	badLines, firstBad, impossible := 0, 0, 0
 	var firstErr error
 	n := 0
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
@@ -194,7 +214,13 @@ func ReadHistory(path string) (records []Record, warnings []string, err error) {
 			badLines++
 			continue
 		}
+		if r.dropImpossibleFigures() {
+			impossible++
+		}
 		records = append(records, r)
+	}
+	if impossible > 0 {
+		warnings = append(warnings, fmt.Sprintf("%s: ignored the negative or impossible cost or token figures of %d record(s)", path, impossible))
 	}
 	if badLines > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s: skipped %d unreadable line(s), first at line %d (%v); the other %d record(s) are used",

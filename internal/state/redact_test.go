@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -46,4 +47,27 @@ func TestSetRedactCoversEveryFile(t *testing.T) {
 		return nil
 	}))
 	is.True(seen >= 5) // judgement, record, history, report .json and .md
+}
+
+// A history record with a negative or impossible cost or token count (an
+// edited file) is read without it, with a warning, so no sum goes down.
+func TestReadHistoryDropsImpossibleFigures(t *testing.T) {
+	is := is.New(t)
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	is.NoErr(os.WriteFile(path, []byte(
+		`{"v":1,"run_id":"r","mode":"build","iteration":1,"cost_usd":-100,"tokens":{"input":-5,"output":3,"cache_read":0,"cache_write":0}}`+"\n"+
+			`{"v":1,"run_id":"r","mode":"build","iteration":2,"cost_usd":1e300}`+"\n"+
+			`{"v":1,"run_id":"r","mode":"build","iteration":3,"cost_usd":0.9}`+"\n"), 0o600))
+	recs, warns, err := ReadHistory(path)
+	is.NoErr(err)
+	is.Equal(len(recs), 3)
+	is.True(recs[0].CostUSD == nil)
+	is.Equal(recs[0].Tokens.Input, int64(0))
+	is.Equal(recs[0].Tokens.Output, int64(3))
+	is.True(recs[1].CostUSD == nil)
+	is.Equal(*recs[2].CostUSD, 0.9)
+	is.Equal(len(warns), 1)
+	is.True(strings.Contains(warns[0], "2 record(s)"))
+	sum := SummarizeRun(recs, "r")
+	is.Equal(*sum.CostUSD, 0.9)
 }
