@@ -205,6 +205,10 @@ echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.1
 		t.Error("dot is installed but the graph is not an SVG")
 	}
 
+	// The elapsed time counts on between events.
+	first := str(`document.querySelector("#now .elapsed").textContent`)
+	waitJS("the elapsed time to count on", fmt.Sprintf(`document.querySelector("#now .elapsed").textContent !== %q`, first))
+
 	release("t-a")
 	waitJS("t-b in the now panel after t-a's iteration ended", `(document.querySelector("#now .now-issue") || {}).textContent === "t-b"`)
 	waitJS("t-a's node turned closed", fmt.Sprintf(`%s.includes("st-closed") || %s.includes("st&#45;closed")`, nodeFill("t-a"), nodeFill("t-a")))

@@ -384,9 +384,10 @@ func TestRunsAndCost(t *testing.T) {
 	}
 	s := newTest(t, Options{Sources: Sources{History: func() ([]state.Record, error) { return recs, nil }}})
 	os.WriteFile(filepath.Join(s.opts.Sources.ReportsDir, "r1.md"), []byte("# report r1"), 0o600)
+	os.WriteFile(filepath.Join(s.opts.Sources.LogsDir, "r1.log"), nil, 0o600)
 	h := s.Handler(true)
 	runs := body(t, get(t, h, "/runs"))
-	for _, want := range []string{"r1", "success", "$0.7500", "110", `href="/reports/r1.md"`, "r2"} {
+	for _, want := range []string{"r1", "success", "$0.7500", "110", `href="/reports/r1.md"`, `href="/logs/r1.log"`, "r2"} {
 		if !strings.Contains(runs, want) {
 			t.Errorf("/runs lacks %q", want)
 		}

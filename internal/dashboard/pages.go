@@ -223,6 +223,7 @@ type runView struct {
 	CostUSD    *float64
 	Tokens     int64
 	Report     string // file name under reports, "" if none
+	Log        string // file name under logs, "" if none
 }
 
 type runsView struct {
@@ -270,6 +271,11 @@ func (s *Server) runsData() runsView {
 			if validName(rv.RunID) && src.ReportsDir != "" {
 				if _, err := os.Stat(filepath.Join(src.ReportsDir, rv.RunID+".md")); err == nil {
 					rv.Report = rv.RunID + ".md"
+				}
+			}
+			if validName(rv.RunID) && src.LogsDir != "" {
+				if _, err := os.Stat(filepath.Join(src.LogsDir, rv.RunID+".log")); err == nil {
+					rv.Log = rv.RunID + ".log"
 				}
 			}
 			v.Runs = append(v.Runs, *rv)

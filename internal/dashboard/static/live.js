@@ -18,4 +18,15 @@
   es.addEventListener("now", swap("now"));
   es.addEventListener("graph", swap("graph"));
   es.addEventListener("cost", swap("cost"));
+  // Elapsed times count on between events, from the server's clock.
+  setInterval(function () {
+    var now = Date.now() / 1000;
+    var cells = document.querySelectorAll("#now .elapsed[data-started]");
+    for (var i = 0; i < cells.length; i++) {
+      var c = cells[i];
+      if (!c.dataset.seen) c.dataset.seen = String(now);
+      var s = Math.max(0, Math.round(Number(c.dataset.at) - Number(c.dataset.started) + now - Number(c.dataset.seen)));
+      c.textContent = (s >= 3600 ? Math.floor(s / 3600) + "h" : "") + (s >= 60 ? Math.floor(s % 3600 / 60) + "m" : "") + (s % 60) + "s";
+    }
+  }, 1000);
 })();
