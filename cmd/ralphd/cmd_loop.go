@@ -16,6 +16,7 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -132,7 +133,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	ls.closer = append(ls.closer, func() { _ = lock.Release() })
 	// Descendants of an agent that leave its process group (setsid, double
 	// fork) are re-parented to ralphd, so they can be found and ended.
-	if err := agent.BecomeSubreaper(); err != nil {
+	if err := proc.BecomeSubreaper(); err != nil {
 		warnf(a.stderr, "cannot become a child subreaper (%v); processes an agent detaches may outlive their iteration", err)
 	}
 	contain := containment(a)

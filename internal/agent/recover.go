@@ -3,6 +3,8 @@ package agent
 import (
 	"os"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // EndRecorded ends whatever is left of an agent tree recorded (through
@@ -23,9 +25,9 @@ func EndRecorded(rec Started, grace time.Duration) int {
 		Token:    rec.Marker,
 		MinStart: rec.StartTime,
 		Self:     os.Getpid(),
-		SelfSID:  selfSID(),
+		SelfSID:  proc.SelfSID(),
 	}
-	if rec.PGID > 0 && rec.StartTime != 0 && ProcessAlive(rec.PGID, rec.StartTime) {
+	if rec.PGID > 0 && rec.StartTime != 0 && proc.Alive(rec.PGID, rec.StartTime) {
 		q.PGID = rec.PGID
 	}
 	if q.PGID == 0 && q.Token == "" {

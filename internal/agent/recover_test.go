@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // startTree starts forkingAgent outside Run, as a crashed ralphd would
@@ -35,7 +37,7 @@ func startTree(t *testing.T, marker string) (Started, []int) {
 	if _, err := out.Read(buf); err != nil { // "ready\n": all pids written
 		t.Fatal(err)
 	}
-	st, err := ProcessStartTime(cmd.Process.Pid)
+	st, err := proc.StartTime(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestEndRecordedByMarkerWhenTheLeaderIsGone(t *testing.T) {
 	// The leader died; its children live on (as after a ralphd SIGKILL,
 	// whose Pdeathsig reaches only the leader).
 	is.NoErr(syscall.Kill(rec.PID, syscall.SIGKILL))
-	for i := 0; ProcessAlive(rec.PID, rec.StartTime); i++ {
+	for i := 0; proc.Alive(rec.PID, rec.StartTime); i++ {
 		if i > 1000 {
 			t.Fatal("the leader does not die")
 		}
@@ -75,9 +77,9 @@ func TestEndRecordedLeavesARecycledGroupAlone(t *testing.T) {
 	stale := Started{PID: rec.PID, PGID: rec.PGID, StartTime: rec.StartTime - 1, Marker: "crashed-run"}
 	is.Equal(EndRecorded(stale, 100*time.Millisecond), 0)
 	for _, pid := range pids {
-		is.True(ProcessAlive(pid, 0)) // left alone
+		is.True(proc.Alive(pid, 0)) // left alone
 	}
 	// An empty record touches nothing either.
 	is.Equal(EndRecorded(Started{PGID: rec.PGID}, 0), 0)
-	is.True(ProcessAlive(rec.PID, rec.StartTime))
+	is.True(proc.Alive(rec.PID, rec.StartTime))
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/cgroup"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Defaults for RunOptions.
@@ -104,7 +105,7 @@ type Started struct {
 	PID  int
 	PGID int // equal to PID: every agent leads its own process group
 	// StartTime is the process start time in clock ticks after boot
-	// (see ProcessStartTime); 0 if it could not be read.
+	// (see proc.StartTime); 0 if it could not be read.
 	StartTime uint64
 	// Marker is the value of RunMarkerEnv in the agent's environment.
 	Marker string
@@ -156,7 +157,7 @@ var errIterationTimeout = errors.New("iteration timeout")
 // group and every process carrying the run's RunMarkerEnv value (which
 // finds descendants that called setsid or double-forked), first with
 // SIGTERM and opts.Grace, then with SIGKILL. When the calling process is a
-// child subreaper (BecomeSubreaper), descendants re-parented to it are
+// child subreaper (proc.BecomeSubreaper), descendants re-parented to it are
 // also reaped. A missing agent binary yields StatusFatal with a reason that
 // says how to install it.
 //
@@ -210,14 +211,16 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	cmd.Args[0] = argv[0]
 	cmd.Dir = inv.Dir
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	// The agent leads its own group and, on Linux, dies with ralphd.
+	proc.SetGroup(cmd)
+	proc.DieWithParent(cmd.SysProcAttr)
 	if contain != nil {
 		intoCgroup(cmd.SysProcAttr, contain.Group.FD())
 	}
 	var cancelledAt atomic.Int64 // unix nanoseconds of the first Cancel; 0 if none
 	cmd.Cancel = func() error {
 		cancelledAt.CompareAndSwap(0, time.Now().UnixNano())
-		return signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return proc.SignalGroup(cmd.Process.Pid, syscall.SIGTERM)
 	}
 	// After Grace, exec SIGKILLs the leader; the rest of the group follows
 	// right after Wait returns (see endTree).
@@ -256,14 +259,14 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	}
 
 	pid := cmd.Process.Pid
-	startTime, _ := ProcessStartTime(pid)
+	startTime, _ := proc.StartTime(pid)
 	tree := treeQuery{
 		PGID:      pid,
 		Token:     token,
 		MinStart:  startTime,
 		Self:      os.Getpid(),
-		SelfSID:   selfSID(),
-		Subreaper: IsSubreaper(),
+		SelfSID:   proc.SelfSID(),
+		Subreaper: proc.IsSubreaper(),
 	}
 	if opts.OnStart != nil {
 		started := Started{PID: pid, PGID: pid, StartTime: startTime, Marker: token, Argv: spec.Argv, Containment: containment}
@@ -379,7 +382,7 @@ func startContainment(opts RunOptions, inv Invocation, token string) (*cgroup.It
 // were still running at the end.
 func endTree(q treeQuery, graceEnd time.Time) int {
 	q.Known = make(map[int]uint64)
-	alive := func() []procStat {
+	alive := func() []proc.Stat {
 		procs, err := findTree(q)
 		if err != nil {
 			return nil
@@ -431,14 +434,6 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-// signalGroup sends sig to the process group pgid.
-func signalGroup(pgid int, sig syscall.Signal) error {
-	if err := syscall.Kill(-pgid, sig); err != nil {
-		return fmt.Errorf("signal process group %d: %w", pgid, err)
-	}
-	return nil
 }
 
 // missingBinary is the Outcome for an agent binary that cannot be found.

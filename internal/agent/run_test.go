@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // testEnv is a small, predictable base environment for agents.
@@ -66,7 +68,7 @@ func readPIDs(t *testing.T, path string) []int {
 func assertAllGone(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		if ProcessAlive(pid, 0) {
+		if proc.Alive(pid, 0) {
 			t.Errorf("process %d of the agent's tree survived the run", pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -156,7 +158,7 @@ echo started
 `
 
 func TestRunEndsSetsidEscapeesByMarker(t *testing.T) {
-	if IsSubreaper() {
+	if proc.IsSubreaper() {
 		t.Skip("the test process is a subreaper; TestSubreaper covers that case")
 	}
 	is := is.New(t)
@@ -193,8 +195,8 @@ func TestSubreaper(t *testing.T) {
 
 func subreaperScenario(t *testing.T) {
 	is := is.New(t)
-	is.NoErr(BecomeSubreaper())
-	is.True(IsSubreaper())
+	is.NoErr(proc.BecomeSubreaper())
+	is.True(proc.IsSubreaper())
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
 	quick := filepath.Join(dir, "quick")
@@ -218,7 +220,7 @@ sleep 0.2
 		// Reaped, not merely dead: as their subreaper we must not leave
 		// zombies behind.
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
-			st, _ := readProcStat(pid)
+			st, _ := proc.ReadStat(pid)
 			t.Errorf("process %d still exists (state %c, parent %d)", pid, st.State, st.PPID)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -361,7 +363,7 @@ func TestRunOnStartComesBeforeThePrompt(t *testing.T) {
 		ExtraEnv: []string{"FLAG=" + flag},
 		OnStart: func(s Started) error {
 			started = s
-			is.True(ProcessAlive(s.PID, s.StartTime)) // OnStart sees the live agent
+			is.True(proc.Alive(s.PID, s.StartTime)) // OnStart sees the live agent
 			return os.WriteFile(flag, nil, 0o600)
 		},
 	})

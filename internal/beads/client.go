@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // DefaultTimeout is the per-call timeout a Client uses when its Timeout is
@@ -382,7 +384,10 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	setProcessGroup(cmd)
+	// Its own group, killed as a whole on cancel: nothing bd started
+	// outlives a timeout.
+	proc.SetGroup(cmd)
+	proc.EndGroupOnCancel(cmd, 0)
 	cmd.WaitDelay = waitDelay
 
 	if err := cmd.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -17,49 +18,6 @@ func readFixture(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestParseStat(t *testing.T) {
-	is := is.New(t)
-	tests := []struct {
-		name    string
-		in      string
-		want    bench.ProcStat
-		wantErr bool
-	}{
-		{
-			name: "a busy process (fixture)",
-			in:   string(readFixture(t, "stat-busy.txt")),
-			want: bench.ProcStat{State: 'S', UTime: 127, STime: 1, Threads: 1},
-		},
-		{
-			name: "a sleeping process (fixture)",
-			in:   string(readFixture(t, "stat-sleep.txt")),
-			want: bench.ProcStat{State: 'S', Threads: 1},
-		},
-		{
-			name: "a command name with spaces and parentheses",
-			in:   "42 (a) b (c)) Z 1 42 42 0 -1 0 0 0 0 0 7 3 5 2 20 0 9 0 1 0 0",
-			want: bench.ProcStat{State: 'Z', UTime: 7, STime: 3, CUTime: 5, CSTime: 2, Threads: 9},
-		},
-		{name: "no command name", in: "42 a S 1", wantErr: true},
-		{name: "too few fields", in: "42 (a) S 1 2 3", wantErr: true},
-		{name: "a field that is not a number", in: "42 (a) S 1 42 42 0 -1 0 0 0 0 0 x 3 5 2 20 0 9 0 1 0 0", wantErr: true},
-		{name: "empty", in: "", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			is := is.New(t)
-			got, err := bench.ParseStat([]byte(tt.in))
-			if tt.wantErr {
-				is.True(err != nil)
-				return
-			}
-			is.NoErr(err)
-			is.Equal(got, tt.want)
-		})
-	}
-	is.Equal(bench.ProcStat{UTime: 127, STime: 1}.CPU(), 1280*time.Millisecond)
 }
 
 func TestParseStatus(t *testing.T) {
@@ -126,12 +84,12 @@ func TestReadThisProcess(t *testing.T) {
 	pid := os.Getpid()
 	t0, err := bench.ReadThreads(pid)
 	is.NoErr(err)
-	s0, err := bench.ReadStat(pid)
+	s0, err := proc.ReadStat(pid)
 	is.NoErr(err)
 	_ = burn(60 * time.Millisecond)
 	t1, err := bench.ReadThreads(pid)
 	is.NoErr(err)
-	s1, err := bench.ReadStat(pid)
+	s1, err := proc.ReadStat(pid)
 	is.NoErr(err)
 	is.True(t1.Count >= 1)
 	is.True(t1.CPU > t0.CPU)                    // schedstat saw the CPU used
@@ -141,22 +99,10 @@ func TestReadThisProcess(t *testing.T) {
 	is.NoErr(err)
 	is.True(st.VmHWM > 0)
 
-	_, err = bench.ReadStat(-1)
+	_, err = proc.ReadStat(-1)
 	is.True(err != nil)
 	_, err = bench.ReadThreads(-1)
 	is.True(err != nil)
-}
-
-func FuzzParseStat(f *testing.F) {
-	f.Add(readFixture(f, "stat-busy.txt"))
-	f.Add(readFixture(f, "stat-sleep.txt"))
-	f.Add([]byte("1 ())) R 0"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := bench.ParseStat(b)
-		if err == nil && s.State == 0 {
-			t.Fatalf("parsed without a state: %q", b)
-		}
-	})
 }
 
 func FuzzParseStatus(f *testing.F) {

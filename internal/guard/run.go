@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -167,9 +168,9 @@ func runChild(ctx context.Context, env GuardEnv, args []string, stdin io.Reader,
 	cmd := exec.CommandContext(ctx, env.RealBD, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.Dir, cmd.Env = env.Dir, env.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.SetGroup(cmd)
 	cmd.Cancel = func() error {
-		return signalGroup(cmd.Process, syscall.SIGTERM)
+		return proc.SignalGroup(cmd.Process.Pid, syscall.SIGTERM)
 	}
 	cmd.WaitDelay = killDelay
 
@@ -188,7 +189,7 @@ func runChild(ctx context.Context, env GuardEnv, args []string, stdin io.Reader,
 			select {
 			case s := <-sigs:
 				if sig, ok := s.(syscall.Signal); ok {
-					_ = signalGroup(cmd.Process, sig)
+					_ = proc.SignalGroup(cmd.Process.Pid, sig)
 				}
 			case <-done:
 				return
@@ -199,20 +200,9 @@ func runChild(ctx context.Context, env GuardEnv, args []string, stdin io.Reader,
 	close(done)
 	if ctx.Err() != nil {
 		// Whatever is left of the group after a cancel is killed.
-		_ = signalGroup(cmd.Process, syscall.SIGKILL)
+		_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 	}
 	return exitCode(cmd, err)
-}
-
-// signalGroup sends sig to the process group led by p.
-func signalGroup(p *os.Process, sig syscall.Signal) error {
-	if p == nil {
-		return nil
-	}
-	if err := syscall.Kill(-p.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal process group %d: %w", p.Pid, err)
-	}
-	return nil
 }
 
 // exitCode turns cmd.Wait's result into a shell-style exit code.

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -26,9 +23,6 @@ type Running struct {
 	// StartTicks is the agent's start time in clock ticks after boot (field
 	// 22 of /proc/<pid>/stat), so a recycled PID is told apart.
 	StartTicks uint64 `json:"start_ticks"`
-	// BootID is /proc/sys/kernel/random/boot_id when the record was
-	// written; after a reboot no recorded process can be alive.
-	BootID string `json:"boot_id,omitempty"`
 	// Marker is the value of the agent's run-marker environment variable,
 	// which finds processes of its tree that left its process group.
 	Marker    string    `json:"marker,omitempty"`
@@ -110,113 +104,4 @@ func (s *Store) ClearRunning() error {
 		return fmt.Errorf("clear running record: %w", err)
 	}
 	return nil
-}
-
-// ProcStat holds the fields of /proc/<pid>/stat that ralphd uses.
-type ProcStat struct {
-	PID   int
-	Comm  string
-	State byte
-	PPID  int
-	PGID  int
-	// StartTicks is field 22, starttime: clock ticks after boot.
-	StartTicks uint64
-}
-
-// ParseProcStat parses the content of /proc/<pid>/stat. The command name
-// (field 2) is in parentheses and may itself contain spaces and
-// parentheses, so the fields after it are found after the last ')'.
-func ParseProcStat(data []byte) (ProcStat, error) {
-	s := string(bytes.TrimRight(data, "\n"))
-	open := strings.IndexByte(s, '(')
-	closing := strings.LastIndexByte(s, ')')
-	if open < 0 || closing < open {
-		return ProcStat{}, errors.New("parse proc stat: no command name")
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(s[:open]))
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("parse proc stat: pid: %w", err)
-	}
-	// Fields after the command name start at field 3 (state).
-	rest := strings.Fields(s[closing+1:])
-	const startField = 22
-	if len(rest) < startField-2 {
-		return ProcStat{}, fmt.Errorf("parse proc stat: %d fields after the command name, want at least %d", len(rest), startField-2)
-	}
-	if len(rest[0]) != 1 {
-		return ProcStat{}, fmt.Errorf("parse proc stat: state %q", rest[0])
-	}
-	ppid, err := strconv.Atoi(rest[1])
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("parse proc stat: ppid: %w", err)
-	}
-	pgid, err := strconv.Atoi(rest[2])
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("parse proc stat: pgid: %w", err)
-	}
-	start, err := strconv.ParseUint(rest[startField-3], 10, 64)
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("parse proc stat: starttime: %w", err)
-	}
-	return ProcStat{PID: pid, Comm: s[open+1 : closing], State: rest[0][0], PPID: ppid, PGID: pgid, StartTicks: start}, nil
-}
-
-// ReadProcStat reads and parses /proc/<pid>/stat. A process that does not
-// exist gives an error matching fs.ErrNotExist.
-func ReadProcStat(pid int) (ProcStat, error) {
-	if pid <= 0 {
-		return ProcStat{}, fmt.Errorf("read proc stat: invalid pid %d", pid)
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ProcStat{}, fmt.Errorf("read proc stat: %w", err)
-	}
-	return ParseProcStat(data)
-}
-
-// ProcStartTime returns a process's start time in clock ticks after boot
-// (field 22 of /proc/<pid>/stat). Two processes with the same PID never
-// have the same start time within one boot.
-func ProcStartTime(pid int) (uint64, error) {
-	st, err := ReadProcStat(pid)
-	if err != nil {
-		return 0, err
-	}
-	return st.StartTicks, nil
-}
-
-// BootID returns the kernel's boot id, which changes at every boot.
-func BootID() (string, error) {
-	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "", fmt.Errorf("read boot id: %w", err)
-	}
-	return strings.TrimSpace(string(data)), nil
-}
-
-// LeaderAlive reports whether the recorded agent process is still the same
-// process: same boot (when recorded), a live PID, and the same start time.
-// A zombie counts as not alive. False means the PID is gone or recycled
-// and must not be signalled.
-func (r Running) LeaderAlive() (bool, error) {
-	if r.PID <= 0 || r.StartTicks == 0 {
-		return false, nil
-	}
-	if r.BootID != "" {
-		boot, err := BootID()
-		if err != nil {
-			return false, err
-		}
-		if boot != r.BootID {
-			return false, nil
-		}
-	}
-	st, err := ReadProcStat(r.PID)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return st.StartTicks == r.StartTicks && st.State != 'Z', nil
 }

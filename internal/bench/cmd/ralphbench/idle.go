@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/shellquote"
 )
 
@@ -121,7 +122,7 @@ func measureIdle(ctx context.Context, e *benchEnv, window time.Duration, wakes i
 	if err != nil {
 		return fail(err)
 	}
-	s0, err := bench.ReadStat(pid)
+	s0, err := proc.ReadStat(pid)
 	if err != nil {
 		return fail(err)
 	}
@@ -134,7 +135,7 @@ func measureIdle(ctx context.Context, e *benchEnv, window time.Duration, wakes i
 	if err != nil {
 		return fail(err)
 	}
-	s1, err := bench.ReadStat(pid)
+	s1, err := proc.ReadStat(pid)
 	if err != nil {
 		return fail(err)
 	}

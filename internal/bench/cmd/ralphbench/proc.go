@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // command returns a command in its own process group; cancelling ctx kills
@@ -22,13 +23,8 @@ func command(ctx context.Context, env []string, dir, name string, args ...string
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		if cmd.Process == nil {
-			return nil
-		}
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	proc.SetGroup(cmd)
+	proc.EndGroupOnCancel(cmd, 0)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
@@ -110,7 +106,7 @@ func measure(cmd *exec.Cmd, o measureOptions) (measured, error) {
 		}
 	}
 	m.Wall = time.Since(start)
-	if st, err := bench.ReadStat(pid); err == nil {
+	if st, err := proc.ReadStat(pid); err == nil {
 		m.OwnCPU = st.CPU()
 	}
 	close(stop)
