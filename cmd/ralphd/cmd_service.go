@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/shellquote"
-	"github.com/ralphd/ralphd/internal/state"
 )
 
 // unitName is the template unit's file name.
@@ -260,7 +260,7 @@ line to follow it. Running it again updates the unit in place.`)
 		hintf(a.stderr, "set XDG_CONFIG_HOME to a writable directory")
 		return exitError
 	}
-	if err := state.WriteFileAtomic(file, []byte(unit), 0o644); err != nil {
+	if err := atomicfile.Write(file, []byte(unit), 0o644); err != nil {
 		errorf(a.stderr, "install the unit: %v", err)
 		return exitError
 	}
@@ -325,7 +325,7 @@ instance is still enabled, it removes nothing and prints the
 		errorf(a.stderr, "remove the unit: %v", err)
 		return exitError
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		warnf(a.stderr, "%v", err)
 	}
 	fmt.Fprintln(a.stdout, "Stop any instance still running (started without enable), and reload systemd:")
@@ -333,19 +333,6 @@ instance is still enabled, it removes nothing and prints the
 	fmt.Fprintln(a.stdout, "  systemctl --user daemon-reload")
 	fmt.Fprintf(a.stdout, "removed %s\n", file)
 	return exitOK
-}
-
-// syncDir makes a removal in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // enabledInstances lists the ralphd@ instances enabled in the unit

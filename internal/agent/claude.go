@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/relazy"
 	"github.com/ralphd/ralphd/internal/shellquote"
 )
@@ -98,7 +99,7 @@ func (c Claude) Command(inv Invocation) (Spec, error) {
 			if err := os.MkdirAll(inv.ScratchDir, 0o700); err != nil {
 				return Spec{}, fmt.Errorf("write claude settings: %w", err)
 			}
-			if err := writeFileAtomic(path, settings, 0o600); err != nil {
+			if err := atomicfile.Write(path, settings, 0o600); err != nil {
 				return Spec{}, fmt.Errorf("write claude settings: %w", err)
 			}
 			argv = append(argv, "--settings", path)

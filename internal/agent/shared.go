@@ -2,12 +2,14 @@ package agent
 
 import (
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/relazy"
 )
 
 // This file holds what the Codex, opencode and Gemini backends share: the
@@ -218,7 +220,7 @@ func writeScratch(dir, name string, data []byte) (string, error) {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	path := filepath.Join(dir, name)
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("write %s: %w", name, err)
 	}
 	return path, nil

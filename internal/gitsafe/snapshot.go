@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // Snapshot holds the files of a git directory that make git run code or
@@ -143,8 +145,8 @@ func readWatched(gitDir string) (map[string]file, error) {
 	return files, nil
 }
 
-// writeAtomic replaces path with f's content and mode through a temporary
-// file in the same directory, removing whatever is in its place.
+// writeAtomic replaces path with f's content and mode atomically
+// (internal/atomicfile), removing whatever directory is in its place.
 func writeAtomic(path string, f file) error {
 	if !f.mode.IsRegular() {
 		return fmt.Errorf("held as %s, not a regular file; left as it is", f.mode.Type())
@@ -152,26 +154,10 @@ func writeAtomic(path string, f file) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ralphd-restore-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(f.data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(f.mode.Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
 		if err := os.RemoveAll(path); err != nil {
 			return err
 		}
 	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, f.data, f.mode.Perm())
 }

@@ -2,11 +2,13 @@ package standin
 
 import (
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/relazy"
 )
 
 func runRootHelp(inv *invocation) int {
@@ -238,7 +240,7 @@ func runInit(inv *invocation) int {
 		{"interactions.jsonl", ""},
 	}
 	for _, f := range files {
-		if err := writeFileAtomic(filepath.Join(beadsDir, f.name), []byte(f.body), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(beadsDir, f.name), []byte(f.body), 0o644); err != nil {
 			return inv.fail(fmt.Sprintf("init: %v", err))
 		}
 	}
@@ -248,12 +250,12 @@ func runInit(inv *invocation) int {
 		return inv.fail(fmt.Sprintf("init: %v", err))
 	}
 	if ws.server != nil {
-		if err := writeFileAtomic(filepath.Join(beadsDir, "dolt-server.port"), []byte(strconv.Itoa(ws.server.port)), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(beadsDir, "dolt-server.port"), []byte(strconv.Itoa(ws.server.port)), 0o644); err != nil {
 			return inv.fail(fmt.Sprintf("init: %v", err))
 		}
 	}
 	// metadata.json last: it marks the workspace as ready for discovery.
-	if err := writeFileAtomic(filepath.Join(beadsDir, "metadata.json"), []byte(meta), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(beadsDir, "metadata.json"), []byte(meta), 0o644); err != nil {
 		return inv.fail(fmt.Sprintf("init: %v", err))
 	}
 	if gitTopLevel(inv.ctx, inv.cwd, inv.envList) != "" {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 const statusLegend = "Status: ○ open  ◐ in_progress  ● blocked  ✓ closed  ❄ deferred\n"
@@ -861,7 +863,7 @@ func runExport(inv *invocation) int {
 		if !filepath.IsAbs(out) {
 			out = filepath.Join(inv.cwd, out)
 		}
-		if err := writeFileAtomic(out, []byte(b.String()), 0o644); err != nil {
+		if err := atomicfile.Write(out, []byte(b.String()), 0o644); err != nil {
 			return inv.fail(err.Error())
 		}
 		if !inv.quiet {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // Server mode. Real bd can keep its data in a shared Dolt sql-server
@@ -174,7 +176,7 @@ func (inv *invocation) serverWarnings() {
 	}
 	if m, err := readMetadata(ws.beadsDir); err == nil && m.DoltServerPort != 0 {
 		// The first use in a clone writes the port file (ignored by git).
-		_ = writeFileAtomic(portFile, []byte(strconv.Itoa(m.DoltServerPort)), 0o644)
+		_ = atomicfile.Write(portFile, []byte(strconv.Itoa(m.DoltServerPort)), 0o644)
 		fmt.Fprint(inv.stderr, "Warning: dolt_server_port in metadata.json is deprecated (can cause cross-project data leakage).\n"+
 			"  The port file (.beads/dolt-server.port) is now the primary source.\n"+
 			"  Remove dolt_server_port from .beads/metadata.json to silence this warning.\n")

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // On-disk layout, mirroring real bd 1.0.5's embedded Dolt tree:
@@ -294,7 +296,7 @@ func (w *workspace) commit(db *database, op string) error {
 	if err := os.MkdirAll(w.nomsDir(), 0o755); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	if err := writeFileAtomic(w.dataPath(), data, 0o644); err != nil {
+	if err := atomicfile.Write(w.dataPath(), data, 0o644); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	root := rootHash(data)
@@ -337,14 +339,14 @@ func (w *workspace) commit(db *database, op string) error {
 	binary.BigEndian.PutUint64(entry[:8], uint64(offset))
 	copy(entry[8:], sum[:20])
 	idx = append(idx, entry[:]...)
-	if err := writeFileAtomic(w.journalIdxPath(), idx, 0o644); err != nil {
+	if err := atomicfile.Write(w.journalIdxPath(), idx, 0o644); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 
 	prev, _ := os.ReadFile(w.manifestPath())
 	lockHash := rootHash(append(prev, []byte(op)...))
 	manifest := fmt.Sprintf("5:__DOLT__:%s:%s:00000000000000000000000000000000:%s:%d", lockHash, root, journalName, len(idx)/len(entry))
-	if err := writeFileAtomic(w.manifestPath(), []byte(manifest), 0o644); err != nil {
+	if err := atomicfile.Write(w.manifestPath(), []byte(manifest), 0o644); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -399,7 +401,7 @@ func rewriteTail(p string, n int64) error {
 
 // writeLastTouched records the last touched issue id.
 func (w *workspace) writeLastTouched(id string) error {
-	if err := writeFileAtomic(filepath.Join(w.beadsDir, "last-touched"), []byte(id+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(w.beadsDir, "last-touched"), []byte(id+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write last-touched: %w", err)
 	}
 	return nil
@@ -429,50 +431,6 @@ func (w *workspace) appendInteraction(line []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("append interaction: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to a temp file in p's directory, syncs it,
-// renames it over p and syncs the directory.
-func writeFileAtomic(p string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	tmp := f.Name()
-	cleanup := func() { _ = os.Remove(tmp) }
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		cleanup()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		_ = f.Close()
-		cleanup()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		cleanup()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := f.Close(); err != nil {
-		cleanup()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		cleanup()
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -12,28 +12,9 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
-
-func TestWriteFileAtomic(t *testing.T) {
-	is := is.New(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f.txt")
-	is.NoErr(WriteFileAtomic(path, []byte("one"), 0o600))
-	is.NoErr(WriteFileAtomic(path, []byte("two"), 0o640))
-	is.Equal(readFile(t, path), "two")
-	fi, err := os.Stat(path)
-	is.NoErr(err)
-	is.Equal(fi.Mode().Perm(), os.FileMode(0o640))
-	entries, err := os.ReadDir(dir)
-	is.NoErr(err)
-	is.Equal(len(entries), 1) // no temp file left
-}
-
-func TestWriteFileAtomicMissingDir(t *testing.T) {
-	is := is.New(t)
-	err := WriteFileAtomic(filepath.Join(t.TempDir(), "no", "f"), []byte("x"), 0o600)
-	is.True(err != nil)
-}
 
 // TestAttemptsWriteFailureAtEachStep injects a failure at each step of the
 // atomic write of attempts.txt: the increment fails, and the file is
@@ -41,12 +22,12 @@ func TestWriteFileAtomicMissingDir(t *testing.T) {
 // with no temp file left behind.
 func TestAttemptsWriteFailureAtEachStep(t *testing.T) {
 	injected := errors.New("injected failure")
-	for step := range numWriteSteps {
+	for step := range atomicfile.NumSteps {
 		t.Run(step.String(), func(t *testing.T) {
 			is := is.New(t)
 			s := openStore(t)
 			writeFile(t, s.AttemptsPath(), "bd-1:2\nbd-2:5\n")
-			s.writer.hook = func(st writeStep, path string) error {
+			s.writer.hook = func(st atomicfile.Step, path string) error {
 				if st == step && path == s.AttemptsPath() {
 					return injected
 				}
@@ -58,14 +39,14 @@ func TestAttemptsWriteFailureAtEachStep(t *testing.T) {
 			counts, bad := ParseAttempts([]byte(readFile(t, s.AttemptsPath())))
 			is.Equal(len(bad), 0)
 			want := 2
-			if step > stepRename {
+			if step > atomicfile.StepRename {
 				want = 3 // renamed: new content in place, only the dir fsync failed
 			}
 			is.Equal(counts, []AttemptCount{{"bd-1", want}, {"bd-2", 5}})
 			entries, err := os.ReadDir(s.Dir())
 			is.NoErr(err)
 			for _, e := range entries {
-				is.True(!isTempName(e.Name())) // temp file cleaned up
+				is.True(!atomicfile.IsTemp(e.Name())) // temp file cleaned up
 			}
 
 			// The store keeps working once the failure is gone.
@@ -99,7 +80,7 @@ func TestAttemptsCrashAtEachStep(t *testing.T) {
 		out, err := cmd.Output()
 		if err == nil {
 			// k is past the last step: the increment completed.
-			is.Equal(crashes, 3*int(numWriteSteps))
+			is.Equal(crashes, 3*int(atomicfile.NumSteps))
 			is.Equal(readFile(t, filepath.Join(dir, AttemptsFile)), "bd-1:3\nbd-2:5\n")
 			return
 		}

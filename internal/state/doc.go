@@ -18,7 +18,7 @@
 // The root is a plain directory chosen by the caller ($RALPH_STATE_DIR, or
 // <XDG state home>/ralph); this package never reads the environment for it.
 //
-// Every whole-file write goes through WriteFileAtomic (temp file in the same
+// Every whole-file write goes through internal/atomicfile (temp file in the same
 // directory, fsync, rename, fsync of the directory), and history.jsonl is
 // appended with one write call per record, so a process killed at any
 // instant leaves every file readable. Readers are tolerant: corrupt

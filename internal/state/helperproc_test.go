@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // helperEnv selects what the re-executed test binary does (see
@@ -55,7 +57,7 @@ func helperMain(mode, root string) error {
 			return err
 		}
 		n := 0
-		s.writer.hook = func(step writeStep, path string) error {
+		s.writer.hook = func(step atomicfile.Step, path string) error {
 			if n == crashAt {
 				fmt.Printf("crash before %s of %s\n", step, path)
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)

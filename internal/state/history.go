@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/runid"
 )
 
@@ -275,7 +276,7 @@ func (s *Store) AppendHistory(r Record) error {
 		return fmt.Errorf("append history: %w", err)
 	}
 	if created {
-		if err := syncDir(s.dir); err != nil {
+		if err := atomicfile.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("append history: %w", err)
 		}
 	}

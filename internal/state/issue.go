@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/judge"
 )
 
@@ -264,7 +265,7 @@ func (s *Store) removeAllIssueFiles() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || isTempName(name)) {
+		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || atomicfile.IsTemp(name)) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.AttemptsDir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

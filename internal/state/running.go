@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // Running describes the agent of the iteration in flight. It is written
@@ -100,7 +102,7 @@ func (s *Store) ClearRunning() error {
 	if err := os.Remove(s.RunningPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear running record: %w", err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("clear running record: %w", err)
 	}
 	return nil

@@ -49,4 +49,3 @@ func TestCorruptRunningRecord(t *testing.T) {
 	_, err = os.Stat(s.RunningPath())
 	is.True(os.IsNotExist(err))
 }
-

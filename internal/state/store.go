@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // File and directory names inside a project's state directory.
@@ -173,7 +175,7 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && isTempName(e.Name()) {
+		if e.Type().IsRegular() && atomicfile.IsTemp(e.Name()) {
 			if err := os.Remove(s.path(e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return removed, fmt.Errorf("remove stale temp files: %w", err)
 			}
@@ -203,7 +205,7 @@ func (s *Store) moveAside(path string) (string, error) {
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("move %s aside: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
 		return dst, fmt.Errorf("move %s aside: %w", path, err)
 	}
 	return dst, nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 func TestOpenCreatesLayout(t *testing.T) {
@@ -165,7 +167,7 @@ func TestCorruptMetadataIsMovedAside(t *testing.T) {
 func TestRemoveStaleTemps(t *testing.T) {
 	is := is.New(t)
 	s := openStore(t)
-	stale := filepath.Join(s.Dir(), ".attempts.txt"+tempInfix+"123")
+	stale := filepath.Join(s.Dir(), ".attempts.txt"+atomicfile.TempInfix+"123")
 	writeFile(t, stale, "bd-1:")
 	bashTmp := filepath.Join(s.Dir(), "attempts.txt.tmp") // not ours
 	writeFile(t, bashTmp, "x")
