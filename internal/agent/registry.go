@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -37,7 +36,9 @@ type backendEntry struct {
 	make func(Config) (Backend, error)
 }
 
-// registry lists the backends. Adding a backend is one line here.
+// registry lists the backends. Adding a backend is one line here: the
+// configuration's allowed values, `ralphd agents` and Lookup all read it.
+// The first entry is the default.
 func registry() []backendEntry {
 	return []backendEntry{
 		{"claude", func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
@@ -75,12 +76,12 @@ func Lookup(name string, opts ...Option) (Backend, error) {
 	return nil, fmt.Errorf("unknown agent %q: choose one of %s", name, strings.Join(Names(), ", "))
 }
 
-// Names returns the names of all backends, sorted.
+// Names returns the names of all backends, the default first, in the
+// registry's order.
 func Names() []string {
 	var names []string
 	for _, e := range registry() {
 		names = append(names, e.name)
 	}
-	slices.Sort(names)
 	return names
 }

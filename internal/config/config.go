@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 type kind int
@@ -71,7 +73,7 @@ func field(key string, k kind, def, help string, allowed ...string) Field {
 // Fields returns every configuration key ralphd knows, in display order.
 func Fields() []Field {
 	return []Field{
-		field("agent", kindString, "claude", "agent backend", "claude", "command", "codex", "opencode", "gemini", "amp"),
+		field("agent", kindString, agent.Names()[0], "agent backend", agent.Names()...),
 		field("agent_cmd", kindString, "", "command line for the command agent backend, run with sh -c (implies agent=command)"),
 		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
 		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
