@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -247,36 +248,17 @@ func checkSandbox(ctx context.Context, a *app, setting string) verdict {
 	return v
 }
 
-// checkCgroup looks for a cgroup v2 hierarchy (unified, or beside v1 in
-// a hybrid set-up) and whether this process's cgroup in it can be
-// written, for containing an iteration's processes.
+// checkCgroup says whether each iteration's processes can be contained
+// in a cgroup v2 of their own (cgroup.Find, which the run uses).
 func checkCgroup() verdict {
 	v := verdict{name: "cgroup"}
-	mounts, _ := os.ReadFile("/proc/self/mounts")
-	root := ""
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if f := strings.Fields(line); len(f) > 2 && f[2] == "cgroup2" {
-			root = f[1]
-			break
-		}
-	}
-	if root == "" {
-		v.level, v.detail, v.fix = levelWarn, "no cgroup v2 mounted; processes an agent detaches are found by marker only", "boot with the unified cgroup hierarchy (systemd.unified_cgroup_hierarchy=1)"
+	p, err := cgroup.Find()
+	if err != nil {
+		v.level, v.detail = levelWarn, err.Error()+"; agents are contained by process group and marker only"
+		v.fix = "run ralphd as a systemd user service (ralphd service install), which delegates a cgroup v2, or boot with the unified cgroup hierarchy"
 		return v
 	}
-	own, _ := os.ReadFile("/proc/self/cgroup")
-	rel := ""
-	for _, line := range strings.Split(string(own), "\n") {
-		if r, ok := strings.CutPrefix(line, "0::"); ok {
-			rel = r
-		}
-	}
-	dir := filepath.Join(root, rel)
-	if unixAccessW(dir) {
-		v.level, v.detail = levelOK, "cgroup v2 at "+root+"; ralphd's cgroup "+dir+" is writable"
-		return v
-	}
-	v.level, v.detail, v.fix = levelWarn, "cgroup v2 at "+root+", but ralphd's cgroup "+dir+" is not writable", "run ralphd as a systemd user service (ralphd service install), which delegates a cgroup"
+	v.level, v.detail = levelOK, "cgroup v2 at "+p.Dir+": each iteration runs in a cgroup of its own"
 	return v
 }
 
