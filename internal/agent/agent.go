@@ -150,6 +150,11 @@ type Invocation struct {
 	// MaxBudgetUSD, when > 0, is passed to agents that support a per-run
 	// spending cap.
 	MaxBudgetUSD float64
+	// Sandboxed says the agent runs inside ralphd's bwrap sandbox. A CLI
+	// with a sandbox of its own (Codex) then turns it off: sandboxes do
+	// not nest where user namespaces cannot (as root), and ralphd's keeps
+	// the agent to the work tree as the CLI's would.
+	Sandboxed bool
 }
 
 // Spec is how to start the agent process.

@@ -92,10 +92,19 @@ func (c Codex) VersionArgs() []string { return []string{"--version"} }
 // Codex and points CODEX_HOME at it; that needs inv.ScratchDir.
 func (c Codex) Command(inv Invocation) (Spec, error) {
 	sandbox := c.Sandbox
-	if sandbox == "" {
+	switch {
+	case sandbox != "":
+	case inv.Sandboxed:
+		sandbox = "danger-full-access"
+	default:
 		sandbox = DefaultCodexSandbox
 	}
 	argv := []string{c.Binary(), "exec", "--json", "--sandbox", sandbox, "--skip-git-repo-check"}
+	if sandbox == "workspace-write" {
+		// Codex's sandbox refuses connect() without network access, and
+		// the bd on the agent's PATH reaches ralphd over a unix socket.
+		argv = append(argv, "-c", "sandbox_workspace_write.network_access=true")
+	}
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}

@@ -159,7 +159,7 @@ func TestCodexCommand(t *testing.T) {
 	spec, err := Codex{Home: real}.Command(inv)
 	is.NoErr(err)
 	is.Equal(spec.Argv, []string{"codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check",
-		"--model", "gpt-5-codex", "-"})
+		"-c", "sandbox_workspace_write.network_access=true", "--model", "gpt-5-codex", "-"})
 	is.Equal(spec.Stdin, "do the work")
 	home := filepath.Join(scratch, CodexHomeDir)
 	// TMPDIR moves the temporary directory off the scratch dir, or Codex
@@ -220,6 +220,17 @@ func TestCodexCommandVariants(t *testing.T) {
 	entries, err = os.ReadDir(filepath.Join(scratch, CodexHomeDir))
 	is.NoErr(err)
 	is.Equal(len(entries), 1) // only rules/
+
+	// Inside ralphd's sandbox Codex's own is off (they cannot nest as
+	// root); outside it, workspace-write lets the bd client reach ralphd's
+	// socket.
+	spec, err = Codex{Bin: "/opt/codex"}.Command(Invocation{Prompt: "p", Sandboxed: true})
+	is.NoErr(err)
+	is.Equal(spec.Argv, []string{"/opt/codex", "exec", "--json", "--sandbox", "danger-full-access", "--skip-git-repo-check", "-"})
+	spec, err = Codex{Bin: "/opt/codex"}.Command(Invocation{Prompt: "p"})
+	is.NoErr(err)
+	is.Equal(spec.Argv, []string{"/opt/codex", "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check",
+		"-c", "sandbox_workspace_write.network_access=true", "-"})
 
 	// Rules need a scratch directory, and a glob cannot be a prefix rule.
 	_, err = Codex{}.Command(Invocation{DenyBash: []string{"bd delete"}})

@@ -50,10 +50,10 @@ func TestScenarioFakeAgents(t *testing.T) {
 	}{
 		{name: "codex ok", b: Codex{Now: clock}, fixture: "codex-success.jsonl", runsBD: true, status: StatusOK, text: promiseText,
 			command: `bash -lc 'bd close bd-a1b2 --reason "Implemented retry backoff; tests pass"'`,
-			argv:    []string{"exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"},
+			argv:    []string{"exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-c", "sandbox_workspace_write.network_access=true", "-"},
 			policy:  `pattern = ["bd", "delete"]`},
 		{name: "codex usage limit", b: Codex{Now: clock}, fixture: "codex-usage-limit.jsonl", exit: 1, status: StatusRateLimited,
-			argv: []string{"exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-"}, policy: "forbidden"},
+			argv: []string{"exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check", "-c", "sandbox_workspace_write.network_access=true", "-"}, policy: "forbidden"},
 		{name: "opencode ok", b: Opencode{Now: clock}, fixture: "opencode-success.jsonl", runsBD: true, status: StatusOK, text: promiseText,
 			command: closeCmd, argv: []string{"run", "--format", "json"}, policy: `"bd delete *":"deny"`},
 		{name: "gemini ok", b: Gemini{Now: clock}, fixture: "gemini-success.jsonl", runsBD: true, status: StatusOK, text: promiseText,

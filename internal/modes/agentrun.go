@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,6 +62,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		DenyBash:     g.DenyPrefixes(),
 		HookArgv:     g.HookArgv(),
 		MaxBudgetUSD: r.budget,
+		Sandboxed:    l.sandboxed(r.mode),
 	}
 	opts := agent.RunOptions{
 		Timeout:    l.Config.IterationTimeout,
@@ -83,7 +85,9 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
 		}
 		opts.Wrap = wrap
-		opts.ExtraEnv = append(opts.ExtraEnv, tmpdir)
+		// In the base environment, so that a backend's own TMPDIR (Codex's)
+		// wins over it.
+		opts.Env = append(slices.Clip(opts.Env), tmpdir)
 	}
 	if l.Log != nil {
 		// The log splits lines itself, so an over-long line's pieces carry

@@ -46,7 +46,7 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch string, readOnly ...stri
 		return ""
 	}
 	layout := sandbox.BuildLayout(sandbox.Project{
-		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), TempDir: tmp,
+		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, Agent: l.Backend.Name(), Home: getenv("HOME"), Getenv: getenv,
 	})
 	if err := layout.Prepare(); err != nil {

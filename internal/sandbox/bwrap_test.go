@@ -44,7 +44,7 @@ func TestSandboxHolds(t *testing.T) {
 		}
 	}
 	env := map[string]string{"XDG_RUNTIME_DIR": run}
-	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, TempDir: tmp,
+	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
 		Agent: "claude", Home: home, Getenv: func(k string) string { return env[k] }})
 	sh := func(script string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -119,4 +119,46 @@ func TestProbe(t *testing.T) {
 	s := Probe(context.Background(), t.TempDir()) // a PATH without bwrap
 	is.Equal(s.Err, ErrNoBwrap)
 	is.True(!s.OK())
+}
+
+// In a linked worktree (a parallel worker's), the agent can commit, but
+// the shared tracker, git's config and hooks stay read-only.
+func TestSandboxLinkedWorktree(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	is := is.New(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	main, linked := filepath.Join(root, "main"), filepath.Join(root, "linked")
+	git := func(dir string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	is.NoErr(os.MkdirAll(filepath.Join(main, ".beads"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(main, ".beads", "issues.jsonl"), []byte("orig\n"), 0o644))
+	git(main, "init", "-q", "-b", "main")
+	git(main, "add", "-A")
+	git(main, "commit", "-qm", "base")
+	git(main, "worktree", "add", "-q", linked)
+	gitDir := git(linked, "rev-parse", "--absolute-git-dir")
+	l := BuildLayout(Project{WorkTree: linked, GitDir: gitDir, GitCommonDir: filepath.Join(main, ".git"), Scratch: t.TempDir()})
+	sh := func(script string) (string, error) {
+		argv := l.Args(bwrap, []string{"sh", "-c", script})
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = linked
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := sh("echo work > w.txt && git add w.txt && git commit -qm work")
+	is.True(err == nil) // the agent commits in its worktree
+	_ = out
+	_, err = sh("echo x >> " + filepath.Join(main, ".beads", "issues.jsonl"))
+	is.True(err != nil) // the shared tracker is read-only
+	_, err = sh("git config core.fsmonitor evil")
+	is.True(err != nil) // git's config too
 }

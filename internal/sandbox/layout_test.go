@@ -65,7 +65,7 @@ func TestBuildLayout(t *testing.T) {
 	is := is.New(t)
 	env := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "XDG_CACHE_HOME": "/c"}
 	l := BuildLayout(Project{
-		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", TempDir: "/t/x",
+		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", Scratch: "/t/x",
 		ReadOnly: []string{"/t/x/sock"}, Agent: "claude", Home: "/h", Getenv: func(k string) string { return env[k] },
 	})
 	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/h/.claude.json", "/h/.claude.json.backup"})
@@ -92,7 +92,7 @@ func TestAgentDirs(t *testing.T) {
 		{"codex", nil, []string{"/h/.cache", "/h/.codex"}},
 		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/h/.cache", "/ch"}},
 		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.cache", "/h/.codex"}},
-		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/h/.cache", "/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode"}},
+		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/h/.cache", "/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode", "/h/.local/state/opencode"}},
 		{"gemini", nil, []string{"/h/.cache", "/h/.gemini"}},
 		{"amp", nil, []string{"/h/.cache", "/h/.config/amp", "/h/.local/share/amp"}},
 		{"command", nil, []string{"/h/.cache"}},

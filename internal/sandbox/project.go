@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"strings"
 )
 
 // Project names the paths of one BUILD iteration that decide the layout.
@@ -14,9 +15,10 @@ type Project struct {
 	GitCommonDir string
 	// StateDir is ralphd's state dir for the project (read-only).
 	StateDir string
-	// TempDir is the iteration's private temp dir (writable; the agent's
-	// TMPDIR).
-	TempDir string
+	// Scratch is the iteration's private dir (writable: the agent's TMPDIR
+	// and its backend's per-iteration config, such as Codex's CODEX_HOME,
+	// live there).
+	Scratch string
 	// ReadOnly are more read-only paths (the broker's socket dir).
 	ReadOnly []string
 	// Agent is the backend's name; its CLI's config and cache dirs are
@@ -27,8 +29,9 @@ type Project struct {
 	Getenv func(string) string
 }
 
-// BuildLayout is the layout of a BUILD iteration: the work tree, the temp
-// dir and the agent CLI's own dirs are writable; the tracker (.beads/ in
+// BuildLayout is the layout of a BUILD iteration: the work tree (and a
+// linked worktree's git dirs), the temp dir and the agent CLI's own dirs
+// are writable; the tracker (.beads/ in
 // the work tree and in the main work tree of a linked worktree), .ralph/,
 // git's config and hooks, and ralphd's state dir are read-only; the user's
 // runtime dir ($XDG_RUNTIME_DIR, with the systemd and D-Bus sockets that
@@ -40,7 +43,7 @@ func BuildLayout(p Project) Layout {
 	}
 	dirs, files := AgentDirs(p.Agent, p.Home, getenv)
 	l := Layout{
-		Writable: append([]string{p.WorkTree, p.TempDir}, files...),
+		Writable: append([]string{p.WorkTree, p.Scratch}, files...),
 		Dirs:     dirs,
 		ReadOnly: append([]string{p.StateDir}, p.ReadOnly...),
 		Sealed: []string{
@@ -53,6 +56,11 @@ func BuildLayout(p Project) Layout {
 		if g == "" {
 			continue
 		}
+		if !within(g, p.WorkTree) {
+			// A linked worktree's git dirs are outside it: the agent's
+			// commits write objects, refs and its index there.
+			l.Writable = append(l.Writable, g)
+		}
 		l.ReadOnly = append(l.ReadOnly, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"), filepath.Join(g, "info"))
 		l.Sealed = append(l.Sealed, filepath.Join(g, "hooks"))
 	}
@@ -61,6 +69,12 @@ func BuildLayout(p Project) Layout {
 		l.Sealed = append(l.Sealed, filepath.Join(filepath.Dir(p.GitCommonDir), ".beads"))
 	}
 	return l
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // AgentDirs lists the config and cache dirs an agent CLI writes to (and
@@ -84,6 +98,7 @@ func AgentDirs(agent, home string, getenv func(string) string) (dirs, files []st
 		return filepath.Join(home, rel)
 	}
 	config, data, cache := xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_DATA_HOME", ".local/share"), xdg("XDG_CACHE_HOME", ".cache")
+	stateHome := xdg("XDG_STATE_HOME", ".local/state")
 	dirs = []string{cache}
 	join := func(base, rel string) string {
 		if base == "" {
@@ -105,7 +120,7 @@ func AgentDirs(agent, home string, getenv func(string) string) (dirs, files []st
 			dirs = append(dirs, inHome(".codex"))
 		}
 	case "opencode":
-		dirs = append(dirs, join(config, "opencode"), join(data, "opencode"), join(cache, "opencode"))
+		dirs = append(dirs, join(config, "opencode"), join(data, "opencode"), join(cache, "opencode"), join(stateHome, "opencode"))
 	case "gemini":
 		dirs = append(dirs, inHome(".gemini"))
 	case "amp":

@@ -97,13 +97,9 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 	if err != nil {
 		return nil, err
 	}
-	tmp := filepath.Join(bdir, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, err
-	}
 	home, _ := os.UserHomeDir()
 	layout := sandbox.BuildLayout(sandbox.Project{
-		WorkTree: proj, GitDir: gitDir, GitCommonDir: common, StateDir: filepath.Join(e.work, "state"), TempDir: tmp,
+		WorkTree: proj, GitDir: gitDir, GitCommonDir: common, StateDir: filepath.Join(e.work, "state"), Scratch: bdir,
 		ReadOnly: brk.ReadOnly(), Agent: "claude", Home: home, Getenv: os.Getenv,
 	})
 	argv := layout.Args(s.Path, []string{"/bin/true"})
