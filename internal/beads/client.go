@@ -278,6 +278,11 @@ type Fields struct {
 	Title       *string
 	Description *string
 	Design      *string
+	Parent      *string // "" removes the parent
+	ExternalRef *string
+	DeferUntil  *string // RFC 3339, or "" to clear
+	Due         *string // RFC 3339, or "" to clear
+	Estimate    *int    // minutes
 }
 
 // Update replaces the given fields of an issue and returns the updated
@@ -288,6 +293,9 @@ func (c *Client) Update(ctx context.Context, id string, f Fields) (Issue, error)
 	if f.Priority != nil {
 		args = append(args, "--priority", strconv.Itoa(*f.Priority))
 	}
+	if f.Estimate != nil {
+		args = append(args, "--estimate", strconv.Itoa(*f.Estimate))
+	}
 	for _, s := range []struct {
 		flag string
 		v    *string
@@ -297,6 +305,10 @@ func (c *Client) Update(ctx context.Context, id string, f Fields) (Issue, error)
 		{"--title", f.Title},
 		{"--description", f.Description},
 		{"--design", f.Design},
+		{"--parent", f.Parent},
+		{"--external-ref", f.ExternalRef},
+		{"--defer", f.DeferUntil},
+		{"--due", f.Due},
 	} {
 		if s.v != nil {
 			args = append(args, s.flag, *s.v)
@@ -336,6 +348,31 @@ func (c *Client) DepAdd(ctx context.Context, issueID, dependsOnID, depType strin
 // DepRemove removes the dependency of issueID on dependsOnID.
 func (c *Client) DepRemove(ctx context.Context, issueID, dependsOnID string) error {
 	return c.noResult(ctx, []string{issueID, dependsOnID}, []string{"dep", "remove", issueID, dependsOnID})
+}
+
+// Comments returns the comments on an issue, oldest first.
+func (c *Client) Comments(ctx context.Context, id string) ([]Comment, error) {
+	if err := checkID(id); err != nil {
+		return nil, fmt.Errorf("bd comments: %w", err)
+	}
+	out, err := c.RunJSON(ctx, "comments", id)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := ParseComments(out)
+	if err != nil {
+		return nil, fmt.Errorf("bd comments %s: %w", id, err)
+	}
+	return cs, nil
+}
+
+// CommentAdd adds a comment to an issue.
+func (c *Client) CommentAdd(ctx context.Context, id, text string) error {
+	if err := checkID(id); err != nil {
+		return fmt.Errorf("bd comments add: %w", err)
+	}
+	_, err := c.RunJSON(ctx, "comments", "add", id, text)
+	return err
 }
 
 // LabelAdd adds a label to an issue.

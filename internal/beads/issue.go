@@ -38,7 +38,13 @@ type Issue struct {
 	CreatedBy          string
 	CloseReason        string
 	Parent             string // `parent` in list/ready items; else the target of a parent-child dependency
+	ExternalRef        string
+	EstimatedMinutes   int // 0 when bd prints none
 	Labels             []string
+
+	// Comments are filled only by callers that read them (Client.Comments);
+	// list and ready print just CommentCount.
+	Comments []Comment
 
 	// Dependencies are the issues this one depends on. bd prints them as raw
 	// edges in `list`/`ready` and as full issue objects in `show`; both are
@@ -55,6 +61,15 @@ type Issue struct {
 	StartedAt  time.Time
 	ClosedAt   time.Time
 	DeferUntil time.Time
+	DueAt      time.Time
+}
+
+// Comment is one comment on an issue, as `bd comments <id> --json` prints it.
+type Comment struct {
+	ID        string
+	Author    string
+	Text      string
+	CreatedAt time.Time
 }
 
 // Dependency is one edge: IssueID depends on DependsOnID. In the `blocks`

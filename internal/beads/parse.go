@@ -247,6 +247,10 @@ func parseIssueObject(obj gjson.Result) (Issue, error) {
 			is.CloseReason, err = stringValue(v)
 		case "parent":
 			is.Parent, err = stringValue(v)
+		case "external_ref":
+			is.ExternalRef, err = stringValue(v)
+		case "estimated_minutes":
+			is.EstimatedMinutes, err = intValue(v)
 		case "labels":
 			is.Labels, err = stringsValue(v)
 		case "dependencies":
@@ -269,6 +273,10 @@ func parseIssueObject(obj gjson.Result) (Issue, error) {
 			is.ClosedAt, err = timeValue(v)
 		case "defer_until":
 			is.DeferUntil, err = timeValue(v)
+		case "due_at":
+			is.DueAt, err = timeValue(v)
+		case "comments":
+			is.Comments, err = commentsValue(v)
 		default:
 			return true
 		}
@@ -508,4 +516,45 @@ func typeName(v gjson.Result) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// ParseComments parses the array `bd comments <id> --json` prints.
+func ParseComments(data []byte) ([]Comment, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, fmt.Errorf("comments: not valid JSON")
+	}
+	return commentsValue(gjson.ParseBytes(data))
+}
+
+func commentsValue(v gjson.Result) ([]Comment, error) {
+	if v.Type == gjson.Null {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, fmt.Errorf("want an array of comments, got %s", v.Type)
+	}
+	var cs []Comment
+	var perr error
+	v.ForEach(func(_, c gjson.Result) bool {
+		if !c.IsObject() {
+			perr = fmt.Errorf("want a comment object, got %s", c.Type)
+			return false
+		}
+		var cm Comment
+		var err error
+		if cm.ID, err = stringValue(c.Get("id")); err == nil {
+			if cm.Author, err = stringValue(c.Get("author")); err == nil {
+				if cm.Text, err = stringValue(c.Get("text")); err == nil {
+					cm.CreatedAt, err = timeValue(c.Get("created_at"))
+				}
+			}
+		}
+		if err != nil {
+			perr = fmt.Errorf("comment: %w", err)
+			return false
+		}
+		cs = append(cs, cm)
+		return true
+	})
+	return cs, perr
 }

@@ -530,9 +530,9 @@ func TestParseIssuesShapes(t *testing.T) {
 			want:  []beads.Issue{{ID: "a-1", Title: "t", Priority: 3}},
 		},
 		{
-			name:  "unknown fields of every type are ignored",
+			name:  "unknown fields of every type are ignored; the estimate is read",
 			input: `[{"id":"a-1","priority":1,"metadata":{"k":[1,{"x":null}]},"ephemeral":true,"estimated_minutes":90,"future":[[]]}]`,
-			want:  []beads.Issue{{ID: "a-1", Priority: 1}},
+			want:  []beads.Issue{{ID: "a-1", Priority: 1, EstimatedMinutes: 90}},
 		},
 		{
 			name:  "null optional fields read as zero",

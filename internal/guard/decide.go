@@ -123,6 +123,9 @@ func checkFlags(d Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
 		}
 		if !slices.Contains(allowed, u.value) {
 			rule := RuleStatus
+			if r, ok := pol.valueRule[name]; ok {
+				rule = r
+			}
 			if name == "status" && strings.EqualFold(strings.TrimSpace(u.value), "closed") {
 				rule = RuleStatusClosed
 			}

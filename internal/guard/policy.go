@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -53,7 +54,55 @@ type Rule struct {
 	ID      string
 	Reason  string
 	Instead string
+	// Protects names the tracker fields and edges (bd's JSON names, see
+	// the Field constants) the rule keeps BUILD from changing. The tamper
+	// diff checks exactly these, so what BUILD may not do through the
+	// guard is also caught when done around it.
+	Protects []string
 }
+
+// Tracker fields and edges a refusal can protect, by bd's JSON names.
+// FieldIssue is the issue's existence; FieldStatus protects the statuses
+// BUILD may not set (see BuildStatuses); FieldComments the comments
+// already on an issue.
+const (
+	FieldIssue        = "issue"
+	FieldTitle        = "title"
+	FieldPriority     = "priority"
+	FieldType         = "issue_type"
+	FieldAcceptance   = "acceptance_criteria"
+	FieldStatus       = "status"
+	FieldParent       = "parent"
+	FieldDeferUntil   = "defer_until"
+	FieldDueAt        = "due_at"
+	FieldExternalRef  = "external_ref"
+	FieldEstimate     = "estimated_minutes"
+	FieldLabels       = "labels"
+	FieldDependencies = "dependencies"
+	FieldComments     = "comments"
+)
+
+// Protected returns every protected field with the rule that protects it,
+// in the order the rules are listed.
+func Protected() []Protection {
+	var ps []Protection
+	for _, r := range rules {
+		for _, f := range r.Protects {
+			ps = append(ps, Protection{Field: f, Rule: r})
+		}
+	}
+	return ps
+}
+
+// Protection is one field and the rule that protects it.
+type Protection struct {
+	Field string
+	Rule  Rule
+}
+
+// BuildStatuses returns the statuses BUILD may set with `bd update
+// --status`; closing goes through `bd close`.
+func BuildStatuses() []string { return slices.Clone(allowedStatuses) }
 
 // noteInstead is the standard way for BUILD to ask PLANNING for a change.
 const noteInstead = "add a note with `bd update <id> --append-notes \"…\"` saying what should change and why, " +
@@ -62,77 +111,77 @@ const noteInstead = "add a note with `bd update <id> --append-notes \"…\"` say
 // rules holds every rule. It is the single source of the reasons and advice
 // that refusals, `ralphd policy` and the README print.
 var rules = []Rule{
-	{RulePlanAll, "PLANNING may run any bd command", ""},
+	{RulePlanAll, "PLANNING may run any bd command", "", nil},
 	{RuleUnknownMode, "the guard's mode is neither build nor plan, so every call is refused",
-		"run the agent through ralphd, which sets " + EnvMode + " to build or plan"},
+		"run the agent through ralphd, which sets " + EnvMode + " to build or plan", nil},
 
-	{RuleRead, "read-only commands are always allowed", ""},
-	{RuleCreate, "BUILD may create issues; PLANNING reviews new issues", ""},
+	{RuleRead, "read-only commands are always allowed", "", nil},
+	{RuleCreate, "BUILD may create issues; PLANNING reviews new issues", "", nil},
 	{RuleUpdate, "BUILD may set status (open, in_progress, blocked), notes, description, design, " +
-		"assignee and claim, and add labels", ""},
-	{RuleNote, "BUILD may add notes and comments", ""},
-	{RuleLabelAdd, "BUILD may add labels", ""},
-	{RuleDepAdd, "BUILD may add dependencies", ""},
-	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", ""},
-	{RuleReopen, "BUILD may reopen issues", ""},
-	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", ""},
+		"assignee and claim, and add labels", "", nil},
+	{RuleNote, "BUILD may add notes and comments", "", nil},
+	{RuleLabelAdd, "BUILD may add labels", "", nil},
+	{RuleDepAdd, "BUILD may add dependencies", "", nil},
+	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", "", nil},
+	{RuleReopen, "BUILD may reopen issues", "", nil},
+	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", "", nil},
 
 	{RuleDelete, "deleting issues is PLANNING's power",
 		"if the issue is obsolete or a duplicate, add a note with `bd update <id> --append-notes \"…\"` " +
-			"saying why; PLANNING will review it"},
+			"saying why; PLANNING will review it", []string{FieldIssue, FieldComments}},
 	{RuleDepRemove, "removing dependencies is PLANNING's power",
 		"if a dependency is wrong, add a note with `bd update <id> --append-notes \"…\"` saying why; " +
-			"if it blocks you, `bd update <id> --status blocked`; PLANNING will review it"},
+			"if it blocks you, `bd update <id> --status blocked`; PLANNING will review it", []string{FieldDependencies}},
 	{RulePriority, "changing priority is PLANNING's power; BUILD works issues in the order PLANNING set",
 		"add a note with `bd update <id> --append-notes \"…\"` saying which priority it should have and why, " +
-			"or create a blocking issue; PLANNING will review it"},
-	{RuleType, "changing an issue's type is PLANNING's power", noteInstead},
+			"or create a blocking issue; PLANNING will review it", []string{FieldPriority}},
+	{RuleType, "changing an issue's type is PLANNING's power", noteInstead, []string{FieldType}},
 	{RuleAcceptance, "acceptance criteria belong to PLANNING; BUILD meets them and does not rewrite them",
 		"if the criteria are wrong or cannot be met, add a note with `bd update <id> --append-notes \"…\"` " +
-			"and create a blocking issue; PLANNING will review it"},
+			"and create a blocking issue; PLANNING will review it", []string{FieldAcceptance}},
 	{RuleTitle, "the title defines the work item; retitling it changes what the issue means, which is PLANNING's power",
-		"propose the new title in a note: `bd update <id> --append-notes \"…\"`; PLANNING will review it"},
+		"propose the new title in a note: `bd update <id> --append-notes \"…\"`; PLANNING will review it", []string{FieldTitle}},
 	{RuleStatusClosed, "`bd update --status closed` closes even past open blockers and records no reason; " +
 		"closing must go through `bd close --reason`",
-		"close with `bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
+		"close with `bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`", nil},
 	{RuleStatus, "BUILD may set the status only to open, in_progress or blocked",
 		"use `bd update <id> --status in_progress|blocked|open`; to finish, `bd close <id> --reason \"…\"`; " +
-			"to postpone, set it blocked and add a note; PLANNING will review it"},
+			"to postpone, set it blocked and add a note; PLANNING will review it", []string{FieldStatus}},
 	{RuleLabelRemove, "BUILD may add labels but not remove or replace them",
 		"add labels with `bd label add <id> <label>`; to drop one, add a note with " +
-			"`bd update <id> --append-notes \"…\"`; PLANNING will review it"},
-	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead},
+			"`bd update <id> --append-notes \"…\"`; PLANNING will review it", []string{FieldLabels}},
+	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead, []string{FieldParent}},
 	{RuleSchedule, "deferring and due dates decide when work happens, which is PLANNING's power",
 		"if the issue cannot be done now, `bd update <id> --status blocked` and add a note with " +
-			"`bd update <id> --append-notes \"…\"` saying why; PLANNING will review it"},
+			"`bd update <id> --append-notes \"…\"` saying why; PLANNING will review it", []string{FieldDeferUntil, FieldDueAt}},
 	{RuleUpdateField, "BUILD may change only status, notes, description, design, assignee and claim, and add labels",
-		noteInstead},
+		noteInstead, []string{FieldExternalRef, FieldEstimate}},
 	{RuleCreateFlag, "bulk, explicit-ID, cross-repo and infrastructure issue creation is PLANNING's job",
-		"create one issue at a time with `bd create \"title\" -d \"…\"` and link it with `bd dep add`"},
+		"create one issue at a time with `bd create \"title\" -d \"…\"` and link it with `bd dep add`", nil},
 	{RuleCycleCheck, "skipping the cycle check can leave a dependency cycle that only PLANNING can undo",
-		"run the same command without --no-cycle-check"},
+		"run the same command without --no-cycle-check", nil},
 	{RuleCloseReason, "closing needs a non-empty --reason, given inline, that cites the evidence",
-		"`bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
+		"`bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`", nil},
 	{RuleCloseForce, "--force closes pinned issues and issues with unsatisfied gates; BUILD may not override those checks",
 		"close without --force; if the close is refused, add a note with `bd update <id> --append-notes \"…\"` " +
-			"and leave it for PLANNING"},
+			"and leave it for PLANNING", nil},
 	{RuleEdit, "`bd edit` opens an editor on any field, including those BUILD may not change",
-		"use `bd update <id>` with --notes, --append-notes, --description, --design, --status or --assignee"},
+		"use `bd update <id>` with --notes, --append-notes, --description, --design, --status or --assignee", nil},
 	{RuleRaw, "raw, bulk and administrative changes bypass the per-field rules; they belong to PLANNING or a human",
-		"make the change with the allowed commands one at a time, or describe it in a note; PLANNING will review it"},
+		"make the change with the allowed commands one at a time, or describe it in a note; PLANNING will review it", nil},
 	{RuleNotAllowed, "this bd command is not on the BUILD allowlist",
-		"`ralphd policy` lists what BUILD may run; if you need this change, " + noteInstead},
+		"`ralphd policy` lists what BUILD may run; if you need this change, " + noteInstead, nil},
 	{RuleUnknownCommand, "there is no such bd command, and BUILD refuses commands it does not know",
-		"check the spelling; `bd --help` lists the commands"},
+		"check the spelling; `bd --help` lists the commands", nil},
 	{RuleUnknownFlag, "this command has no such flag, and BUILD refuses flags it does not know",
-		"`bd <command> --help` lists the flags; drop the flag or use an allowed one"},
+		"`bd <command> --help` lists the flags; drop the flag or use an allowed one", nil},
 	{RuleFlag, "this flag is not on BUILD's allowlist for this command",
-		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead},
+		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead, nil},
 	{RuleBadArgv, "the command line is malformed; bd would reject it and ralphd cannot check it",
-		"write it as `bd <command> [flags] [ids]`"},
+		"write it as `bd <command> [flags] [ids]`", nil},
 	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
 		"input) where ralphd must read it to decide",
-		"write the command name, the flag names and the values of --status and --reason literally"},
+		"write the command name, the flag names and the values of --status and --reason literally", nil},
 }
 
 // ruleByID returns the rule with the given ID.
@@ -166,6 +215,9 @@ type commandPolicy struct {
 	refuse map[string]string
 	// values restricts the values BUILD may give a flag.
 	values map[string][]string
+	// valueRule names the rule that refuses a value outside values (the
+	// default is RuleStatus).
+	valueRule map[string]string
 	// require lists flags that must be present with a non-blank value.
 	require []string
 	note    string
@@ -173,6 +225,11 @@ type commandPolicy struct {
 
 // allowedStatuses are the statuses BUILD may set with `bd update --status`.
 var allowedStatuses = []string{beads.StatusOpen, beads.StatusInProgress, beads.StatusBlocked}
+
+// allowedDepTypes are the dependency types BUILD may add: every type bd
+// 1.0.5 knows but parent-child, which reparents (RuleParent).
+var allowedDepTypes = []string{"blocks", "tracks", "related", "discovered-from", "until", "caused-by",
+	"validates", "relates-to", "supersedes"}
 
 // policy is the BUILD allowlist, kept as data in one place. A command that
 // is not listed is refused with RuleNotAllowed (or RuleUnknownCommand if bd
@@ -247,12 +304,16 @@ var policy = []commandPolicy{
 	{path: "tag", allow: true, rule: RuleLabelAdd, flags: allFlags, note: "adds one label"},
 	{path: "assign", allow: true, rule: RuleUpdate, flags: allFlags, note: "sets the assignee"},
 	{path: "dep add", allow: true, rule: RuleDepAdd, flags: allFlags,
-		refuse: map[string]string{"no-cycle-check": RuleCycleCheck}},
+		refuse: map[string]string{"no-cycle-check": RuleCycleCheck, "file": RuleRaw},
+		values: map[string][]string{"type": allowedDepTypes}, valueRule: map[string]string{"type": RuleParent},
+		note: "--type anything but parent-child"},
 	{path: "dep", allow: true, rule: RuleDepAdd, flags: allFlags,
 		refuse: map[string]string{"no-cycle-check": RuleCycleCheck},
 		note:   "`bd dep <blocker> --blocks <blocked>`"},
 	{path: "dep relate", allow: true, rule: RuleDepAdd, flags: allFlags, note: "adds a relates_to link"},
-	{path: "link", allow: true, rule: RuleDepAdd, flags: allFlags, note: "shorthand for `bd dep add`"},
+	{path: "link", allow: true, rule: RuleDepAdd, flags: allFlags,
+		values: map[string][]string{"type": allowedDepTypes}, valueRule: map[string]string{"type": RuleParent},
+		note: "shorthand for `bd dep add`; --type anything but parent-child"},
 	{path: "close", allow: true, rule: RuleClose, flags: "reason claim-next continue no-auto session suggest-next",
 		refuse:  map[string]string{"force": RuleCloseForce, "reason-file": RuleCloseReason},
 		require: []string{"reason"},

@@ -230,6 +230,16 @@ func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, rou
 type snapshotCache struct {
 	snap tamper.Snapshot
 	fp   string
+	// comments holds each issue's comments as last read, with the count
+	// and update time they were read at: a snapshot reads an issue's
+	// comments again only when its count or update time moved.
+	comments map[string]cachedComments
+}
+
+type cachedComments struct {
+	count   int
+	updated time.Time
+	list    []beads.Comment
 }
 
 func (c *snapshotCache) invalidate() { c.snap, c.fp = nil, "" }
@@ -254,6 +264,9 @@ func (l *Loop) snapshotFresh(ctx context.Context) (tamper.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the tracker: %w", err)
 	}
+	if err := l.readComments(ctx, issues); err != nil {
+		return nil, fmt.Errorf("snapshot the tracker: %w", err)
+	}
 	snap := tamper.NewSnapshot(issues)
 	// The fingerprint was taken before the list, so a write racing the
 	// list makes the next lookup miss the cache rather than use stale data.
@@ -263,4 +276,31 @@ func (l *Loop) snapshotFresh(ctx context.Context) (tamper.Snapshot, error) {
 		l.snap.invalidate()
 	}
 	return snap, nil
+}
+
+// readComments fills in the comments of every issue that has any, from the
+// cache where the issue's comment count and update time have not moved, so
+// a run reads each issue's comments about once.
+func (l *Loop) readComments(ctx context.Context, issues []beads.Issue) error {
+	if l.snap.comments == nil {
+		l.snap.comments = map[string]cachedComments{}
+	}
+	for i := range issues {
+		is := &issues[i]
+		if is.CommentCount == 0 {
+			delete(l.snap.comments, is.ID)
+			continue
+		}
+		c, ok := l.snap.comments[is.ID]
+		if !ok || c.count != is.CommentCount || !c.updated.Equal(is.UpdatedAt) {
+			cs, err := l.BD.Comments(ctx, is.ID)
+			if err != nil {
+				return fmt.Errorf("comments of %s: %w", is.ID, err)
+			}
+			c = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
+			l.snap.comments[is.ID] = c
+		}
+		is.Comments = c.list
+	}
+	return nil
 }

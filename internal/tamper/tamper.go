@@ -14,9 +14,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // Snapshot is the state of every issue at one moment, keyed by id.
@@ -40,8 +43,16 @@ const (
 	Priority       Kind = "priority_changed"      // priority differs
 	Type           Kind = "type_changed"          // issue_type differs
 	Acceptance     Kind = "acceptance_changed"    // acceptance_criteria differs
+	Title          Kind = "title_changed"         // title differs
+	Status         Kind = "status_changed"        // set to a status BUILD may not set
+	Parent         Kind = "parent_changed"        // parent differs
+	DeferUntil     Kind = "defer_until_changed"   // defer_until differs
+	DueAt          Kind = "due_at_changed"        // due_at differs
+	ExternalRef    Kind = "external_ref_changed"  // external_ref differs
+	Estimate       Kind = "estimate_changed"      // estimated_minutes differs
 	DepRemoved     Kind = "dependency_removed"    // a dependency edge disappeared
 	LabelRemoved   Kind = "label_removed"         // a label disappeared
+	CommentRemoved Kind = "comment_removed"       // a comment disappeared
 	CloseNoReason  Kind = "closed_without_reason" // closed with an empty reason
 	CloseNoEvident Kind = "closed_without_evidence"
 )
@@ -54,6 +65,10 @@ type Violation struct {
 	After   string // the value after, as text
 	Dep     beads.Dependency
 	Label   string
+	Comment beads.Comment
+	// Rule is the guard rule that refuses the same change through the
+	// guard ("" for a close that is judged, not refused).
+	Rule string
 }
 
 // String describes the violation for notes and logs.
@@ -65,6 +80,8 @@ func (v Violation) String() string {
 		return fmt.Sprintf("dependency %s -> %s (%s) was removed", v.Dep.IssueID, v.Dep.DependsOnID, v.Dep.Type)
 	case LabelRemoved:
 		return fmt.Sprintf("label %q was removed from %s", v.Label, v.IssueID)
+	case CommentRemoved:
+		return fmt.Sprintf("a comment by %s was removed from %s: %q", v.Comment.Author, v.IssueID, v.Comment.Text)
 	case CloseNoReason:
 		return fmt.Sprintf("%s was closed without a reason", v.IssueID)
 	case CloseNoEvident:
@@ -84,34 +101,122 @@ type Options struct {
 	AllowLabelRemoval []string
 }
 
+// scalar is the check of one protected single-valued field: its value as
+// text, and how to put the value before back.
+type scalar struct {
+	kind   Kind
+	value  func(beads.Issue) string
+	revert func(ctx context.Context, t Tracker, b beads.Issue) error
+}
+
+func update(f func(b beads.Issue) beads.Fields) func(context.Context, Tracker, beads.Issue) error {
+	return func(ctx context.Context, t Tracker, b beads.Issue) error {
+		_, err := t.Update(ctx, b.ID, f(b))
+		return err
+	}
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// scalars maps each protected single-valued field (guard.Field*) to its
+// check. Fields with more structure (the issue itself, status, labels,
+// dependencies, comments) are checked in Diff.
+var scalars = map[string]scalar{
+	guard.FieldPriority: {Priority, func(i beads.Issue) string { return strconv.Itoa(i.Priority) },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Priority: &b.Priority} })},
+	guard.FieldType: {Type, func(i beads.Issue) string { return i.IssueType },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Type: &b.IssueType} })},
+	guard.FieldAcceptance: {Acceptance, func(i beads.Issue) string { return i.AcceptanceCriteria },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Acceptance: &b.AcceptanceCriteria} })},
+	guard.FieldTitle: {Title, func(i beads.Issue) string { return i.Title },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Title: &b.Title} })},
+	guard.FieldParent: {Parent, func(i beads.Issue) string { return i.Parent },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Parent: &b.Parent} })},
+	guard.FieldDeferUntil: {DeferUntil, func(i beads.Issue) string { return timeText(i.DeferUntil) },
+		update(func(b beads.Issue) beads.Fields { v := timeText(b.DeferUntil); return beads.Fields{DeferUntil: &v} })},
+	guard.FieldDueAt: {DueAt, func(i beads.Issue) string { return timeText(i.DueAt) },
+		update(func(b beads.Issue) beads.Fields { v := timeText(b.DueAt); return beads.Fields{Due: &v} })},
+	guard.FieldExternalRef: {ExternalRef, func(i beads.Issue) string { return i.ExternalRef },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{ExternalRef: &b.ExternalRef} })},
+	guard.FieldEstimate: {Estimate, func(i beads.Issue) string { return strconv.Itoa(i.EstimatedMinutes) },
+		update(func(b beads.Issue) beads.Fields { return beads.Fields{Estimate: &b.EstimatedMinutes} })},
+}
+
+// structured are the protected fields Diff checks by hand.
+var structured = []string{guard.FieldIssue, guard.FieldStatus, guard.FieldLabels, guard.FieldDependencies, guard.FieldComments}
+
+// Checked reports whether Diff has a check for the protected field.
+func Checked(field string) bool {
+	_, ok := scalars[field]
+	return ok || slices.Contains(structured, field)
+}
+
+// protection is the guard's table, read once: each protected field and
+// the rule that protects it.
+var protection = func() map[string]string {
+	m := map[string]string{}
+	for _, p := range guard.Protected() {
+		m[p.Field] = p.Rule.ID
+	}
+	return m
+}()
+
 // Diff returns the forbidden changes between before and after, in a stable
-// order (by issue id, then kind).
+// order (by issue id, then field). The fields it checks are the ones the
+// guard's rules protect (guard.Protected); comments are compared where
+// both snapshots hold them (beads.Issue.Comments).
 func Diff(before, after Snapshot, opts Options) []Violation {
 	var vs []Violation
+	fields := make([]string, 0, len(protection))
+	for f := range protection {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	buildStatuses := guard.BuildStatuses()
 	for _, id := range sortedIDs(before) {
 		b := before[id]
 		a, ok := after[id]
 		if !ok {
-			vs = append(vs, Violation{Kind: Deleted, IssueID: id, Before: b.Title})
+			if rule, on := protection[guard.FieldIssue]; on {
+				vs = append(vs, Violation{Kind: Deleted, IssueID: id, Before: b.Title, Rule: rule})
+			}
 			continue
 		}
-		if a.Priority != b.Priority {
-			vs = append(vs, Violation{Kind: Priority, IssueID: id, Before: fmt.Sprint(b.Priority), After: fmt.Sprint(a.Priority)})
-		}
-		if a.IssueType != b.IssueType {
-			vs = append(vs, Violation{Kind: Type, IssueID: id, Before: b.IssueType, After: a.IssueType})
-		}
-		if a.AcceptanceCriteria != b.AcceptanceCriteria {
-			vs = append(vs, Violation{Kind: Acceptance, IssueID: id, Before: b.AcceptanceCriteria, After: a.AcceptanceCriteria})
-		}
-		for _, d := range b.Dependencies {
-			if !a.DependsOn(d) {
-				vs = append(vs, Violation{Kind: DepRemoved, IssueID: id, Dep: d})
+		for _, f := range fields {
+			rule := protection[f]
+			if c, ok := scalars[f]; ok {
+				if bv, av := c.value(b), c.value(a); bv != av {
+					vs = append(vs, Violation{Kind: c.kind, IssueID: id, Before: bv, After: av, Rule: rule})
+				}
+				continue
 			}
-		}
-		for _, l := range b.Labels {
-			if !a.HasLabel(l) && !slices.Contains(opts.AllowLabelRemoval, l) {
-				vs = append(vs, Violation{Kind: LabelRemoved, IssueID: id, Label: l})
+			switch f {
+			case guard.FieldStatus:
+				if a.Status != b.Status && a.Status != beads.StatusClosed && !slices.Contains(buildStatuses, a.Status) {
+					vs = append(vs, Violation{Kind: Status, IssueID: id, Before: b.Status, After: a.Status, Rule: rule})
+				}
+			case guard.FieldDependencies:
+				for _, d := range b.Dependencies {
+					// A parent-child edge is the parent field's to judge.
+					if !a.DependsOn(d) && (d.Type != beads.DepParentChild || protection[guard.FieldParent] == "") {
+						vs = append(vs, Violation{Kind: DepRemoved, IssueID: id, Dep: d, Rule: rule})
+					}
+				}
+			case guard.FieldLabels:
+				for _, l := range b.Labels {
+					if !a.HasLabel(l) && !slices.Contains(opts.AllowLabelRemoval, l) {
+						vs = append(vs, Violation{Kind: LabelRemoved, IssueID: id, Label: l, Rule: rule})
+					}
+				}
+			case guard.FieldComments:
+				for _, c := range removedComments(b, a) {
+					vs = append(vs, Violation{Kind: CommentRemoved, IssueID: id, Comment: c, Rule: rule})
+				}
 			}
 		}
 		// A close in this iteration must carry a reason with evidence.
@@ -122,6 +227,30 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 		}
 	}
 	return vs
+}
+
+// removedComments returns the comments of b that a no longer has. With
+// a's comments unread, a lower count is all that shows: then every comment
+// of b not provably kept counts as removed only if the count dropped.
+func removedComments(b, a beads.Issue) []beads.Comment {
+	if len(b.Comments) == 0 {
+		return nil
+	}
+	if a.Comments == nil {
+		if a.CommentCount >= len(b.Comments) {
+			return nil
+		}
+		return b.Comments // unread: the caller reads them to know which
+	}
+	var gone []beads.Comment
+	for _, c := range b.Comments {
+		if !slices.ContainsFunc(a.Comments, func(x beads.Comment) bool {
+			return (c.ID != "" && x.ID == c.ID) || (x.Text == c.Text && x.Author == c.Author) || x.Text == restoredComment(c)
+		}) {
+			gone = append(gone, c)
+		}
+	}
+	return gone
 }
 
 func judgeClose(id, reason string, opts Options) []Violation {
@@ -150,6 +279,9 @@ type Tracker interface {
 	DepAdd(ctx context.Context, issueID, dependsOnID, depType string) error
 	LabelAdd(ctx context.Context, id, label string) error
 	Reopen(ctx context.Context, id, reason string) (beads.Issue, error)
+	Close(ctx context.Context, id, reason string) (beads.Issue, error)
+	UpdateStatus(ctx context.Context, id, status string) (beads.Issue, error)
+	CommentAdd(ctx context.Context, id, text string) error
 	AppendNotes(ctx context.Context, id, text string) (beads.Issue, error)
 }
 
@@ -162,8 +294,9 @@ type Result struct {
 
 // Revert undoes each violation as far as bd allows, and leaves a note on
 // the issue saying what was reverted and why. A deleted issue is
-// re-created with its id, fields, labels and dependencies; its comments and
-// history cannot be restored.
+// re-created with its id, fields, labels, dependencies, parent, status and
+// comments (each comment re-added with its author and time in its text);
+// its history cannot be restored.
 func Revert(ctx context.Context, t Tracker, before Snapshot, vs []Violation) []Result {
 	// Re-create deleted issues first: a deletion also removed the
 	// dependency edges of other issues that pointed at it, and those can
@@ -176,7 +309,7 @@ func Revert(ctx context.Context, t Tracker, before Snapshot, vs []Violation) []R
 	for _, v := range ordered {
 		err := revertOne(ctx, t, before, v)
 		r := Result{Violation: v, Reverted: err == nil, Err: err}
-		note := fmt.Sprintf("ralphd: reverted a change BUILD mode may not make: %s. Priority, type, acceptance criteria, dependencies and deletions belong to PLANNING; leave a note instead.", v)
+		note := fmt.Sprintf("ralphd: reverted a change BUILD mode may not make: %s. This belongs to PLANNING; leave a note instead.", v)
 		if v.Kind == CloseNoReason || v.Kind == CloseNoEvident {
 			note = fmt.Sprintf("ralphd: reopened: %s. Close with `bd close %s --reason \"<commands run and their results>\"`.", v, v.IssueID)
 		}
@@ -195,42 +328,80 @@ func revertOne(ctx context.Context, t Tracker, before Snapshot, v Violation) err
 	b := before[v.IssueID]
 	switch v.Kind {
 	case Deleted:
-		p := b.Priority
-		opts := beads.CreateOptions{
-			ID: b.ID, Title: b.Title, Description: b.Description, Design: b.Design,
-			Acceptance: b.AcceptanceCriteria, Notes: b.Notes, Type: b.IssueType,
-			Priority: &p, Labels: b.Labels,
-		}
-		if _, err := t.Create(ctx, opts); err != nil {
-			return fmt.Errorf("re-create %s: %w", b.ID, err)
-		}
-		for _, d := range b.Dependencies {
-			if err := t.DepAdd(ctx, b.ID, d.DependsOnID, d.Type); err != nil {
-				return fmt.Errorf("re-add dependency of %s on %s: %w", b.ID, d.DependsOnID, err)
-			}
-		}
-		return nil
-	case Priority:
-		p := b.Priority
-		_, err := t.Update(ctx, v.IssueID, beads.Fields{Priority: &p})
-		return err
-	case Type:
-		ty := b.IssueType
-		_, err := t.Update(ctx, v.IssueID, beads.Fields{Type: &ty})
-		return err
-	case Acceptance:
-		ac := b.AcceptanceCriteria
-		_, err := t.Update(ctx, v.IssueID, beads.Fields{Acceptance: &ac})
+		return recreate(ctx, t, b)
+	case Status:
+		_, err := t.UpdateStatus(ctx, v.IssueID, b.Status)
 		return err
 	case DepRemoved:
 		return t.DepAdd(ctx, v.Dep.IssueID, v.Dep.DependsOnID, v.Dep.Type)
 	case LabelRemoved:
 		return t.LabelAdd(ctx, v.IssueID, v.Label)
+	case CommentRemoved:
+		return t.CommentAdd(ctx, v.IssueID, restoredComment(v.Comment))
 	case CloseNoReason, CloseNoEvident:
 		_, err := t.Reopen(ctx, v.IssueID, "ralphd: a BUILD close must cite the commands run and their results")
 		return err
 	}
+	for _, c := range scalars {
+		if c.kind == v.Kind {
+			return c.revert(ctx, t, b)
+		}
+	}
 	return fmt.Errorf("unknown violation kind %q", v.Kind)
+}
+
+// recreate puts a deleted issue back as it was before: id, fields, labels,
+// dependencies, the protected scalar fields, comments and status.
+func recreate(ctx context.Context, t Tracker, b beads.Issue) error {
+	p := b.Priority
+	opts := beads.CreateOptions{
+		ID: b.ID, Title: b.Title, Description: b.Description, Design: b.Design,
+		Acceptance: b.AcceptanceCriteria, Notes: b.Notes, Type: b.IssueType,
+		Priority: &p, Labels: b.Labels,
+	}
+	if _, err := t.Create(ctx, opts); err != nil {
+		return fmt.Errorf("re-create %s: %w", b.ID, err)
+	}
+	for _, d := range b.Dependencies {
+		if d.Type == beads.DepParentChild && d.DependsOnID == b.Parent {
+			continue // restored with the parent below
+		}
+		if err := t.DepAdd(ctx, b.ID, d.DependsOnID, d.Type); err != nil {
+			return fmt.Errorf("re-add dependency of %s on %s: %w", b.ID, d.DependsOnID, err)
+		}
+	}
+	var zero beads.Issue
+	for _, f := range []string{guard.FieldParent, guard.FieldDeferUntil, guard.FieldDueAt, guard.FieldExternalRef, guard.FieldEstimate} {
+		if c := scalars[f]; c.value(b) != c.value(zero) {
+			if err := c.revert(ctx, t, b); err != nil {
+				return fmt.Errorf("restore %s of %s: %w", f, b.ID, err)
+			}
+		}
+	}
+	for _, c := range b.Comments {
+		if err := t.CommentAdd(ctx, b.ID, restoredComment(c)); err != nil {
+			return fmt.Errorf("restore a comment of %s: %w", b.ID, err)
+		}
+	}
+	switch b.Status {
+	case beads.StatusOpen, "":
+	case beads.StatusClosed:
+		if _, err := t.Close(ctx, b.ID, b.CloseReason); err != nil {
+			return fmt.Errorf("close %s again: %w", b.ID, err)
+		}
+	default:
+		if _, err := t.UpdateStatus(ctx, b.ID, b.Status); err != nil {
+			return fmt.Errorf("restore the status of %s: %w", b.ID, err)
+		}
+	}
+	return nil
+}
+
+// restoredComment is the text a removed comment is re-added with: bd
+// records the re-adder as its author, so the original author and time go
+// into the text.
+func restoredComment(c beads.Comment) string {
+	return fmt.Sprintf("%s\n\n(restored by ralphd; written by %s at %s)", c.Text, c.Author, timeText(c.CreatedAt))
 }
 
 func boolInt(b bool) int {

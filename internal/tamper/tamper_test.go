@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 func issue(id string, prio int, mods ...func(*beads.Issue)) beads.Issue {
@@ -28,7 +31,14 @@ func dep(on string) func(*beads.Issue) {
 func evidence(r string) bool { return strings.Contains(r, "go test") }
 
 func TestDiff(t *testing.T) {
-	base := []beads.Issue{issue("a-1", 1, dep("a-2")), issue("a-2", 2), issue("a-3", 3, func(i *beads.Issue) { i.Labels = []string{"x"} })}
+	base := []beads.Issue{issue("a-1", 1, dep("a-2")), issue("a-2", 2), issue("a-3", 3, func(i *beads.Issue) {
+		i.Labels = []string{"x"}
+		i.Comments = []beads.Comment{{ID: "c1", Author: "ann", Text: "first"}, {ID: "c2", Author: "bob", Text: "second"}}
+		i.CommentCount = 2
+	}), issue("a-4", 2, func(i *beads.Issue) {
+		i.Parent = "a-1"
+		i.Dependencies = []beads.Dependency{{IssueID: "a-4", DependsOnID: "a-1", Type: beads.DepParentChild}}
+	})}
 	tests := []struct {
 		name  string
 		after func(s Snapshot)
@@ -47,7 +57,7 @@ func TestDiff(t *testing.T) {
 			a := s["a-2"]
 			a.IssueType, a.AcceptanceCriteria = "bug", "easier"
 			s["a-2"] = a
-		}, []Kind{Type, Acceptance}},
+		}, []Kind{Acceptance, Type}},
 		{"dep removed", func(s Snapshot) { a := s["a-1"]; a.Dependencies = nil; s["a-1"] = a }, []Kind{DepRemoved}},
 		{"dep type changed counts as removed", func(s Snapshot) {
 			a := s["a-1"]
@@ -56,6 +66,31 @@ func TestDiff(t *testing.T) {
 		}, []Kind{DepRemoved}},
 		{"deleted", func(s Snapshot) { delete(s, "a-3") }, []Kind{Deleted}},
 		{"label removed", func(s Snapshot) { a := s["a-3"]; a.Labels = nil; s["a-3"] = a }, []Kind{LabelRemoved}},
+		{"title", func(s Snapshot) { a := s["a-1"]; a.Title = "easier"; s["a-1"] = a }, []Kind{Title}},
+		{"deferred", func(s Snapshot) { a := s["a-1"]; a.Status = beads.StatusDeferred; s["a-1"] = a }, []Kind{Status}},
+		{"pinned", func(s Snapshot) { a := s["a-1"]; a.Status = beads.StatusPinned; s["a-1"] = a }, []Kind{Status}},
+		{"parent set", func(s Snapshot) { a := s["a-2"]; a.Parent = "a-3"; s["a-2"] = a }, []Kind{Parent}},
+		{"parent-child edge removed is the parent's change", func(s Snapshot) {
+			a := s["a-4"]
+			a.Parent, a.Dependencies = "", nil
+			s["a-4"] = a
+		}, []Kind{Parent}},
+		{"defer_until and due", func(s Snapshot) {
+			a := s["a-1"]
+			a.DeferUntil, a.DueAt = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+			s["a-1"] = a
+		}, []Kind{DeferUntil, DueAt}},
+		{"external ref and estimate", func(s Snapshot) {
+			a := s["a-1"]
+			a.ExternalRef, a.EstimatedMinutes = "gh-1", 90
+			s["a-1"] = a
+		}, []Kind{Estimate, ExternalRef}},
+		{"comment removed", func(s Snapshot) { a := s["a-3"]; a.Comments = a.Comments[1:]; a.CommentCount = 1; s["a-3"] = a }, []Kind{CommentRemoved}},
+		{"comment added", func(s Snapshot) {
+			a := s["a-3"]
+			a.Comments = append(slices.Clone(a.Comments), beads.Comment{ID: "c3", Text: "new"})
+			s["a-3"] = a
+		}, nil},
 		{"closed with evidence", func(s Snapshot) {
 			a := s["a-2"]
 			a.Status, a.CloseReason = beads.StatusClosed, "go test ./... passes"
@@ -116,6 +151,8 @@ func (m *memTracker) Update(_ context.Context, id string, f beads.Fields) (beads
 		return beads.Issue{}, m.do(fmt.Sprintf("update %s type %s", id, *f.Type))
 	case f.Acceptance != nil:
 		return beads.Issue{}, m.do(fmt.Sprintf("update %s acceptance %s", id, *f.Acceptance))
+	case f.Parent != nil:
+		return beads.Issue{}, m.do(fmt.Sprintf("update %s parent %s", id, *f.Parent))
 	}
 	return beads.Issue{}, m.do("update " + id + " nothing")
 }
@@ -127,6 +164,15 @@ func (m *memTracker) LabelAdd(_ context.Context, id, l string) error {
 }
 func (m *memTracker) Reopen(_ context.Context, id, _ string) (beads.Issue, error) {
 	return beads.Issue{}, m.do("reopen " + id)
+}
+func (m *memTracker) Close(_ context.Context, id, _ string) (beads.Issue, error) {
+	return beads.Issue{}, m.do("close " + id)
+}
+func (m *memTracker) UpdateStatus(_ context.Context, id, st string) (beads.Issue, error) {
+	return beads.Issue{}, m.do("status " + id + " " + st)
+}
+func (m *memTracker) CommentAdd(_ context.Context, id, text string) error {
+	return m.do("comment " + id + " " + strings.SplitN(text, "\n", 2)[0])
 }
 func (m *memTracker) AppendNotes(_ context.Context, id, text string) (beads.Issue, error) {
 	return beads.Issue{}, m.do("note " + id)
@@ -172,4 +218,34 @@ func TestRevertFailureIsReportedAndNoted(t *testing.T) {
 	is.True(!rs[0].Reverted)
 	is.True(rs[0].Err != nil)
 	is.Equal(m.calls[len(m.calls)-1], "note a-1") // a failed revert still leaves a note for PLANNING
+}
+
+// TestEveryProtectedFieldIsChecked ties the diff to the guard's table: a
+// field a rule protects that Diff does not check would be a change BUILD
+// can make around the guard unseen.
+func TestEveryProtectedFieldIsChecked(t *testing.T) {
+	is := is.New(t)
+	ps := guard.Protected()
+	is.True(len(ps) >= 14)
+	for _, p := range ps {
+		is.True(Checked(p.Field)) // a protected field without a check
+	}
+	for f := range scalars {
+		is.True(protection[f] != "") // a check no rule asks for
+	}
+}
+
+func TestRevertDeletedRestoresComments(t *testing.T) {
+	is := is.New(t)
+	b := issue("a-1", 1, func(i *beads.Issue) {
+		i.Status, i.Parent = beads.StatusBlocked, "a-0"
+		i.Dependencies = []beads.Dependency{{IssueID: "a-1", DependsOnID: "a-0", Type: beads.DepParentChild}}
+		i.Comments = []beads.Comment{{Author: "ann", Text: "keep me"}}
+	})
+	before := NewSnapshot([]beads.Issue{b})
+	m := &memTracker{}
+	rs := Revert(context.Background(), m, before, Diff(before, Snapshot{}, Options{}))
+	is.Equal(len(rs), 1)
+	is.NoErr(rs[0].Err)
+	is.Equal(m.calls, []string{"create a-1 p1 task", "update a-1 parent a-0", "comment a-1 keep me", "status a-1 blocked", "note a-1"})
 }

@@ -1,0 +1,202 @@
+package tamper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
+)
+
+// buildStandin builds the stand-in bd once per test binary.
+var buildStandin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "tamper-standin-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "bd")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../fakebd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build fakebd: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bin, err := buildStandin(); err == nil {
+		_ = os.RemoveAll(filepath.Dir(bin))
+	}
+	os.Exit(code)
+}
+
+// aroundGuard is, for each field a guard rule protects, a change to it made
+// around the guard: with the real bd by its absolute path, or by editing
+// bd's data. "T" stands for the target issue, "P" for another one.
+var aroundGuard = map[string][][]string{
+	guard.FieldIssue:        {{"delete", "T", "--force"}},
+	guard.FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
+	guard.FieldPriority:     {{"update", "T", "--priority", "0"}},
+	guard.FieldType:         {{"update", "T", "--type", "chore"}},
+	guard.FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
+	guard.FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}},
+	guard.FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
+	guard.FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
+	guard.FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
+	guard.FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
+	guard.FieldEstimate:     {{"update", "T", "--estimate", "600"}},
+	guard.FieldLabels:       {{"label", "remove", "T", "keep"}},
+	guard.FieldDependencies: {{"dep", "remove", "T", "P"}},
+	guard.FieldComments:     {{"edit-data: drop comments"}},
+}
+
+// TestProtectedFieldsAroundTheGuard walks the guard's table: for every
+// protected field it first proves the guard refuses the change in BUILD,
+// then makes it around the guard with the stand-in bd and proves Diff
+// finds it, Revert undoes it and leaves a note.
+func TestProtectedFieldsAroundTheGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the stand-in bd")
+	}
+	bin, err := buildStandin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range guard.Protected() {
+		ops, ok := aroundGuard[p.Field]
+		if !ok {
+			t.Errorf("no change around the guard is tried for the protected field %q", p.Field)
+			continue
+		}
+		for _, op := range ops {
+			t.Run(p.Field+"/"+strings.Join(op, "_"), func(t *testing.T) {
+				is := is.New(t)
+				bd, target, other := seed(t, bin)
+				argv := make([]string, len(op))
+				for i, a := range op {
+					argv[i] = map[string]string{"T": target, "P": other}[a]
+					if argv[i] == "" {
+						argv[i] = a
+					}
+				}
+				if !strings.HasPrefix(op[0], "edit-data") {
+					d := guard.Decide(guard.ModeBuild, argv)
+					is.True(!d.Allowed) // the guard refuses it in BUILD
+				}
+				before := snap(t, bd)
+				if strings.HasPrefix(op[0], "edit-data") {
+					dropComments(t, bd.Dir)
+				} else {
+					_, err := bd.RunJSON(context.Background(), argv...)
+					is.NoErr(err)
+				}
+				after := snap(t, bd)
+				vs := Diff(before, after, Options{})
+				is.True(len(vs) > 0) // the change is detected
+				found := false
+				for _, v := range vs {
+					found = found || v.Rule == p.Rule.ID
+				}
+				is.True(found) // found under the rule the guard refuses it with
+				for _, r := range Revert(context.Background(), bd, before, vs) {
+					is.NoErr(r.Err)
+				}
+				restored := snap(t, bd)
+				is.Equal(Diff(before, restored, Options{}), nil)                      // nothing forbidden is left
+				is.True(strings.Contains(restored[target].Notes, "ralphd: reverted")) // a note on the issue
+			})
+		}
+	}
+}
+
+func seed(t *testing.T, bin string) (*beads.Client, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "BEADS_ACTOR=tester"}
+	cmd := exec.Command("git", "init", "-q")
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	bd := &beads.Client{Bin: bin, Dir: dir, Env: env, Timeout: time.Minute}
+	ctx := context.Background()
+	if _, err := bd.RunJSON(ctx, "init", "--prefix", "tp", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	p := 2
+	other, err := bd.Create(ctx, beads.CreateOptions{Title: "other", Priority: &p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := bd.Create(ctx, beads.CreateOptions{Title: "the work", Priority: &p, Acceptance: "make test", Labels: []string{"keep"}, Deps: []string{other.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"first comment", "second comment"} {
+		if err := bd.CommentAdd(ctx, target.ID, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bd, target.ID, other.ID
+}
+
+func snap(t *testing.T, bd *beads.Client) Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	issues, err := bd.List(ctx, beads.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range issues {
+		if issues[i].CommentCount > 0 {
+			if issues[i].Comments, err = bd.Comments(ctx, issues[i].ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return NewSnapshot(issues)
+}
+
+// dropComments deletes every comment by editing the stand-in's data file,
+// as an agent editing bd's database would.
+func dropComments(t *testing.T, dir string) {
+	t.Helper()
+	var matches []string
+	_ = filepath.WalkDir(filepath.Join(dir, ".beads"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "standin.json" {
+			matches = append(matches, path)
+		}
+		return nil
+	})
+	if len(matches) != 1 {
+		t.Fatalf("want one stand-in data file, got %v", matches)
+	}
+	b, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var db map[string]json.RawMessage
+	if err := json.Unmarshal(b, &db); err != nil {
+		t.Fatal(err)
+	}
+	db["comments"] = json.RawMessage("[]")
+	out, err := json.Marshal(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(matches[0], out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
