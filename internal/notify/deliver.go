@@ -134,7 +134,7 @@ func (n *Notifier) postOnce(ctx context.Context, e Event, body []byte) (retry bo
 	if err != nil {
 		return false, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := n.client.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("notify_url: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +106,7 @@ type Notifier struct {
 	now    func() time.Time
 	stop   context.CancelFunc
 	ctx    context.Context
+	client *http.Client // its own, so no other code's settings apply
 }
 
 // queueSize bounds the events waiting for delivery.
@@ -142,7 +144,7 @@ func New(cfg Config) *Notifier {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	n := &Notifier{cfg: cfg, queue: make(chan Event, queueSize), done: make(chan struct{}), ctx: ctx, stop: stop,
-		recent: map[string]sent{}, now: time.Now}
+		recent: map[string]sent{}, now: time.Now, client: &http.Client{}}
 	go n.deliverLoop()
 	return n
 }
