@@ -32,25 +32,59 @@ SIGINT or SIGTERM.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
-	p, code := openProject(ctx, a, fs, "")
-	if p == nil {
-		return code
+	// Read only: find the project's state dir without state.Open, which
+	// creates directories and writes metadata.
+	id, err := identify(ctx, "")
+	if err != nil {
+		errorf(a.stderr, "%v", err)
+		hintf(a.stderr, "run ralphd inside a git repository that uses beads (git init && bd init)")
+		return exitUsage
 	}
-	addr := p.cfg.HTTP
+	cfg, err := loadConfig(a, id.TopLevel, fs)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	addr := cfg.HTTP
 	if addr == "" {
 		addr = "127.0.0.1:7777"
 	}
-	bd, err := beads.NewClient(p.cfg.BD, p.dir)
+	bd, err := beads.NewClient(cfg.BD, id.TopLevel)
 	if err != nil {
 		return reportErr(a, err)
 	}
-	srv, err := dashboard.New(dashboard.Options{
-		Sources: dashboardSources(p, bd), Token: p.cfg.HTTPToken, Project: filepath.Base(p.dir), Log: humanLogger(a),
-	})
+	root, err := filepath.Abs(stateRoot(a))
 	if err != nil {
 		return reportErr(a, err)
 	}
-	return serveDashboard(ctx, a, srv, addr, p.cfg.HTTPToken)
+	dir := state.ProjectDir(root, id.ID)
+	src := dashboard.Sources{
+		History: func() ([]state.Record, error) {
+			recs, _, err := state.ReadHistory(filepath.Join(dir, state.HistoryFile))
+			return recs, err
+		},
+		Issues: func(ctx context.Context) ([]beads.Issue, error) { return bd.List(ctx, beads.ListOptions{All: true}) },
+		Attempt: func(issue string) (int, error) {
+			st, err := state.ReadStatus(root, id, cfg.MaxStuck)
+			if err != nil {
+				return 0, err
+			}
+			for _, at := range st.Attempts {
+				if at.IssueID == issue {
+					return at.Count, nil
+				}
+			}
+			return 0, nil
+		},
+		LogsDir:    filepath.Join(dir, state.LogsDirName),
+		ReportsDir: filepath.Join(dir, state.ReportsDirName),
+		StuckLabel: modes.StuckLabel,
+		MaxStuck:   cfg.MaxStuck,
+	}
+	srv, err := dashboard.New(dashboard.Options{Sources: src, Token: cfg.HTTPToken, Project: filepath.Base(id.TopLevel), Log: humanLogger(a)})
+	if err != nil {
+		return reportErr(a, err)
+	}
+	return serveDashboard(ctx, a, srv, addr, cfg.HTTPToken)
 }
 
 // serveDashboard serves srv on addr until ctx ends, after checking the
