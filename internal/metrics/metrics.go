@@ -233,6 +233,9 @@ func (m *Metrics) Observe(ev observe.Event) {
 			mode = "unknown"
 		}
 		m.runs.WithLabelValues(mode, d.Outcome).Inc()
+		if d.Outcome == "budget" {
+			m.SetDaemonState("paused") // a daemon holds at its cost cap until a reload
+		}
 	}
 	busy := min(len(m.busy), m.nworker)
 	m.workers.WithLabelValues("busy").Set(float64(busy))

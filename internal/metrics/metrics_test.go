@@ -87,6 +87,18 @@ func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
 	}
 }
 
+func TestCostCapPausesTheDaemonState(t *testing.T) {
+	m := New(1)
+	m.Observe(observe.Event{Data: logjsonl.RunEnd{Outcome: "budget"}})
+	if got := testutil.ToFloat64(m.daemon.WithLabelValues("paused")); got != 1 {
+		t.Fatalf("paused = %g after a budget stop", got)
+	}
+	m.Observe(observe.Event{Data: logjsonl.Decision{Decision: "build"}})
+	if got := testutil.ToFloat64(m.daemon.WithLabelValues("paused")); got != 0 {
+		t.Fatalf("still paused after the next decision")
+	}
+}
+
 func TestDaemonStateIsOneHot(t *testing.T) {
 	m := New(1)
 	m.SetDaemonState("idle")
