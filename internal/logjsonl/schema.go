@@ -76,6 +76,9 @@ type RunStart struct {
 	// says why not, when the setting allowed a sandbox.
 	Sandbox     string `json:"sandbox,omitempty"`
 	SandboxNote string `json:"sandbox_note,omitempty"`
+	// Containment says how the agents' processes are contained: a cgroup
+	// v2, or the process-group fallback.
+	Containment string `json:"containment,omitempty"`
 }
 
 // IterationStart is the data of an iteration_start event. The first three

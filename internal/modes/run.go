@@ -87,7 +87,7 @@ func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
 		SchemaVersion: logjsonl.SchemaVersion, RunID: l.RunID, Mode: mode, MaxIterations: maxIter, Version: l.Version,
 		ProjectID: l.State.Identity().ID, Agent: l.Backend.Name(), Model: l.Config.Model, ProjectDir: l.Dir,
 		Scope: l.Config.Scope, MaxAttempts: l.Config.MaxStuck, PID: os.Getpid(),
-		Sandbox: l.sandboxName(mode), SandboxNote: l.sandboxNote(mode),
+		Sandbox: l.sandboxName(mode), SandboxNote: l.sandboxNote(mode), Containment: l.Contain.Describe(),
 	})
 	if note := l.sandboxNote(mode); note != "" {
 		l.human().Warn(note)
