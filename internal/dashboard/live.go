@@ -3,11 +3,13 @@ package dashboard
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // lastEvents is how many events the "now" panel lists.
@@ -198,6 +200,12 @@ func describe(ev observe.Event) string {
 		return fmt.Sprintf("waiting %ds for the agent's quota", d.WaitSeconds)
 	case logjsonl.RunEnd:
 		return fmt.Sprintf("run ended: %s (%d iterations, %d closed)", d.Outcome, d.Iterations, d.IssuesClosed)
+	case state.BDCall:
+		verdict := "allowed"
+		if !d.Allowed {
+			verdict = "refused: " + d.Reason
+		}
+		return fmt.Sprintf("agent ran bd %s (%s)", strings.Join(d.Argv, " "), verdict)
 	}
 	return ev.Name
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // tailBytes bounds how much of the newest run log `ralphd serve` reads for
@@ -54,6 +55,7 @@ var dataTypes = map[string]func() any{
 	logjsonl.EventQuotaWaitStart: func() any { return &logjsonl.QuotaWaitStart{} },
 	logjsonl.EventDecision:       func() any { return &logjsonl.Decision{} },
 	logjsonl.EventRunEnd:         func() any { return &logjsonl.RunEnd{} },
+	logjsonl.EventBDCall:         func() any { return &state.BDCall{} },
 }
 
 // parseMeta reads one run-log line as a loop event with typed data. Lines
@@ -98,6 +100,8 @@ func parseMeta(line []byte) (observe.Event, bool) {
 	case *logjsonl.Decision:
 		ev.Data = *d
 	case *logjsonl.RunEnd:
+		ev.Data = *d
+	case *state.BDCall:
 		ev.Data = *d
 	}
 	return ev, true

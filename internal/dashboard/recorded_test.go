@@ -16,6 +16,7 @@ func TestParseMeta(t *testing.T) {
 	}{
 		{`{"type":"loop_meta","event":"stuck","timestamp":"2026-01-01T00:00:00Z","data":{"issue_id":"t-1","attempts":3,"max_attempts":3}}`, true, "t-1 is STUCK after 3 attempts"},
 		{`{"type":"loop_meta","event":"iteration_end","timestamp":"2026-01-01T00:00:00Z","data":{"iteration":2,"exit_code":0,"duration_seconds":5,"outcome":"closed","issue_id":"t-2"}}`, true, "iteration 2 (t-2) done: closed in 5s"},
+		{`{"type":"loop_meta","event":"bd_call","timestamp":"2026-01-01T00:00:00Z","data":{"argv":["update","t-1","--priority","0"],"mode":"build","allowed":false,"reason":"BUILD may not change priority"}}`, true, "agent ran bd update t-1 --priority 0 (refused: BUILD may not change priority)"},
 		{`{"type":"loop_meta","event":"sweep","timestamp":"2026-01-01T00:00:00Z","data":{"summary":"x"}}`, true, "sweep"},
 		{`{"type":"loop_meta","event":"stuck","timestamp":"2026-01-01T00:00:00Z","data":{"issue_id":7}}`, true, "stuck"},
 		{`{"type":"agent_output","stream":"stdout","line":"\"loop_meta\""}`, false, ""},
