@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -33,10 +34,21 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 // auditSink appends each call to the audit file (for the iteration's
 // history record) and, as a bd_call event, to the run log. Either path may
 // be empty.
+//
+// A secret of the environment (see redact.FromEnv) in a call's arguments
+// is recorded as [redacted].
 func auditSink(auditFile, logPath, iteration string) func(context.Context, time.Time, state.BDCall) error {
 	iter, _ := strconv.Atoi(iteration)
+	red := redact.FromEnv(os.Environ())
 	return func(_ context.Context, at time.Time, call state.BDCall) error {
 		call.Iteration = iter
+		if !red.Empty() {
+			argv := make([]string, len(call.Argv))
+			for i, a := range call.Argv {
+				argv[i] = red.String(a)
+			}
+			call.Argv, call.Reason, call.Error = argv, red.String(call.Reason), red.String(call.Error)
+		}
 		var errs []error
 		if auditFile != "" {
 			if err := appendAudit(auditFile, call); err != nil {
