@@ -11,6 +11,8 @@ package agent
 
 import (
 	"time"
+
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // Status classifies how an iteration's agent run ended.
@@ -54,23 +56,9 @@ type Event struct {
 	ResetAt   time.Time // for EventRateLimit, when known
 }
 
-// Usage counts tokens. Backends fill what they report.
-type Usage struct {
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
-	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-}
-
-// Add returns the sum of u and v.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{
-		InputTokens:      u.InputTokens + v.InputTokens,
-		OutputTokens:     u.OutputTokens + v.OutputTokens,
-		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
-	}
-}
+// Usage is what a backend reports of a run's tokens: usage.Tokens, the
+// one token count ralphd keeps.
+type Usage = usage.Tokens
 
 // Outcome is the result of one agent run.
 type Outcome struct {

@@ -39,7 +39,7 @@ func costSeries(records []state.Record) ([]Point, []Day) {
 	var days []Day
 	var cum Point
 	for _, r := range its {
-		tok := r.Tokens.Input + r.Tokens.Output + r.Tokens.CacheRead + r.Tokens.CacheWrite
+		tok := r.Tokens.Total()
 		c := 0.0
 		if r.CostUSD != nil {
 			c = *r.CostUSD

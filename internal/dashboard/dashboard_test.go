@@ -17,6 +17,7 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 const evil = `<script>alert("x")</script>`
@@ -377,7 +378,7 @@ func TestRunsAndCost(t *testing.T) {
 	c1, c2 := 0.5, 0.25
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	recs := []state.Record{
-		{RunID: "r1", Mode: "build", IssueID: "t-a", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "closed", CostUSD: &c1, Tokens: state.Tokens{Input: 100, Output: 10}, Fingerprint: "abc123"},
+		{RunID: "r1", Mode: "build", IssueID: "t-a", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "closed", CostUSD: &c1, Tokens: usage.Tokens{InputTokens: 100, OutputTokens: 10}, Fingerprint: "abc123"},
 		{RunID: "r1", Mode: "build", IssueID: "t-b", Attempt: 1, StartedAt: t0.Add(time.Minute), EndedAt: t0.Add(2 * time.Minute), Outcome: "agent_error", CostUSD: &c2, Violations: []string{"priority_changed"}},
 		{RunID: "r1", Kind: state.KindRunEnd, Mode: "build", StartedAt: t0, EndedAt: t0.Add(2 * time.Minute), StopReason: "success", DurationSeconds: 120},
 		{RunID: "r2", Mode: "plan", StartedAt: t0.Add(25 * time.Hour), EndedAt: t0.Add(25*time.Hour + time.Minute), Outcome: "ok"},

@@ -258,7 +258,7 @@ func (s *Server) runsData() runsView {
 					}
 					rv.CostUSD = &c
 				}
-				rv.Tokens += r.Tokens.Input + r.Tokens.Output + r.Tokens.CacheRead + r.Tokens.CacheWrite
+				rv.Tokens += r.Tokens.Total()
 			} else {
 				rv.Outcome, rv.Duration = r.StopReason, r.DurationSeconds
 				if !r.StartedAt.IsZero() {

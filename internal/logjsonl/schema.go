@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // SchemaVersion is the version of the event schema described in this file.
@@ -48,15 +50,6 @@ const (
 	EventRunEnd         = "run_end"          // data: RunEnd
 )
 
-// Tokens counts the tokens of one iteration or run. Its fields match
-// agent.Usage, so an agent.Usage converts to it directly.
-type Tokens struct {
-	InputTokens      int64 `json:"input_tokens"`
-	OutputTokens     int64 `json:"output_tokens"`
-	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
-}
-
 // RunStart is the data of a run_start event. SchemaVersion must be set to
 // [SchemaVersion].
 type RunStart struct {
@@ -96,20 +89,20 @@ type IterationStart struct {
 // IterationEnd is the data of an iteration_end event. The first three keys
 // are the bash loop's; DurationSeconds is whole seconds, as there.
 type IterationEnd struct {
-	Iteration       int      `json:"iteration"`
-	ExitCode        int      `json:"exit_code"` // -1 when the agent was killed by a signal
-	DurationSeconds int64    `json:"duration_seconds"`
-	Outcome         string   `json:"outcome,omitempty"` // an agent.Status value ("ok", "agent_error", ...)
-	Reason          string   `json:"reason,omitempty"`
-	IssueID         string   `json:"issue_id,omitempty"`
-	Attempt         int      `json:"attempt,omitempty"`
-	MaxAttempts     int      `json:"max_attempts,omitempty"`
-	IssueClosed     bool     `json:"issue_closed,omitempty"`
-	Turns           int      `json:"turns,omitempty"`
-	ToolCalls       int      `json:"tool_calls,omitempty"`
-	CostUSD         *float64 `json:"cost_usd,omitempty"` // nil when the agent reports no cost
-	Tokens          *Tokens  `json:"tokens,omitempty"`
-	SessionID       string   `json:"session_id,omitempty"`
+	Iteration       int           `json:"iteration"`
+	ExitCode        int           `json:"exit_code"` // -1 when the agent was killed by a signal
+	DurationSeconds int64         `json:"duration_seconds"`
+	Outcome         string        `json:"outcome,omitempty"` // an agent.Status value ("ok", "agent_error", ...)
+	Reason          string        `json:"reason,omitempty"`
+	IssueID         string        `json:"issue_id,omitempty"`
+	Attempt         int           `json:"attempt,omitempty"`
+	MaxAttempts     int           `json:"max_attempts,omitempty"`
+	IssueClosed     bool          `json:"issue_closed,omitempty"`
+	Turns           int           `json:"turns,omitempty"`
+	ToolCalls       int           `json:"tool_calls,omitempty"`
+	CostUSD         *float64      `json:"cost_usd,omitempty"` // nil when the agent reports no cost
+	Tokens          *usage.Tokens `json:"tokens,omitempty"`
+	SessionID       string        `json:"session_id,omitempty"`
 }
 
 // Stuck is the data of a stuck event: an issue used up its attempts.
@@ -159,15 +152,15 @@ type Decision struct {
 
 // RunEnd is the data of a run_end event, the run's summary.
 type RunEnd struct {
-	Iterations      int      `json:"iterations"`
-	Outcome         string   `json:"outcome"` // why the run ended ("complete", "max_iterations", "interrupted", "error", ...)
-	DurationSeconds int64    `json:"duration_seconds"`
-	Reason          string   `json:"reason,omitempty"`
-	IssuesClosed    int      `json:"issues_closed,omitempty"`
-	Stuck           int      `json:"stuck,omitempty"`
-	Violations      int      `json:"violations,omitempty"`
-	CostUSD         *float64 `json:"cost_usd,omitempty"`
-	Tokens          *Tokens  `json:"tokens,omitempty"`
+	Iterations      int           `json:"iterations"`
+	Outcome         string        `json:"outcome"` // why the run ended ("complete", "max_iterations", "interrupted", "error", ...)
+	DurationSeconds int64         `json:"duration_seconds"`
+	Reason          string        `json:"reason,omitempty"`
+	IssuesClosed    int           `json:"issues_closed,omitempty"`
+	Stuck           int           `json:"stuck,omitempty"`
+	Violations      int           `json:"violations,omitempty"`
+	CostUSD         *float64      `json:"cost_usd,omitempty"`
+	Tokens          *usage.Tokens `json:"tokens,omitempty"`
 }
 
 // Field is one key and value of an event's data.

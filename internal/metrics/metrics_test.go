@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -24,7 +25,7 @@ func feed(m *Metrics) {
 	for _, ev := range []any{
 		logjsonl.RunStart{Mode: "build", Agent: "command"},
 		logjsonl.IterationStart{Iteration: 1, IssueID: "a-1", Mode: "build", Attempt: 1},
-		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, DurationSeconds: 12, CostUSD: ptr(0.25), Tokens: &logjsonl.Tokens{InputTokens: 100, OutputTokens: 7}},
+		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, DurationSeconds: 12, CostUSD: ptr(0.25), Tokens: &usage.Tokens{InputTokens: 100, OutputTokens: 7}},
 		logjsonl.IterationStart{Iteration: 2, IssueID: "a-2", Mode: "build", Attempt: 3},
 		logjsonl.Violation{Kind: "priority_changed"},
 		logjsonl.Violation{Kind: "priority_changed"},

@@ -18,6 +18,7 @@ import (
 	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/usage"
 	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
 )
@@ -247,16 +248,12 @@ func (l *Loop) event(name string, data any) {
 	}
 }
 
-func tokensOf(u agent.Usage) *logjsonl.Tokens {
-	if u == (agent.Usage{}) {
+// tokensOf is u for a log event, which leaves out a run with no counts.
+func tokensOf(u usage.Tokens) *usage.Tokens {
+	if u.IsZero() {
 		return nil
 	}
-	t := logjsonl.Tokens(u)
-	return &t
-}
-
-func stateTokens(u agent.Usage) state.Tokens {
-	return state.Tokens{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
+	return &u
 }
 
 // environ returns the environment agents start from.

@@ -68,7 +68,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 	res.addCost(out)
 	rec := state.Record{
 		RunID: res.RunID, Mode: ModePlan, Iteration: iter, StartedAt: started, ExitCode: out.ExitCode,
-		CostUSD: out.CostUSD, Tokens: stateTokens(out.Usage), Agent: l.Backend.Name(), Model: l.Config.Model,
+		CostUSD: out.CostUSD, Tokens: out.Usage, Agent: l.Backend.Name(), Model: l.Config.Model,
 		SessionID: out.SessionID, Turns: out.Turns, ToolCalls: out.ToolCalls, Outcome: string(out.Status),
 		BDCalls: calls,
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // Report is the end-of-run report: what a run completed and what it gave
@@ -26,7 +27,7 @@ type Report struct {
 	Completed  int            `json:"completed"`
 	Tried      int            `json:"tried"`
 	CostUSD    *float64       `json:"cost_usd,omitempty"` // nil when the agent reports no cost
-	Tokens     state.Tokens   `json:"tokens"`
+	Tokens     usage.Tokens   `json:"tokens"`
 	Issues     []ReportIssue  `json:"issues"`
 	Config     []config.Entry `json:"config"`
 }
@@ -182,7 +183,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	} else {
 		fmt.Fprint(w, "- cost: not reported by the agent\n")
 	}
-	fmt.Fprintf(w, "- tokens: %d in, %d out, %d cache read, %d cache write\n", r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheWrite)
+	fmt.Fprintf(w, "- tokens: %d in, %d out, %d cache read, %d cache write\n", r.Tokens.InputTokens, r.Tokens.OutputTokens, r.Tokens.CacheReadTokens, r.Tokens.CacheWriteTokens)
 	fmt.Fprint(w, "\n<details><summary>Effective configuration</summary>\n\n| key | value | source |\n|---|---|---|\n")
 	for _, e := range slices.Clone(r.Config) {
 		fmt.Fprintf(w, "| %s | `%s` | %s |\n", e.Key, e.Value, e.Source)

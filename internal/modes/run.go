@@ -115,7 +115,7 @@ func (l *Loop) finish(res *Result, err error, refused bool) {
 	rec := state.Record{
 		Kind: state.KindRunEnd, RunID: res.RunID, Mode: res.Mode, Iteration: res.Iterations,
 		StartedAt: res.Started, EndedAt: res.Ended, StopReason: string(res.Stop), Outcome: string(res.Stop),
-		CostUSD: res.CostUSD, Tokens: stateTokens(res.Usage), DurationSeconds: res.Ended.Sub(res.Started).Seconds(),
+		CostUSD: res.CostUSD, Tokens: res.Usage, DurationSeconds: res.Ended.Sub(res.Started).Seconds(),
 	}
 	if !refused {
 		if herr := l.State.AppendHistory(rec); herr != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/runid"
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // HistoryVersion is the schema version written in each history record's
@@ -35,27 +36,6 @@ const (
 // OutcomeInterrupted is the outcome of an iteration whose ralphd died or
 // was stopped mid-iteration. It equals agent.StatusInterrupted.
 const OutcomeInterrupted = "interrupted"
-
-// Tokens counts an agent's tokens, when its backend reports them.
-type Tokens struct {
-	Input      int64 `json:"input"`
-	Output     int64 `json:"output"`
-	CacheRead  int64 `json:"cache_read"`
-	CacheWrite int64 `json:"cache_write"`
-}
-
-// Add returns the sum of t and u.
-func (t Tokens) Add(u Tokens) Tokens {
-	return Tokens{
-		Input:      t.Input + u.Input,
-		Output:     t.Output + u.Output,
-		CacheRead:  t.CacheRead + u.CacheRead,
-		CacheWrite: t.CacheWrite + u.CacheWrite,
-	}
-}
-
-// IsZero reports whether no tokens were counted.
-func (t Tokens) IsZero() bool { return t == Tokens{} }
 
 // Record is one line of history.jsonl: a finished iteration (Kind
 // KindIteration) or the end of a run (KindRunEnd).
@@ -92,9 +72,9 @@ type Record struct {
 	// Fingerprint is the short hash of the normalised first failure line.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// CostUSD is nil when the backend reports no cost; never invented.
-	CostUSD         *float64 `json:"cost_usd,omitempty"`
-	Tokens          Tokens   `json:"tokens,omitzero"`
-	DurationSeconds float64  `json:"duration_seconds"`
+	CostUSD         *float64     `json:"cost_usd,omitempty"`
+	Tokens          usage.Tokens `json:"tokens,omitzero"`
+	DurationSeconds float64      `json:"duration_seconds"`
 	// StopReason is why the run stopped (success, max_iterations,
 	// repeated_fingerprint, no_progress, budget, timeout, interrupted).
 	// It is set on KindRunEnd records.
@@ -166,7 +146,7 @@ func (r *Record) dropImpossibleFigures() bool {
 	if r.CostUSD != nil && !(*r.CostUSD >= 0 && *r.CostUSD <= maxCostUSD) {
 		r.CostUSD, dropped = nil, true
 	}
-	for _, n := range []*int64{&r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead, &r.Tokens.CacheWrite} {
+	for _, n := range []*int64{&r.Tokens.InputTokens, &r.Tokens.OutputTokens, &r.Tokens.CacheReadTokens, &r.Tokens.CacheWriteTokens} {
 		if *n < 0 {
 			*n, dropped = 0, true
 		}
@@ -318,9 +298,9 @@ type IssueTotals struct {
 	// Outcomes counts iterations by outcome.
 	Outcomes map[string]int `json:"outcomes"`
 	// CostUSD sums the known costs; nil when no iteration reported one.
-	CostUSD         *float64 `json:"cost_usd,omitempty"`
-	Tokens          Tokens   `json:"tokens"`
-	DurationSeconds float64  `json:"duration_seconds"`
+	CostUSD         *float64     `json:"cost_usd,omitempty"`
+	Tokens          usage.Tokens `json:"tokens"`
+	DurationSeconds float64      `json:"duration_seconds"`
 	// Fingerprints are the iterations' non-empty fingerprints, oldest first.
 	Fingerprints    []string  `json:"fingerprints"`
 	LastOutcome     string    `json:"last_outcome,omitempty"`
@@ -376,7 +356,7 @@ type RunSummary struct {
 	// Outcomes counts iterations by outcome.
 	Outcomes        map[string]int `json:"outcomes"`
 	CostUSD         *float64       `json:"cost_usd,omitempty"`
-	Tokens          Tokens         `json:"tokens"`
+	Tokens          usage.Tokens   `json:"tokens"`
 	DurationSeconds float64        `json:"duration_seconds"`
 	// Ended says a run_end record exists; a run without one is still going
 	// or was killed.
@@ -440,11 +420,11 @@ func SummarizeRun(records []Record, runID string) RunSummary {
 
 // Totals sums every iteration record in history, across runs and crashes.
 type Totals struct {
-	Runs            int      `json:"runs"`
-	Iterations      int      `json:"iterations"`
-	CostUSD         *float64 `json:"cost_usd,omitempty"`
-	Tokens          Tokens   `json:"tokens"`
-	DurationSeconds float64  `json:"duration_seconds"`
+	Runs            int          `json:"runs"`
+	Iterations      int          `json:"iterations"`
+	CostUSD         *float64     `json:"cost_usd,omitempty"`
+	Tokens          usage.Tokens `json:"tokens"`
+	DurationSeconds float64      `json:"duration_seconds"`
 }
 
 // SummarizeAll sums every iteration record.

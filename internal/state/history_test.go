@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 func cost(v float64) *float64 { return &v }
@@ -21,7 +23,7 @@ func TestRecordJSONFields(t *testing.T) {
 	r := Record{
 		RunID: "r1", Mode: "build", Iteration: 3, IssueID: "bd-1", Attempt: 2,
 		StartedAt: start, EndedAt: start.Add(90 * time.Second), Outcome: "agent_error", ExitCode: 1,
-		Fingerprint: "abc123", CostUSD: cost(0.25), Tokens: Tokens{Input: 10, Output: 20, CacheRead: 30, CacheWrite: 40},
+		Fingerprint: "abc123", CostUSD: cost(0.25), Tokens: usage.Tokens{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40},
 		DurationSeconds: 90, StopReason: "budget", Gate: "verify", Violations: []string{"bd delete"},
 		Progress: &progress, Tier: 1, Stuck: true, FailureBranch: "wip/ralph-fail-bd-1-20260102-150000",
 		Extra: map[string]json.RawMessage{"later": json.RawMessage(`{"x":1}`)},
@@ -36,7 +38,12 @@ func TestRecordJSONFields(t *testing.T) {
 		_, ok := m[k]
 		is.True(ok) // key present
 	}
-	is.Equal(string(m["tokens"]), `{"input":10,"output":20,"cache_read":30,"cache_write":40}`)
+	is.Equal(string(m["tokens"]), `{"input_tokens":10,"output_tokens":20,"cache_read_tokens":30,"cache_write_tokens":40}`)
+	// A record written before the run log's spelling was shared still
+	// reads with its counts.
+	old, err := ParseHistoryLine([]byte(`{"v":1,"run_id":"r0","tokens":{"input":10,"output":20,"cache_read":30,"cache_write":40}}`))
+	is.NoErr(err)
+	is.Equal(old.Tokens, r.Tokens)
 	is.Equal(string(m["started_at"]), `"2026-01-02T15:00:00Z"`)
 
 	back, err := ParseHistoryLine(data)
@@ -153,12 +160,12 @@ func TestSummaries(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	recs := []Record{
-		{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-b", Attempt: 1, StartedAt: at(0), EndedAt: at(5), Outcome: "agent_error", Fingerprint: "f1", CostUSD: cost(0.5), Tokens: Tokens{Input: 100, Output: 10}, DurationSeconds: 300, Gate: "verify"},
-		{RunID: "r1", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 2, StartedAt: at(5), EndedAt: at(9), Outcome: "agent_error", Fingerprint: "f1", Tokens: Tokens{Input: 50}, DurationSeconds: 240, Gate: "verify"},
+		{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-b", Attempt: 1, StartedAt: at(0), EndedAt: at(5), Outcome: "agent_error", Fingerprint: "f1", CostUSD: cost(0.5), Tokens: usage.Tokens{InputTokens: 100, OutputTokens: 10}, DurationSeconds: 300, Gate: "verify"},
+		{RunID: "r1", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 2, StartedAt: at(5), EndedAt: at(9), Outcome: "agent_error", Fingerprint: "f1", Tokens: usage.Tokens{InputTokens: 50}, DurationSeconds: 240, Gate: "verify"},
 		{RunID: "r1", Kind: KindRunEnd, Mode: "build", Iteration: 2, EndedAt: at(10), StopReason: "interrupted"},
 		// r2: restarted after a crash; no run_end yet.
 		{RunID: "r2", Mode: "build", Iteration: 1, IssueID: "bd-a", Attempt: 1, StartedAt: at(20), EndedAt: at(21), Outcome: OutcomeInterrupted, ExitCode: -1, DurationSeconds: 60},
-		{RunID: "r2", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 3, StartedAt: at(22), EndedAt: at(30), Outcome: "ok", Fingerprint: "", CostUSD: cost(0.25), Tokens: Tokens{Input: 1, Output: 2, CacheRead: 3, CacheWrite: 4}, DurationSeconds: 480},
+		{RunID: "r2", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 3, StartedAt: at(22), EndedAt: at(30), Outcome: "ok", Fingerprint: "", CostUSD: cost(0.25), Tokens: usage.Tokens{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, DurationSeconds: 480},
 	}
 
 	issues := SummarizeIssues(recs)
@@ -169,7 +176,7 @@ func TestSummaries(t *testing.T) {
 	is.Equal(b.Iterations, 3)
 	is.Equal(b.LastAttempt, 3)
 	is.Equal(*b.CostUSD, 0.75)
-	is.Equal(b.Tokens, Tokens{Input: 151, Output: 12, CacheRead: 3, CacheWrite: 4})
+	is.Equal(b.Tokens, usage.Tokens{InputTokens: 151, OutputTokens: 12, CacheReadTokens: 3, CacheWriteTokens: 4})
 	is.Equal(b.DurationSeconds, 1020.0)
 	is.Equal(b.Fingerprints, []string{"f1", "f1"})
 	is.Equal(b.Outcomes, map[string]int{"agent_error": 2, "ok": 1})

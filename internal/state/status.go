@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // StatusVersion is the version of the Status JSON object. It changes only
@@ -408,7 +409,7 @@ func fmtOutcomes(m map[string]int) string {
 	return ": " + strings.Join(parts, ", ")
 }
 
-func fmtCost(cost *float64, t Tokens) string {
+func fmtCost(cost *float64, t usage.Tokens) string {
 	c := "cost unknown"
 	if cost != nil {
 		c = fmt.Sprintf("cost $%.2f", *cost)
@@ -416,9 +417,9 @@ func fmtCost(cost *float64, t Tokens) string {
 	if t.IsZero() {
 		return c + ", no tokens reported"
 	}
-	s := fmt.Sprintf("%s, tokens %d in / %d out", c, t.Input, t.Output)
-	if t.CacheRead != 0 || t.CacheWrite != 0 {
-		s += fmt.Sprintf(" (cache %d read, %d written)", t.CacheRead, t.CacheWrite)
+	s := fmt.Sprintf("%s, tokens %d in / %d out", c, t.InputTokens, t.OutputTokens)
+	if t.CacheReadTokens != 0 || t.CacheWriteTokens != 0 {
+		s += fmt.Sprintf(" (cache %d read, %d written)", t.CacheReadTokens, t.CacheWriteTokens)
 	}
 	return s
 }
