@@ -54,6 +54,14 @@ var scrubbedEnv = []string{
 	RunMarkerEnv,
 }
 
+// Env is the environment Run gives an agent, without the run marker:
+// base with ralphd's own variables scrubbed, extra added, and pathPrefix
+// first on PATH. ralphd runs the checks of a BUILD iteration in it, so
+// they have no more power than the agent.
+func Env(base []string, pathPrefix string, extra []string) []string {
+	return buildEnv(base, pathPrefix, extra)
+}
+
 // ScrubbedEnvVars returns the names of the variables Run removes from the
 // agent's inherited environment.
 func ScrubbedEnvVars() []string { return slices.Clone(scrubbedEnv) }

@@ -196,31 +196,38 @@ func (l *Loop) confirmCloseReasons(ctx context.Context, before, after tamper.Sna
 // revertViolations finds the forbidden changes between the snapshots and
 // reverts them with PLAN powers. It returns what it reverted.
 func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter, after tamper.Snapshot) []string {
-	rec := &it.rec
-	vs := tamper.Diff(it.before, after, tamper.Options{CitesEvidence: citesEvidence})
+	fixed, details := l.revertAgainst(ctx, it.before, after, it.rec.Iteration)
+	res.Violations += len(details)
+	it.rec.Violations = append(it.rec.Violations, details...)
+	return fixed
+}
+
+// revertAgainst reverts the forbidden changes from before to after, logs
+// each as a violation of the given iteration and returns what it reverted
+// and what it found.
+func (l *Loop) revertAgainst(ctx context.Context, before, after tamper.Snapshot, iteration int) (fixed, details []string) {
+	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
 	if len(vs) == 0 {
-		return nil
+		return nil, nil
 	}
-	res.Violations += len(vs)
-	var fixed []string
-	for _, r := range tamper.Revert(ctx, l.BD, it.before, vs) {
+	for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
 		detail := r.Violation.String()
 		if r.Err != nil {
 			detail += " (revert failed: " + r.Err.Error() + ")"
 		} else {
 			fixed = append(fixed, "reverted: "+r.Violation.String())
 		}
-		rec.Violations = append(rec.Violations, detail)
+		details = append(details, detail)
 		l.event(logjsonl.EventViolation, logjsonl.Violation{
-			Iteration: rec.Iteration, IssueID: r.Violation.IssueID, Mode: ModeBuild, Kind: string(r.Violation.Kind), Detail: detail,
+			Iteration: iteration, IssueID: r.Violation.IssueID, Mode: ModeBuild, Kind: string(r.Violation.Kind), Detail: detail,
 		})
 		l.human().Warn("forbidden change reverted", "issue", r.Violation.IssueID, "change", detail)
 	}
 	l.snap.invalidate()
 	if len(fixed) == 0 {
-		fixed = append(fixed, "detected but could not revert: "+strings.Join(rec.Violations, "; "))
+		fixed = append(fixed, "detected but could not revert: "+strings.Join(details, "; "))
 	}
-	return fixed
+	return fixed, details
 }
 
 // reopenFailedClose reopens an issue the agent closed although a check

@@ -5,12 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/proc"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // Gate names, as recorded in history's "gate" field: how far an
@@ -40,21 +45,55 @@ type check struct {
 
 func (c check) passed() bool { return !c.TimedOut && c.ExitCode == c.Expect }
 
-// runChecks runs the verify command (when configured) and the issue's
-// acceptance commands (rows of `criterion | command | expected exit`).
-func (l *Loop) runChecks(ctx context.Context, is beads.Issue) []check {
+// checkEnv is where checks run: the guard first on PATH, as for the agent,
+// and the hook that tells the guard each check's pid (only it and its
+// descendants are served). The zero value runs checks unguarded.
+type checkEnv struct {
+	env     []string
+	started func(pid int)
+}
+
+// runChecks runs the verify command (when configured; a verify result
+// already in hand is reused) and the issue's acceptance commands (rows of
+// `criterion | command | expected exit`).
+func (l *Loop) runChecks(ctx context.Context, ce checkEnv, is beads.Issue, verify *check) []check {
 	var cs []check
-	if l.Config.Verify != "" {
-		cs = append(cs, l.runCheck(ctx, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify}))
+	switch {
+	case verify != nil:
+		cs = append(cs, *verify)
+	case l.Config.Verify != "":
+		cs = append(cs, l.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify}))
 	}
 	for _, a := range judge.ParseAcceptance(is.AcceptanceCriteria) {
 		name := "acceptance: " + a.Criterion
-		cs = append(cs, l.runCheck(ctx, check{Name: name, Gate: GateAcceptance, Command: a.Command, Expect: a.ExpectExit}))
+		cs = append(cs, l.runCheck(ctx, ce, check{Name: name, Gate: GateAcceptance, Command: a.Command, Expect: a.ExpectExit}))
 	}
 	return cs
 }
 
-func (l *Loop) runCheck(ctx context.Context, c check) check {
+// guardedChecks serves a BUILD guard session for the duration of fn: the
+// checks fn runs see the guard first on PATH, exactly as the agent did,
+// so a check that runs the agent's code has no more power than the agent.
+func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEnv)) error {
+	scratch, err := os.MkdirTemp("", scratchPrefix(l.State.Identity().ID))
+	if err != nil {
+		return fmt.Errorf("make the checks' scratch dir: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	g, err := guard.Serve(ctx, scratch, guard.Setup{
+		Self: l.Self, Mode: guard.ModeBuild, RealBD: l.RealBD, RunID: l.RunID,
+		Iteration: iteration, StateDir: l.State.Dir(), Env: l.environ(),
+		OnCall: func(_ time.Time, call state.BDCall) { l.event(logjsonl.EventBDCall, call) },
+	})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	fn(checkEnv{env: agent.Env(l.environ(), g.BinDir(), g.Env()), started: g.SetLeader})
+	return nil
+}
+
+func (l *Loop) runCheck(ctx context.Context, ce checkEnv, c check) check {
 	timeout := l.Config.VerifyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -64,9 +103,18 @@ func (l *Loop) runCheck(ctx context.Context, c check) check {
 	cmd := proc.Command(cctx, 5*time.Second, "sh", "-c", c.Command)
 	cmd.Dir = l.Dir
 	cmd.Env = l.environ()
+	if ce.env != nil {
+		cmd.Env = ce.env
+	}
 	out := &tailBuffer{max: outputCap}
 	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if ce.started != nil {
+			ce.started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
 	proc.KillGroup(cmd) // nothing a check started outlives it
 	c.Output = out.String()
 	var ee *exec.ExitError

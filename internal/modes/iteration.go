@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type buildIter struct {
 
 	// rec is the iteration's history record, filled in as it goes.
 	rec state.Record
+	// keepBaseline: the window could not be judged; the baseline stays on
+	// disk for the next start's sweep.
+	keepBaseline bool
 }
 
 // violated reports whether the iteration made forbidden changes.
@@ -105,6 +109,14 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 		l.abandon(is.ID)
 		return nil, "could not snapshot the tracker", err
 	}
+	// The baseline is on disk before the agent starts: if ralphd dies in
+	// the window, the next start's sweep judges the tracker against it.
+	if err := l.State.WriteBaseline(state.Baseline{
+		RunID: res.RunID, Iteration: it.n, IssueID: is.ID, TakenAt: it.started, Issues: it.before.Issues(),
+	}); err != nil {
+		l.abandon(is.ID)
+		return nil, "could not record the baseline", err
+	}
 	if it.record, err = l.record(is.ID); err != nil {
 		l.abandon(is.ID)
 		return nil, "could not read the attempt record", err
@@ -133,6 +145,7 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 // between is settled by the sweep like any other.
 func (l *Loop) abandon(id string) {
 	_, _ = l.State.GiveBackAttempt(id)
+	_ = l.State.ClearBaseline()
 	_ = l.State.ClearRunning()
 }
 
@@ -152,6 +165,15 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	// Leave nothing claimed: an interrupted agent may have set
 	// in_progress. Use a context that survives the cancellation.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// An agent that ran, however it ended (and an agent can claim to be
+	// rate limited), is judged for forbidden changes; if the tracker
+	// cannot be read, the baseline stays for the next start's sweep.
+	if after, err := l.snapshotAfter(cctx); err == nil {
+		l.confirmCloseReasons(cctx, it.before, after)
+		it.fixed = l.revertViolations(cctx, res, it, after)
+	} else {
+		it.keepBaseline = true
+	}
 	l.unclaim(cctx, it.issue.ID)
 	cancel()
 	l.endBuildIteration(res, it)
@@ -165,21 +187,42 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	}
 }
 
-// judgeBuild decides what the iteration achieved: it reverts forbidden
-// changes, runs the verification gate, reopens a close the checks do not
-// bear out, puts claimed work back, and judges a failed attempt
+// judgeBuild decides what the iteration achieved. Everything that can run
+// the agent's code happens inside the iteration's window, before the
+// tracker is compared with the baseline: the checks of the picked issue,
+// then those of every other issue closed in the window, each under the
+// guard. Then it reverts forbidden changes, reopens a close the checks do
+// not bear out, puts claimed work back, and judges a failed attempt
 // (fingerprint, progress, escalation).
 func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error {
 	is := it.issue
-	after, err := l.snapshotFresh(ctx)
+	// The gate runs after every iteration: its results are progress
+	// signals even when the issue stays open. The acceptance commands are
+	// the ones the iteration started with (BUILD may not change them).
+	if err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) }); err != nil {
+		return err
+	}
+	after, err := l.snapshotAfter(ctx)
 	if err != nil {
 		return err
 	}
 	l.confirmCloseReasons(ctx, it.before, after)
+	if others := closedOthers(it.before, after, is.ID); len(others) > 0 {
+		// Every close in the window is judged, not only the picked issue's:
+		// its own acceptance commands and verify, under the guard. They run
+		// code too, so the tracker is read again after them.
+		if err := l.judgeOtherCloses(ctx, res, it, others); err != nil {
+			return err
+		}
+		if after, err = l.snapshotAfter(ctx); err != nil {
+			return err
+		}
+		l.confirmCloseReasons(ctx, it.before, after)
+	}
 	it.fixed = l.revertViolations(ctx, res, it, after)
 	if it.violated() {
 		// The revert changed the tracker; judge the issue as it is now.
-		if after, err = l.snapshotFresh(ctx); err != nil {
+		if after, err = l.snapshotAfter(ctx); err != nil {
 			return err
 		}
 	}
@@ -198,10 +241,6 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		return fmt.Errorf("issue %s is missing after the iteration", is.ID)
 	}
 
-	// The gate runs after every iteration: its results are progress
-	// signals even when the issue stays open. The acceptance commands are
-	// the ones the iteration started with (BUILD may not change them).
-	it.checks = l.runChecks(ctx, is)
 	failed := firstFailed(it.checks)
 	it.rec.Gate = decideGate(it.violated(), it.checks)
 	it.verdict = decideClose(cur.Status, it.violated(), failed == nil)
@@ -218,6 +257,79 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
 	}
 	return l.judgeFailure(ctx, it)
+}
+
+// closedOthers returns the issues, other than the picked one, that were
+// closed in the window, as the baseline had them (so their acceptance
+// commands are PLANNING's, not the agent's).
+func closedOthers(before, after tamper.Snapshot, picked string) []beads.Issue {
+	var out []beads.Issue
+	for id, a := range after {
+		b, ok := before[id]
+		if id == picked || !ok || a.Status != beads.StatusClosed || b.Status == beads.StatusClosed {
+			continue
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(x, y beads.Issue) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+// judgeOtherCloses runs, for each other issue closed in the window, verify
+// and that issue's own acceptance commands under the guard, and reopens a
+// close they do not bear out, with a violation and a note: closing work
+// the iteration was not given is allowed only when it is proven done.
+func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter, others []beads.Issue) error {
+	var verify *check
+	if len(it.checks) > 0 && it.checks[0].Gate == GateVerify {
+		verify = &it.checks[0]
+	}
+	var results [][]check
+	if err := l.guardedChecks(ctx, it.n, func(ce checkEnv) {
+		for _, o := range others {
+			results = append(results, l.runChecks(ctx, ce, o, verify))
+		}
+	}); err != nil {
+		return err
+	}
+	for i, o := range others {
+		f := firstFailed(results[i])
+		if f == nil {
+			continue
+		}
+		if err := l.reopenFailedClose(ctx, o.ID, *f); err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("%s was closed while working on %s, but `%s` exited %d (want %d)", o.ID, it.issue.ID, f.Command, f.ExitCode, f.Expect)
+		it.fixed = append(it.fixed, "reopened: "+detail)
+		it.rec.Violations = append(it.rec.Violations, detail)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: o.ID, Mode: ModeBuild, Kind: "close_not_proven", Detail: detail})
+	}
+	return nil
+}
+
+// snapshotAfter reads the tracker at the end of the window. A read that
+// fails (bd busy, .beads/ made unreadable for a moment) is retried; if it
+// still fails, the baseline stays on disk, so the next start's sweep
+// judges the iteration.
+func (l *Loop) snapshotAfter(ctx context.Context) (tamper.Snapshot, error) {
+	var err error
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(try) * time.Second):
+			}
+		}
+		var s tamper.Snapshot
+		if s, err = l.snapshotFresh(ctx); err == nil {
+			return s, nil
+		}
+		l.human().Warn("could not read the tracker after the iteration; trying again", "err", err)
+	}
+	return nil, err
 }
 
 // judgeFailure judges an attempt that did not close its issue: fingerprint,
@@ -278,7 +390,13 @@ func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteratio
 }
 
 // endBuildIteration records the finished iteration in history and the log.
+// The iteration's window closes here: its baseline goes.
 func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
+	if it.keepBaseline {
+		l.human().Warn("the tracker could not be read after the iteration; the next start judges it against the baseline")
+	} else if err := l.State.ClearBaseline(); err != nil {
+		l.human().Warn("could not clear the iteration's baseline", "err", err)
+	}
 	it.rec.Outcome = string(it.outcome)
 	l.endIteration(res, it.rec, it.out, it.verdict == closed)
 }

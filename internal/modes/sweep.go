@@ -11,6 +11,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/tamper"
 )
 
 // Sweep cleans up after a ralphd that died mid-iteration (SIGKILL, OOM,
@@ -64,6 +65,11 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 			}
 		}
 	}
+	if msg, err := l.judgeInterrupted(ctx); err != nil {
+		return "", err
+	} else if msg != "" {
+		did = append(did, msg)
+	}
 	if len(did) == 0 {
 		return "", nil
 	}
@@ -71,6 +77,38 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 	l.event(logjsonl.EventSweep, map[string]any{"summary": msg})
 	l.human().Info(msg)
 	return msg, nil
+}
+
+// judgeInterrupted judges an iteration whose window never closed (ralphd
+// died, or could not read the tracker after it): the tracker is diffed
+// against the baseline persisted before its agent started, and forbidden
+// changes are reverted as for a live iteration. The iteration's processes
+// are already ended. Changes a person made since are indistinguishable
+// from the agent's and are judged the same way (README, "Separation of
+// powers").
+func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
+	b, err := l.State.ReadBaseline()
+	if err != nil {
+		return "", fmt.Errorf("the interrupted iteration's baseline cannot be read, so its changes cannot be judged "+
+			"(check the tracker by hand, then remove %s): %w", l.State.BaselinePath(), err)
+	}
+	if b == nil {
+		return "", nil
+	}
+	after, err := l.snapshotAfter(ctx)
+	if err != nil {
+		return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
+	}
+	before := tamper.NewSnapshot(b.Issues)
+	l.confirmCloseReasons(ctx, before, after)
+	_, details := l.revertAgainst(ctx, before, after, b.Iteration)
+	if err := l.State.ClearBaseline(); err != nil {
+		return "", err
+	}
+	if len(details) == 0 {
+		return fmt.Sprintf("judged interrupted iteration %d: no forbidden change", b.Iteration), nil
+	}
+	return fmt.Sprintf("judged interrupted iteration %d: reverted %d forbidden change(s)", b.Iteration, len(details)), nil
 }
 
 // unclaimAfterCrash sets the crashed iteration's issue back to open when it

@@ -34,6 +34,15 @@ func NewSnapshot(issues []beads.Issue) Snapshot {
 	return s
 }
 
+// Issues returns the snapshot's issues, sorted by id.
+func (s Snapshot) Issues() []beads.Issue {
+	out := make([]beads.Issue, 0, len(s))
+	for _, id := range sortedIDs(s) {
+		out = append(out, s[id])
+	}
+	return out
+}
+
 // Kind names a forbidden change.
 type Kind string
 

@@ -1,0 +1,74 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// BaselineFile holds the tracker as a BUILD iteration found it, written
+// before the agent starts and removed once the iteration's window has
+// closed. A baseline that outlives its ralphd marks an iteration whose
+// changes were never judged.
+const BaselineFile = "baseline.json"
+
+// Baseline is the tracker before a BUILD iteration: every issue, with its
+// comments where it has any.
+type Baseline struct {
+	RunID     string        `json:"run_id"`
+	Iteration int           `json:"iteration"`
+	IssueID   string        `json:"issue_id"`
+	TakenAt   time.Time     `json:"taken_at"`
+	Issues    []beads.Issue `json:"issues"`
+}
+
+// BaselinePath returns the path of baseline.json.
+func (s *Store) BaselinePath() string { return s.path(BaselineFile) }
+
+// WriteBaseline records the tracker before an iteration, atomically.
+func (s *Store) WriteBaseline(b Baseline) error {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("write the baseline: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writer.write(s.BaselinePath(), append(data, '\n'), filePerm); err != nil {
+		return fmt.Errorf("write the baseline: %w", err)
+	}
+	return nil
+}
+
+// ReadBaseline returns the baseline of an iteration whose window never
+// closed, or nil when there is none.
+func (s *Store) ReadBaseline() (*Baseline, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, err := os.ReadFile(s.BaselinePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the baseline: %w", err)
+	}
+	var b Baseline
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", s.BaselinePath(), err)
+	}
+	return &b, nil
+}
+
+// ClearBaseline removes the baseline: the iteration's window has closed.
+func (s *Store) ClearBaseline() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.Remove(s.BaselinePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the baseline: %w", err)
+	}
+	return nil
+}

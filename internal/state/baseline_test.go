@@ -1,0 +1,44 @@
+package state
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+func TestBaselineRoundTrip(t *testing.T) {
+	is := is.New(t)
+	s := openStore(t)
+	got, err := s.ReadBaseline()
+	is.NoErr(err)
+	is.True(got == nil) // none yet
+
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	b := Baseline{RunID: "r1", Iteration: 3, IssueID: "t-a", TakenAt: at, Issues: []beads.Issue{{
+		ID: "t-a", Title: "W", Priority: 1, Labels: []string{"x"}, DeferUntil: at,
+		Dependencies: []beads.Dependency{{IssueID: "t-a", DependsOnID: "t-b", Type: beads.DepBlocks}},
+		Comments:     []beads.Comment{{ID: "c1", Author: "ann", Text: "hi", CreatedAt: at}},
+	}}}
+	is.NoErr(s.WriteBaseline(b))
+	got, err = s.ReadBaseline()
+	is.NoErr(err)
+	is.Equal(*got, b)
+
+	is.NoErr(s.ClearBaseline())
+	is.NoErr(s.ClearBaseline()) // clearing twice is fine
+	got, err = s.ReadBaseline()
+	is.NoErr(err)
+	is.True(got == nil)
+}
+
+func TestBaselineCorruptIsAnError(t *testing.T) {
+	is := is.New(t)
+	s := openStore(t)
+	is.NoErr(os.WriteFile(s.BaselinePath(), []byte("{half"), 0o600))
+	_, err := s.ReadBaseline()
+	is.True(err != nil) // never read as "no baseline": that would let changes stand
+}
