@@ -2,6 +2,7 @@ package gitsafe
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -160,4 +161,47 @@ func writeAtomic(path string, f file) error {
 		}
 	}
 	return atomicfile.Write(path, f.data, f.mode.Perm())
+}
+
+// snapshotJSON is a Snapshot's persisted form.
+type snapshotJSON struct {
+	GitDir string              `json:"git_dir"`
+	Files  map[string]fileJSON `json:"files"`
+}
+
+type fileJSON struct {
+	Data []byte      `json:"data"` // base64 in JSON
+	Mode fs.FileMode `json:"mode"`
+}
+
+// MarshalJSON encodes the snapshot, so that it can be persisted with an
+// iteration's baseline and a later ralphd (after a crash) can compare and
+// restore against it.
+func (s *Snapshot) MarshalJSON() ([]byte, error) {
+	j := snapshotJSON{GitDir: s.gitDir, Files: make(map[string]fileJSON, len(s.files))}
+	for p, f := range s.files {
+		j.Files[p] = fileJSON{Data: f.data, Mode: f.mode}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes a snapshot MarshalJSON encoded. Paths that would
+// leave the git directory are refused.
+func (s *Snapshot) UnmarshalJSON(b []byte) error {
+	var j snapshotJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("decode git snapshot: %w", err)
+	}
+	if !filepath.IsAbs(j.GitDir) {
+		return fmt.Errorf("decode git snapshot: git dir %q is not absolute", j.GitDir)
+	}
+	files := make(map[string]file, len(j.Files))
+	for p, f := range j.Files {
+		if !filepath.IsLocal(p) {
+			return fmt.Errorf("decode git snapshot: path %q leaves the git directory", p)
+		}
+		files[p] = file{data: f.Data, mode: f.Mode}
+	}
+	s.gitDir, s.files = j.GitDir, files
+	return nil
 }

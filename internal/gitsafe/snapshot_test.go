@@ -2,6 +2,7 @@ package gitsafe_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -79,4 +80,31 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 	fi, err = os.Lstat(cfg)
 	is.NoErr(err)
 	is.True(fi.Mode().IsRegular())
+}
+
+// A snapshot persisted before an iteration still finds and undoes a
+// plant after a crash, decoded by another process.
+func TestSnapshotRoundTrip(t *testing.T) {
+	is := is.New(t)
+	dir := gitsafetest.Repo(t)
+	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	is.NoErr(err)
+	data, err := json.Marshal(snap)
+	is.NoErr(err)
+	for _, r := range gitsafetest.Routes() {
+		if r.Name == "fsmonitor" {
+			r.Plant(t, dir, t.TempDir())
+		}
+	}
+	var back gitsafe.Snapshot
+	is.NoErr(json.Unmarshal(data, &back))
+	changed, err := back.Restore()
+	is.NoErr(err)
+	is.Equal(changed, []string{"config"})
+	changed, err = back.Changed()
+	is.NoErr(err)
+	is.Equal(len(changed), 0)
+
+	is.True(json.Unmarshal([]byte(`{"git_dir":"/x","files":{"../escape":{"data":"","mode":420}}}`), &back) != nil)
+	is.True(json.Unmarshal([]byte(`{"git_dir":"rel","files":{}}`), &back) != nil)
 }
