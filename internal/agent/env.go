@@ -129,6 +129,11 @@ func envValue(env []string, key string) (string, bool) {
 }
 
 // ralphEnv returns the RALPH_* variables describing inv to the agent.
+// RalphEnv is the RALPH_* variables an agent gets for inv (mode, issue,
+// iteration, attempt); ralphd gives them to the real bd it runs for the
+// agent too.
+func RalphEnv(inv Invocation) []string { return ralphEnv(inv) }
+
 func ralphEnv(inv Invocation) []string {
 	return []string{
 		"RALPH_MODE=" + inv.Mode,

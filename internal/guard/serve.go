@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/broker"
@@ -64,8 +65,14 @@ func Serve(ctx context.Context, dir string, s Setup) (*Session, error) {
 
 // handle serves one call that reached the broker.
 func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, stdout, stderr io.Writer) int {
+	var bdEnv []string
+	if s.setup.Env != nil {
+		// As under the exec wrapper, the real bd can tell it runs for an
+		// agent (the benchmark's recorder looks).
+		bdEnv = append(slices.Clip(s.setup.Env), EnvMode+"="+string(s.setup.Mode))
+	}
 	env := GuardEnv{
-		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, Env: s.setup.Env,
+		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, Env: bdEnv,
 		Audit: func(_ context.Context, at time.Time, call state.BDCall) error {
 			call.Iteration = s.setup.Iteration
 			s.mu.Lock()

@@ -42,7 +42,8 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	var logMu sync.Mutex
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
-		Iteration: r.iteration, StateDir: l.State.Dir(), Env: l.environ(),
+		Iteration: r.iteration, StateDir: l.State.Dir(),
+		Env: append(slices.Clip(l.environ()), agent.RalphEnv(agent.Invocation{Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt})...),
 		OnCall: func(_ time.Time, call state.BDCall) {
 			logMu.Lock()
 			defer logMu.Unlock()

@@ -197,16 +197,19 @@ func (e *benchEnv) replay(ctx context.Context, o *overhead, tpl, recDir string, 
 		}
 		defer os.RemoveAll(d)
 	}
-	// The same wrapper and environment ralphd gives the agent.
+	// The same bd and environment ralphd gives the agent: the broker's
+	// client, with this process holding the broker as ralphd does.
 	guardDir := filepath.Join(e.work, fmt.Sprintf("guard-%d", r))
 	if err := os.MkdirAll(guardDir, 0o700); err != nil {
 		return fmt.Errorf("make guard dir: %w", err)
 	}
 	defer os.RemoveAll(guardDir)
-	g, err := guard.Install(guardDir, guard.Setup{Self: e.ralphd(), Mode: guard.ModeBuild, RealBD: e.bd(), RunID: "bench", Iteration: 1})
+	g, err := guard.Serve(ctx, guardDir, guard.Setup{Self: e.ralphd(), Mode: guard.ModeBuild, RealBD: e.bd(), RunID: "bench", Iteration: 1, Env: e.env()})
 	if err != nil {
 		return err
 	}
+	defer g.Close()
+	g.SetLeader(os.Getpid()) // the agent runs are this process's children
 	guardEnv := append([]string{e.pathWith(g.BinDir())}, g.Env()...)
 	mapDir := func(s, to string) string {
 		if s == recDir || strings.HasPrefix(s, recDir+"/") {

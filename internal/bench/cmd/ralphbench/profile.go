@@ -110,7 +110,7 @@ func (e *benchEnv) perfProfile(ctx context.Context, dir string, env []string, it
 			if pid == mainPID {
 				name = "ralphd (the loop)"
 			} else {
-				name = "ralphd bd-guard"
+				name = "ralphd bd-client"
 				guards[pid] = true
 			}
 		}

@@ -177,7 +177,8 @@ One extra run records every call with bdrec (passed as `+"`--bd`"+`, and first o
 ralphd makes itself, and the ones the agent makes through ralphd's guard (told apart by the guard's
 environment). Each recorded call then runs again alone, in the recorded order, on a fresh copy of the
 project, so that it sees the tracker as it was; the agent runs as itself (`+"`sh -c`"+` and its one bd call),
-once with bd directly and once through the same guard wrapper ralphd installs.
+once with bd directly and once through the same guard ralphd gives it (the broker's `+"`bd`"+` client, with ralphbench
+holding the broker as ralphd does).
 The denominator of 1a is what an iteration cannot do without: ralphd's own bd calls plus the agent.
 
 | part of one iteration (medians) | time | share of ralphd's wall time |
@@ -243,13 +244,13 @@ func profileSentence(pr profile, rest time.Duration) string {
 		switch s.Name {
 		case "ralphd (the loop)":
 			loop = pr.msPerIter(s.Samples)
-		case "ralphd bd-guard":
+		case "ralphd bd-client":
 			guardMS = pr.msPerIter(s.Samples)
 		}
 	}
 	parts := []struct{ key, what string }{
 		{"runtime.doInit1", "package initialisation at start-up (once per run)"},
-		{"modes.(*Loop).runAgent", "running the agent (scratch dir, guard wrapper, process start and stop)"},
+		{"modes.(*Loop).runAgent", "running the agent (scratch dir, the guard's broker, process start and stop)"},
 		{"state.atomicWriter.write", "atomic state writes (write, fsync, rename, fsync the directory)"},
 		{"agent.findTree", "looking for the agent's leftover processes (it reads /proc/*/stat of every process on the machine)"},
 		{"watch.Fingerprint", "fingerprinting .beads/ for the snapshot cache"},
@@ -301,7 +302,7 @@ func profileMarkdown(title string, p profile) string {
 		b.WriteString("\n```\n")
 	}
 	if len(p.GuardTop) > 0 {
-		b.WriteString("\nralphd bd-guard processes (one per bd call of the agent), the same way:\n\n```\n")
+		b.WriteString("\nralphd bd-client processes (one per bd call of the agent; the guard's decision and the real bd run from the loop process), the same way:\n\n```\n")
 		b.WriteString(strings.Join(p.GuardTop, "\n"))
 		b.WriteString("\n```\n")
 	}
