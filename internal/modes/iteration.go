@@ -60,8 +60,15 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if err != nil {
 		return iteration{reason: step}, err
 	}
+	// From here until the checks have run, the agent's code runs: ralphd's
+	// state files are sealed, and whatever it changes in them is put back.
+	if err := l.State.Seal(); err != nil {
+		l.abandon(is.ID)
+		return iteration{reason: "could not seal the state"}, err
+	}
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
 	if err != nil {
+		l.unsealState(res, it)
 		l.abandon(is.ID)
 		return iteration{reason: "the agent could not be started"}, err
 	}
@@ -153,6 +160,7 @@ func (l *Loop) abandon(id string) {
 // isAttempt): the attempt goes back, nothing stays claimed, and the run
 // waits for the quota, stops as unusable, or stops as interrupted.
 func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
+	l.unsealState(res, it)
 	if _, err := l.State.GiveBackAttempt(it.issue.ID); err != nil {
 		return iteration{reason: "could not give the attempt back"}, err
 	}
@@ -199,7 +207,9 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// The gate runs after every iteration: its results are progress
 	// signals even when the issue stays open. The acceptance commands are
 	// the ones the iteration started with (BUILD may not change them).
-	if err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) }); err != nil {
+	err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
+	l.unsealState(res, it)
+	if err != nil {
 		return err
 	}
 	after, err := l.snapshotAfter(ctx)
@@ -259,6 +269,24 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	return l.judgeFailure(ctx, it)
 }
 
+// unsealState ends the seal on ralphd's state files: each file the
+// agent's code changed is put back as ralphd left it, and recorded as a
+// violation.
+func (l *Loop) unsealState(res *Result, it *buildIter) {
+	restored, err := l.State.Unseal()
+	if err != nil {
+		l.human().Error("could not restore ralphd's state files", "err", err)
+	}
+	for _, f := range restored {
+		detail := fmt.Sprintf("ralphd's state file %s was changed during the iteration; restored", f)
+		it.fixed = append(it.fixed, "restored: "+f)
+		it.rec.Violations = append(it.rec.Violations, detail)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "state_edited", Detail: detail})
+		l.human().Warn("ralphd's own state was edited: restored", "file", f)
+	}
+}
+
 // closedOthers returns the issues, other than the picked one, that were
 // closed in the window, as the baseline had them (so their acceptance
 // commands are PLANNING's, not the agent's).
@@ -285,11 +313,16 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 		verify = &it.checks[0]
 	}
 	var results [][]check
-	if err := l.guardedChecks(ctx, it.n, func(ce checkEnv) {
+	if err := l.State.Seal(); err != nil {
+		return err
+	}
+	err := l.guardedChecks(ctx, it.n, func(ce checkEnv) {
 		for _, o := range others {
 			results = append(results, l.runChecks(ctx, ce, o, verify))
 		}
-	}); err != nil {
+	})
+	l.unsealState(res, it)
+	if err != nil {
 		return err
 	}
 	for i, o := range others {

@@ -61,9 +61,11 @@ func (s *Store) WriteRunning(r Running) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.writer.write(s.RunningPath(), append(data, '\n'), filePerm); err != nil {
+	data = append(data, '\n')
+	if err := s.writer.write(s.RunningPath(), data, filePerm); err != nil {
 		return fmt.Errorf("write running record: %w", err)
 	}
+	s.reseal(s.RunningPath(), s.redact(data))
 	return nil
 }
 

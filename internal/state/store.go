@@ -61,7 +61,10 @@ type Store struct {
 	// lockWait pauses between two tries of a contended lock.
 	lockWait func()
 
-	mu       sync.Mutex // serialises read-modify-write of files
+	mu sync.Mutex // serialises read-modify-write of files
+	// sealed holds, between Seal and Unseal, the state files as ralphd
+	// left them (see seal.go).
+	sealed   map[string][]byte
 	warnMu   sync.Mutex
 	warnings []string
 }

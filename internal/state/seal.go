@@ -1,0 +1,108 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+)
+
+// sealedFiles are the state files an agent could rewrite to change how
+// ralphd judges it: the attempt counters, the iteration's baseline, history
+// (whose records feed status and the report), and everything under
+// attempts/ (judgement records and verbatim attempts). running.json is
+// sealed too; ralphd's own write of it while sealed updates the seal.
+var sealedFiles = []string{AttemptsFile, HistoryFile, BaselineFile, RunningFile}
+
+// Seal takes a copy, in memory, of every state file an agent could rewrite
+// to change how ralphd judges it. Call it just before anything runs the
+// agent's code; Unseal then puts back whatever changed meanwhile.
+func (s *Store) Seal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string][]byte{}
+	for _, p := range s.sealedPaths() {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("seal the state: %w", err)
+		}
+		m[p] = data
+	}
+	s.sealed = m
+	return nil
+}
+
+// sealedPaths lists the sealed files that exist now, and those in the
+// seal.
+func (s *Store) sealedPaths() []string {
+	var ps []string
+	for _, n := range sealedFiles {
+		ps = append(ps, s.path(n))
+	}
+	entries, _ := os.ReadDir(s.AttemptsDir())
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			ps = append(ps, filepath.Join(s.AttemptsDir(), e.Name()))
+		}
+	}
+	for p := range s.sealed {
+		if !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	sort.Strings(ps)
+	return ps
+}
+
+// Unseal compares the sealed files with the copy Seal took, puts back
+// every one that was changed, removed or added since, and ends the seal.
+// It returns the files it restored, as paths relative to the state dir.
+func (s *Store) Unseal() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sealed == nil {
+		return nil, nil
+	}
+	var restored []string
+	var errs []error
+	for _, p := range s.sealedPaths() {
+		want, had := s.sealed[p]
+		got, err := os.ReadFile(p)
+		exists := err == nil
+		switch {
+		case !had && !exists:
+			continue
+		case had && exists && bytes.Equal(got, want):
+			continue
+		case !had:
+			err = os.Remove(p)
+		default:
+			// Not through the redacting writer: these are the bytes ralphd
+			// wrote, already redacted.
+			err = atomicWriter{hook: s.writer.hook}.write(p, want, filePerm)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
+			continue
+		}
+		rel, _ := filepath.Rel(s.dir, p)
+		restored = append(restored, rel)
+	}
+	s.sealed = nil
+	return restored, errors.Join(errs...)
+}
+
+// reseal records ralphd's own write of a sealed file while sealed. The
+// caller holds s.mu.
+func (s *Store) reseal(path string, data []byte) {
+	if s.sealed != nil {
+		s.sealed[path] = slices.Clone(data)
+	}
+}
