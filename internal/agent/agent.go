@@ -95,7 +95,16 @@ type Outcome struct {
 	// every other StatusFatal (a missing or mistyped agent command, a
 	// rejected model or command line) is a setup error that ends it.
 	Recoverable bool
+	// OutputTail is the end of what the agent said and did, as text: its
+	// messages, the commands it ran and their results, the final result
+	// (at most OutputTailBytes, from the normalised events, so a
+	// stream-json agent reads as text). Attempt records keep it: it is
+	// what the next attempt most needs to see.
+	OutputTail string
 }
+
+// OutputTailBytes bounds Outcome.OutputTail.
+const OutputTailBytes = 8 << 10
 
 // Denial is one tool call the agent's permission system refused.
 type Denial struct {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"strings"
 )
 
 // DefaultMaxLine is the longest line Run hands to a sink in one piece. A
@@ -98,4 +99,21 @@ func (t *tailBuffer) String() string {
 		return string(t.buf[len(t.buf)-t.size:])
 	}
 	return string(t.buf)
+}
+
+// eventText is how an event reads in Outcome.OutputTail: what the agent
+// said, "$ command" for a command it ran, and the command's result.
+func eventText(ev Event) string {
+	switch ev.Kind {
+	case EventText, EventResult, EventToolResult:
+		return strings.TrimSpace(ev.Text)
+	case EventToolCall:
+		if ev.Command != "" {
+			return "$ " + ev.Command
+		}
+		return "[" + ev.Tool + "]"
+	case EventError:
+		return "error: " + strings.TrimSpace(ev.Text)
+	}
+	return ""
 }

@@ -287,6 +287,7 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 
 	parser := b.NewParser()
 	tail := tailBuffer{size: opts.StderrTail}
+	said := tailBuffer{size: OutputTailBytes} // written by the stdout reader only
 	var readers, writer sync.WaitGroup
 	readers.Go(func() {
 		_ = readLines(tee(outR, opts.StdoutRaw), opts.MaxLine, func(line []byte) {
@@ -296,6 +297,9 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 			for _, ev := range parser.Line(line) {
 				if opts.OnEvent != nil {
 					opts.OnEvent(ev)
+				}
+				if t := eventText(ev); t != "" {
+					said.add([]byte(t))
 				}
 			}
 		})
@@ -341,6 +345,7 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 	exitCode := cmd.ProcessState.ExitCode()
 	out := parser.Finish(exitCode, tail.String())
 	out.ExitCode = exitCode
+	out.OutputTail = strings.TrimRight(said.String(), "\n")
 	if bad := checkFigures(&out); len(bad) > 0 {
 		out.Rejected = bad
 		out.Reason += "; ignored figures the agent reported that cannot be true: " + strings.Join(bad, ", ")

@@ -550,3 +550,22 @@ func TestRunWrap(t *testing.T) {
 	is.True(filepath.IsAbs(gotPath))            // the agent's resolved executable
 	is.Equal(c.stdout, []string{"wrapped=yes"}) // the wrapper ran the agent
 }
+
+// TestRunOutputTail checks that the outcome carries the end of what the
+// agent said, as text, bounded: plain lines as they are, and a stream-json
+// agent's messages and commands rather than its JSON.
+func TestRunOutputTail(t *testing.T) {
+	is := is.New(t)
+	var c collector
+	out, err := Run(t.Context(), Command{Line: `i=0; while [ $i -lt 2000 ]; do echo "filler line $i"; i=$((i+1)); done; echo "the end"`}, Invocation{}, c.opts(RunOptions{}))
+	is.NoErr(err)
+	is.True(strings.HasSuffix(out.OutputTail, "filler line 1999\nthe end")) // the end is kept
+	is.True(len(out.OutputTail) <= OutputTailBytes)                         // bounded
+	is.True(!strings.Contains(out.OutputTail, "filler line 0\n"))           // the start is dropped
+
+	stream := `echo '{"type":"assistant","message":{"content":[{"type":"text","text":"Looking at the parser."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]}}'; ` +
+		`echo '{"type":"result","subtype":"success","is_error":false,"result":"Done."}'`
+	out, err = Run(t.Context(), Command{Line: stream}, Invocation{}, c.opts(RunOptions{}))
+	is.NoErr(err)
+	is.Equal(out.OutputTail, "Looking at the parser.\n$ go test ./...\nDone.")
+}

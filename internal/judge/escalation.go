@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/relazy"
 )
 
@@ -393,13 +394,13 @@ func looksLikePath(p string) bool {
 // recommended next action. It starts with "STUCK:".
 func StuckNote(issue string, d Decision, autoFixed []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "STUCK: ralphd stopped working on %s after %d attempts", issue, d.Attempts)
+	fmt.Fprintf(&b, "STUCK: ralphd stopped working on %s after %s", issue, plural.Count(d.Attempts, "attempt"))
 	switch {
 	case d.Count == 0:
 	case d.Reason == ReasonRepeatedFingerprint:
-		fmt.Fprintf(&b, ": the same error %d times in a row", d.Count)
+		fmt.Fprintf(&b, ": the same error %s in a row", plural.Count(d.Count, "time"))
 	case d.Reason == ReasonNoProgress:
-		fmt.Fprintf(&b, ": no progress %d times in a row", d.Count)
+		fmt.Fprintf(&b, ": no progress %s in a row", plural.Count(d.Count, "time"))
 	}
 	fmt.Fprintf(&b, ", after %d strategy shifts (reason: %s).\n", d.Shift, d.Reason)
 	if len(d.Fingerprints) > 0 {

@@ -62,16 +62,16 @@ func Progress(prev, cur Signals) Verdict {
 		}
 	}
 	for _, c := range slices.Sorted(maps.Keys(fixed)) {
-		outcome = append(outcome, fmt.Sprintf("check now passes: %s", c))
+		outcome = append(outcome, fmt.Sprintf("check %s now passes", c))
 	}
 	switch {
 	case prev.Fingerprint == cur.Fingerprint:
 	case cur.Fingerprint == "":
-		outcome = append(outcome, fmt.Sprintf("failure %s cleared", prev.Fingerprint))
+		outcome = append(outcome, fmt.Sprintf("the earlier error is gone (fingerprint %s)", prev.Fingerprint))
 	case prev.Fingerprint == "":
-		outcome = append(outcome, fmt.Sprintf("new failure %s", cur.Fingerprint))
+		outcome = append(outcome, fmt.Sprintf("a new error appeared (fingerprint %s)", cur.Fingerprint))
 	default:
-		outcome = append(outcome, fmt.Sprintf("fingerprint changed from %s to %s", prev.Fingerprint, cur.Fingerprint))
+		outcome = append(outcome, fmt.Sprintf("the error changed (fingerprint %s, before %s)", cur.Fingerprint, prev.Fingerprint))
 	}
 	if prev.GitHead != cur.GitHead {
 		workChanged = true
@@ -90,7 +90,7 @@ func Progress(prev, cur Signals) Verdict {
 		v.NoOp = true
 		v.Reasons = []string{"no tool calls and no changes"}
 		if len(outcome) > 0 {
-			v.Reasons = append(v.Reasons, "ignored without any work: "+strings.Join(outcome, "; "))
+			v.Reasons = append(v.Reasons, "not progress, as the agent did no work: "+strings.Join(outcome, "; "))
 		}
 		return v
 	}

@@ -33,15 +33,15 @@ func TestProgress(t *testing.T) {
 		{"nothing changed and no tool calls", with(func(s *Signals) { s.ToolCalls = 0 }), false, true,
 			[]string{"no tool calls and no changes"}},
 		{"a failing check now passes", with(func(s *Signals) { s.FailingChecks = []string{"verify"} }), true, false,
-			[]string{"check now passes: acceptance:2"}},
+			[]string{"check acceptance:2 now passes"}},
 		{"check order and duplicates do not matter", with(func(s *Signals) { s.FailingChecks = []string{"acceptance:2", "verify", "verify"} }), false, false,
 			[]string{"no check, fingerprint, commit, diff or issue change"}},
 		{"a new failing check alone is no progress", with(func(s *Signals) { s.FailingChecks = append(s.FailingChecks, "acceptance:3") }), false, false,
 			[]string{"no check, fingerprint, commit, diff or issue change"}},
 		{"fingerprint changed", with(func(s *Signals) { s.Fingerprint = "bbbbbbbbbbbb" }), true, false,
-			[]string{"fingerprint changed from aaaaaaaaaaaa to bbbbbbbbbbbb"}},
+			[]string{"the error changed (fingerprint bbbbbbbbbbbb, before aaaaaaaaaaaa)"}},
 		{"failure cleared", with(func(s *Signals) { s.Fingerprint = ""; s.FailingChecks = nil }), true, false,
-			[]string{"check now passes: acceptance:2", "check now passes: verify", "failure aaaaaaaaaaaa cleared"}},
+			[]string{"check acceptance:2 now passes", "check verify now passes", "the earlier error is gone (fingerprint aaaaaaaaaaaa)"}},
 		{"HEAD moved (the agent committed)", with(func(s *Signals) { s.GitHead = "beef002" }), true, false,
 			[]string{"git HEAD moved"}},
 		{"diff changed", with(func(s *Signals) { s.DiffHash = "d2" }), true, false,
@@ -53,11 +53,11 @@ func TestProgress(t *testing.T) {
 			s.Fingerprint = "bbbbbbbbbbbb"
 			s.GitHead, s.DiffHash, s.IssueHash = "beef002", "d2", "i2"
 		}), true, false, []string{
-			"check now passes: verify", "fingerprint changed from aaaaaaaaaaaa to bbbbbbbbbbbb",
+			"check verify now passes", "the error changed (fingerprint bbbbbbbbbbbb, before aaaaaaaaaaaa)",
 			"git HEAD moved", "working-tree diff changed", "issue record changed",
 		}},
 		{"flaky change without any work is no progress", with(func(s *Signals) { s.ToolCalls = 0; s.Fingerprint = "bbbbbbbbbbbb" }), false, true,
-			[]string{"no tool calls and no changes", "ignored without any work: fingerprint changed from aaaaaaaaaaaa to bbbbbbbbbbbb"}},
+			[]string{"no tool calls and no changes", "not progress, as the agent did no work: the error changed (fingerprint bbbbbbbbbbbb, before aaaaaaaaaaaa)"}},
 		{"a change without tool calls still counts", with(func(s *Signals) { s.ToolCalls = 0; s.DiffHash = "d2" }), true, false,
 			[]string{"working-tree diff changed"}},
 	}
@@ -78,7 +78,7 @@ func TestProgressFirstAttemptFromZero(t *testing.T) {
 	// A new failure after an agent that edited files is progress.
 	v := Progress(before, Signals{GitHead: "a", DiffHash: "d", IssueHash: "i", Fingerprint: "f", ToolCalls: 3})
 	is.True(v.Progress)
-	is.Equal(v.Reasons, []string{"new failure f", "working-tree diff changed"})
+	is.Equal(v.Reasons, []string{"a new error appeared (fingerprint f)", "working-tree diff changed"})
 }
 
 func TestIssueHash(t *testing.T) {

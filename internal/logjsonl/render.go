@@ -351,7 +351,7 @@ func (rd *renderer) meta(rec gjson.Result) {
 			parts = append(parts, "ralphd "+v)
 		}
 		if n := data.Get("max_iterations").Int(); n > 0 {
-			parts = append(parts, fmt.Sprintf("max %d iterations", n))
+			parts = append(parts, "max "+plural(n, "iteration"))
 		}
 		if p := data.Get("project_id").String(); p != "" {
 			parts = append(parts, "project "+p)

@@ -11,6 +11,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
 )
@@ -71,7 +72,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 			return res.stop(StopAllSkipped, fmt.Sprintf("all ready work is stuck and skipped: %s; PLANNING or `ralphd reset ID` puts it back", strings.Join(res.Skipped, ", ")), nil)
 		}
 		if maxIter > 0 && res.Iterations >= maxIter {
-			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with %d ready issues left (next: %s)", maxIter, len(ready)-len(skip), pick.ID), ErrCapReached)
+			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", plural.Count(maxIter, "iteration"), plural.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
 		}
 
 		it, err := l.buildIteration(ctx, res, *pick)
@@ -121,9 +122,9 @@ func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
 // stuckWhy is the reason a stuck issue is skipped, for the log.
 func stuckWhy(r state.IssueRecord, cause judge.StuckCause) string {
 	if cause == judge.StuckHardStop {
-		return fmt.Sprintf("stuck after %d attempts: the escalation's hard stop (%s)", r.Count, r.Judgement.Escalation.StopReason)
+		return fmt.Sprintf("stuck after %s: the escalation's hard stop (%s)", plural.Count(r.Count, "attempt"), r.Judgement.Escalation.StopReason)
 	}
-	return fmt.Sprintf("stuck after %d attempts", r.Count)
+	return "stuck after " + plural.Count(r.Count, "attempt")
 }
 
 // markStuck appends the STUCK note (appending: plain --notes would erase

@@ -12,6 +12,7 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
 )
@@ -168,6 +169,11 @@ func judgeFailed(it *buildIter, now gitSignals, policy judge.Policy, newStreak b
 	if agentErr != "" {
 		a.Outputs = append(a.Outputs, judge.Output{Name: "agent", ExitCode: out.ExitCode, Text: agentErr})
 	}
+	if out.OutputTail != "" {
+		// What the agent itself said and ran, last: the next attempt
+		// needs it most.
+		a.Outputs = append(a.Outputs, judge.Output{Name: "agent-output", ExitCode: out.ExitCode, Text: lastLines(out.OutputTail, judge.MaxOutputLines)})
+	}
 	return failure{judgement: j, attempt: a, verdict: v}
 }
 
@@ -181,10 +187,10 @@ func (l *Loop) escalation(j state.Judgement) string {
 	var b strings.Builder
 	switch d.Reason {
 	case judge.ReasonRepeatedFingerprint:
-		fmt.Fprintf(&b, "The previous approach failed the same way %d times in a row. The error, verbatim:\n\n    %s\n\n", d.Count, d.Error)
+		fmt.Fprintf(&b, "The previous approach failed the same way %s in a row. The error, verbatim:\n\n    %s\n\n", plural.Count(d.Count, "time"), d.Error)
 		fmt.Fprintf(&b, "Do not repeat that approach. Anything that leads to this failure again is forbidden:\n\n    %s\n\n", d.Forbidden)
 	default:
-		fmt.Fprintf(&b, "The last %d attempts made no progress: no commit, no change to the working tree, no check that started passing, no change to the issue.\n", d.Count)
+		fmt.Fprintf(&b, "The last %s made no progress: no commit, no change to the working tree, no check that started passing, no change to the issue.\n", plural.Count(d.Count, "attempt"))
 		if d.Error != "" {
 			fmt.Fprintf(&b, "The last error, verbatim:\n\n    %s\n\n", d.Error)
 		}
@@ -241,7 +247,7 @@ func (l *Loop) excerpts(paths []string) string {
 // (fingerprints per attempt, the last error, what was auto-fixed, what to
 // do next).
 func (l *Loop) stuckNote(r state.IssueRecord) string {
-	note := fmt.Sprintf("STUCK: Failed after %d attempts at %s. Moving to next issue.", r.Count, l.now().UTC().Format("2006-01-02T15:04:05Z"))
+	note := fmt.Sprintf("STUCK: Failed after %s at %s. Moving to next issue.", plural.Count(r.Count, "attempt"), l.now().UTC().Format("2006-01-02T15:04:05Z"))
 	j := r.Judgement
 	if j.Escalation.Attempts == 0 {
 		return note
@@ -255,4 +261,16 @@ func (l *Loop) stuckNote(r state.IssueRecord) string {
 		}
 	}
 	return note + "\n" + rest
+}
+
+// lastLines keeps the last lines of text, at most n lines in all with a
+// first line saying how many earlier ones were dropped: for the agent's own
+// output, the end is what matters.
+func lastLines(text string, n int) string {
+	lines := strings.Split(text, "\n")
+	keep := max(n-1, 1)
+	if len(lines) <= n {
+		return text
+	}
+	return fmt.Sprintf("[... %d earlier lines not kept ...]\n", len(lines)-keep) + strings.Join(lines[len(lines)-keep:], "\n")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/prompts"
@@ -39,7 +40,7 @@ func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
 			return res.stop(StopSuccess, "planning complete: the planner ended with "+PlanPromise, nil)
 		}
 	}
-	return res.stop(StopMaxIterations, fmt.Sprintf("ran %d planning iteration(s)", res.Iterations), nil)
+	return res.stop(StopMaxIterations, "ran "+plural.Count(res.Iterations, "planning iteration"), nil)
 }
 
 // planIteration runs the planner once and records what it changed. done

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/usage"
 )
@@ -104,7 +105,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 			ri.Warnings = append(ri.Warnings, fmt.Sprintf("%d forbidden tracker change(s) reverted", n))
 		}
 		if n := noProgress[t.IssueID]; n > 0 {
-			ri.Warnings = append(ri.Warnings, fmt.Sprintf("%d iteration(s) with no progress", n))
+			ri.Warnings = append(ri.Warnings, plural.Count(n, "iteration")+" with no progress")
 		}
 		if ri.Closed && t.LastGate == GateAgent {
 			ri.Warnings = append(ri.Warnings, "closed without a verification gate (no verify command, no acceptance commands)")

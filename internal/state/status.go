@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/usage"
 )
 
@@ -302,7 +303,7 @@ func (st Status) WriteText(w io.Writer) error {
 	} else {
 		r := st.LastRun
 		line("Last run", "%s (%s mode), %s to %s", r.RunID, r.Mode, fmtTime(r.StartedAt), fmtTime(r.EndedAt))
-		more("%d iteration(s) on %d issue(s)%s", r.Iterations, len(r.Issues), fmtOutcomes(r.Outcomes))
+		more("%s on %s%s", plural.Count(r.Iterations, "iteration"), plural.Count(len(r.Issues), "issue"), fmtOutcomes(r.Outcomes))
 		switch {
 		case r.Ended:
 			more("stopped: %s", r.StopReason)
@@ -319,7 +320,7 @@ func (st Status) WriteText(w io.Writer) error {
 			more("BUILD agent NOT sandboxed (see `ralphd doctor`)")
 		}
 		if st.Totals.Runs > 1 {
-			line("All runs", "%d runs, %d iterations; %s", st.Totals.Runs, st.Totals.Iterations, fmtCost(st.Totals.CostUSD, st.Totals.Tokens))
+			line("All runs", "%s, %s; %s", plural.Count(st.Totals.Runs, "run"), plural.Count(st.Totals.Iterations, "iteration"), fmtCost(st.Totals.CostUSD, st.Totals.Tokens))
 		}
 	}
 	if len(st.Issues) > 0 {
@@ -333,7 +334,7 @@ func (st Status) WriteText(w io.Writer) error {
 			if t.LastGate != "" {
 				last += " at " + t.LastGate
 			}
-			more("%-*s %d iteration(s), last %s; %s", width, t.IssueID, t.Iterations, last, fmtCost(t.CostUSD, t.Tokens))
+			more("%-*s %s, last %s; %s", width, t.IssueID, plural.Count(t.Iterations, "iteration"), last, fmtCost(t.CostUSD, t.Tokens))
 		}
 	}
 	if st.LatestReport != "" {

@@ -145,7 +145,7 @@ func TestStatusWithRalphdHistory(t *testing.T) {
 	is.True(strings.Contains(text, "ended without a stop record"))
 	is.True(strings.Contains(text, "cost unknown, no tokens reported"))
 	is.True(strings.Contains(text, "All runs    2 runs, 2 iterations; cost $1.50, tokens 1000 in / 200 out"))
-	is.True(strings.Contains(text, "bd-2 1 iteration(s), last agent_error at verify"))
+	is.True(strings.Contains(text, "bd-2 1 iteration, last agent_error at verify"))
 
 	// With the lock held, it is the live agent.
 	s.Now = fixedNow
