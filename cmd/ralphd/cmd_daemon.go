@@ -77,10 +77,11 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	}
 	wctx, stopWatchdog := context.WithCancel(context.Background())
 	defer stopWatchdog()
-	go notify.RunWatchdog(wctx, func(err error) { loop.Human.Warn("systemd watchdog ping failed", "err", err) })
+	// READY first, then the watchdog's pings: systemd reads them in order.
 	if err := notify.Ready(); err != nil {
 		loop.Human.Warn("systemd notify failed", "err", err)
 	}
+	go notify.RunWatchdog(wctx, func(err error) { loop.Human.Warn("systemd watchdog ping failed", "err", err) })
 	loop.Human.Info("daemon started", "project", ls.p.dir, "agent", loop.Backend.Name(), "pid", os.Getpid())
 	err := loop.Daemon(ctx, opts)
 	_ = notify.Stopping()
