@@ -174,7 +174,7 @@ func TestServerModeConflicts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
 			s, dirs := c.make(t)
-			s.baseEnv = append(s.baseEnv, txnWindowEnv+"=30ms")
+			s.baseEnv = append(s.baseEnv, txnWindowEnv+"=300ms") // wide enough that racers overlap on a loaded machine
 			for i := 0; i < 8; i++ {
 				s.createIDIn(dirs[0], fmt.Sprintf("Race issue %d", i+1))
 			}
@@ -219,7 +219,7 @@ func TestServerModeConflicts(t *testing.T) {
 	t.Run("update --claim loser", func(t *testing.T) {
 		is := is.New(t)
 		s := initRepo(t)
-		s.baseEnv = append(s.baseEnv, conflictsEnv+"=1", txnWindowEnv+"=50ms")
+		s.baseEnv = append(s.baseEnv, conflictsEnv+"=1", txnWindowEnv+"=1s") // wide enough that 4 racers overlap on a loaded machine
 		id := s.createID("One target")
 		results := race(s, 4, []string{s.repo}, func(i int) []string {
 			return []string{"update", id, "--claim", "--json", "--actor", fmt.Sprintf("w%d", i)}
