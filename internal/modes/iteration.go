@@ -48,6 +48,9 @@ type buildIter struct {
 	// keepBaseline: the window could not be judged; the baseline stays on
 	// disk for the next start's sweep.
 	keepBaseline bool
+	// held is .ralph/ and the git configuration as they were before the
+	// agent started.
+	held planningFiles
 }
 
 // violated reports whether the iteration made forbidden changes.
@@ -62,13 +65,14 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	}
 	// From here until the checks have run, the agent's code runs: ralphd's
 	// state files are sealed, and whatever it changes in them is put back.
+	it.held = l.holdPlanningFiles(ctx)
 	if err := l.State.Seal(); err != nil {
 		l.abandon(is.ID)
 		return iteration{reason: "could not seal the state"}, err
 	}
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
 	if err != nil {
-		l.unsealState(res, it)
+		l.unsealState(ctx, res, it)
 		l.abandon(is.ID)
 		return iteration{reason: "the agent could not be started"}, err
 	}
@@ -160,7 +164,7 @@ func (l *Loop) abandon(id string) {
 // isAttempt): the attempt goes back, nothing stays claimed, and the run
 // waits for the quota, stops as unusable, or stops as interrupted.
 func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
-	l.unsealState(res, it)
+	l.unsealState(ctx, res, it)
 	if _, err := l.State.GiveBackAttempt(it.issue.ID); err != nil {
 		return iteration{reason: "could not give the attempt back"}, err
 	}
@@ -178,7 +182,7 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	// cannot be read, the baseline stays for the next start's sweep.
 	if after, err := l.snapshotAfter(cctx); err == nil {
 		l.confirmCloseReasons(cctx, it.before, after)
-		it.fixed = l.revertViolations(cctx, res, it, after)
+		it.fixed = append(it.fixed, l.revertViolations(cctx, res, it, after)...)
 	} else {
 		it.keepBaseline = true
 	}
@@ -208,7 +212,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// signals even when the issue stays open. The acceptance commands are
 	// the ones the iteration started with (BUILD may not change them).
 	err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
-	l.unsealState(res, it)
+	l.unsealState(ctx, res, it)
 	if err != nil {
 		return err
 	}
@@ -229,7 +233,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		}
 		l.confirmCloseReasons(ctx, it.before, after)
 	}
-	it.fixed = l.revertViolations(ctx, res, it, after)
+	it.fixed = append(it.fixed, l.revertViolations(ctx, res, it, after)...)
 	if it.violated() {
 		// The revert changed the tracker; judge the issue as it is now.
 		if after, err = l.snapshotAfter(ctx); err != nil {
@@ -272,10 +276,21 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 // unsealState ends the seal on ralphd's state files: each file the
 // agent's code changed is put back as ralphd left it, and recorded as a
 // violation.
-func (l *Loop) unsealState(res *Result, it *buildIter) {
+func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	restored, err := l.State.Unseal()
 	if err != nil {
 		l.human().Error("could not restore ralphd's state files", "err", err)
+	}
+	changes, err := it.held.restore(context.WithoutCancel(ctx), l.Dir)
+	if err != nil {
+		l.human().Error("could not restore PLANNING's files", "err", err)
+	}
+	for _, c := range changes {
+		it.fixed = append(it.fixed, "restored: "+c)
+		it.rec.Violations = append(it.rec.Violations, c)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "planning_files_changed", Detail: c})
+		l.human().Warn("BUILD changed what belongs to PLANNING: restored", "change", c)
 	}
 	for _, f := range restored {
 		detail := fmt.Sprintf("ralphd's state file %s was changed during the iteration; restored", f)
@@ -321,7 +336,7 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 			results = append(results, l.runChecks(ctx, ce, o, verify))
 		}
 	})
-	l.unsealState(res, it)
+	l.unsealState(ctx, res, it)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,134 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/dirsnap"
+	"github.com/ralphd/ralphd/internal/gitsafe"
+)
+
+// planningFiles is what BUILD may not change outside the tracker, held
+// from before the agent starts until its checks have run: .ralph/ (the
+// configuration and prompts, which belong to PLANNING) in the work tree
+// and in HEAD, and the git directory's configuration and hooks, which
+// would run code in the person's next git command.
+type planningFiles struct {
+	ralph     *dirsnap.Snapshot
+	head      string // HEAD's commit, "" without one
+	ralphTree string // HEAD's .ralph tree, "" without one
+	git       *gitsafe.Snapshot
+}
+
+// holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
+// that cannot be read is not held (and said so).
+func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
+	var p planningFiles
+	var err error
+	if p.ralph, err = dirsnap.Take(filepath.Join(l.Dir, ".ralph")); err != nil {
+		l.human().Warn("could not hold .ralph/ for the iteration", "err", err)
+	}
+	p.head = revParse(ctx, l.Dir, "HEAD")
+	p.ralphTree = revParse(ctx, l.Dir, "HEAD:.ralph")
+	if p.git, err = gitsafe.TakeSnapshot(ctx, l.Dir); err != nil {
+		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
+	}
+	return p
+}
+
+func revParse(ctx context.Context, dir, rev string) string {
+	out, err := gitsafe.Output(ctx, dir, "rev-parse", "-q", "--verify", rev)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// restore puts back what the iteration changed and returns, for each
+// change, a line for the violation.
+func (p planningFiles) restore(ctx context.Context, dir string) (changes []string, err error) {
+	var errs []error
+	if p.ralph != nil {
+		files, rerr := p.ralph.Restore()
+		for _, f := range files {
+			changes = append(changes, ".ralph/"+f+" was changed in the work tree; restored (.ralph/ belongs to PLANNING)")
+		}
+		if rerr != nil {
+			errs = append(errs, rerr)
+		}
+	}
+	if p.head != "" {
+		if revParse(ctx, dir, "HEAD:.ralph") != p.ralphTree {
+			if c, cerr := revertRalphCommit(ctx, dir, p.ralphTree); cerr != nil {
+				errs = append(errs, cerr)
+			} else {
+				changes = append(changes, ".ralph/ was changed in a commit; reverted by commit "+c+" (.ralph/ belongs to PLANNING)")
+			}
+		}
+	}
+	if p.git != nil {
+		files, gerr := p.git.Restore()
+		for _, f := range files {
+			changes = append(changes, "the git directory's "+f+" was changed; restored (it would run code in git)")
+		}
+		if gerr != nil {
+			errs = append(errs, gerr)
+		}
+	}
+	if len(errs) > 0 {
+		return changes, fmt.Errorf("restore PLANNING's files: %v", errs)
+	}
+	return changes, nil
+}
+
+// revertRalphCommit commits, on top of HEAD, HEAD's tree with .ralph/ as
+// it was (tree, or none), without touching the index or the work tree
+// beyond .ralph/'s index entries. It returns the new commit.
+func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
+	idx := filepath.Join(dir, ".git", "ralphd-revert-index")
+	if gd := revParseGitDir(ctx, dir); gd != "" {
+		idx = filepath.Join(gd, "ralphd-revert-index")
+	}
+	env := []string{"GIT_INDEX_FILE=" + idx,
+		"GIT_AUTHOR_NAME=ralphd", "GIT_AUTHOR_EMAIL=ralphd@localhost",
+		"GIT_COMMITTER_NAME=ralphd", "GIT_COMMITTER_EMAIL=ralphd@localhost"}
+	steps := [][]string{{"read-tree", "HEAD"}, {"rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", ".ralph"}}
+	if tree != "" {
+		steps = append(steps, []string{"read-tree", "--prefix=.ralph/", tree})
+	}
+	for _, s := range steps {
+		if _, err := gitsafe.OutputEnv(ctx, dir, env, s...); err != nil {
+			return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+		}
+	}
+	t, err := gitsafe.OutputEnv(ctx, dir, env, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	}
+	c, err := gitsafe.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD",
+		"-m", "ralphd: revert BUILD's change to .ralph/\n\n.ralph/ belongs to PLANNING; a BUILD iteration may not change it.")
+	if err != nil {
+		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	}
+	commit := strings.TrimSpace(string(c))
+	if _, err := gitsafe.Output(ctx, dir, "update-ref", "-m", "ralphd: revert BUILD's change to .ralph/", "HEAD", commit); err != nil {
+		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	}
+	// The real index follows HEAD for .ralph/ only.
+	if _, err := gitsafe.Output(ctx, dir, "reset", "-q", "HEAD", "--", ".ralph"); err != nil {
+		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	}
+	_ = os.Remove(idx)
+	return commit[:min(12, len(commit))], nil
+}
+
+func revParseGitDir(ctx context.Context, dir string) string {
+	out, err := gitsafe.Output(ctx, dir, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
