@@ -132,7 +132,11 @@ func refusedFlagRows(p commandPolicy) []TableRow {
 		if flag == "status" {
 			rows = append(rows, refusedRow(cmd+" closed", RuleStatusClosed))
 		}
-		rows = append(rows, refusedRow(cmd+" other than "+strings.Join(values, ", "), RuleStatus))
+		rule := RuleStatus
+		if r, ok := p.valueRule[flag]; ok {
+			rule = r
+		}
+		rows = append(rows, refusedRow(cmd+" other than "+strings.Join(values, ", "), rule))
 	}
 	for _, flag := range p.require {
 		rows = append(rows, refusedRow(commandName(p.path)+" without a non-empty --"+flag, RuleCloseReason))
