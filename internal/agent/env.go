@@ -62,10 +62,6 @@ func Env(base []string, pathPrefix string, extra []string) []string {
 	return buildEnv(base, pathPrefix, extra)
 }
 
-// ScrubbedEnvVars returns the names of the variables Run removes from the
-// agent's inherited environment.
-func ScrubbedEnvVars() []string { return slices.Clone(scrubbedEnv) }
-
 // defaultPath is used when the base environment has no PATH at all.
 const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 

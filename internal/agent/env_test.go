@@ -114,3 +114,7 @@ func TestLookPathIn(t *testing.T) {
 	got, err = lookPathIn("tool", "", "") // never a bare name exec would search
 	is.True(err != nil || strings.Contains(got, "/"))
 }
+
+// ScrubbedEnvVars returns the names of the variables Run removes from the
+// agent's inherited environment.
+func ScrubbedEnvVars() []string { return slices.Clone(scrubbedEnv) }

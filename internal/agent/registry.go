@@ -24,12 +24,6 @@ type Option func(*Config)
 // WithAgentCmd sets the command line of the command backend.
 func WithAgentCmd(line string) Option { return func(c *Config) { c.AgentCmd = line } }
 
-// WithBin overrides the backend's executable.
-func WithBin(path string) Option { return func(c *Config) { c.Bin = path } }
-
-// WithClock sets the clock used for reset times.
-func WithClock(now func() time.Time) Option { return func(c *Config) { c.Now = now } }
-
 // backendEntry is one registered backend.
 type backendEntry struct {
 	name string

@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -88,3 +89,9 @@ func TestNames(t *testing.T) {
 	_, ok := b.(Versioner)
 	is.True(!ok) // the command backend has no version of its own
 }
+
+// WithBin overrides the backend's executable.
+func WithBin(path string) Option { return func(c *Config) { c.Bin = path } }
+
+// WithClock sets the clock used for reset times.
+func WithClock(now func() time.Time) Option { return func(c *Config) { c.Now = now } }

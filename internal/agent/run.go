@@ -43,7 +43,7 @@ type RunOptions struct {
 	// SIGKILL; DefaultGrace when zero.
 	Grace time.Duration
 	// Env is the base environment; os.Environ() when nil. Run removes the
-	// variables listed by ScrubbedEnvVars from it.
+	// variables listed in scrubbedEnv from it.
 	Env []string
 	// PathPrefix, when set, is put first on the agent's PATH (the guard's
 	// bin dir, so that its bd wrapper shadows the real bd).

@@ -53,9 +53,6 @@ type Field struct {
 	kind       kind
 }
 
-// Kind names the field's value type, for messages.
-func (f Field) Kind() string { return f.kind.String() }
-
 func field(key string, k kind, def, help string, allowed ...string) Field {
 	return Field{
 		Key:     key,
@@ -188,9 +185,6 @@ type Config struct {
 // Source says where the effective value of key came from: "default",
 // a file path, "env RALPH_X" or "flag --x".
 func (c *Config) Source(key string) string { return c.sources[key] }
-
-// Value returns the effective value of key as text.
-func (c *Config) Value(key string) string { return c.values[key] }
 
 // Loader holds the inputs Load layers together.
 type Loader struct {

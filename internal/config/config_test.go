@@ -203,3 +203,6 @@ func FuzzParseObject(f *testing.F) {
 		}
 	})
 }
+
+// Value returns the effective value of key as text.
+func (c *Config) Value(key string) string { return c.values[key] }

@@ -78,3 +78,11 @@ func bdCommandLines(t testing.TB) [][]string {
 	}
 	return out
 }
+
+// Command returns the command path as one string, e.g. "dep remove".
+func (c Call) Command() string { return strings.Join(c.Path, " ") }
+
+// Rules returns every rule of the policy, in a stable order.
+func Rules() []Rule {
+	return append([]Rule(nil), rules...)
+}

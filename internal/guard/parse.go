@@ -25,9 +25,6 @@ type Call struct {
 	Modelled bool
 }
 
-// Command returns the command path as one string, e.g. "dep remove".
-func (c Call) Command() string { return strings.Join(c.Path, " ") }
-
 // ArgError is a bd command line that bd itself would reject as malformed:
 // a bad flag syntax, a missing flag value or an invalid boolean.
 type ArgError struct {

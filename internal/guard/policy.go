@@ -194,11 +194,6 @@ func ruleByID(id string) Rule {
 	return Rule{ID: id, Reason: "unknown rule"}
 }
 
-// Rules returns every rule of the policy, in a stable order.
-func Rules() []Rule {
-	return append([]Rule(nil), rules...)
-}
-
 // allFlags allows every flag of a modelled command.
 const allFlags = "*"
 

@@ -35,13 +35,6 @@ const sendTimeout = 2 * time.Second
 // address form other than an absolute path or an @abstract name.
 var ErrUnsupportedSocket = errors.New("sdnotify: unsupported NOTIFY_SOCKET address (want /path or @abstract)")
 
-// EnvNames returns the environment variables that belong to this process's
-// service manager connection. A child process (an agent) should not inherit
-// them: it would otherwise be able to talk to systemd on ralphd's behalf.
-func EnvNames() []string {
-	return []string{EnvSocket, EnvWatchdogUSec, EnvWatchdogPID}
-}
-
 // Notifier sends notifications to the service manager. Its zero value and a
 // nil *Notifier are valid and do nothing. It is safe for concurrent use.
 type Notifier struct {
@@ -111,22 +104,6 @@ func (n *Notifier) Status(s string) error {
 // Stopping tells the service manager that the service is shutting down.
 func (n *Notifier) Stopping() error {
 	return n.Send("STOPPING=1")
-}
-
-// Reloading tells the service manager that the service is reloading its
-// configuration. It sends RELOADING=1 with MONOTONIC_USEC set to the current
-// CLOCK_MONOTONIC time in microseconds, which systemd 253 and later require
-// for Type=notify-reload units (older versions ignore it). Call Ready when
-// the reload is done.
-func (n *Notifier) Reloading() error {
-	if !n.Enabled() {
-		return nil
-	}
-	now, err := n.monotonic()
-	if err != nil {
-		return fmt.Errorf("sdnotify: read the monotonic clock: %w", err)
-	}
-	return n.Send("RELOADING=1", "MONOTONIC_USEC="+strconv.FormatInt(now.Microseconds(), 10))
 }
 
 // Watchdog sends one watchdog keep-alive ping.

@@ -3,6 +3,7 @@ package sdnotify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -263,4 +264,27 @@ func TestSendRefusesMalformedAssignments(t *testing.T) {
 func TestEnvNames(t *testing.T) {
 	is := is.New(t)
 	is.Equal(EnvNames(), []string{"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"})
+}
+
+// EnvNames returns the environment variables that belong to this process's
+// service manager connection. A child process (an agent) should not inherit
+// them: it would otherwise be able to talk to systemd on ralphd's behalf.
+func EnvNames() []string {
+	return []string{EnvSocket, EnvWatchdogUSec, EnvWatchdogPID}
+}
+
+// Reloading tells the service manager that the service is reloading its
+// configuration. It sends RELOADING=1 with MONOTONIC_USEC set to the current
+// CLOCK_MONOTONIC time in microseconds, which systemd 253 and later require
+// for Type=notify-reload units (older versions ignore it). Call Ready when
+// the reload is done.
+func (n *Notifier) Reloading() error {
+	if !n.Enabled() {
+		return nil
+	}
+	now, err := n.monotonic()
+	if err != nil {
+		return fmt.Errorf("sdnotify: read the monotonic clock: %w", err)
+	}
+	return n.Send("RELOADING=1", "MONOTONIC_USEC="+strconv.FormatInt(now.Microseconds(), 10))
 }

@@ -159,12 +159,6 @@ var scalars = map[string]scalar{
 // structured are the protected fields Diff checks by hand.
 var structured = []string{guard.FieldIssue, guard.FieldStatus, guard.FieldLabels, guard.FieldDependencies, guard.FieldComments}
 
-// Checked reports whether Diff has a check for the protected field.
-func Checked(field string) bool {
-	_, ok := scalars[field]
-	return ok || slices.Contains(structured, field)
-}
-
 // protection is the guard's table, read once: each protected field and
 // the rule that protects it.
 var protection = func() map[string]string {

@@ -249,3 +249,9 @@ func TestRevertDeletedRestoresComments(t *testing.T) {
 	is.NoErr(rs[0].Err)
 	is.Equal(m.calls, []string{"create a-1 p1 task", "update a-1 parent a-0", "comment a-1 keep me", "status a-1 blocked", "note a-1"})
 }
+
+// Checked reports whether Diff has a check for the protected field.
+func Checked(field string) bool {
+	_, ok := scalars[field]
+	return ok || slices.Contains(structured, field)
+}

@@ -51,19 +51,6 @@ func (r Repo) Head(ctx context.Context) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Branch returns the current branch name, or "" on a detached HEAD.
-func (r Repo) Branch(ctx context.Context) (string, error) {
-	out, err := r.git(ctx, "symbolic-ref", "-q", "--short", "HEAD")
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 1 {
-			return "", nil
-		}
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
-}
-
 // Changed lists the paths with uncommitted changes, untracked files
 // included (ignored files and .beads/ excluded).
 func (r Repo) Changed(ctx context.Context) ([]string, error) {
@@ -97,17 +84,6 @@ func parsePorcelain(out []byte) []string {
 func (r Repo) Dirty(ctx context.Context) (bool, error) {
 	paths, err := r.Changed(ctx)
 	return len(paths) > 0, err
-}
-
-// DiffHash returns a hash of the working tree's uncommitted content: the
-// diff against HEAD and the content of untracked files. Equal hashes mean
-// no change in between.
-func (r Repo) DiffHash(ctx context.Context) (string, error) {
-	head, err := r.Head(ctx)
-	if err != nil {
-		return "", err
-	}
-	return r.DiffHashAt(ctx, head)
 }
 
 // DiffHashAt is DiffHash for a caller that has just read HEAD (head, ""

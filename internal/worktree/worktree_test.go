@@ -3,6 +3,7 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,4 +173,28 @@ func TestFreeBranchName(t *testing.T) {
 	again, err := r.FreeBranchName(ctx, name)
 	is.NoErr(err)
 	is.Equal(again, name+"-3") // the same second again: a suffix, not a clash
+}
+
+// DiffHash returns a hash of the working tree's uncommitted content: the
+// diff against HEAD and the content of untracked files. Equal hashes mean
+// no change in between.
+func (r Repo) DiffHash(ctx context.Context) (string, error) {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.DiffHashAt(ctx, head)
+}
+
+// Branch returns the current branch name, or "" on a detached HEAD.
+func (r Repo) Branch(ctx context.Context) (string, error) {
+	out, err := r.git(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 1 {
+			return "", nil
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
 }
