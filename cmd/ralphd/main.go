@@ -12,8 +12,10 @@ import (
 func main() {
 	// The first SIGINT or SIGTERM cancels ctx: no new iteration starts and
 	// the running agent is stopped gracefully. Then default handling comes
-	// back, so a second Ctrl-C stops ralphd at once (its agent dies with it:
-	// agents run with a parent-death signal).
+	// back, so a second Ctrl-C stops ralphd at once. Its agent's processes
+	// then end as README's "Process containment" says: by the cgroup
+	// reaper, or, without a cgroup, the agent itself by its parent-death
+	// signal and whatever it detached at the next start.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
