@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -179,7 +180,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	loop := &modes.Loop{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: runid.New(now), Version: readBuildInfo().Version,
-		Self: a.argv0, RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
+		Self: a.argv0, BDClient: bdClient(a.argv0), RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
 	}
 	ls.loop = loop
 	if code := ls.startNotifier(a); code != exitOK {
@@ -237,4 +238,15 @@ func containment(a *app) *cgroup.Containment {
 		warnf(a.stderr, "ended the processes a killed ralphd left in %s", g)
 	}
 	return &cgroup.Containment{Parent: p, Self: a.argv0}
+}
+
+// bdClient returns the small bd client (ralphd-bd) installed beside the
+// ralphd at self, or "" when there is none: agents then get ralphd itself
+// as their bd client.
+func bdClient(self string) string {
+	p := filepath.Join(filepath.Dir(self), "ralphd-bd")
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return p
+	}
+	return ""
 }

@@ -53,14 +53,23 @@ func Serve(ctx context.Context, dir string, s Setup) (*Session, error) {
 	}
 	sess.server = srv
 	srv.Refused = s.OnRefused
-	script := "#!/bin/sh\n# ralphd's bd: a client of the running ralphd, which decides and runs each call.\n" +
-		"exec " + shellquote.Quote(s.Self) + " " + ClientCommand + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "bd"), []byte(script), 0o700); err != nil {
+	if err := writeClient(filepath.Join(bin, "bd"), s); err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("install the bd guard: %w", err)
 	}
 	go srv.Serve(ctx)
 	return sess, nil
+}
+
+// writeClient puts the agent's bd at path: a link to the small client
+// binary when there is one, else a script that runs ralphd as the client.
+func writeClient(path string, s Setup) error {
+	if s.Client != "" {
+		return os.Symlink(s.Client, path)
+	}
+	script := "#!/bin/sh\n# ralphd's bd: a client of the running ralphd, which decides and runs each call.\n" +
+		"exec " + shellquote.Quote(s.Self) + " " + ClientCommand + " \"$@\"\n"
+	return os.WriteFile(path, []byte(script), 0o700)
 }
 
 // handle serves one call that reached the broker.

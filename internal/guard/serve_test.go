@@ -101,3 +101,17 @@ func TestServeRefusesAnUnknownMode(t *testing.T) {
 	_, err := Serve(context.Background(), t.TempDir(), Setup{Mode: "root"})
 	is.New(t).True(err != nil)
 }
+
+// With a client binary, the agent's bd is a link to it (no script, no
+// ralphd start-up per call).
+func TestServeLinksTheClientBinary(t *testing.T) {
+	is := is.New(t)
+	client := filepath.Join(t.TempDir(), "ralphd-bd")
+	is.NoErr(os.WriteFile(client, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	g, err := Serve(context.Background(), t.TempDir(), Setup{Self: "/nonexistent/ralphd", Client: client, Mode: ModeBuild, RealBD: "/bin/true"})
+	is.NoErr(err)
+	defer g.Close()
+	target, err := os.Readlink(filepath.Join(g.BinDir(), "bd"))
+	is.NoErr(err)
+	is.Equal(target, client)
+}

@@ -49,6 +49,10 @@ type Setup struct {
 	// writes it to the run log). Calls from several agent processes may
 	// arrive at once: OnCall must be safe for concurrent use.
 	OnCall func(at time.Time, call state.BDCall)
+	// Client, when set, is a small client binary (ralphd-bd) that Serve
+	// links as the agent's bd; when empty the bd is a script that runs
+	// `Self bd-client`.
+	Client string
 	// OnRefused, when set, is told about each call refused before it
 	// reached the policy (a wrong token, a process outside the agent's
 	// tree, the session closed).

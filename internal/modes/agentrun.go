@@ -41,7 +41,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	// runs the real bd and writes the audit itself.
 	var logMu sync.Mutex
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
-		Self: l.Self, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
+		Self: l.Self, Client: l.BDClient, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
 		Iteration: r.iteration, StateDir: l.State.Dir(),
 		Env: append(slices.Clip(l.environ()), agent.RalphEnv(agent.Invocation{Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt})...),
 		OnCall: func(_ time.Time, call state.BDCall) {

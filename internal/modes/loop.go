@@ -148,6 +148,10 @@ type Loop struct {
 	// Self is ralphd's own executable: the guard on the agent's PATH and
 	// the Claude hook run it.
 	Self string
+	// BDClient is the small bd client binary (ralphd-bd) installed beside
+	// ralphd, when there is one; agents then get it as their bd instead of
+	// a script that runs Self.
+	BDClient string
 	// RealBD is the absolute path of the user's bd, resolved once at start.
 	RealBD string
 	// Env is the environment agents start from.
