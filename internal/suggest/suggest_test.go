@@ -11,6 +11,7 @@ func TestClosest(t *testing.T) {
 		{"lgo", "log"},
 		{"pol", "poll"},
 		{"zz", ""},
+		{"nope", ""}, // two edits from "scope": too far for a short word
 		{"x", ""},         // one letter is never "close" to a short key
 		{"iteration", ""}, // too far from everything
 		{"", ""},
@@ -26,7 +27,7 @@ func TestDistance(t *testing.T) {
 	for _, tt := range []struct {
 		a, b string
 		want int
-	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"max_stuk", "max_stuck", 1}, {"hepl", "help", 2}} {
+	}{{"", "", 0}, {"a", "", 1}, {"kitten", "sitting", 3}, {"max_stuk", "max_stuck", 1}, {"hepl", "help", 1}, {"biuld", "build", 1}, {"nope", "scope", 2}} {
 		if got := Distance(tt.a, tt.b); got != tt.want {
 			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
