@@ -11,7 +11,7 @@ func TestClosest(t *testing.T) {
 		{"lgo", "log"},
 		{"pol", "poll"},
 		{"zz", ""},
-		{"nope", ""}, // two edits from "scope": too far for a short word
+		{"nope", ""},      // two edits from "scope": too far for a short word
 		{"x", ""},         // one letter is never "close" to a short key
 		{"iteration", ""}, // too far from everything
 		{"", ""},
