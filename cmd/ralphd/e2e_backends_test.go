@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,10 @@ import (
 // cliBackend is how one agent CLI is pointed at the scripted server.
 type cliBackend struct {
 	name string
+	// hangTimeout is an iteration timeout that gives the CLI time to
+	// start and reach the model (opencode takes 15 to 40 s on a busy
+	// 2-core machine).
+	hangTimeout string
 	// setup writes the CLI's configuration under work and returns the
 	// environment entries that point it at the server at url.
 	setup func(t *testing.T, work, url string) []string
@@ -33,7 +38,7 @@ type cliBackend struct {
 const scriptedKeyEnv = "RALPHD_SCRIPTED_API_KEY"
 
 var cliBackends = []cliBackend{
-	{name: "codex", setup: func(t *testing.T, work, url string) []string {
+	{name: "codex", hangTimeout: "15s", setup: func(t *testing.T, work, url string) []string {
 		home := filepath.Join(work, "codex-home")
 		writeFile(t, filepath.Join(home, "config.toml"), `model = "gpt-scripted"
 model_provider = "scripted"
@@ -56,7 +61,7 @@ stream_max_retries = 0
 		}
 		return []string{"CODEX_HOME=" + home, scriptedKeyEnv + "=" + scriptedapi.DummyKey, "TMPDIR=" + tmp}
 	}},
-	{name: "opencode", setup: func(t *testing.T, work, url string) []string {
+	{name: "opencode", hangTimeout: "60s", setup: func(t *testing.T, work, url string) []string {
 		cfg := filepath.Join(work, "opencode.json")
 		writeFile(t, cfg, `{"$schema": "https://opencode.ai/config.json",
  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
@@ -67,7 +72,7 @@ stream_max_retries = 0
 		return []string{"OPENCODE_CONFIG=" + cfg, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
 			"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}
 	}},
-	{name: "gemini", setup: func(t *testing.T, work, url string) []string {
+	{name: "gemini", hangTimeout: "20s", setup: func(t *testing.T, work, url string) []string {
 		writeFile(t, filepath.Join(work, ".gemini", "settings.json"),
 			`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true}, "privacy": {"usageStatisticsEnabled": false}}`)
 		return []string{"GEMINI_API_KEY=" + scriptedapi.DummyKey, "GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_CLI_TRUST_WORKSPACE=true"}
@@ -182,5 +187,118 @@ func TestE2ECLICloseWithEvidence(t *testing.T) {
 		is.True(strings.Contains(rendered, `bd close e2e-a --reason "test -s hello.txt passes (exit 0)"`))
 		is.True(strings.Contains(rendered, "iteration 1: closed"))
 		t.Logf("%s close-with-evidence took %s", b.name, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// In BUILD mode the agent tries `bd dep remove` straight, then `bd update
+// --priority` behind env, which no prefix rule of a CLI's permission layer
+// sees: the first is refused by the CLI's own permission layer, loaded
+// from ralphd's compiled policy, the second by the bd guard. Both
+// refusals reach the model as the tool result, and nothing changes in bd.
+func TestE2ECLIForbiddenCommandsRefused(t *testing.T) {
+	forEachCLI(t, func(t *testing.T, b cliBackend) {
+		is := is.New(t)
+		start := time.Now()
+		e := newCLIE2E(t, b, forIssue("e2e-a",
+			scriptedapi.Bash("bd dep remove e2e-b e2e-c"),
+			scriptedapi.Bash("env bd update e2e-b --priority 0").Expect(scriptedapi.Failed()),
+			scriptedapi.Say("Both were refused; leaving a note for PLANNING.").Expect(scriptedapi.Failed(), scriptedapi.Contains("BUILD mode")),
+		))
+		e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+		e.bd("create", "Later", "--id", "e2e-b", "-p", "2", "--quiet")
+		e.bd("create", "Blocker", "--id", "e2e-c", "-p", "3", "--quiet")
+		e.bd("dep", "add", "e2e-b", "e2e-c", "--quiet")
+
+		out, stderr, code := e.ralphd("build", "1", "--agent", b.name, "--log")
+		t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		raw, _, _ := e.ralphd("logs", "last", "--raw")
+		t.Logf("ralphd logs last --raw:\n%s", raw)
+		for _, r := range e.srv.ToolResults() {
+			t.Logf("tool result (error %v): %s", r.IsError, r.Content)
+		}
+		is.NoErr(e.srv.Verify())
+		is.Equal(code, 3) // one iteration, work left
+		results := e.srv.ToolResults()
+		is.Equal(len(results), 2)
+		// The first refusal is the CLI's own: ralphd's guard never saw it.
+		is.True(!strings.Contains(results[0].Content, "BUILD mode"))
+		b2 := e.bd("show", "e2e-b", "--json")
+		is.True(strings.Contains(b2, `"priority": 2`))
+		is.True(strings.Contains(b2, `"id": "e2e-c"`)) // the dependency is still there
+		t.Logf("%s forbidden-commands took %s", b.name, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// The API answers 401: the agent is unusable, so ralphd stops at once
+// with exit 5 after that one agent run, counting no attempt.
+func TestE2ECLIInvalidKey(t *testing.T) {
+	forEachCLI(t, func(t *testing.T, b cliBackend) {
+		is := is.New(t)
+		start := time.Now()
+		e := newCLIE2E(t, b, forIssue("e2e-a", scriptedapi.Fail(scriptedapi.InvalidKey())))
+		e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+		out, stderr, code := e.ralphd("build", "5", "--agent", b.name)
+		t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		is.NoErr(e.srv.Verify())
+		is.Equal(code, 5)
+		is.True(strings.Contains(stderr, "cannot authenticate"))
+		is.Equal(e.agentRequests(), 1) // one run, no retry burned on it
+		status, _, _ := e.ralphd("status", "--json")
+		is.True(strings.Contains(status, `"attempts": []`))
+		t.Logf("%s invalid-key took %s", b.name, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// A usage limit that resets in an hour: no attempt is counted, ralphd
+// reads the reset from the CLI's stream (never invents one), waits
+// (capped here by --quota-backoff-max) and goes on. How long a wait a
+// short reset costs is tested on the computation (agent.QuotaWait) and in
+// the build_ratelimit_exact scenario.
+func TestE2ECLIUsageLimitWaits(t *testing.T) {
+	forEachCLI(t, func(t *testing.T, b cliBackend) {
+		is := is.New(t)
+		start := time.Now()
+		reset := time.Now().Add(time.Hour)
+		e := newCLIE2E(t, b,
+			forIssue("e2e-a", scriptedapi.Fail(scriptedapi.UsageLimit("five_hour", reset, time.Hour))),
+			forIssue("e2e-a",
+				scriptedapi.Bash(`bd close e2e-a --reason "go test ./... passes (exit 0)"`),
+				scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
+			),
+		)
+		e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+		out, stderr, code := e.ralphd("build", "5", "--agent", b.name, "--log", "--quota-backoff-max", "2s")
+		t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		is.NoErr(e.srv.Verify())
+		is.Equal(code, 0)
+		is.True(strings.Contains(stderr, "agent rate-limited; waiting"))
+		is.True(strings.Contains(stderr, `iteration 1: e2e-a "Work" (attempt 1/3)`)) // the limited run gave its attempt back
+		is.True(!strings.Contains(stderr, "attempt 2/3"))
+		is.True(strings.Contains(out, "iterations: 1, closed: 1 of 1 tried"))
+		raw, _, _ := e.ralphd("logs", "last", "--raw")
+		m := regexp.MustCompile(`"event":"quota_wait_start".*"reset_at":"([^"]+)"`).FindStringSubmatch(raw)
+		is.True(m != nil) // the wait is logged with the reset read from the stream
+		got, err := time.Parse(time.RFC3339, m[1])
+		is.NoErr(err)
+		t.Logf("%s: reset at %s read from the stream, %s off", b.name, got, got.Sub(reset).Round(time.Second))
+		is.True(got.Sub(reset) > -2*time.Minute && got.Sub(reset) < 2*time.Minute) // the CLI's reset, at most minute-rounded
+		t.Logf("%s usage-limit took %s", b.name, time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// The API hangs: the iteration timeout stops the CLI's whole process tree.
+func TestE2ECLIHangTimesOut(t *testing.T) {
+	forEachCLI(t, func(t *testing.T, b cliBackend) {
+		is := is.New(t)
+		start := time.Now()
+		e := newCLIE2E(t, b, scriptedapi.Script{Name: "hang", Turns: []scriptedapi.Turn{scriptedapi.Fail(scriptedapi.Hang())}, RepeatLast: true})
+		e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+		out, stderr, code := e.ralphd("build", "1", "--agent", b.name, "--iteration-timeout", b.hangTimeout, "--stop-grace", "1s")
+		t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+		is.Equal(code, 3)
+		is.True(strings.Contains(stderr, "outcome=timeout"))
+		is.True(e.agentRequests() >= 1)          // it did reach the model
+		is.Equal(len(agentProcesses(e.home)), 0) // nothing of the CLI's tree survived
+		t.Logf("%s hang took %s", b.name, time.Since(start).Round(time.Millisecond))
 	})
 }

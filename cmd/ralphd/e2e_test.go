@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -109,7 +110,10 @@ func (e *e2e) bd(args ...string) string {
 // ralphd runs ralphd and returns its stdout, stderr and exit code.
 func (e *e2e) ralphd(args ...string) (string, string, int) {
 	e.t.Helper()
-	cmd := exec.Command("ralphd", args...)
+	// A safety net for a stuck run, not a timing assertion.
+	ctx, cancel := context.WithTimeout(e.t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ralphd", args...)
 	cmd.Dir, cmd.Env = e.repo, e.env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

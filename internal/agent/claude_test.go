@@ -476,6 +476,10 @@ func TestParseResetText(t *testing.T) {
 		{"try again in 4 days 20 hours", fixedNow.Add(116 * time.Hour)},
 		{"Please retry in 30s.", fixedNow.Add(30 * time.Second)},
 		{"try again at 3:04 PM.", time.Date(2026, 11, 21, 15, 4, 0, 0, time.UTC)},
+		// Rounded down to the minute and read just after: now, not tomorrow.
+		{"You’ve hit your usage limit. Try again at 10:00 AM.", fixedNow},
+		{"You’ve hit your usage limit. Try again at 9:59 AM.", fixedNow.Add(-time.Minute)},
+		{"You’ve hit your usage limit. Try again at 9:58 AM.", fixedNow.Add(24*time.Hour - 2*time.Minute)},
 		{"API Error: Rate limit reached", time.Time{}},
 		{"resets 5", time.Time{}},
 		{"resets 13pm", time.Time{}},

@@ -156,8 +156,16 @@ func clockReset(m []string, now time.Time) (time.Time, bool) {
 		return t, true
 	}
 	t := time.Date(local.Year(), local.Month(), local.Day(), hour, minute, 0, 0, loc)
-	if !t.After(local) {
+	// A clock time in the minute just gone is a reset rounded down to the
+	// minute, not one a day away: Codex 0.169.0 writes "Try again at 8:49
+	// PM." for a reset at 20:49:50, read at 20:49:51.
+	if !t.After(local) && local.Sub(t) >= justGone {
 		t = t.AddDate(0, 0, 1)
 	}
 	return t, true
 }
+
+// justGone is how long ago a clock time without a date may be and still
+// mean the reset just happened (it was rounded down to the minute and
+// read a little later).
+const justGone = 2 * time.Minute

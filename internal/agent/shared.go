@@ -21,7 +21,7 @@ import (
 // messages only (never against tool output), in the order auth, model,
 // limit, transient.
 var (
-	reAuthText = relazy.New(`(?i)unauthori[sz]ed|invalid[ _-]?api[ _-]?key|incorrect api key|api key not valid|` +
+	reAuthText = relazy.New(`(?i)unauthori[sz]ed|unauthenticated|invalid[ _-]?api[ _-]?key|incorrect api key|api key not valid|` +
 		`api[ _-]?key (?:is )?(?:missing|required|not set|not found)|no api key|not logged in|please (?:run )?\S*log ?in|` +
 		`login required|authentication (?:failed|required|error)|invalid[ _]grant|(?:access|refresh) token|token (?:has )?expired`)
 	reModelText = relazy.New(`(?i)model[_ ]?not[_ ]?found|unknown model|` +

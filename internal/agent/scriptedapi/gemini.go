@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -204,10 +205,13 @@ func (s *Server) writeGemini(w http.ResponseWriter, model string, stream bool, t
 	_ = rc.Flush()
 }
 
-// geminiError writes a Google API error body for a fault. A 429 with a
-// reset (UsageLimit) is a daily quota with the time left in its message
-// (Gemini CLI's TerminalQuotaError); one without is a per-minute limit
-// with a RetryInfo delay from retry-after.
+// geminiError writes a Google API error body for a fault. A 401 says what
+// the Gemini API says of a bad key. A 429 carries a RetryInfo delay: the
+// time to the reset of a UsageLimit, else retry-after. Gemini CLI 0.61.0
+// retries a delay up to 300 s itself and reports a longer one as a
+// TerminalQuotaError ending "Suggested retry after 3600s."; a QuotaFailure
+// with a PerDay quota id it would report as "You have exhausted your daily
+// quota on this model." with no time at all.
 func (s *Server) geminiError(w http.ResponseWriter, f *Fault) {
 	status := f.Status
 	if status < 100 || status > 999 {
@@ -219,17 +223,17 @@ func (s *Server) geminiError(w http.ResponseWriter, f *Fault) {
 		code = "UNKNOWN"
 	}
 	msg := f.Message
+	if status == http.StatusUnauthorized {
+		msg = "API key not valid. Please pass a valid API key."
+	}
 	var details []any
 	if status == http.StatusTooManyRequests {
+		delay := f.Header.Get("Retry-After")
 		if reset, ok := faultReset(f); ok {
-			left := max(time.Until(reset), time.Second).Round(time.Second)
-			msg = "You have exhausted your capacity on this model. Your quota will reset after " + left.String() + "."
-			details = append(details, map[string]any{
-				"@type":      "type.googleapis.com/google.rpc.QuotaFailure",
-				"violations": []any{map[string]any{"quotaMetric": "generativelanguage.googleapis.com/generate_requests_per_model_per_day", "quotaId": "GenerateRequestsPerDayPerProjectPerModel"}},
-			})
-		} else if ra := f.Header.Get("Retry-After"); ra != "" {
-			details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": ra + "s"})
+			delay = strconv.FormatInt(int64(max(time.Until(reset), time.Second).Round(time.Second)/time.Second), 10)
+		}
+		if delay != "" {
+			details = append(details, map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay + "s"})
 		}
 	}
 	e := map[string]any{"code": status, "message": msg, "status": code}
