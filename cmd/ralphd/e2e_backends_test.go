@@ -28,6 +28,10 @@ type cliBackend struct {
 	// start and reach the model (opencode takes 15 to 40 s on a busy
 	// 2-core machine).
 	hangTimeout string
+	// waitsOutLimits: the CLI waits out a 429's retry-after itself,
+	// however long, and says nothing in its stream meanwhile (opencode
+	// 1.18.33), so ralphd never sees the limit.
+	waitsOutLimits bool
 	// setup writes the CLI's configuration under work and returns the
 	// environment entries that point it at the server at url.
 	setup func(t *testing.T, work, url string) []string
@@ -61,7 +65,7 @@ stream_max_retries = 0
 		}
 		return []string{"CODEX_HOME=" + home, scriptedKeyEnv + "=" + scriptedapi.DummyKey, "TMPDIR=" + tmp}
 	}},
-	{name: "opencode", hangTimeout: "60s", setup: func(t *testing.T, work, url string) []string {
+	{name: "opencode", hangTimeout: "60s", waitsOutLimits: true, setup: func(t *testing.T, work, url string) []string {
 		cfg := filepath.Join(work, "opencode.json")
 		writeFile(t, cfg, `{"$schema": "https://opencode.ai/config.json",
  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
@@ -256,6 +260,10 @@ func TestE2ECLIInvalidKey(t *testing.T) {
 // the build_ratelimit_exact scenario.
 func TestE2ECLIUsageLimitWaits(t *testing.T) {
 	forEachCLI(t, func(t *testing.T, b cliBackend) {
+		if b.waitsOutLimits {
+			cliWaitsOutLimit(t, b)
+			return
+		}
 		is := is.New(t)
 		start := time.Now()
 		reset := time.Now().Add(time.Hour)
@@ -284,6 +292,36 @@ func TestE2ECLIUsageLimitWaits(t *testing.T) {
 		is.True(got.Sub(reset) > -2*time.Minute && got.Sub(reset) < 2*time.Minute) // the CLI's reset, at most minute-rounded
 		t.Logf("%s usage-limit took %s", b.name, time.Since(start).Round(time.Millisecond))
 	})
+}
+
+// cliWaitsOutLimit is the usage-limit scenario for a CLI that waits out a
+// limit itself: a limit 3 s away costs the run 3 s and no attempt.
+func cliWaitsOutLimit(t *testing.T, b cliBackend) {
+	is := is.New(t)
+	start := time.Now()
+	e := newCLIE2E(t, b, forIssue("e2e-a",
+		scriptedapi.Fail(scriptedapi.UsageLimit("five_hour", time.Now().Add(3*time.Second), 3*time.Second)),
+		scriptedapi.Bash(`bd close e2e-a --reason "go test ./... passes (exit 0)"`),
+		scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
+	))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	out, stderr, code := e.ralphd("build", "5", "--agent", b.name)
+	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	is.NoErr(e.srv.Verify())
+	is.Equal(code, 0)
+	is.True(strings.Contains(out, "iterations: 1, closed: 1 of 1 tried")) // no attempt lost
+	var limited, retried time.Time
+	for _, r := range e.srv.Requests() {
+		if r.Kind == scriptedapi.KindAgent && r.Turn == 0 {
+			limited = r.At
+		}
+		if r.Kind == scriptedapi.KindAgent && r.Turn == 1 {
+			retried = r.At
+		}
+	}
+	t.Logf("%s retried the limited request after %s", b.name, retried.Sub(limited).Round(time.Millisecond))
+	is.True(retried.Sub(limited) >= 2*time.Second) // it waited for the reset
+	t.Logf("%s usage-limit took %s", b.name, time.Since(start).Round(time.Millisecond))
 }
 
 // The API hangs: the iteration timeout stops the CLI's whole process tree.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // RequestKind classifies a recorded request.
@@ -30,7 +31,9 @@ const (
 // Request is one recorded HTTP request.
 type Request struct {
 	// Seq numbers the requests from 1 in arrival order.
-	Seq      int
+	Seq int
+	// At is when the request arrived.
+	At       time.Time
 	Method   string
 	Path     string
 	RawQuery string

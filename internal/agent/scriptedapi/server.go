@@ -288,6 +288,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Raw:      raw,
 		Kind:     KindOther,
 		Turn:     -1,
+		At:       time.Now(),
 	}
 	if err != nil {
 		s.record(&req)
