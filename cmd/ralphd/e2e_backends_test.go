@@ -176,16 +176,38 @@ func TestE2ECLICloseWithEvidence(t *testing.T) {
 		is.True(strings.Contains(e.bd("show", "e2e-a", "--json"), `"status": "closed"`))
 
 		var meta, own int
+		var end struct {
+			Data struct {
+				CostUSD *float64 `json:"cost_usd"`
+				Tokens  *struct {
+					Input  int64 `json:"input_tokens"`
+					Output int64 `json:"output_tokens"`
+				} `json:"tokens"`
+			} `json:"data"`
+		}
 		for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
 			is.True(json.Valid([]byte(line))) // every line is JSON
-			if strings.HasPrefix(line, `{"type":"loop_meta"`) {
+			switch {
+			case strings.HasPrefix(line, `{"type":"loop_meta","event":"iteration_end"`):
+				is.NoErr(json.Unmarshal([]byte(line), &end))
 				meta++
-			} else {
+			case strings.HasPrefix(line, `{"type":"loop_meta"`):
+				meta++
+			default:
 				own++ // the CLI's own line, as it printed it
 			}
 		}
 		is.True(meta >= 4)
 		is.True(own >= 4)
+		// Tokens are read from the stream: the scripted model reports 100
+		// input tokens per answer, and each CLI adds its requests up.
+		is.True(end.Data.Tokens != nil)
+		t.Logf("%s tokens: %+v", b.name, *end.Data.Tokens)
+		is.True(end.Data.Tokens.Input >= 100*int64(e.agentRequests()))
+		is.True(end.Data.Tokens.Output > 0)
+		// None of these CLIs reports a price for the scripted model: the
+		// cost is absent, never $0.
+		is.True(end.Data.CostUSD == nil)
 		rendered, _, _ := e.ralphd("logs", "last")
 		t.Logf("ralphd logs last:\n%s", rendered)
 		is.True(strings.Contains(rendered, `bd close e2e-a --reason "test -s hello.txt passes (exit 0)"`))
