@@ -44,10 +44,14 @@ const DefaultCodexSandbox = "workspace-write"
 // and whose rules/ folder holds links to the user's own rule files plus
 // ralphd.rules, one `prefix_rule(pattern=[...], decision="forbidden")` per
 // denied prefix (without a justification, which older Codex releases do
-// not accept; the guard explains a refusal in detail). This mechanism follows Codex's documented rule loading
-// but has not been checked against a running Codex; files Codex creates
-// new at the top of its home during the run stay in the scratch copy. The
-// bd guard on PATH enforces the same policy regardless.
+// not accept; the guard explains a refusal in detail). The end-to-end
+// suite checks it against Codex 0.169.0, which refuses such a command with
+// "rejected: policy forbids commands starting with `bd dep remove`" as the
+// tool's output. Files Codex creates new at the top of its home during the
+// run stay in the scratch copy. The agent also gets TMPDIR=<ScratchDir>/
+// codex-tmp: Codex will not install its sandbox helper in a CODEX_HOME
+// under the temporary directory. The bd guard on PATH enforces the same
+// policy regardless.
 //
 // Usage: Codex reports input tokens including cached ones; InputTokens is
 // the uncached part (as for Claude) and CacheReadTokens the cached part.
