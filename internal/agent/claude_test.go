@@ -172,7 +172,7 @@ func TestClaudeParserFixtures(t *testing.T) {
 
 	// Every Claude fixture must have a row.
 	files, _ := filepath.Glob("testdata/claude-*.jsonl")
-	real, _ := filepath.Glob("testdata/real-*.jsonl")
+	real, _ := filepath.Glob("testdata/real-claude-*.jsonl") // the other CLIs': TestRealCLIStreams
 	for _, f := range append(files, real...) {
 		if !slices.ContainsFunc(tests, func(tt fixtureCase) bool { return tt.file == filepath.Base(f) }) {
 			t.Errorf("fixture %s has no expected outcome", f)

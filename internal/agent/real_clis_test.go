@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,14 +20,24 @@ import (
 // without a "done" line and writes cost 0 for an unpriced model; Gemini
 // CLI's token stats include its model router's side request.
 func TestRealCLIStreams(t *testing.T) {
-	tests := []struct {
+	type realCase struct {
 		file    string
 		backend Backend
 		input   int64
-	}{
+	}
+	tests := []realCase{
 		{"real-codex-0.169.0-scripted-api-tool-use.jsonl", Codex{Now: clock}, 400},
 		{"real-opencode-1.18.33-scripted-api-tool-use.jsonl", Opencode{Now: clock}, 400},
 		{"real-gemini-0.61.0-scripted-api-tool-use.jsonl", Gemini{Now: clock}, 500},
+	}
+	// Every captured stream of these CLIs has a row.
+	for _, glob := range []string{"real-codex-*.jsonl", "real-opencode-*.jsonl", "real-gemini-*.jsonl"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", glob))
+		for _, f := range files {
+			if !slices.ContainsFunc(tests, func(tt realCase) bool { return tt.file == filepath.Base(f) }) {
+				t.Errorf("captured stream %s has no expected outcome", f)
+			}
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
