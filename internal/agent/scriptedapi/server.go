@@ -1,6 +1,24 @@
-// Package scriptedapi is a scripted stand-in for the Anthropic Messages API,
-// so end-to-end tests and `ralphd demo` can run the real Claude Code CLI
-// with only the model faked.
+// Package scriptedapi is a scripted stand-in for the model APIs of the
+// agent CLIs, so end-to-end tests and `ralphd demo` can run the real CLIs
+// with only the model faked: the Anthropic Messages API (Claude Code), the
+// OpenAI Responses API (Codex, POST /v1/responses), OpenAI Chat
+// Completions (opencode, POST /v1/chat/completions) and the Gemini API
+// (Gemini CLI, POST /v1beta/models/M:streamGenerateContent). One Script
+// plays through any of them: a Bash turn becomes the CLI's own shell tool,
+// tool results come back in each format's shape and are checked the same
+// way, and a Fault is written as each API writes that error.
+//
+// Pointing each CLI at the server (see cmd/ralphd e2e_backends_test.go):
+// Codex through a [model_providers.<id>] entry in $CODEX_HOME/config.toml
+// (base_url URL()+"/v1", env_key, wire_api "responses",
+// request_max_retries and stream_max_retries 0); opencode through a custom
+// provider ("npm": "@ai-sdk/openai-compatible", options.baseURL) in the
+// file OPENCODE_CONFIG names; Gemini CLI through GOOGLE_GEMINI_BASE_URL
+// (honoured by 0.61.0), GEMINI_API_KEY, and security.auth.selectedType
+// "gemini-api-key" in ~/.gemini/settings.json. A CLI that sends no session
+// id (Gemini CLI) is told apart by its prompt: see Server.play.
+//
+// The rest of this comment is about Claude Code.
 //
 // Point Claude Code at a started Server with ANTHROPIC_BASE_URL=URL() and
 // any ANTHROPIC_API_KEY (see Env). The server then plays Scripts: one
