@@ -106,3 +106,32 @@ func FuzzSSERoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServeOtherFormats posts arbitrary bodies to the Responses, Chat
+// Completions and Gemini endpoints: the server must never panic, must
+// answer every request, and must record it.
+func FuzzServeOtherFormats(f *testing.F) {
+	f.Add([]byte(`{"model":"m","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"function_call_output","call_id":"c1","output":"Process exited with code 1"}],"tools":[{"type":"function","name":"exec_command"}]}`))
+	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"go"},{"role":"assistant","content":null},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"x"}]}],"tools":[{"function":{"name":"bash"}}]}`))
+	f.Add([]byte(`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"run_shell_command"}}]},{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"error":"denied"}}}]}],"tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`))
+	f.Add([]byte(`{"generationConfig":{"responseMimeType":"application/json","responseJsonSchema":{"required":["s"],"properties":{"s":{"type":"NUMBER"}}}}}`))
+	f.Add([]byte(`{"input":7,"messages":"x","contents":null}`))
+	f.Add([]byte{0xff})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		srv := New(Script{Turns: []Turn{Bash("echo ✓").Expect(Contains("x")), Fail(RateLimited(0)), Say("end")}, RepeatLast: true})
+		defer srv.Close()
+		paths := []string{"/v1/responses", "/v1/chat/completions", "/v1beta/models/m:streamGenerateContent",
+			"/v1beta/models/m:generateContent", "/v1beta/models/m:countTokens"}
+		for _, path := range paths {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			srv.serveHTTP(rec, req)
+			if rec.Code == 0 {
+				t.Fatalf("%s: no status written", path)
+			}
+		}
+		if got := len(srv.Requests()); got != len(paths) {
+			t.Fatalf("recorded %d requests, want %d", got, len(paths))
+		}
+	})
+}
