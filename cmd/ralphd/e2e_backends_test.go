@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
 )
 
@@ -104,6 +108,20 @@ func cliOrSkip(t *testing.T, name string) string {
 			t.Fatalf("CI is set but %s is not installed (%v): scripts/test installs it with scripts/install-agents", name, err)
 		}
 		t.Skipf("SKIPPING the %s end-to-end tests: %v", name, err)
+	}
+	// The scenarios hold for the verified version (agent.Verified, which
+	// `ralphd agents` and the README show): another one fails under CI,
+	// where scripts/install-agents pins it, and skips elsewhere.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p, "--version").Output()
+	if err != nil || !agent.VerifiedVersion(name, string(out)) {
+		v, _ := agent.Verified(name)
+		msg := fmt.Sprintf("%s --version says %q (%v); the end-to-end tests verify %s: run scripts/install-agents %s", p, strings.TrimSpace(string(out)), err, v.Version, name)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPING: " + msg)
 	}
 	return p
 }
