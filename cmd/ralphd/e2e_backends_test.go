@@ -29,8 +29,8 @@ import (
 type cliBackend struct {
 	name string
 	// hangTimeout is an iteration timeout that gives the CLI time to
-	// start and reach the model (opencode takes 15 to 40 s on a busy
-	// 2-core machine).
+	// start and reach the model on a busy 2-core machine (Codex took
+	// over 15 s, opencode 15 to 40 s, with other test suites running).
 	hangTimeout string
 	// waitsOutLimits: the CLI waits out a 429's retry-after itself,
 	// however long, and says nothing in its stream meanwhile (opencode
@@ -46,7 +46,7 @@ type cliBackend struct {
 const scriptedKeyEnv = "RALPHD_SCRIPTED_API_KEY"
 
 var cliBackends = []cliBackend{
-	{name: "codex", hangTimeout: "15s", setup: func(t *testing.T, work, url string) []string {
+	{name: "codex", hangTimeout: "40s", setup: func(t *testing.T, work, url string) []string {
 		home := filepath.Join(work, "codex-home")
 		writeFile(t, filepath.Join(home, "config.toml"), `model = "gpt-scripted"
 model_provider = "scripted"
@@ -69,7 +69,7 @@ stream_max_retries = 0
 		}
 		return []string{"CODEX_HOME=" + home, scriptedKeyEnv + "=" + scriptedapi.DummyKey, "TMPDIR=" + tmp}
 	}},
-	{name: "opencode", hangTimeout: "60s", waitsOutLimits: true, setup: func(t *testing.T, work, url string) []string {
+	{name: "opencode", hangTimeout: "90s", waitsOutLimits: true, setup: func(t *testing.T, work, url string) []string {
 		cfg := filepath.Join(work, "opencode.json")
 		writeFile(t, cfg, `{"$schema": "https://opencode.ai/config.json",
  "provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
@@ -80,7 +80,7 @@ stream_max_retries = 0
 		return []string{"OPENCODE_CONFIG=" + cfg, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
 			"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}
 	}},
-	{name: "gemini", hangTimeout: "20s", setup: func(t *testing.T, work, url string) []string {
+	{name: "gemini", hangTimeout: "40s", setup: func(t *testing.T, work, url string) []string {
 		writeFile(t, filepath.Join(work, ".gemini", "settings.json"),
 			`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true}, "privacy": {"usageStatisticsEnabled": false}}`)
 		return []string{"GEMINI_API_KEY=" + scriptedapi.DummyKey, "GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_CLI_TRUST_WORKSPACE=true"}
@@ -162,10 +162,14 @@ func newCLIE2E(t *testing.T, b cliBackend, scripts ...scriptedapi.Script) *e2e {
 	return e
 }
 
-// forEachCLI runs the scenario as a subtest per agent CLI.
+// forEachCLI runs the scenario as a subtest per agent CLI, in parallel:
+// the CLIs spend most of their time starting up and waiting.
 func forEachCLI(t *testing.T, scenario func(t *testing.T, b cliBackend)) {
 	for _, b := range cliBackends {
-		t.Run(b.name, func(t *testing.T) { scenario(t, b) })
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, b)
+		})
 	}
 }
 
