@@ -292,6 +292,19 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "planning_files_changed", Detail: c})
 		l.human().Warn("BUILD changed what belongs to PLANNING: restored", "change", c)
 	}
+	var all []string
+	for _, f := range restored {
+		all = append(all, "ralphd's state file "+f+" was changed")
+	}
+	all = append(all, changes...)
+	if len(all) > 0 {
+		note := "ralphd: restored what BUILD may not change: " + strings.Join(all, "; ") +
+			". ralphd's state and .ralph/ belong to ralphd and PLANNING; leave a note instead."
+		if _, err := l.BD.AppendNotes(context.WithoutCancel(ctx), it.issue.ID, note); err != nil {
+			l.human().Warn("could not note the restore on the issue", "issue", it.issue.ID, "err", err)
+		}
+		l.snap.invalidate()
+	}
 	for _, f := range restored {
 		detail := fmt.Sprintf("ralphd's state file %s was changed during the iteration; restored", f)
 		it.fixed = append(it.fixed, "restored: "+f)
