@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -49,8 +50,53 @@ func ParseRunning(data []byte) (Running, error) {
 	return r, nil
 }
 
-// RunningPath returns the path of running.json.
-func (s *Store) RunningPath() string { return s.path(RunningFile) }
+// RunningPath returns the path of running.json, or of the worker's own
+// running-<worker>.json for a view from ForWorker.
+func (s *Store) RunningPath() string {
+	if s.worker != "" {
+		return s.path(runningPrefix + s.worker + ".json")
+	}
+	return s.path(RunningFile)
+}
+
+// runningPrefix starts the name of a worker's running record.
+const runningPrefix = "running-"
+
+// ForWorker returns a view of the store for one of several workers running
+// BUILD iterations at once: everything is shared with s (and serialised by
+// the same lock: attempts, records, history), except the running-agent
+// record, which is the worker's own running-<worker>.json. worker must be
+// a plain name (letters, digits, '-', '_').
+func (s *Store) ForWorker(worker string) (*Store, error) {
+	if worker == "" || strings.Trim(worker, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return nil, fmt.Errorf("state: invalid worker name %q", worker)
+	}
+	return &Store{Now: s.Now, id: s.id, dir: s.dir, writer: s.writer, lockWait: s.lockWait, mu: s.mu, worker: worker}, nil
+}
+
+// Worker returns the worker a view from ForWorker is for, or "".
+func (s *Store) Worker() string { return s.worker }
+
+// RunningWorkers returns the workers that have a running record on disk:
+// iterations a crash may have left unsettled, for the next start's sweep.
+func (s *Store) RunningWorkers() ([]string, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list running records: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, runningPrefix) || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		w := strings.TrimSuffix(strings.TrimPrefix(name, runningPrefix), ".json")
+		if _, err := s.ForWorker(w); err == nil {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
 
 // WriteRunning records the agent that is about to run (or has just
 // started), atomically.

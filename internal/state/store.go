@@ -61,12 +61,15 @@ type Store struct {
 	// lockWait pauses between two tries of a contended lock.
 	lockWait func()
 
-	mu sync.Mutex // serialises read-modify-write of files
+	mu *sync.Mutex // serialises read-modify-write of files; shared by worker views
 	// sealed holds, between Seal and Unseal, the state files as ralphd
 	// left them (see seal.go).
 	sealed   map[string][]byte
 	warnMu   sync.Mutex
 	warnings []string
+	// worker names the worker whose running record this view reads and
+	// writes ("" for the project's own running.json); see ForWorker.
+	worker string
 }
 
 // Open opens (creating when needed) the state directory of project id
@@ -92,7 +95,7 @@ func Open(ctx context.Context, root string, id Identity, version string) (*Store
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
-	s := &Store{Now: time.Now, id: id, dir: ProjectDir(abs, id.ID), lockWait: func() { time.Sleep(10 * time.Millisecond) }}
+	s := &Store{Now: time.Now, id: id, dir: ProjectDir(abs, id.ID), mu: new(sync.Mutex), lockWait: func() { time.Sleep(10 * time.Millisecond) }}
 	for _, d := range []string{s.dir, s.LogsDir(), s.ReportsDir(), s.AttemptsDir()} {
 		if err := os.MkdirAll(d, dirPerm); err != nil {
 			return nil, fmt.Errorf("open state: create %s: %w", d, err)

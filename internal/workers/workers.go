@@ -4,13 +4,14 @@
 // one (internal/mergeq). The tracker and git are the only shared state.
 //
 // The work on an issue is an Iteration the caller supplies (ralphd's BUILD
-// iteration). A worker counts a failed attempt when the iteration does not
-// finish its issue or the integration fails (a conflict, a red verify
-// after the rebase, rejected pushes); then the issue is reopened with a
-// note that says why (naming the conflicting files) and released, so that
-// it is retried on a fresh base. A lost claim race is never an attempt.
-// After MaxAttempts failed attempts an issue is labelled StuckLabel and no
-// worker claims it again.
+// iteration). A failed attempt is one whose iteration does not finish its
+// issue or whose integration fails (a conflict, a red verify after the
+// rebase, rejected pushes); then the issue is reopened with a note that
+// says why (naming the conflicting files) and released, so that it is
+// retried on a fresh base. A lost claim race is never an attempt. The
+// attempts are kept by a Ledger (ralphd's state store, so `ralphd status`
+// and `ralphd reset` see them), which also decides when an issue is stuck;
+// a stuck issue is labelled StuckLabel and no worker claims it again.
 package workers
 
 import (
@@ -43,8 +44,91 @@ type Assignment struct {
 }
 
 // Iteration works on an assignment in its worktree. It reports whether it
-// finished the issue: closed it in bd and passed its own checks.
+// finished the issue: closed it in bd and passed its own checks. An error
+// that wraps ErrSkip gives the issue back without counting an attempt (it
+// was found stuck, or the run's caps stop it).
 type Iteration func(ctx context.Context, a Assignment) (done bool, err error)
+
+// ErrSkip, wrapped in an Iteration's error, releases the issue without a
+// failed attempt and without stopping the worker.
+var ErrSkip = errors.New("workers: issue skipped")
+
+// ErrStop, wrapped in an Iteration's error, releases the issue without a
+// failed attempt and stops the whole pool cleanly (a cost cap, an
+// iteration cap): Run returns the error.
+var ErrStop = errors.New("workers: stop")
+
+// Failure is one failed attempt, as the pool hands it to the Ledger.
+type Failure struct {
+	Why string
+	// Integration: the iteration finished the issue, but its work could
+	// not be integrated. Otherwise the iteration itself failed.
+	Integration bool
+	// Conflicts are the files a rebase conflicted on.
+	Conflicts []string
+}
+
+// Ledger keeps the attempts on issues and decides when one is stuck.
+type Ledger interface {
+	// Attempts returns the failed attempts counted on an issue so far.
+	Attempts(issue string) (int, error)
+	// Failed records a failed attempt of a (unless the Iteration already
+	// counted it) and returns the attempts now counted and whether the
+	// issue is stuck; the Ledger marks a stuck issue (StuckLabel) itself.
+	Failed(ctx context.Context, a Assignment, f Failure) (attempts int, stuck bool, err error)
+	// Integrated: the issue's work is on the target; its attempts end.
+	Integrated(issue string) error
+}
+
+// MemoryLedger is a Ledger that keeps the counts in memory, for tests and
+// tools: Max failed attempts (zero: DefaultMaxAttempts) make an issue
+// stuck, which is then labelled Label through the worker's bd client.
+type MemoryLedger struct {
+	Max   int
+	Label string
+
+	mu    sync.Mutex
+	count map[string]int
+}
+
+// Attempts implements Ledger.
+func (m *MemoryLedger) Attempts(issue string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.count[issue], nil
+}
+
+// Failed implements Ledger.
+func (m *MemoryLedger) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
+	m.mu.Lock()
+	if m.count == nil {
+		m.count = map[string]int{}
+	}
+	m.count[a.Issue.ID]++
+	n := m.count[a.Issue.ID]
+	m.mu.Unlock()
+	limit := m.Max
+	if limit <= 0 {
+		limit = DefaultMaxAttempts
+	}
+	if n < limit {
+		return n, false, nil
+	}
+	if m.Label != "" && a.BD != nil {
+		if err := a.BD.LabelAdd(ctx, a.Issue.ID, m.Label); err != nil {
+			return n, true, fmt.Errorf("label %s stuck: %w", a.Issue.ID, err)
+		}
+	}
+	return n, true, nil
+}
+
+// Integrated implements Ledger.
+func (m *MemoryLedger) Integrated(issue string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.count, issue)
+	return nil
+}
 
 // Defaults for a Pool's zero fields.
 const (
@@ -68,9 +152,9 @@ type Pool struct {
 	Actor func(worker string) string
 	// Iterate is the work.
 	Iterate Iteration
-	// MaxAttempts failed attempts make an issue stuck; zero means
-	// DefaultMaxAttempts.
-	MaxAttempts int
+	// Ledger keeps the attempts; nil means a MemoryLedger labelling
+	// StuckLabel.
+	Ledger Ledger
 	// StuckLabel marks issues no worker claims again.
 	StuckLabel string
 	// Idle is how long a worker that found nothing to claim waits while
@@ -85,11 +169,11 @@ type Pool struct {
 	// status` in another process.
 	StatusFile string
 
-	mu       sync.Mutex
-	busy     int
-	attempts map[string]int
-	sum      Summary
-	status   map[string]WorkerStatus
+	mu     sync.Mutex
+	busy   int
+	ledger Ledger
+	sum    Summary
+	status map[string]WorkerStatus
 }
 
 // WorkerStatus is what one worker is doing.
@@ -187,7 +271,10 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if p.Iterate == nil || p.Trees == nil || p.Queue == nil || p.Client == nil || p.Target == "" {
 		return Summary{}, errors.New("workers: the pool needs Iterate, Trees, Queue, Client and Target")
 	}
-	p.attempts = map[string]int{}
+	p.ledger = p.Ledger
+	if p.ledger == nil {
+		p.ledger = &MemoryLedger{Label: p.StuckLabel}
+	}
 	p.sum = Summary{Failed: map[string][]string{}}
 	if _, err := p.Queue.Recover(ctx); err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
@@ -295,30 +382,42 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	}
 	p.mu.Lock()
 	p.sum.Saved = append(p.sum.Saved, saved...)
-	attempt := p.attempts[is.ID] + 1
 	p.mu.Unlock()
+	prior, err := p.ledger.Attempts(is.ID)
+	if err != nil {
+		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+	}
+	attempt := prior + 1
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir, Issue: is.ID, Attempt: attempt})
 	defer p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir})
 	client := p.Client(actor, tree.Dir)
-	done, err := p.Iterate(ctx, Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client})
-	if ctx.Err() != nil {
+	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client}
+	done, err := p.Iterate(ctx, a)
+	switch {
+	case ctx.Err() != nil:
 		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
-	}
-	if err != nil {
-		return p.fail(ctx, worker, actor, is.ID, fmt.Sprintf("the iteration failed: %v", err))
-	}
-	if !done {
-		return p.fail(ctx, worker, actor, is.ID, "the iteration did not finish the issue")
+	case errors.Is(err, ErrSkip):
+		p.log(Event{Worker: worker, Issue: is.ID, Kind: "skipped", Detail: err.Error()})
+		return p.giveUp(ctx, actor, is.ID, nil)
+	case errors.Is(err, ErrStop):
+		return p.giveUp(ctx, actor, is.ID, err)
+	case err != nil:
+		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err)})
+	case !done:
+		return p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue"})
 	}
 	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch})
 	if ctx.Err() != nil {
 		return nil // the closed issue stays closed; its work is on the worker's branch, saved at the next start
 	}
 	if err != nil {
-		return p.fail(ctx, worker, actor, is.ID, fmt.Sprintf("integration failed: %v", err))
+		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("integration failed: %v", err), Integration: true})
 	}
 	if !res.Integrated && !res.Empty {
-		return p.fail(ctx, worker, actor, is.ID, res.Reason())
+		return p.fail(ctx, a, Failure{Why: res.Reason(), Integration: true, Conflicts: res.Conflicts})
+	}
+	if err := p.ledger.Integrated(is.ID); err != nil {
+		return fmt.Errorf("worker %s: %w", worker, err)
 	}
 	p.mu.Lock()
 	p.sum.Integrated = append(p.sum.Integrated, is.ID)
@@ -327,28 +426,24 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	return nil
 }
 
-// fail counts a failed attempt on id, notes why on the issue, reopens and
-// releases it, or marks it stuck after MaxAttempts.
-func (p *Pool) fail(ctx context.Context, worker, actor, id, why string) error {
-	max := p.MaxAttempts
-	if max <= 0 {
-		max = DefaultMaxAttempts
-	}
+// fail has the Ledger count a failed attempt, notes why on the issue,
+// then reopens and releases it; the Ledger marks a stuck issue.
+func (p *Pool) fail(ctx context.Context, a Assignment, f Failure) error {
+	worker, actor, id := a.Worker, a.Actor, a.Issue.ID
+	a.BD = p.Client(actor, p.Queue.Repo)
 	p.mu.Lock()
-	p.attempts[id]++
-	n := p.attempts[id]
-	p.sum.Failed[id] = append(p.sum.Failed[id], why)
+	p.sum.Failed[id] = append(p.sum.Failed[id], f.Why)
 	p.mu.Unlock()
-	p.log(Event{Worker: worker, Issue: id, Kind: "failed", Detail: why})
-	c := p.Client(actor, p.Queue.Repo)
-	note := fmt.Sprintf("ralphd %s, attempt %d/%d: %s", worker, n, max, why)
-	if _, err := c.AppendNotes(ctx, id, note); err != nil {
-		return fmt.Errorf("worker %s: note on %s: %w", worker, id, err)
+	p.log(Event{Worker: worker, Issue: id, Kind: "failed", Detail: f.Why})
+	n, stuck, err := p.ledger.Failed(ctx, a, f)
+	if err != nil {
+		return p.giveUp(ctx, actor, id, fmt.Errorf("worker %s: %w", worker, err))
 	}
-	if n >= max && p.StuckLabel != "" {
-		if err := c.LabelAdd(ctx, id, p.StuckLabel); err != nil {
-			return fmt.Errorf("worker %s: label %s stuck: %w", worker, id, err)
-		}
+	note := fmt.Sprintf("ralphd %s, attempt %d: %s", worker, n, f.Why)
+	if _, err := a.BD.AppendNotes(ctx, id, note); err != nil {
+		return p.giveUp(ctx, actor, id, fmt.Errorf("worker %s: note on %s: %w", worker, id, err))
+	}
+	if stuck {
 		p.mu.Lock()
 		p.sum.Stuck = append(p.sum.Stuck, id)
 		p.mu.Unlock()

@@ -1,0 +1,66 @@
+package state
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+)
+
+// TestForWorkerRunningRecords: each worker view has its own running
+// record, next to the project's; RunningWorkers finds them for the sweep.
+func TestForWorkerRunningRecords(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(context.Background(), t.TempDir(), Identity{ID: "0123456789ab"}, "test")
+	is.NoErr(err)
+	w1, err := s.ForWorker("w1")
+	is.NoErr(err)
+	w2, err := s.ForWorker("w2")
+	is.NoErr(err)
+	is.NoErr(w1.WriteRunning(Running{IssueID: "x-1", Attempt: 1, Mode: "build"}))
+	is.NoErr(w2.WriteRunning(Running{IssueID: "x-2", Attempt: 1, Mode: "build"}))
+	r, err := s.ReadRunning()
+	is.NoErr(err)
+	is.Equal(r, nil) // the project's own record is untouched
+	got, err := s.RunningWorkers()
+	is.NoErr(err)
+	is.Equal(got, []string{"w1", "w2"})
+	r, err = w2.ReadRunning()
+	is.NoErr(err)
+	is.Equal(r.IssueID, "x-2")
+	is.NoErr(w1.ClearRunning())
+	got, err = s.RunningWorkers()
+	is.NoErr(err)
+	is.Equal(got, []string{"w2"})
+	for _, bad := range []string{"", "../x", "a/b", "w 1"} {
+		_, err := s.ForWorker(bad)
+		is.True(err != nil) // a worker name never leaves the state dir
+	}
+}
+
+// TestForWorkerCountsAreShared: workers counting attempts at once through
+// their views lose no increment: the views share the store's lock.
+func TestForWorkerCountsAreShared(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(context.Background(), t.TempDir(), Identity{ID: "0123456789ab"}, "test")
+	is.NoErr(err)
+	var wg sync.WaitGroup
+	for _, w := range []string{"w1", "w2", "w3", "w4"} {
+		v, err := s.ForWorker(w)
+		is.NoErr(err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if _, err := v.IncrementAttempt("x-1"); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n, err := s.Attempt("x-1")
+	is.NoErr(err)
+	is.Equal(n, 40)
+}
