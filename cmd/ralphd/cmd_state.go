@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/workers"
 )
 
 func cmdStatus(ctx context.Context, a *app, args []string) int {
@@ -54,6 +59,7 @@ the last run, and the run logs. Reads only; creates nothing.`)
 	if err := st.WriteText(a.stdout); err != nil {
 		return reportErr(a, err)
 	}
+	writeWorkers(a.stdout, filepath.Join(state.ProjectDir(stateRoot(a), id.ID), modes.WorkersStatusFile), time.Now())
 	fmt.Fprintf(a.stdout, "Agent containment (for a ralphd started now): %s\n", describeContainment())
 	return exitOK
 }
@@ -191,4 +197,27 @@ state dir (adding to any counts already there), then remove the file.`)
 	}
 	fmt.Fprintf(a.stdout, "imported %d issue counter(s) into %s and removed %s\n", len(counts), p.store.AttemptsPath(), state.LegacyAttemptsPath(p.dir))
 	return exitOK
+}
+
+// writeWorkers prints what each worker of a running `--workers` BUILD is
+// doing, from the pool's status file; nothing when there is none.
+func writeWorkers(w io.Writer, path string, now time.Time) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	var ws []workers.WorkerStatus
+	if err := json.Unmarshal(data, &ws); err != nil {
+		fmt.Fprintf(w, "Workers: %s could not be read (%v)\n", path, err)
+		return
+	}
+	fmt.Fprintf(w, "Workers: %d\n", len(ws))
+	for _, s := range ws {
+		elapsed := now.Sub(s.Since).Round(time.Second)
+		if s.Issue == "" {
+			fmt.Fprintf(w, "  %-4s idle for %s  %s\n", s.Worker, elapsed, s.Worktree)
+			continue
+		}
+		fmt.Fprintf(w, "  %-4s %s attempt %d, %s  %s\n", s.Worker, s.Issue, s.Attempt, elapsed, s.Worktree)
+	}
 }

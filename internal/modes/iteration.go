@@ -120,6 +120,7 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 		l.abandon(is.ID)
 		return nil, "could not snapshot the tracker", err
 	}
+	l.sharedBaseline(it) // workers: the tracker as the last judgement left it
 	// The baseline is on disk before the agent starts: if ralphd dies in
 	// the window, the next start's sweep judges the tracker against it.
 	if err := l.State.WriteBaseline(state.Baseline{
@@ -180,12 +181,18 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	// An agent that ran, however it ended (and an agent can claim to be
 	// rate limited), is judged for forbidden changes; if the tracker
 	// cannot be read, the baseline stays for the next start's sweep.
+	endWindow := l.judgeWindow(it) // workers: one judgement at a time
 	if after, err := l.snapshotAfter(cctx); err == nil {
 		l.confirmCloseReasons(cctx, it.before, after)
 		it.fixed = append(it.fixed, l.revertViolations(cctx, res, it, after)...)
+		if it.violated() {
+			after, _ = l.snapshotFresh(cctx)
+		}
+		endWindow(after)
 	} else {
 		it.keepBaseline = true
 	}
+	endWindow(nil)
 	l.unclaim(cctx, it.issue.ID)
 	cancel()
 	l.endBuildIteration(res, it)
@@ -216,12 +223,14 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	if err != nil {
 		return err
 	}
+	endWindow := l.judgeWindow(it) // workers: one judgement at a time
+	defer endWindow(nil)
 	after, err := l.snapshotAfter(ctx)
 	if err != nil {
 		return err
 	}
 	l.confirmCloseReasons(ctx, it.before, after)
-	if others := closedOthers(it.before, after, is.ID); len(others) > 0 {
+	if others := l.ownCloses(closedOthers(it.before, after, is.ID), after); len(others) > 0 {
 		// Every close in the window is judged, not only the picked issue's:
 		// its own acceptance commands and verify, under the guard. They run
 		// code too, so the tracker is read again after them.
@@ -241,6 +250,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		}
 	}
 	it.after = after
+	endWindow(after)
 	// Shell commands the agent reported that ran a forbidden bd call around
 	// the guard are violations too, whatever their effect.
 	for _, b := range guard.Bypasses(it.out.Commands) {
@@ -428,9 +438,12 @@ func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteratio
 	is := it.issue
 	cause := judge.NotStuck
 	if it.verdict == closed {
-		// A verified close ends the issue's attempts: the whole record goes.
-		if _, err := l.State.Reset(is.ID); err != nil {
-			return iteration{reason: "could not reset the attempt record"}, err
+		// A verified close ends the issue's attempts: the whole record goes
+		// (a worker's once its work is integrated).
+		if !l.deferReset {
+			if _, err := l.State.Reset(is.ID); err != nil {
+				return iteration{reason: "could not reset the attempt record"}, err
+			}
 		}
 		res.Closed = append(res.Closed, is.ID)
 	} else {

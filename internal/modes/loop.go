@@ -190,6 +190,11 @@ type Loop struct {
 	treeChecked bool
 	// batching: the daemon runs this Loop's BUILD runs as batches.
 	batching bool
+	// deferReset: a verified close keeps the attempt record until
+	// the worker's work is integrated (workers.go).
+	deferReset bool
+	// shared is what a worker's Loop shares with the other workers.
+	shared *pool
 }
 
 // repo is the project's git working tree.

@@ -70,6 +70,7 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 	} else if msg != "" {
 		did = append(did, msg)
 	}
+	did = append(did, l.sweepWorkers(ctx)...)
 	if len(did) == 0 {
 		return "", nil
 	}

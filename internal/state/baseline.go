@@ -27,8 +27,17 @@ type Baseline struct {
 	Issues    []beads.Issue `json:"issues"`
 }
 
-// BaselinePath returns the path of baseline.json.
-func (s *Store) BaselinePath() string { return s.path(BaselineFile) }
+// BaselinePath returns the path of baseline.json, or of the worker's own
+// baseline-<worker>.json for a view from ForWorker.
+func (s *Store) BaselinePath() string {
+	if s.worker != "" {
+		return s.path(baselinePrefix + s.worker + ".json")
+	}
+	return s.path(BaselineFile)
+}
+
+// baselinePrefix starts the name of a worker's baseline.
+const baselinePrefix = "baseline-"
 
 // WriteBaseline records the tracker before an iteration, atomically.
 func (s *Store) WriteBaseline(b Baseline) error {

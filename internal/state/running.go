@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,8 +78,9 @@ func (s *Store) ForWorker(worker string) (*Store, error) {
 // Worker returns the worker a view from ForWorker is for, or "".
 func (s *Store) Worker() string { return s.worker }
 
-// RunningWorkers returns the workers that have a running record on disk:
-// iterations a crash may have left unsettled, for the next start's sweep.
+// RunningWorkers returns the workers that have a running record or a
+// baseline on disk: iterations a crash may have left unsettled or
+// unjudged, for the next start's sweep.
 func (s *Store) RunningWorkers() ([]string, error) {
 	ents, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -86,12 +88,15 @@ func (s *Store) RunningWorkers() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, runningPrefix) || !strings.HasSuffix(name, ".json") {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
 			continue
 		}
-		w := strings.TrimSuffix(strings.TrimPrefix(name, runningPrefix), ".json")
-		if _, err := s.ForWorker(w); err == nil {
+		w, ok := strings.CutPrefix(name, runningPrefix)
+		if !ok {
+			w, ok = strings.CutPrefix(name, baselinePrefix)
+		}
+		if _, err := s.ForWorker(w); ok && err == nil && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}

@@ -33,6 +33,15 @@ func TestForWorkerRunningRecords(t *testing.T) {
 	got, err = s.RunningWorkers()
 	is.NoErr(err)
 	is.Equal(got, []string{"w2"})
+	// A worker's baseline left behind (its window never closed) is found
+	// too, and is its own, not the project's.
+	is.NoErr(w1.WriteBaseline(Baseline{IssueID: "x-1"}))
+	b, err := s.ReadBaseline()
+	is.NoErr(err)
+	is.Equal(b, nil)
+	got, err = s.RunningWorkers()
+	is.NoErr(err)
+	is.Equal(got, []string{"w1", "w2"})
 	for _, bad := range []string{"", "../x", "a/b", "w 1"} {
 		_, err := s.ForWorker(bad)
 		is.True(err != nil) // a worker name never leaves the state dir

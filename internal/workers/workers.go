@@ -15,6 +15,7 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,8 +55,9 @@ type Iteration func(ctx context.Context, a Assignment) (done bool, err error)
 var ErrSkip = errors.New("workers: issue skipped")
 
 // ErrStop, wrapped in an Iteration's error, releases the issue without a
-// failed attempt and stops the whole pool cleanly (a cost cap, an
-// iteration cap): Run returns the error.
+// failed attempt and drains the pool (a cost cap, an iteration cap, an
+// agent that cannot run): no worker claims again, the others finish the
+// issues they hold, and Run returns the first such error.
 var ErrStop = errors.New("workers: stop")
 
 // Failure is one failed attempt, as the pool hands it to the Ledger.
@@ -169,11 +171,13 @@ type Pool struct {
 	// status` in another process.
 	StatusFile string
 
-	mu     sync.Mutex
-	busy   int
-	ledger Ledger
-	sum    Summary
-	status map[string]WorkerStatus
+	mu       sync.Mutex
+	busy     int
+	ledger   Ledger
+	sum      Summary
+	draining bool
+	stopErr  error
+	status   map[string]WorkerStatus
 }
 
 // WorkerStatus is what one worker is doing.
@@ -295,7 +299,14 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.work(ctx, fmt.Sprintf("w%d", i)); err != nil {
+			err := p.work(ctx, fmt.Sprintf("w%d", i))
+			switch {
+			case errors.Is(err, ErrStop):
+				p.mu.Lock()
+				p.stopErr = cmp.Or(p.stopErr, err)
+				p.mu.Unlock()
+				p.Drain()
+			case err != nil:
 				cancel(err)
 			}
 		}()
@@ -306,7 +317,24 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return p.sum, err
 	}
-	return p.sum, ctx.Err()
+	if ctx.Err() != nil {
+		return p.sum, ctx.Err()
+	}
+	return p.sum, p.stopErr
+}
+
+// Drain stops the workers from claiming more work; each finishes the
+// issue it holds, and Run returns once all have.
+func (p *Pool) Drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.draining = true
+}
+
+func (p *Pool) isDraining() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.draining
 }
 
 // work is one worker's loop.
@@ -322,7 +350,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		idle = DefaultIdle
 	}
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !p.isDraining() {
 		res, err := cl.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -1,0 +1,424 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/workers"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// WorkersDir is the directory, in the project's state directory, that holds
+// the workers' worktrees; ralphd owns it.
+const WorkersDir = "worktrees"
+
+// WorkersStatusFile is the pool's status file in the state directory, read
+// by `ralphd status`.
+const WorkersStatusFile = "workers.json"
+
+// pool is what the workers of one BUILD run share: the run's result, the
+// iteration numbers, and the tamper baseline.
+type pool struct {
+	mu  sync.Mutex
+	res *Result
+	// actorPrefix starts the bd actor of every worker of this pool.
+	actorPrefix string
+	// next numbers iterations (unique in the run, never reused);
+	// inflight counts those running, for the iteration cap.
+	next, inflight int
+
+	// judging serialises the tamper judgements of concurrent iterations;
+	// baseline is the tracker as the last judgement left it (forbidden
+	// changes reverted). Every iteration is judged against it, not against
+	// its own start: a change (or a revert) another worker's window made is
+	// judged once, by whichever judgement sees it first.
+	judging  sync.Mutex
+	baseline tamper.Snapshot
+}
+
+// WorkerActor is the bd actor of worker w of this clone: the host and a
+// short hash of the project's state identity tell two clones on one host
+// apart.
+func (l *Loop) WorkerActor(w string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return "ralphd/" + host + "/" + l.State.Identity().ID[:6] + "/" + w
+}
+
+// BuildWorkers is Build with k workers at once, each in its own git
+// worktree under the state directory, claiming issues through bd, and
+// integrating finished work through a merge queue of one into the branch
+// checked out in the project directory. k ≤ 1 is Build.
+func (l *Loop) BuildWorkers(ctx context.Context, maxIter, k int) (*Result, error) {
+	if k <= 1 {
+		return l.Build(ctx, maxIter)
+	}
+	return l.runMode(ctx, ModeBuild, maxIter, func(ctx context.Context, res *Result) error {
+		return l.buildWorkers(ctx, res, maxIter, k)
+	})
+}
+
+func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) error {
+	if l.Config.Scope != "" {
+		return res.stop(StopError, "scope is not supported with workers yet", errors.New("scope is not supported with --workers yet: run with one worker, or without scope"))
+	}
+	if err := l.checkClean(ctx); err != nil {
+		return res.stop(StopError, "the working tree is not clean", err)
+	}
+	out, err := workertree.Git(ctx, l.Dir, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	target := strings.TrimSpace(string(out))
+	if err != nil || target == "" {
+		return res.stop(StopError, "the project has no branch checked out", fmt.Errorf("workers need a branch checked out in %s to integrate into: %w", l.Dir, err))
+	}
+	base, err := l.snapshotFresh(ctx)
+	if err != nil {
+		return res.stop(StopError, "could not snapshot the tracker", err)
+	}
+	sh := &pool{res: res, baseline: base, actorPrefix: l.WorkerActor("")}
+	p := &workers.Pool{
+		Workers:    k,
+		Target:     target,
+		Trees:      &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
+		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Verify: l.verifyIn},
+		Client:     l.workerClient,
+		Actor:      func(w string) string { return sh.actorPrefix + w },
+		StuckLabel: StuckLabel,
+		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
+		Ledger:     &ledger{l: l, sh: sh},
+		Log: func(e workers.Event) {
+			l.event(EventWorker, workerEvent{Worker: e.Worker, Issue: e.Issue, Kind: e.Kind, Detail: e.Detail})
+		},
+	}
+	p.Iterate = func(ctx context.Context, a workers.Assignment) (bool, error) {
+		return l.workerIteration(ctx, sh, maxIter, a)
+	}
+	sum, err := p.Run(ctx)
+	_ = os.Remove(p.StatusFile)
+	for _, s := range sum.Saved {
+		l.human().Warn("work a stopped worker left is kept on a branch", "worker", s.Worker, "branch", s.Branch)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return stopped(ctx, res, "stopped by a signal; the workers' attempts in flight were given back")
+	case errors.Is(err, ErrCapReached):
+		if res.Stop == "" {
+			res.Stop, res.Reason = StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations", maxIter)
+		}
+		return err
+	case errors.Is(err, ErrAgentUnusable):
+		return res.stop(StopAgentUnusable, err.Error(), err)
+	case err != nil:
+		return res.stop(StopError, "a worker failed", err)
+	}
+	if len(res.Stuck) > 0 && len(res.Closed) == 0 {
+		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
+	}
+	return res.stop(StopSuccess, l.emptyQueueReason(ctx), nil)
+}
+
+// EventWorker is the log event of a worker's step (claimed, lost,
+// integrated, failed, stuck, idle-exit, recovered).
+const EventWorker = "worker"
+
+// workerClient is bd for a worker: its actor, run in dir.
+func (l *Loop) workerClient(actor, dir string) *beads.Client {
+	c := &beads.Client{Bin: l.RealBD, Dir: dir, Actor: actor, Env: l.BD.Env, Timeout: l.BD.Timeout, Redact: l.BD.Redact, OnCall: l.BD.OnCall}
+	if c.Bin == "" {
+		c.Bin = l.BD.Bin
+	}
+	return c
+}
+
+// verifyIn runs the verify command in dir (the merge queue's check of a
+// rebased result).
+func (l *Loop) verifyIn(ctx context.Context, dir string) error {
+	if l.Config.Verify == "" {
+		return nil
+	}
+	w := *l
+	w.Dir = dir
+	// The rebased result is the agents' code: it runs under the guard, as
+	// the iteration's own checks do.
+	var c check
+	if err := w.guardedChecks(ctx, 0, func(ce checkEnv) {
+		c = w.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
+	}); err != nil {
+		return err
+	}
+	if !c.passed() {
+		return fmt.Errorf("`%s` exited %d after the rebase:\n%s", c.Command, c.ExitCode, judge.Truncate(c.Output, 30))
+	}
+	return nil
+}
+
+// forWorker is the Loop one worker's iterations run with: the worktree,
+// bd as the worker's actor, and the worker's own running record.
+func (l *Loop) forWorker(sh *pool, a workers.Assignment) (*Loop, error) {
+	st, err := l.State.ForWorker(a.Worker)
+	if err != nil {
+		return nil, err
+	}
+	w := *l
+	w.Dir, w.BD, w.State, w.snap = a.Dir, a.BD, st, snapshotCache{}
+	w.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
+	w.deferReset = true
+	w.shared = sh
+	w.lastWorked = ""
+	return &w, nil
+}
+
+// workerIteration is one BUILD iteration of one worker: the run's caps,
+// the issue's stuck check, then buildIteration in the worker's Loop, its
+// result merged into the run's.
+func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a workers.Assignment) (bool, error) {
+	w, err := l.forWorker(sh, a)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+	}
+	r, err := w.record(a.Issue.ID)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+	}
+	if cause := stuck(r, l.Config.MaxStuck); cause != judge.NotStuck {
+		sh.mu.Lock()
+		err := w.markStuck(ctx, sh.res, r)
+		sh.mu.Unlock()
+		if err != nil {
+			return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+		}
+		return false, fmt.Errorf("%w: %s", workers.ErrSkip, stuckWhy(r, cause))
+	}
+	sh.mu.Lock()
+	if maxIter > 0 && sh.res.Iterations+sh.inflight >= maxIter {
+		sh.res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, a.Issue.ID), nil)
+		sh.mu.Unlock()
+		return false, fmt.Errorf("%w: %w", workers.ErrStop, ErrCapReached)
+	}
+	if l.overBudget(sh.res) {
+		sh.res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), nil)
+		sh.mu.Unlock()
+		return false, fmt.Errorf("%w: %w", workers.ErrStop, ErrCapReached)
+	}
+	n := sh.next
+	sh.next++
+	sh.inflight++
+	mine := &Result{Mode: ModeBuild, RunID: l.RunID, Iterations: n}
+	start := 0.0
+	if sh.res.CostUSD != nil {
+		start = *sh.res.CostUSD
+		mine.CostUSD = &start // the budget left is the run's, not the worker's
+	}
+	sh.mu.Unlock()
+
+	it, err := w.buildIteration(ctx, mine, a.Issue)
+
+	sh.mu.Lock()
+	sh.inflight--
+	sh.merge(mine, n, start)
+	sh.mu.Unlock()
+	done := slices.Contains(mine.Closed, a.Issue.ID)
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case errors.Is(err, ErrAgentUnusable):
+		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+	case errors.Is(err, ErrInterrupted):
+		return false, fmt.Errorf("%w: %w", workers.ErrSkip, err)
+	case err != nil:
+		return false, fmt.Errorf("%w: %s: %w", workers.ErrStop, it.reason, err)
+	case it.rateLimited:
+		quota := backoff{max: l.Config.QuotaBackoffMax}
+		if err := w.waitQuota(ctx, &quota, it.resetAt, it.resetRounded, n+1, it.reason); err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w: rate-limited", workers.ErrSkip)
+	}
+	return done, nil
+}
+
+// merge adds one worker iteration's result (its iterations numbered from
+// n, its cost counted from start) to the run's. The caller holds sh.mu.
+func (sh *pool) merge(mine *Result, n int, start float64) {
+	res := sh.res
+	res.Iterations += mine.Iterations - n // 0 for an iteration given back
+	for _, id := range mine.Tried {
+		res.tried(id)
+	}
+	res.Closed = append(res.Closed, mine.Closed...)
+	res.Stuck = append(res.Stuck, mine.Stuck...)
+	res.Skipped = append(res.Skipped, mine.Skipped...)
+	res.FailureBranches = append(res.FailureBranches, mine.FailureBranches...)
+	res.Violations += mine.Violations
+	res.Usage = res.Usage.Add(mine.Usage)
+	if mine.CostUSD != nil {
+		spent := *mine.CostUSD - start
+		if res.CostUSD != nil {
+			spent += *res.CostUSD
+		}
+		res.CostUSD = &spent
+	}
+}
+
+// judgeWindow starts the tamper judgement of a worker's iteration: it waits
+// for the other workers' judgements, and judges against the shared
+// baseline. The returned func ends the window, making after the baseline.
+// Outside workers it does nothing.
+func (l *Loop) judgeWindow(it *buildIter) func(after tamper.Snapshot) {
+	sh := l.shared
+	if sh == nil {
+		return func(tamper.Snapshot) {}
+	}
+	sh.judging.Lock()
+	if sh.baseline != nil {
+		it.before = sh.baseline
+	}
+	var once sync.Once
+	return func(after tamper.Snapshot) {
+		once.Do(func() {
+			if after != nil {
+				sh.baseline = after
+			}
+			sh.judging.Unlock()
+		})
+	}
+}
+
+// sharedBaseline makes a worker's iteration start from the shared baseline
+// (the tracker as the last judgement left it, forbidden changes reverted)
+// rather than from its own snapshot, which may hold another worker's
+// forbidden change not yet reverted: that snapshot, persisted for a crash
+// and restored from, would undo the revert. Outside workers it does
+// nothing.
+func (l *Loop) sharedBaseline(it *buildIter) {
+	sh := l.shared
+	if sh == nil {
+		return
+	}
+	sh.judging.Lock()
+	defer sh.judging.Unlock()
+	if sh.baseline != nil {
+		it.before = sh.baseline
+	}
+}
+
+// ownCloses drops, in a worker's judgement, the closes of issues another
+// worker of this pool holds: that worker's iteration judges them, by their
+// own checks in their own worktree. A close by anyone else (a person, an
+// agent closing work it was not given) is judged here. Outside workers it
+// returns others.
+func (l *Loop) ownCloses(others []beads.Issue, after tamper.Snapshot) []beads.Issue {
+	if l.shared == nil {
+		return others
+	}
+	prefix := l.shared.actorPrefix
+	mine := prefix + l.State.Worker()
+	return slices.DeleteFunc(others, func(o beads.Issue) bool {
+		a := after[o.ID].Assignee
+		return strings.HasPrefix(a, prefix) && a != mine
+	})
+}
+
+// ledger keeps the workers' attempts in ralphd's state, where `ralphd
+// status` and `ralphd reset` see them. The BUILD iteration counts and
+// judges its own attempt; the ledger adds the failures only the pool sees
+// (integration), and resets an issue once its work is on the target.
+type ledger struct {
+	l  *Loop
+	sh *pool
+}
+
+func (g *ledger) Attempts(issue string) (int, error) { return g.l.State.Attempt(issue) }
+
+func (g *ledger) Failed(ctx context.Context, a workers.Assignment, f workers.Failure) (int, bool, error) {
+	id := a.Issue.ID
+	r, err := g.l.record(id)
+	if err != nil {
+		return 0, false, err
+	}
+	if f.Integration {
+		// The iteration closed the issue and counted its attempt, whose
+		// record stays until integration (deferReset): record why it failed.
+		g.sh.mu.Lock()
+		g.sh.res.Closed = slices.DeleteFunc(g.sh.res.Closed, func(x string) bool { return x == id })
+		g.sh.mu.Unlock()
+		at := judge.Attempt{Iteration: r.Count, LastGate: "integrate", ExitCode: 1, FilesModified: f.Conflicts,
+			Outputs: []judge.Output{{Name: "integrate", ExitCode: 1, Text: f.Why}}}
+		if err := g.l.State.RecordFailure(id, r.Judgement, at); err != nil {
+			return r.Count, false, err
+		}
+		if r, err = g.l.record(id); err != nil {
+			return 0, false, err
+		}
+		if stuck(r, g.l.Config.MaxStuck) != judge.NotStuck {
+			w, err := g.l.forWorker(g.sh, a)
+			if err != nil {
+				return r.Count, true, err
+			}
+			w.BD = a.BD
+			g.sh.mu.Lock()
+			err = w.markStuck(ctx, g.sh.res, r)
+			g.sh.mu.Unlock()
+			return r.Count, true, err
+		}
+		return r.Count, false, nil
+	}
+	// The iteration judged itself, and marked the issue stuck if it is.
+	return r.Count, stuck(r, g.l.Config.MaxStuck) != judge.NotStuck, nil
+}
+
+func (g *ledger) Integrated(issue string) error {
+	_, err := g.l.State.Reset(issue)
+	return err
+}
+
+// workerEvent is the log's record of a worker's step.
+type workerEvent struct {
+	Worker string `json:"worker"`
+	Issue  string `json:"issue_id,omitempty"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// sweepWorkers settles the iterations workers of a killed ralphd left, as
+// Sweep does the single loop's: one running record per worker. The
+// workers' claims and worktrees are the pool's to recover when it starts.
+func (l *Loop) sweepWorkers(ctx context.Context) []string {
+	if l.State.Worker() != "" {
+		return nil
+	}
+	names, err := l.State.RunningWorkers()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var did []string
+	for _, name := range names {
+		st, err := l.State.ForWorker(name)
+		if err != nil {
+			continue
+		}
+		w := *l
+		w.State = st
+		w.Log, w.Observer, w.Human = nil, nil, nil // one summary line, below
+		msg, err := w.Sweep(ctx)
+		if err != nil {
+			did = append(did, fmt.Sprintf("worker %s: %v", name, err))
+			continue
+		}
+		if msg != "" {
+			did = append(did, "worker "+name+": "+strings.TrimPrefix(msg, "sweep: "))
+		}
+	}
+	return did
+}
