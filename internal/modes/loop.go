@@ -251,6 +251,9 @@ func (l *Loop) event(name string, data any) {
 	if l.Log == nil {
 		return
 	}
+	if l.State != nil && l.State.Worker() != "" {
+		data = tagWorker(data, l.State.Worker())
+	}
 	if err := l.Log.Meta(name, data); err != nil {
 		l.human().Warn("run log write failed; continuing without it", "err", err)
 		l.Log = nil

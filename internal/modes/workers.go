@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -173,6 +174,7 @@ func (l *Loop) forWorker(sh *pool, a workers.Assignment) (*Loop, error) {
 	w := *l
 	w.Dir, w.BD, w.State, w.snap = a.Dir, a.BD, st, snapshotCache{}
 	w.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
+	w.Human = l.human().With("worker", a.Worker)
 	w.deferReset = true
 	w.shared = sh
 	w.lastWorked = ""
@@ -421,4 +423,20 @@ func (l *Loop) sweepWorkers(ctx context.Context) []string {
 		}
 	}
 	return did
+}
+
+// tagWorker adds "worker" to an event's data, so that the lines of
+// concurrent workers in the run's one log can be told apart. Data that is
+// not a JSON object is wrapped.
+func tagWorker(data any, worker string) any {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return data
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return map[string]any{"worker": worker, "value": data}
+	}
+	m["worker"] = worker
+	return m
 }
