@@ -44,10 +44,6 @@ N defaults to 1.`)
 func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN int, desc string) int {
 	fs := newFlags(a, mode, mode+" [flags] [N]", desc)
 	config.BindFlags(fs, config.RunKeys()...) // not the daemon's own keys
-	k := 1
-	if mode == modes.ModeBuild {
-		fs.IntVar(&k, "workers", 1, "run `K` workers at once, each in its own git worktree, integrating through a merge queue (README: Workers)")
-	}
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
@@ -64,9 +60,6 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 	default:
 		return usageErrorf(a, fs, "too many arguments: %q", pos)
 	}
-	if k < 1 || k > maxWorkers {
-		return usageErrorf(a, fs, "--workers must be between 1 and %d, got %d", maxWorkers, k)
-	}
 	ls, code := setupLoop(ctx, a, fs, mode)
 	if ls == nil {
 		return code
@@ -81,15 +74,12 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 
 	var err error
 	if mode == modes.ModeBuild {
-		_, err = ls.loop.BuildWorkers(ctx, maxIter, k)
+		_, err = ls.loop.BuildWorkers(ctx, maxIter, ls.loop.Config.Workers)
 	} else {
 		_, err = ls.loop.Plan(ctx, maxIter)
 	}
 	return loopExit(a, err)
 }
-
-// maxWorkers bounds --workers: each worker runs an agent and a worktree.
-const maxWorkers = 64
 
 // loopExit maps a run's error to the exit code, with a hint where one helps.
 func loopExit(a *app, err error) int {

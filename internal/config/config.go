@@ -67,6 +67,10 @@ func field(key string, k kind, def, help string, allowed ...string) Field {
 	}
 }
 
+// MaxWorkers bounds the workers key: each worker runs an agent in a
+// worktree of its own.
+const MaxWorkers = 64
+
 // Fields returns every configuration key ralphd knows, in display order.
 func Fields() []Field {
 	return []Field{
@@ -91,6 +95,8 @@ func Fields() []Field {
 		field("failure_branches", kindBool, "true", "commit a hard-stopped issue's work to a wip/ralph-fail-* branch"),
 		field("push_failure_branches", kindBool, "false", "push failure branches to origin"),
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
+		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
+		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning"),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
@@ -150,6 +156,8 @@ type Config struct {
 	BD                      string
 	Scope                   string
 	MaxStuck                int
+	Workers                 int
+	WorkersRemote           string
 	IterationTimeout        time.Duration
 	StopGrace               time.Duration
 	Log                     bool
@@ -442,6 +450,8 @@ func (c *Config) decode() error {
 	c.BD = str("bd")
 	c.Scope = str("scope")
 	c.MaxStuck = num("max_stuck")
+	c.Workers = num("workers")
+	c.WorkersRemote = str("workers_remote")
 	c.IterationTimeout = dur("iteration_timeout")
 	c.StopGrace = dur("stop_grace")
 	c.Log = boo("log")
@@ -472,6 +482,8 @@ func (c *Config) decode() error {
 	switch {
 	case c.Agent == "command" && c.AgentCmd == "":
 		return &Error{Source: c.sources["agent"], Key: "agent", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
+	case c.Workers < 1 || c.Workers > MaxWorkers:
+		return &Error{Source: c.sources["workers"], Key: "workers", Msg: fmt.Sprintf("must be between 1 and %d", MaxWorkers)}
 	case c.MaxStuck < 1:
 		return &Error{Source: c.sources["max_stuck"], Key: "max_stuck", Msg: "must be at least 1"}
 	case c.IterationTimeout <= 0:

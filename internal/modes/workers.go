@@ -2,6 +2,8 @@ package modes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,15 +49,17 @@ type pool struct {
 	baseline tamper.Snapshot
 }
 
-// WorkerActor is the bd actor of worker w of this clone: the host and a
-// short hash of the project's state identity tell two clones on one host
-// apart.
+// WorkerActor is the bd actor of worker w of this clone: the host, and a
+// short hash of the clone's directory and state directory, which tells two
+// clones on one host apart (their project ids are the same when they share
+// a remote).
 func (l *Loop) WorkerActor(w string) string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return "ralphd/" + host + "/" + l.State.Identity().ID[:6] + "/" + w
+	sum := sha256.Sum256([]byte(l.Dir + "\x00" + l.State.Dir()))
+	return "ralphd/" + host + "/" + hex.EncodeToString(sum[:3]) + "/" + w
 }
 
 // BuildWorkers is Build with k workers at once, each in its own git
@@ -92,7 +96,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Workers:    k,
 		Target:     target,
 		Trees:      &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Verify: l.verifyIn},
+		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
