@@ -221,6 +221,9 @@ type renderer struct {
 	lastError string            // the text of the last assistant error shown
 	ended     bool              // run_end was shown
 	err       error             // first write error
+	// prefix starts every line of the event being shown: "[w2] " for an
+	// event of worker w2, when several BUILD workers share the run's log.
+	prefix string
 }
 
 func newRenderer(w io.Writer, opts RenderOptions) *renderer {
@@ -255,6 +258,9 @@ func (rd *renderer) println(st style, s string) {
 		return
 	}
 	var err error
+	if rd.prefix != "" && s != "" {
+		s = rd.prefix + s
+	}
 	if rd.opts.Color && st != plain {
 		_, err = rd.w.WriteString(string(st) + s + reset + "\n")
 	} else {
@@ -335,7 +341,16 @@ func (rd *renderer) raw(b []byte, total int) {
 func (rd *renderer) meta(rec gjson.Result) {
 	data := rec.Get("data")
 	ts, _ := time.Parse(time.RFC3339, rec.Get("timestamp").String())
+	if w := data.Get("worker").String(); w != "" {
+		rd.prefix = "[" + oneLine(w) + "] "
+		defer func() { rd.prefix = "" }()
+	}
 	switch event := rec.Get("event").String(); event {
+	case EventWorker:
+		s := "· " + data.Get("kind").String()
+		s = withDetail(s, " ", data.Get("issue_id").String())
+		s = withDetail(s, " — ", data.Get("detail").String())
+		rd.println(dim, oneLine(s))
 	case EventRunStart:
 		parts := []string{"▶ run"}
 		if !ts.IsZero() {

@@ -48,7 +48,19 @@ const (
 	EventSweep          = "sweep"            // data: free form (a housekeeping pass over the issues)
 	EventDecision       = "decision"         // data: Decision
 	EventRunEnd         = "run_end"          // data: RunEnd
+	EventWorker         = "worker"           // data: WorkerStep
 )
+
+// WorkerStep is the data of a worker event: one step of one of several
+// BUILD workers (claimed, lost, skipped, integrated, failed, stuck,
+// recovered, idle-exit). Every other event a worker's iteration writes
+// carries a "worker" key too.
+type WorkerStep struct {
+	Worker  string `json:"worker"`
+	IssueID string `json:"issue_id,omitempty"`
+	Kind    string `json:"kind"`
+	Detail  string `json:"detail,omitempty"`
+}
 
 // RunStart is the data of a run_start event. SchemaVersion must be set to
 // [SchemaVersion].

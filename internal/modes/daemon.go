@@ -122,7 +122,9 @@ func (d *daemon) run(ctx context.Context) error {
 			d.planFP, _ = watch.Fingerprint(d.beadsDir())
 		case "build":
 			d.human().Info("building: " + why)
-			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.BuildWorkers(ctx, d.Config.BuildBatch, d.Config.Workers) })
+			err = d.batch(ctx, func(ctx context.Context) (*Result, error) {
+				return d.BuildWorkers(ctx, d.Config.BuildBatch, d.Config.Workers)
+			})
 		default:
 			d.human().Info("idle: " + why)
 			d.status("idle: %s", why)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/workers"
@@ -103,7 +104,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
 		Ledger:     &ledger{l: l, sh: sh},
 		Log: func(e workers.Event) {
-			l.event(EventWorker, workerEvent{Worker: e.Worker, Issue: e.Issue, Kind: e.Kind, Detail: e.Detail})
+			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
 	p.Iterate = func(ctx context.Context, a workers.Assignment) (bool, error) {
@@ -132,10 +133,6 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	}
 	return res.stop(StopSuccess, l.emptyQueueReason(ctx), nil)
 }
-
-// EventWorker is the log event of a worker's step (claimed, lost,
-// integrated, failed, stuck, idle-exit, recovered).
-const EventWorker = "worker"
 
 // workerClient is bd for a worker: its actor, run in dir.
 func (l *Loop) workerClient(actor, dir string) *beads.Client {
@@ -387,14 +384,6 @@ func (g *ledger) Failed(ctx context.Context, a workers.Assignment, f workers.Fai
 func (g *ledger) Integrated(issue string) error {
 	_, err := g.l.State.Reset(issue)
 	return err
-}
-
-// workerEvent is the log's record of a worker's step.
-type workerEvent struct {
-	Worker string `json:"worker"`
-	Issue  string `json:"issue_id,omitempty"`
-	Kind   string `json:"kind"`
-	Detail string `json:"detail,omitempty"`
 }
 
 // sweepWorkers settles the iterations workers of a killed ralphd left, as
