@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/worktree"
@@ -40,6 +41,10 @@ type Manager struct {
 	Root string
 	// Now stamps wip branches; nil means time.Now.
 	Now func() time.Time
+
+	// mu serialises the Manager's git calls on the shared repository:
+	// concurrent `git worktree add` calls race on .git/worktrees.
+	mu sync.Mutex
 }
 
 // Tree is one worker's worktree.
@@ -94,6 +99,8 @@ func (m *Manager) tree(worker string) Tree {
 // branch, creating it or reusing the one there. Work left in a reused
 // worktree or on the branch is saved to a wip branch first.
 func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if err := CheckWorker(worker); err != nil {
 		return Tree{}, nil, err
 	}
@@ -215,6 +222,8 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 // Remove saves the work in worker's worktree and removes it. The branch
 // stays.
 func (m *Manager) Remove(ctx context.Context, worker, base string) ([]Saved, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if err := CheckWorker(worker); err != nil {
 		return nil, err
 	}
@@ -257,6 +266,8 @@ func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved,
 // worktree under the root to wip branches and removes those worktrees, and
 // moves stray directories under the root to Root/.lost.
 func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
 	if err != nil {
 		return nil, fmt.Errorf("recover worktrees: base %q: %w", base, err)
