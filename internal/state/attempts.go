@@ -122,7 +122,7 @@ func (s *Store) loadAttempts() ([]AttemptCount, error) {
 	if err := s.writer.write(dst, []byte(strings.Join(bad, "\n")+"\n"), filePerm); err != nil {
 		return nil, fmt.Errorf("save corrupt attempts lines: %w", err)
 	}
-	if err := s.writer.write(path, FormatAttempts(counts), filePerm); err != nil {
+	if err := s.put(path, FormatAttempts(counts)); err != nil {
 		return nil, fmt.Errorf("rewrite attempts: %w", err)
 	}
 	s.warn("%s had %d unreadable or duplicate line(s); they were moved to %s and the %d valid line(s) are used",
@@ -203,7 +203,7 @@ func (s *Store) changeAttempt(issueID string, delta int) (int, error) {
 	} else {
 		counts[i].Count = n
 	}
-	if err := s.writer.write(s.AttemptsPath(), FormatAttempts(counts), filePerm); err != nil {
+	if err := s.put(s.AttemptsPath(), FormatAttempts(counts)); err != nil {
 		return 0, fmt.Errorf("update attempts of %s: %w", issueID, err)
 	}
 	return n, nil

@@ -47,7 +47,7 @@ func (s *Store) WriteBaseline(b Baseline) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.writer.write(s.BaselinePath(), append(data, '\n'), filePerm); err != nil {
+	if err := s.put(s.BaselinePath(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write the baseline: %w", err)
 	}
 	return nil
@@ -76,7 +76,7 @@ func (s *Store) ReadBaseline() (*Baseline, error) {
 func (s *Store) ClearBaseline() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.Remove(s.BaselinePath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.drop(s.BaselinePath()); err != nil {
 		return fmt.Errorf("clear the baseline: %w", err)
 	}
 	return nil

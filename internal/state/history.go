@@ -252,6 +252,7 @@ func (s *Store) AppendHistory(r Record) error {
 		_ = f.Close()
 		return fmt.Errorf("append history: %w", err)
 	}
+	s.resealAppended(s.HistoryPath(), line)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}

@@ -171,7 +171,7 @@ func (s *Store) RecordFailure(issue string, j Judgement, a judge.Attempt) error 
 	if err := os.MkdirAll(s.AttemptsDir(), dirPerm); err != nil {
 		return fmt.Errorf("record the failed attempt on %s: %w", issue, err)
 	}
-	if err := s.writer.write(s.judgementPath(issue), append(data, '\n'), filePerm); err != nil {
+	if err := s.put(s.judgementPath(issue), append(data, '\n')); err != nil {
 		return fmt.Errorf("record the judgement of %s: %w", issue, err)
 	}
 	path := s.AttemptRecordPath(issue)
@@ -183,7 +183,7 @@ func (s *Store) RecordFailure(issue string, j Judgement, a judge.Attempt) error 
 		return fmt.Errorf("record the attempt of %s: %w", issue, err)
 	}
 	attempts = judge.AppendAttempt(attempts, a)
-	if err := s.writer.write(path, []byte(judge.FormatRecord(issue, attempts)), filePerm); err != nil {
+	if err := s.put(path, []byte(judge.FormatRecord(issue, attempts))); err != nil {
 		return fmt.Errorf("record the attempt of %s: %w", issue, err)
 	}
 	return nil
@@ -227,7 +227,7 @@ func (s *Store) reset(match func(string) bool, named []string) (map[string]int, 
 		kept = append(kept, c)
 	}
 	if len(was) > 0 || named == nil {
-		if err := s.writer.write(s.AttemptsPath(), FormatAttempts(kept), filePerm); err != nil {
+		if err := s.put(s.AttemptsPath(), FormatAttempts(kept)); err != nil {
 			return nil, fmt.Errorf("reset attempts: %w", err)
 		}
 	}
@@ -246,7 +246,7 @@ func (s *Store) reset(match func(string) bool, named []string) (map[string]int, 
 // caller holds s.mu and has cleared (or never had) the issue's counter.
 func (s *Store) removeIssueFiles(issue string) error {
 	for _, p := range []string{s.judgementPath(issue), s.AttemptRecordPath(issue)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.drop(p); err != nil {
 			return fmt.Errorf("remove the attempt record of %s: %w", issue, err)
 		}
 	}
@@ -268,7 +268,7 @@ func (s *Store) removeAllIssueFiles() error {
 		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || atomicfile.IsTemp(name)) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(s.AttemptsDir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.drop(filepath.Join(s.AttemptsDir(), name)); err != nil {
 			return fmt.Errorf("reset attempt records: %w", err)
 		}
 	}

@@ -72,7 +72,7 @@ func (s *Store) ForWorker(worker string) (*Store, error) {
 	if worker == "" || strings.Trim(worker, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
 		return nil, fmt.Errorf("state: invalid worker name %q", worker)
 	}
-	return &Store{Now: s.Now, id: s.id, dir: s.dir, writer: s.writer, lockWait: s.lockWait, mu: s.mu, worker: worker}, nil
+	return &Store{Now: s.Now, id: s.id, dir: s.dir, writer: s.writer, lockWait: s.lockWait, mu: s.mu, seal: s.seal, worker: worker}, nil
 }
 
 // Worker returns the worker a view from ForWorker is for, or "".
@@ -152,7 +152,7 @@ func (s *Store) ReadRunning() (*Running, error) {
 func (s *Store) ClearRunning() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.Remove(s.RunningPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.drop(s.RunningPath()); err != nil {
 		return fmt.Errorf("clear running record: %w", err)
 	}
 	if err := atomicfile.SyncDir(s.dir); err != nil {

@@ -62,9 +62,9 @@ type Store struct {
 	lockWait func()
 
 	mu *sync.Mutex // serialises read-modify-write of files; shared by worker views
-	// sealed holds, between Seal and Unseal, the state files as ralphd
-	// left them (see seal.go).
-	sealed   map[string][]byte
+	// seal is the seal on the state files (see seal.go), shared by the
+	// worker views: one worker's agent may run while another's ends.
+	seal     *sealState
 	warnMu   sync.Mutex
 	warnings []string
 	// worker names the worker whose running record this view reads and
@@ -95,7 +95,7 @@ func Open(ctx context.Context, root string, id Identity, version string) (*Store
 	if err != nil {
 		return nil, fmt.Errorf("open state: %w", err)
 	}
-	s := &Store{Now: time.Now, id: id, dir: ProjectDir(abs, id.ID), mu: new(sync.Mutex), lockWait: func() { time.Sleep(10 * time.Millisecond) }}
+	s := &Store{Now: time.Now, id: id, dir: ProjectDir(abs, id.ID), mu: new(sync.Mutex), seal: new(sealState), lockWait: func() { time.Sleep(10 * time.Millisecond) }}
 	for _, d := range []string{s.dir, s.LogsDir(), s.ReportsDir(), s.AttemptsDir()} {
 		if err := os.MkdirAll(d, dirPerm); err != nil {
 			return nil, fmt.Errorf("open state: create %s: %w", d, err)

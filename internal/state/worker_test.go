@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
@@ -72,4 +73,53 @@ func TestForWorkerCountsAreShared(t *testing.T) {
 	n, err := s.Attempt("x-1")
 	is.NoErr(err)
 	is.Equal(n, 40)
+}
+
+// TestSealSharedByWorkers: with two workers' agents running, each worker
+// seals; ralphd's own writes during the seal (one worker counting an
+// attempt and appending history while the other's agent runs) are kept by
+// either worker's Unseal, and what an agent changed is put back.
+func TestSealSharedByWorkers(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(context.Background(), t.TempDir(), Identity{ID: "0123456789ab"}, "test")
+	is.NoErr(err)
+	w1, err := s.ForWorker("w1")
+	is.NoErr(err)
+	w2, err := s.ForWorker("w2")
+	is.NoErr(err)
+	is.NoErr(w1.Seal())
+	is.NoErr(w2.Seal())
+	_, err = w2.IncrementAttempt("x-1")
+	is.NoErr(err)
+	is.NoErr(w2.AppendHistory(Record{RunID: "r", Mode: "build", Iteration: 1, IssueID: "x-1", Attempt: 1, Outcome: "closed"}))
+	is.NoErr(w2.WriteRunning(Running{IssueID: "x-1", Attempt: 1, Mode: "build"}))
+
+	// An agent resets the counter and removes w2's running record.
+	is.NoErr(os.WriteFile(s.AttemptsPath(), []byte(""), 0o600))
+	is.NoErr(os.Remove(w2.RunningPath()))
+
+	restored, err := w1.Unseal()
+	is.NoErr(err)
+	is.True(len(restored) == 2) // the counter and w2's running record, put back
+	n, err := s.Attempt("x-1")
+	is.NoErr(err)
+	is.Equal(n, 1) // ralphd's own count survives the other worker's Unseal
+	hist, err := s.History()
+	is.NoErr(err)
+	is.Equal(len(hist), 1)
+	r, err := w2.ReadRunning()
+	is.NoErr(err)
+	is.True(r != nil)
+
+	// w2's agent still runs: the seal holds until its Unseal.
+	is.NoErr(os.WriteFile(s.AttemptsPath(), []byte("x-1 0\n"), 0o600))
+	restored, err = w2.Unseal()
+	is.NoErr(err)
+	is.Equal(restored, []string{AttemptsFile})
+	n, err = s.Attempt("x-1")
+	is.NoErr(err)
+	is.Equal(n, 1)
+	restored, err = w2.Unseal() // no seal open: nothing to do
+	is.NoErr(err)
+	is.Equal(len(restored), 0)
 }
