@@ -19,11 +19,10 @@ import (
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
-// Section 6 measures the parts parallel workers are built from (issue 19):
-// bd claims through internal/claim, across two clones sharing one tracker,
-// and the merge queue of internal/mergeq. The daemon does not run workers
-// yet, so scaling and bd calls per iteration with K workers are not
-// measured here.
+// Section 6 measures parallel workers (issue 19): the parts they are built
+// from (bd claims through internal/claim, across two clones sharing one
+// tracker, and the merge queue of internal/mergeq), and `ralphd build
+// --workers K` itself (6e and 6f, workers_scale.go).
 
 const (
 	benchWorkers   = 8
@@ -33,11 +32,12 @@ const (
 
 // workersResult is what section 6 measured.
 type workersResult struct {
-	Claims       int // issues, each claimed once
-	Won          int // claims won, from the workers' own records
-	WorkedTwice  int // issues with two or more work records
-	Overlapping  int // issues worked by two workers at the same time
-	ClaimCalls   int // `ready --claim` calls, serialization retries included
+	Scale        []scaleRun // ralphd build --workers 1 and 8
+	Claims       int        // issues, each claimed once
+	Won          int        // claims won, from the workers' own records
+	WorkedTwice  int        // issues with two or more work records
+	Overlapping  int        // issues worked by two workers at the same time
+	ClaimCalls   int        // `ready --claim` calls, serialization retries included
 	BDCalls      int64
 	Busy         int // Next gave up after every try lost a race
 	ClaimWall    time.Duration
@@ -56,6 +56,10 @@ func measureWorkers(ctx context.Context, e *benchEnv, claims int, say func(strin
 	say("workers: merge queue, %d workers × %d integrations", benchWorkers, mergeRounds)
 	if err := measureMergeQueue(ctx, e, w); err != nil {
 		return nil, fmt.Errorf("merge queue: %w", err)
+	}
+	var err error
+	if w.Scale, err = measureWorkerScale(ctx, e, say); err != nil {
+		return nil, fmt.Errorf("scaling: %w", err)
 	}
 	return w, nil
 }
@@ -357,6 +361,7 @@ func workersSection(w *workersResult) bench.Section {
 			Command: mergeCmd,
 		},
 	}
+	s.Figures = append(s.Figures, scaleFigures(w.Scale)...)
 	s.Body = fmt.Sprintf(`**Method.** 6a-6c: the stand-in's server mode keeps one store for both clones under its file lock, and a
 claim that races another fails with Dolt's recorded "Error 1213" serialization failure, as real server mode's
 do; internal/claim retries those with jittered backoff and reads every claim back. Each worker writes a start and
@@ -364,10 +369,9 @@ an end line to its own file for each issue it works on; 6a counts issues with tw
 whose times overlap, from those files. The claims took %s in all. 6d: the queue rebases each branch onto main in
 the worker's worktree, runs verify there and fast-forwards main's checkout; with 8 workers handing over at once a
 hand-over waits for the ones ahead of it, so the median is mostly queueing; each integration holds the queue for
-%s on average (wall time ÷ integrations).
-
-Not measured yet: wall time with 8 workers ÷ 1 on 40 issues with a 2 s agent, and bd calls per iteration with
-K = 1 and K = 8. Both need `+"`ralphd build --workers K`"+`, which the daemon does not have yet.
+%s on average (wall time ÷ integrations). 6e-6f: `+"`ralphd build 0 --workers K`"+` over copies of one
+40-issue project, K = 1 then K = 8, bd recorded by bdrec; 6f counts the bd calls whose parent is ralphd (the
+agents' calls come through the guard and are not counted).
 `, fmtDur(w.ClaimWall), fmtDur(time.Duration(int64(w.MergeWall)/int64(max(1, w.MergeOK)))))
 	return s
 }
