@@ -62,3 +62,28 @@ func TestUnsealUntouchedRestoresNothing(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(restored), 0)
 }
+
+// TestOwnWritesWhileSealedStay: ralphd's own writes during the seal (a
+// person's reset from the dashboard, a history record, a baseline written
+// and cleared) are not undone.
+func TestOwnWritesWhileSealedStay(t *testing.T) {
+	is := is.New(t)
+	s := openStore(t)
+	_, err := s.IncrementAttempt("t-a")
+	is.NoErr(err)
+	is.NoErr(s.Seal())
+	_, err = s.Reset("t-a")
+	is.NoErr(err)
+	is.NoErr(s.AppendHistory(Record{RunID: "r", Iteration: 1, IssueID: "t-b"}))
+	is.NoErr(s.WriteBaseline(Baseline{RunID: "r"}))
+	is.NoErr(s.ClearBaseline())
+	attempts, _ := os.ReadFile(s.AttemptsPath())
+	history, _ := os.ReadFile(s.HistoryPath())
+	restored, err := s.Unseal()
+	is.NoErr(err)
+	is.Equal(len(restored), 0) // nothing to put back
+	got, _ := os.ReadFile(s.AttemptsPath())
+	is.Equal(got, attempts)
+	got, _ = os.ReadFile(s.HistoryPath())
+	is.Equal(got, history)
+}
