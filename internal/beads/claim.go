@@ -24,19 +24,6 @@ const (
 	Serialization
 )
 
-// String names the kind.
-func (k RefusalKind) String() string {
-	switch k {
-	case AlreadyClaimed:
-		return "already claimed"
-	case NotClaimable:
-		return "not claimable"
-	case Serialization:
-		return "serialization failure"
-	}
-	return "none"
-}
-
 // Refusal is a parsed claim refusal.
 type Refusal struct {
 	Kind   RefusalKind

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/bench/benchtest"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/tamper"
 )
@@ -18,7 +18,7 @@ var scaleSizes = []int{10, 1000, 10000}
 // fourth closed, and its parse.
 func listInput(b *testing.B, n int) ([]byte, []beads.Issue) {
 	b.Helper()
-	data, err := bench.IssuesJSON(n, 4)
+	data, err := benchtest.IssuesJSON(n, 4)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func closeOne(issues []beads.Issue) []beads.Issue {
 func BenchmarkScaleParseReady(b *testing.B) {
 	for _, n := range scaleSizes {
 		b.Run(fmt.Sprintf("issues=%d", n), func(b *testing.B) {
-			data, err := bench.IssuesJSON(n, 0)
+			data, err := benchtest.IssuesJSON(n, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -107,14 +107,6 @@ type Claimer struct {
 	ExcludeLabels []string
 }
 
-// Claim claims issue id (`bd update id --claim`) and reads it back.
-func (c *Claimer) Claim(ctx context.Context, id string) (Result, error) {
-	return c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
-		is, err := c.Tracker.Claim(ctx, id)
-		return is, err == nil, err
-	})
-}
-
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
 // reads it back.
 func (c *Claimer) Next(ctx context.Context) (Result, error) {
@@ -189,24 +181,6 @@ func (c *Claimer) readBack(ctx context.Context, claimed beads.Issue, res Result)
 // Holds reports whether actor holds issue: in_progress and assigned to it.
 func Holds(issue beads.Issue, actor string) bool {
 	return actor != "" && issue.Status == beads.StatusInProgress && issue.Assignee == actor
-}
-
-// Release gives up a claim the actor holds: it reads the issue and, only
-// if the actor still holds it, sets it open with no assignee. It returns
-// false when the actor did not hold it (nothing is changed then: bd lets
-// any actor release any claim, so the check is ralphd's).
-func (c *Claimer) Release(ctx context.Context, id string) (bool, error) {
-	got, err := c.Tracker.Show(ctx, id)
-	if err != nil {
-		return false, fmt.Errorf("release %s: %w", id, err)
-	}
-	if !Holds(got, c.Actor) {
-		return false, nil
-	}
-	if _, err := c.Tracker.Release(ctx, id); err != nil {
-		return false, fmt.Errorf("release %s: %w", id, err)
-	}
-	return true, nil
 }
 
 // backoff is the full-jitter delay before try n (n ≥ 1).

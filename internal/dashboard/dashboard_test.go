@@ -233,7 +233,7 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	s.Observe(observe.Event{Name: "iteration_start", Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", IssueTitle: evil, Attempt: 1, MaxAttempts: 3}})
 	s.Observe(observe.Event{Name: "iteration_end", Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "agent_error", Reason: evil}})
 	logPath := filepath.Join(s.opts.Sources.LogsDir, "2026-01-01T00-00-00.log")
-	w, err := logjsonl.Create(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10)
+	w, err := logjsonl.CreateRun(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Local().Format(logjsonl.FileTimeLayout), 10, logjsonl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func FuzzParseMeta(f *testing.F) {
 // `ralphd serve` shows the newest run log's last events.
 func TestServeShowsRecordedEvents(t *testing.T) {
 	s := newTest(t, Options{Dot: "none"})
-	w, err := logjsonl.Create(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10)
+	w, err := logjsonl.CreateRun(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Local().Format(logjsonl.FileTimeLayout), 10, logjsonl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

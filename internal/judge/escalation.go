@@ -227,17 +227,6 @@ func (p Policy) Next(s State, o Outcome) (State, Decision) {
 	return s, d
 }
 
-// Replay runs Next over a whole attempt history, oldest first, from the zero
-// state, and returns the final state and decision.
-func (p Policy) Replay(history []Outcome) (State, Decision) {
-	var s State
-	d := Decision{Tier: TierNone, MaxShifts: p.withDefaults().MaxStrategyShifts}
-	for _, o := range history {
-		s, d = p.Next(s, o)
-	}
-	return s, d
-}
-
 // StuckCause says why BUILD gives up on an issue; NotStuck when it does not.
 type StuckCause string
 

@@ -101,12 +101,6 @@ func Normalize(line string) string {
 	return Normalizer{}.Normalize(line)
 }
 
-// Fingerprint returns the fingerprint of a failure line with a zero
-// Normalizer. See Normalizer.Fingerprint.
-func Fingerprint(line string) string {
-	return Normalizer{}.Fingerprint(line)
-}
-
 // Fingerprint returns the first 12 hex digits of the SHA-256 of the
 // normalised line, or "" when the normalised line is empty. Lines that
 // differ only in dynamic values share a fingerprint.

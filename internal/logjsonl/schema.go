@@ -186,11 +186,6 @@ type Field struct {
 // be unique.
 type Fields []Field
 
-// MarshalJSON encodes f as a JSON object with the keys in slice order.
-func (f Fields) MarshalJSON() ([]byte, error) {
-	return f.appendJSON(nil)
-}
-
 func (f Fields) appendJSON(dst []byte) ([]byte, error) {
 	dst = append(dst, '{')
 	for i, kv := range f {

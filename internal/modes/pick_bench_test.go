@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/bench/benchtest"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/state"
 )
@@ -28,7 +28,7 @@ func pickLoop(b *testing.B) *Loop {
 func BenchmarkScaleParsePick(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("issues=%d", n), func(b *testing.B) {
-			data, err := bench.IssuesJSON(n, 0)
+			data, err := benchtest.IssuesJSON(n, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func BenchmarkScaleParsePick(b *testing.B) {
 func BenchmarkScalePickAllStuck(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
 		b.Run(fmt.Sprintf("issues=%d", n), func(b *testing.B) {
-			data, err := bench.IssuesJSON(n, 0)
+			data, err := benchtest.IssuesJSON(n, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

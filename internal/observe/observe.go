@@ -26,12 +26,6 @@ type Sink interface {
 	Observe(Event)
 }
 
-// Func adapts a function to a [Sink].
-type Func func(Event)
-
-// Observe calls f(ev).
-func (f Func) Observe(ev Event) { f(ev) }
-
 // Fanout is a [Sink] that hands each event to every sink in it, in order.
 type Fanout []Sink
 

@@ -190,13 +190,6 @@ type WorkerStatus struct {
 	Since    time.Time `json:"since"`
 }
 
-// Status returns every worker's status, by worker name.
-func (p *Pool) Status() []WorkerStatus {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.statusLocked()
-}
-
 func (p *Pool) statusLocked() []WorkerStatus {
 	out := make([]WorkerStatus, 0, len(p.status))
 	for _, s := range p.status {

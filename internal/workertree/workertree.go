@@ -219,29 +219,6 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 	}
 }
 
-// Remove saves the work in worker's worktree and removes it. The branch
-// stays.
-func (m *Manager) Remove(ctx context.Context, worker, base string) ([]Saved, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := CheckWorker(worker); err != nil {
-		return nil, err
-	}
-	t := m.tree(worker)
-	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
-	if err != nil {
-		return nil, fmt.Errorf("remove worktree of %s: base %q: %w", worker, base, err)
-	}
-	registered, err := m.registered(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := registered[t.Dir]; !ok {
-		return nil, m.moveAside(t.Dir)
-	}
-	return m.removeTree(ctx, t, baseCommit)
-}
-
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
 	if err := abortRebase(ctx, t.Dir); err != nil {
 		return nil, err

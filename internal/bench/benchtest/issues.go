@@ -1,4 +1,6 @@
-package bench
+// Package benchtest makes bd-shaped test data for benchmarks and tests in
+// several packages.
+package benchtest
 
 import (
 	"encoding/json"

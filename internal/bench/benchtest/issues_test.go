@@ -1,4 +1,4 @@
-package bench_test
+package benchtest_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/bench/benchtest"
 )
 
 func TestIssuesJSONParses(t *testing.T) {
@@ -21,7 +21,7 @@ func TestIssuesJSONParses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		is := is.New(t)
-		data, err := bench.IssuesJSON(tt.n, tt.closedEvery)
+		data, err := benchtest.IssuesJSON(tt.n, tt.closedEvery)
 		is.NoErr(err)
 		issues, err := beads.ParseIssues(data)
 		is.NoErr(err)
@@ -34,12 +34,12 @@ func TestIssuesJSONParses(t *testing.T) {
 			}
 		}
 		is.Equal(closed, tt.wantClosed)
-		again, err := bench.IssuesJSON(tt.n, tt.closedEvery)
+		again, err := benchtest.IssuesJSON(tt.n, tt.closedEvery)
 		is.NoErr(err)
 		is.True(bytes.Equal(data, again)) // deterministic
 	}
 	is := is.New(t)
-	data, err := bench.IssuesJSON(50, 0)
+	data, err := benchtest.IssuesJSON(50, 0)
 	is.NoErr(err)
 	issues, err := beads.ParseIssues(data)
 	is.NoErr(err)
