@@ -72,6 +72,8 @@ type Writer struct {
 
 	removed []string
 	pruneEr error
+
+	held *held // what Verify checks the file against; nil for New
 }
 
 // New returns a Writer that writes records to w. Close does not close w.
@@ -119,6 +121,7 @@ func create(dir, base string, retention int, opts Options) (*Writer, error) {
 		w := New(f, opts)
 		w.file = f
 		w.path = path
+		w.hold(f)
 		if retention == 0 {
 			retention = DefaultRetention
 		}
@@ -273,7 +276,11 @@ func (w *Writer) write(p []byte) error {
 	if w.redact != nil {
 		p = w.redact(p)
 	}
-	if _, err := w.out.Write(p); err != nil {
+	n, err := w.out.Write(p)
+	if w.held != nil {
+		w.held.record(p[:n])
+	}
+	if err != nil {
 		return fmt.Errorf("write log: %w", err)
 	}
 	return nil

@@ -291,6 +291,7 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	if err != nil {
 		l.human().Error("could not restore ralphd's state files", "err", err)
 	}
+	logTamper := l.verifyLog()
 	changes, err := it.held.restore(context.WithoutCancel(ctx), l.Dir)
 	if err != nil {
 		l.human().Error("could not restore PLANNING's files", "err", err)
@@ -305,6 +306,9 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	var all []string
 	for _, f := range restored {
 		all = append(all, "ralphd's state file "+f+" was changed")
+	}
+	if logTamper != "" {
+		all = append(all, logTamper)
 	}
 	all = append(all, changes...)
 	if len(all) > 0 {
@@ -323,6 +327,30 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "state_edited", Detail: detail})
 		l.human().Warn("ralphd's own state was edited: restored", "file", f)
 	}
+	if logTamper != "" {
+		it.fixed = append(it.fixed, logTamper)
+		it.rec.Violations = append(it.rec.Violations, logTamper)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "run_log_edited", Detail: logTamper})
+		l.human().Warn("ralphd's run log was edited", "detail", logTamper)
+	}
+}
+
+// verifyLog checks the run log against what ralphd wrote to it (see
+// logjsonl.Writer.Verify), puts it back when it can, and returns what was
+// found, or "" when the log is untouched or off.
+func (l *Loop) verifyLog() string {
+	if l.Log == nil {
+		return ""
+	}
+	t := l.Log.Verify()
+	if t == nil {
+		return ""
+	}
+	if t.Restored {
+		return fmt.Sprintf("ralphd's run log %s was %s during the iteration; restored", t.Path, t.Detail)
+	}
+	return fmt.Sprintf("ralphd's run log %s was %s during the iteration; not restored: %v", t.Path, t.Detail, t.Err)
 }
 
 // closedOthers returns the issues, other than the picked one, that were
