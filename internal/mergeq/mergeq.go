@@ -198,11 +198,30 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 		return line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+q.Target+"^{commit}")
 	}
 	ref := "refs/remotes/" + q.Remote + "/" + q.Target
-	if _, err := workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err != nil {
-		return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
+	// A fetch can fail for a moment while a worker's worktree is being
+	// added in the same repository ("bad object worktrees/<w>/HEAD": git
+	// checks every worktree's HEAD), or on a network blip: retry, bounded.
+	var err error
+	for try := 1; try <= fetchTries; try++ {
+		if _, err = workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
+			return line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref+"^{commit}")
+		}
+		if try == fetchTries {
+			break
+		}
+		t := time.NewTimer(time.Duration(try) * 100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", fmt.Errorf("fetch %s: %w", q.Remote, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
 	}
-	return line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref+"^{commit}")
+	return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
 }
+
+// fetchTries bounds the fetches of one base lookup.
+const fetchTries = 5
 
 // commitLeftovers commits what the worker left uncommitted, so that the
 // rebase takes it along instead of refusing.

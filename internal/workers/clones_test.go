@@ -93,7 +93,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 	is.Equal(len(worked), n)
 	for id, by := range worked {
 		if len(by) != 1 {
-			t.Errorf("%s worked by %v", id, by) // closed once
+			t.Errorf("%s worked by %v; failures: a %v b %v", id, by, sums["a"].Failed[id], sums["b"].Failed[id]) // closed once
 		}
 	}
 	is.Equal(len(sums["a"].Integrated)+len(sums["b"].Integrated), n)
