@@ -70,6 +70,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		l.abandon(is.ID)
 		return iteration{reason: "could not seal the state"}, err
 	}
+	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
 	if err != nil {
 		l.unsealState(ctx, res, it)
@@ -188,6 +189,7 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 		if it.violated() {
 			after, _ = l.snapshotFresh(cctx)
 		}
+		l.chargeConcurrent(res, it)
 		endWindow(after)
 	} else {
 		it.keepBaseline = true
@@ -249,6 +251,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 			return err
 		}
 	}
+	l.chargeConcurrent(res, it)
 	it.after = after
 	endWindow(after)
 	// Shell commands the agent reported that ran a forbidden bd call around

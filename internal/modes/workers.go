@@ -48,6 +48,10 @@ type pool struct {
 	// judged once, by whichever judgement sees it first.
 	judging  sync.Mutex
 	baseline tamper.Snapshot
+
+	// windows are the iterations whose agent may have made what a
+	// judgement finds (windows.go).
+	windows windowSet
 }
 
 // WorkerActor is the bd actor of worker w of this clone: the host, and a
