@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -15,14 +13,20 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/workers"
 )
 
 func cmdStatus(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "status", "status [--json]", `
 Show this project's state: its id and which rule made it, the state dir, the
-ralphd holding the lock (if any), attempts per issue with stuck ones marked,
-the last run, and the run logs. Reads only; creates nothing.`)
+ralphd holding the lock (if any), the workers of a running --workers BUILD,
+attempts per issue with stuck ones marked, the last run, and the run logs.
+Reads only; creates nothing.
+
+--json prints one object whose keys are stable (keys may be added, never
+renamed or removed). "workers" lists the running ralphd's workers, [] when
+none run, each with: worker, actor, worktree, issue ("" when idle), attempt
+(0 when idle), since (RFC 3339) and elapsed_seconds. The workers a killed
+ralphd left in its status file are not listed; "warnings" says so.`)
 	asJSON := fs.Bool("json", false, "print a stable JSON object for scripts")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
@@ -48,10 +52,14 @@ the last run, and the run logs. Reads only; creates nothing.`)
 	if err != nil {
 		return reportErr(a, err)
 	}
+	live, note := liveWorkers(filepath.Join(st.StateDir, modes.WorkersStatusFile), st.Lock, time.Now())
+	if note != "" {
+		st.Warnings = append(st.Warnings, note)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := enc.Encode(statusJSON{Status: st, Workers: live}); err != nil {
 			return reportErr(a, err)
 		}
 		return exitOK
@@ -59,7 +67,7 @@ the last run, and the run logs. Reads only; creates nothing.`)
 	if err := st.WriteText(a.stdout); err != nil {
 		return reportErr(a, err)
 	}
-	writeWorkers(a.stdout, filepath.Join(state.ProjectDir(stateRoot(a), id.ID), modes.WorkersStatusFile), time.Now())
+	writeWorkers(a.stdout, live)
 	fmt.Fprintf(a.stdout, "Agent containment (for a ralphd started now): %s\n", describeContainment())
 	return exitOK
 }
@@ -197,27 +205,4 @@ state dir (adding to any counts already there), then remove the file.`)
 	}
 	fmt.Fprintf(a.stdout, "imported %d issue counter(s) into %s and removed %s\n", len(counts), p.store.AttemptsPath(), state.LegacyAttemptsPath(p.dir))
 	return exitOK
-}
-
-// writeWorkers prints what each worker of a running `--workers` BUILD is
-// doing, from the pool's status file; nothing when there is none.
-func writeWorkers(w io.Writer, path string, now time.Time) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	var ws []workers.WorkerStatus
-	if err := json.Unmarshal(data, &ws); err != nil {
-		fmt.Fprintf(w, "Workers: %s could not be read (%v)\n", path, err)
-		return
-	}
-	fmt.Fprintf(w, "Workers: %d\n", len(ws))
-	for _, s := range ws {
-		elapsed := now.Sub(s.Since).Round(time.Second)
-		if s.Issue == "" {
-			fmt.Fprintf(w, "  %-4s idle for %s  %s\n", s.Worker, elapsed, s.Worktree)
-			continue
-		}
-		fmt.Fprintf(w, "  %-4s %s attempt %d, %s  %s\n", s.Worker, s.Issue, s.Attempt, elapsed, s.Worktree)
-	}
 }

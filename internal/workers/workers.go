@@ -17,7 +17,6 @@ package workers
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -166,9 +165,9 @@ type Pool struct {
 	// goroutines, one call at a time.
 	Log func(Event)
 
-	// StatusFile, when set, is rewritten atomically (JSON, one entry per
-	// worker) whenever a worker takes or finishes an issue, for `ralphd
-	// status` in another process.
+	// StatusFile, when set, is rewritten atomically (a StatusFile in
+	// JSON: this process's PID, one entry per worker) whenever a worker
+	// takes or finishes an issue, for `ralphd status` in another process.
 	StatusFile string
 
 	mu       sync.Mutex
@@ -211,14 +210,9 @@ func (p *Pool) setStatus(s WorkerStatus) {
 	if p.StatusFile == "" {
 		return
 	}
-	b, err := json.MarshalIndent(p.statusLocked(), "", "  ")
-	if err != nil {
-		return
-	}
-	tmp := p.StatusFile + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err == nil {
-		_ = os.Rename(tmp, p.StatusFile)
-	}
+	// The file only informs `ralphd status`: a failed write must not
+	// stop the work, and the next change rewrites it whole.
+	_ = writeStatusFile(p.StatusFile, p.statusLocked())
 }
 
 // Event is one thing a worker did.

@@ -2,7 +2,6 @@ package workers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -174,10 +173,11 @@ func TestDependencyChainThreeWorkers(t *testing.T) {
 	is.True(statusSeen) // status names each worker's worktree, issue and attempt
 	b, err := os.ReadFile(pool.StatusFile)
 	is.NoErr(err)
-	var final []WorkerStatus
-	is.NoErr(json.Unmarshal(b, &final))
-	is.Equal(len(final), 3)
-	for _, st := range final {
+	final, err := ParseStatusFile(b)
+	is.NoErr(err)
+	is.Equal(final.PID, os.Getpid())
+	is.Equal(len(final.Workers), 3)
+	for _, st := range final.Workers {
 		is.Equal(st.Issue, "") // all idle at the end
 	}
 	is.Equal(len(sum.Integrated), 9)

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/workers"
+)
+
+// workerJSON is one worker of a running `--workers` BUILD, as `ralphd
+// status --json` prints it under "workers". The names are stable: fields
+// may be added, never renamed or removed.
+type workerJSON struct {
+	Worker   string `json:"worker"`   // w1, w2, …
+	Actor    string `json:"actor"`    // its bd actor, ralphd/<host>/<clone>/<worker>
+	Worktree string `json:"worktree"` // its git worktree ("" before its first issue)
+	Issue    string `json:"issue"`    // the issue it works on; "" when idle
+	Attempt  int    `json:"attempt"`  // the attempt on that issue, from 1; 0 when idle
+	// Since is when it took the issue (or became idle); ElapsedSeconds is
+	// the whole seconds from then to the moment status ran.
+	Since          time.Time `json:"since"`
+	ElapsedSeconds int64     `json:"elapsed_seconds"`
+}
+
+// statusJSON is the object of `ralphd status --json`: the state's Status
+// and the workers.
+type statusJSON struct {
+	state.Status
+	// Workers are the workers of the ralphd holding the project's lock,
+	// when it runs with --workers; [] otherwise.
+	Workers []workerJSON `json:"workers"`
+}
+
+// liveWorkers reads the pool's status file at path and returns the
+// workers of the ralphd holding the project lock (lock; nil when none
+// does). A file another ralphd wrote, one that died without removing it
+// (SIGKILL), is not shown as live workers: the file names the PID of the
+// ralphd whose pool wrote it, and it counts only when that is the lock's
+// holder, and was written after it took the lock (a recycled PID). note
+// says why a file that exists is not shown; it is "" when there is none
+// or it is shown.
+func liveWorkers(path string, lock *state.LockInfo, now time.Time) (live []workerJSON, note string) {
+	live = []workerJSON{}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return live, ""
+	}
+	if err != nil {
+		return live, fmt.Sprintf("%s could not be read (%v); the workers are not shown", path, err)
+	}
+	f, err := workers.ParseStatusFile(data)
+	if err != nil {
+		return live, fmt.Sprintf("%s is not a worker status ralphd wrote (%v); the workers are not shown", path, err)
+	}
+	if lock == nil || lock.PID != f.PID || before(f.Workers, lock.Since) {
+		return live, fmt.Sprintf("%s was left by a ralphd (PID %d) that is no longer running; its workers are not running (the next `--workers` run replaces the file)", path, f.PID)
+	}
+	for _, w := range f.Workers {
+		live = append(live, workerJSON{
+			Worker: w.Worker, Actor: w.Actor, Worktree: w.Worktree, Issue: w.Issue, Attempt: w.Attempt,
+			Since: w.Since, ElapsedSeconds: max(int64(now.Sub(w.Since)/time.Second), 0),
+		})
+	}
+	return live, ""
+}
+
+// before reports whether any worker's time is before t, which a live
+// worker's cannot be: the pool starts after its ralphd takes the lock.
+func before(ws []workers.WorkerStatus, t time.Time) bool {
+	for _, w := range ws {
+		if w.Since.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeWorkers prints what each worker of the running `--workers` BUILD
+// is doing; nothing when there is none.
+func writeWorkers(w io.Writer, live []workerJSON) {
+	if len(live) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Workers: %d\n", len(live))
+	for _, s := range live {
+		elapsed := time.Duration(s.ElapsedSeconds) * time.Second
+		if s.Issue == "" {
+			fmt.Fprintf(w, "  %-4s idle for %s  %s\n", s.Worker, elapsed, s.Worktree)
+			continue
+		}
+		fmt.Fprintf(w, "  %-4s %s attempt %d, %s  %s\n", s.Worker, s.Issue, s.Attempt, elapsed, s.Worktree)
+	}
+}
