@@ -191,6 +191,10 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
+// Base returns the commit work should start from: the remote's target
+// after a fetch, or the local target.
+func (q *Queue) Base(ctx context.Context) (string, error) { return q.base(ctx) }
+
 // base returns the commit to rebase onto: the remote's target after a
 // fetch, or the local target.
 func (q *Queue) base(ctx context.Context) (string, error) {

@@ -172,6 +172,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	busy     int
+	held     map[string]*holding // issues a worker of this pool holds, until handled
 	ledger   Ledger
 	sum      Summary
 	draining bool
@@ -338,7 +339,19 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	}
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
 	for ctx.Err() == nil && !p.isDraining() {
+		// A worker counts as busy from the moment it asks bd for work:
+		// one that won a claim and is reading it back is about to work,
+		// and may close what unblocks more, so the others must not
+		// decide that nothing is left and leave.
+		p.mu.Lock()
+		p.busy++
+		p.mu.Unlock()
 		res, err := cl.Next(ctx)
+		if err != nil || res.Outcome != claim.Won {
+			p.mu.Lock()
+			p.busy--
+			p.mu.Unlock()
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -369,7 +382,6 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			continue
 		}
 		p.mu.Lock()
-		p.busy++
 		p.sum.Claims++
 		p.mu.Unlock()
 		err = p.handle(ctx, worker, actor, res.Issue)
@@ -387,11 +399,37 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 // and the reopening of a failed attempt.
 func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue) error {
 	p.log(Event{Worker: worker, Issue: is.ID, Kind: "claimed"})
+	h := p.hold(is.ID)
+	defer p.release(is.ID, h)
 	if err := p.setPending(worker, is.ID); err != nil {
 		return p.giveUp(ctx, actor, is.ID, err)
 	}
 	defer p.clearPending(worker)
-	tree, saved, err := p.Trees.Open(ctx, worker, p.Target)
+	// bd calls an issue ready once its blockers are closed; a blocker
+	// another worker here closed may not be on the target yet. Work on
+	// the dependent starts from a target that has it, or not at all.
+	why, err := p.awaitBlockers(ctx, worker, actor, is)
+	switch {
+	case ctx.Err() != nil:
+		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
+	case err != nil:
+		return p.giveUp(ctx, actor, is.ID, err)
+	case why != "":
+		p.log(Event{Worker: worker, Issue: is.ID, Kind: "released", Detail: why})
+		return p.giveUp(ctx, actor, is.ID, nil)
+	}
+	base := p.Target
+	if p.Queue.Remote != "" {
+		// The remote's target: another clone's integrated work (the
+		// blockers it closed among it) is there before it is here.
+		tip, err := p.Queue.Base(ctx)
+		if err != nil {
+			p.log(Event{Worker: worker, Issue: is.ID, Kind: "stale-base", Detail: fmt.Sprintf("starting from the local %s: %v", p.Target, err)})
+		} else {
+			base = tip
+		}
+	}
+	tree, saved, err := p.Trees.Open(ctx, worker, base)
 	if err != nil {
 		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
@@ -434,6 +472,7 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	if err := p.ledger.Integrated(is.ID); err != nil {
 		return fmt.Errorf("worker %s: %w", worker, err)
 	}
+	h.integrated = true
 	p.mu.Lock()
 	p.sum.Integrated = append(p.sum.Integrated, is.ID)
 	p.mu.Unlock()
@@ -591,4 +630,80 @@ func (p *Pool) branchOnTarget(ctx context.Context, worker string) (bool, error) 
 		return false, fmt.Errorf("workers: %w", err)
 	}
 	return strings.TrimSpace(string(out)) == "0", nil
+}
+
+// holding is an issue a worker of the pool holds: done is closed when
+// the worker is through with it, integrated says whether its work reached
+// the target.
+type holding struct {
+	done       chan struct{}
+	integrated bool
+}
+
+func (p *Pool) hold(id string) *holding {
+	h := &holding{done: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = map[string]*holding{}
+	}
+	p.held[id] = h
+	return h
+}
+
+func (p *Pool) release(id string, h *holding) {
+	p.mu.Lock()
+	if p.held[id] == h {
+		delete(p.held, id)
+	}
+	p.mu.Unlock()
+	close(h.done)
+}
+
+// awaitBlockers waits until no issue is depends on is held by another
+// worker of the pool: one whose close bd already counts but whose work
+// may not be on the target yet. It returns why the worker must let is go
+// instead ("" to go on): a blocker whose work did not reach the target
+// (its issue is reopened, so is is not ready after all).
+func (p *Pool) awaitBlockers(ctx context.Context, worker, actor string, is beads.Issue) (string, error) {
+	deps := is.Dependencies
+	if len(deps) < is.DependencyCount && p.othersHold(is.ID) {
+		// The claim's read-back did not carry the edges: read them.
+		shown, err := p.Client(actor, p.Queue.Repo).Show(ctx, is.ID)
+		if err != nil {
+			return "", fmt.Errorf("worker %s: dependencies of %s: %w", worker, is.ID, err)
+		}
+		deps = shown.Dependencies
+	}
+	for _, d := range deps {
+		p.mu.Lock()
+		h := p.held[d.DependsOnID]
+		p.mu.Unlock()
+		if h == nil || d.DependsOnID == is.ID {
+			continue
+		}
+		p.log(Event{Worker: worker, Issue: is.ID, Kind: "waiting", Detail: "for " + d.DependsOnID + " to reach " + p.Target})
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-h.done:
+		}
+		if !h.integrated {
+			return fmt.Sprintf("%s, which it depends on, did not reach %s", d.DependsOnID, p.Target), nil
+		}
+	}
+	return "", nil
+}
+
+// othersHold reports whether a worker of the pool holds an issue other
+// than id.
+func (p *Pool) othersHold(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.held {
+		if k != id {
+			return true
+		}
+	}
+	return false
 }

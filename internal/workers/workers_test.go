@@ -275,3 +275,65 @@ func TestHopelessIssueEndsStuck(t *testing.T) {
 	is.True(strings.Contains(out, "ralph:stuck"))
 	is.True(strings.Contains(out, `"status": "open"`)) // released, not held
 }
+
+// TestDependentStartsFromItsBlockersWork: bd calls an issue ready as soon
+// as its blocker is closed, which an agent does before ralphd has judged
+// and integrated the blocker's work. The dependent must not start from a
+// target that lacks that work; if the blocker's work never reaches the
+// target, the dependent is let go, not worked and not counted.
+func TestDependentStartsFromItsBlockersWork(t *testing.T) {
+	for _, integrate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("blocker integrated=%v", integrate), func(t *testing.T) {
+			is := is.New(t)
+			p := newProject(t)
+			blocker := p.create("blocker")
+			dependent := p.create("dependent", "--deps", blocker)
+			var mu sync.Mutex
+			sawBlocker := map[string]bool{} // per attempt on the dependent: its work was in the worktree
+			tries := map[string]int{}
+			pool := p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
+				mu.Lock()
+				tries[a.Issue.ID]++
+				n := tries[a.Issue.ID]
+				mu.Unlock()
+				if a.Issue.ID == dependent {
+					_, err := os.Stat(filepath.Join(a.Dir, blocker+".txt"))
+					mu.Lock()
+					sawBlocker[fmt.Sprint(n)] = err == nil
+					mu.Unlock()
+					if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("x\n"), 0o644); err != nil {
+						return false, err
+					}
+					return commitAndClose(ctx, a)
+				}
+				if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("x\n"), 0o644); err != nil {
+					return false, err
+				}
+				done, err := commitAndClose(ctx, a)
+				if err != nil {
+					return false, err
+				}
+				// The close is in bd; the other worker is idle and claims
+				// the dependent while this one is still "judging".
+				time.Sleep(400 * time.Millisecond)
+				if !integrate && n == 1 {
+					return false, nil // the checks failed: reopened, not integrated
+				}
+				return done, nil
+			})
+			sum, err := pool.Run(context.Background())
+			is.NoErr(err)
+			is.Equal(len(sum.Integrated), 2)
+			mu.Lock()
+			defer mu.Unlock()
+			is.True(len(sawBlocker) >= 1)
+			for attempt, saw := range sawBlocker {
+				if !saw {
+					t.Errorf("attempt %s on the dependent started without the blocker's work", attempt)
+				}
+			}
+			is.Equal(tries[dependent], 1) // never worked before its blocker was on main
+			is.Equal(len(sum.Failed[dependent]), 0)
+		})
+	}
+}
