@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,16 +32,23 @@ not run. The agent is the real Claude Code CLI talking to a scripted model
 when claude is installed, and a built-in scripted agent otherwise. bd is your
 real bd when installed, and ralphd's stand-in otherwise.
 
+With --workers K, K agents work at once, each in its own git worktree,
+claiming issues through bd and integrating through ralphd's merge queue.
+
 DIR (default: a new temporary directory) holds the project and its state;
 it is removed at the end unless --keep is given.`)
 	keep := fs.Bool("keep", false, "keep the project, its state and logs")
 	agentFlag := fs.String("agent", "auto", "the demo's agent: auto, claude, or scripted")
+	workers := fs.Int("workers", 1, "run the loop with this many workers at once, each in its own git worktree")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
 	}
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one DIR")
+	}
+	if *workers < 1 || *workers > 8 {
+		return usageErrorf(a, fs, "--workers must be between 1 and 8 (the demo has four issues)")
 	}
 	start := time.Now()
 	dir := ""
@@ -93,6 +101,11 @@ it is removed at the end unless --keep is given.`)
 	// built-in scripted agent.
 	env := append(os.Environ(), "RALPH_STATE_DIR="+stateDir, "RALPH_LOG=1", "NO_COLOR=1")
 	buildArgs := []string{"build", "10", "--bd", bd, "--quota-backoff-max", "2s", "--iteration-timeout", "2m", "--stop-grace", "2s"}
+	shown := 2 // the arguments the demo prints of the command it runs
+	if *workers > 1 {
+		buildArgs = append(buildArgs[:2], append([]string{"--workers", strconv.Itoa(*workers)}, buildArgs[2:]...)...)
+		shown = 4
+	}
 	claude := ""
 	if *agentFlag != "scripted" {
 		wd, _ := os.Getwd()
@@ -118,7 +131,7 @@ it is removed at the end unless --keep is given.`)
 		buildArgs = append(buildArgs, "--agent-cmd", shellquote.Quote(a.argv0)+" "+demoAgentCommand)
 		fmt.Fprintln(a.stdout, "demo: claude is not installed, so the agent is ralphd's built-in scripted agent")
 	}
-	fmt.Fprintf(a.stdout, "demo: project %s\n\n$ ralphd %s\n", project, strings.Join(buildArgs[:2], " "))
+	fmt.Fprintf(a.stdout, "demo: project %s\n\n$ ralphd %s\n", project, strings.Join(buildArgs[:shown], " "))
 
 	child := func(args ...string) int {
 		cmd := proc.Command(ctx, 5*time.Second, a.argv0, args...)
