@@ -1,0 +1,87 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// Lister lists the ready work under an issue: `bd ready --parent <scope>`.
+// A *beads.Client implements it.
+type Lister interface {
+	Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error)
+}
+
+// NextIn claims the first ready unassigned issue among the descendants of
+// scope (an epic) and reads it back; scope "" is Next.
+//
+// No recording shows real bd 1.0.5 taking `ready --claim` with --parent,
+// so a scoped claim is made of two recorded calls: `bd ready --parent
+// <scope>` lists the candidates in bd's order, and `bd update <id>
+// --claim` claims them one at a time, each read back. Candidates with an
+// assignee or one of ExcludeLabels are passed over, as `ready --claim`
+// passes them over. A candidate lost to another claimant (already
+// claimed, a read-back that does not show the actor, a status that no
+// longer allows a claim) is not an attempt: the next candidate is tried.
+// When every candidate is lost the outcome is Empty, or Busy when some
+// candidate was still losing serialization races after MaxTries; the
+// Result's Tries then counts every claim call made.
+//
+// The Tracker must also be a Lister.
+func (c *Claimer) NextIn(ctx context.Context, scope string) (Result, error) {
+	if scope == "" {
+		return c.Next(ctx)
+	}
+	if c.Actor == "" {
+		return Result{}, errors.New("claim: no actor")
+	}
+	lister, ok := c.Tracker.(Lister)
+	if !ok {
+		return Result{}, fmt.Errorf("claim: the tracker cannot list the ready work in %s", scope)
+	}
+	ready, err := lister.Ready(ctx, beads.ReadyOptions{Parent: scope})
+	if err != nil {
+		return Result{}, fmt.Errorf("claim: list the ready work in %s: %w", scope, err)
+	}
+	var res Result
+	busy := false
+	for _, is := range ready {
+		if is.Assignee != "" || c.excluded(is) {
+			continue
+		}
+		r, err := c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+			got, err := c.Tracker.Claim(ctx, is.ID)
+			return got, err == nil, err
+		})
+		res.Tries += r.Tries
+		if err != nil {
+			return res, err // run's error names the claim call and the issue
+		}
+		switch r.Outcome {
+		case Won:
+			r.Tries = res.Tries
+			return r, nil
+		case Busy:
+			busy = true
+		}
+		// Lost, Unclaimable or Busy: someone else got there first; try
+		// the next candidate.
+	}
+	res.Outcome = Empty
+	if busy {
+		res.Outcome = Busy
+	}
+	return res, nil
+}
+
+// excluded reports whether is has one of the labels Next passes over.
+func (c *Claimer) excluded(is beads.Issue) bool {
+	for _, l := range c.ExcludeLabels {
+		if is.HasLabel(l) {
+			return true
+		}
+	}
+	return false
+}
