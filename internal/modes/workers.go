@@ -81,9 +81,6 @@ func (l *Loop) BuildWorkers(ctx context.Context, maxIter, k int) (*Result, error
 }
 
 func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) error {
-	if l.Config.Scope != "" {
-		return res.stop(StopError, "scope is not supported with workers yet", errors.New("scope is not supported with --workers yet: run with one worker, or without scope"))
-	}
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
@@ -105,6 +102,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
+		Scope:      l.Config.Scope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
 		Ledger:     &ledger{l: l, sh: sh},
 		Log: func(e workers.Event) {

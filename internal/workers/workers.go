@@ -158,6 +158,9 @@ type Pool struct {
 	Ledger Ledger
 	// StuckLabel marks issues no worker claims again.
 	StuckLabel string
+	// Scope, when set, limits the claims to the descendants of this issue
+	// (an epic), as `bd ready --parent` does.
+	Scope string
 	// Idle is how long a worker that found nothing to claim waits while
 	// others still work; zero means DefaultIdle.
 	Idle time.Duration
@@ -346,7 +349,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		p.mu.Lock()
 		p.busy++
 		p.mu.Unlock()
-		res, err := cl.Next(ctx)
+		res, err := cl.NextIn(ctx, p.Scope)
 		if err != nil || res.Outcome != claim.Won {
 			p.mu.Lock()
 			p.busy--
