@@ -29,8 +29,14 @@ type Lister interface {
 // candidate was still losing serialization races after MaxTries; the
 // Result's Tries then counts every claim call made.
 //
+// bd's answer is the tracker as it is now, and an agent working beside
+// this worker can move an issue into the scope around the guard before
+// its judgement reverts that. inScope, when not nil, is asked about each
+// candidate before it is claimed, and one it rejects is passed over:
+// ralphd answers from the tracker as the last judgement left it.
+//
 // The Tracker must also be a Lister.
-func (c *Claimer) NextIn(ctx context.Context, scope string) (Result, error) {
+func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(beads.Issue) bool) (Result, error) {
 	if scope == "" {
 		return c.Next(ctx)
 	}
@@ -48,7 +54,7 @@ func (c *Claimer) NextIn(ctx context.Context, scope string) (Result, error) {
 	var res Result
 	busy := false
 	for _, is := range ready {
-		if is.Assignee != "" || c.excluded(is) {
+		if is.Assignee != "" || c.excluded(is) || (inScope != nil && !inScope(is)) {
 			continue
 		}
 		r, err := c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
@@ -84,4 +90,29 @@ func (c *Claimer) excluded(is beads.Issue) bool {
 		}
 	}
 	return false
+}
+
+// Descendants returns the ids of the issues under root (its children,
+// theirs, and so on) among issues, by their Parent; root itself is not
+// one of them.
+func Descendants(issues map[string]beads.Issue, root string) map[string]bool {
+	children := map[string][]string{}
+	for id, is := range issues {
+		if is.Parent != "" {
+			children[is.Parent] = append(children[is.Parent], id)
+		}
+	}
+	out := map[string]bool{}
+	queue := []string{root}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, c := range children[id] {
+			if !out[c] && c != root {
+				out[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +94,7 @@ func TestNextIn(t *testing.T) {
 		tries   int
 		log     string
 		wantErr string
+		trusted []string // nil: no inScope check
 	}{
 		{name: "first candidate won and read back",
 			ready: []beads.Issue{open("e.1"), open("e.2")}, claims: map[string][]error{"e.1": {nil}},
@@ -131,6 +134,16 @@ func TestNextIn(t *testing.T) {
 			ready:  []beads.Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {serializationOn("e.1"), serializationOn("e.1")}, "e.2": {held("e.2")}},
 			want:   Busy, tries: 3, log: "ready, claim e.1, claim e.1, claim e.2"},
+		{name: "an issue moved into the scope behind ralphd's back is passed over",
+			ready:   []beads.Issue{open("t-x"), open("e.1")},
+			claims:  map[string][]error{"e.1": {nil}},
+			shows:   map[string]beads.Issue{"e.1": mineAs("e.1")},
+			trusted: []string{"e.1"},
+			want:    Won, issue: "e.1", tries: 1, log: "ready, claim e.1, show e.1"},
+		{name: "only issues moved into the scope is empty with no claim",
+			ready:   []beads.Issue{open("t-x")},
+			trusted: []string{"e.1"},
+			want:    Empty, tries: 0, log: "ready"},
 		{name: "nothing ready in scope is empty with no claim",
 			want: Empty, tries: 0, log: "ready"},
 		{name: "only stuck work in scope is empty with no claim",
@@ -152,7 +165,11 @@ func TestNextIn(t *testing.T) {
 			f := &scopeFake{ready: c.ready, claims: c.claims, shows: c.shows}
 			cl := &Claimer{Tracker: f, Actor: actor, MaxTries: 2, ExcludeLabels: []string{"ralph:stuck"},
 				Sleep: func(context.Context, time.Duration) error { return nil }}
-			res, err := cl.NextIn(context.Background(), "e")
+			var inScope func(beads.Issue) bool
+			if c.trusted != nil {
+				inScope = func(is beads.Issue) bool { return slices.Contains(c.trusted, is.ID) }
+			}
+			res, err := cl.NextIn(context.Background(), "e", inScope)
 			is.Equal(strings.Join(f.log, ", "), c.log)
 			is.Equal(f.parent, "e") // the list is the scope's
 			if c.wantErr != "" {
@@ -171,10 +188,42 @@ func TestNextIn(t *testing.T) {
 	}
 }
 
+func TestDescendants(t *testing.T) {
+	issues := func(pairs ...string) map[string]beads.Issue { // id, parent, id, parent, ...
+		m := map[string]beads.Issue{}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			m[pairs[i]] = beads.Issue{ID: pairs[i], Parent: pairs[i+1]}
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		issues map[string]beads.Issue
+		root   string
+		want   []string
+	}{
+		{"children and grandchildren", issues("e", "", "e.1", "e", "e.2", "e", "e.1.1", "e.1", "x", "", "x.1", "x"), "e", []string{"e.1", "e.1.1", "e.2"}},
+		{"a leaf has none", issues("e", "", "e.1", "e"), "e.1", nil},
+		{"an unknown root has none", issues("e", "", "e.1", "e"), "nope", nil},
+		{"a child whose parent is missing still counts", issues("e.1", "e"), "e", []string{"e.1"}},
+		{"a parent cycle ends", issues("a", "b", "b", "a", "c", "a"), "a", []string{"b", "c"}},
+		{"no issues", nil, "e", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			got := slices.Sorted(maps.Keys(Descendants(c.issues, c.root)))
+			is.Equal(len(got), len(c.want))
+			for i := range c.want {
+				is.Equal(got[i], c.want[i])
+			}
+		})
+	}
+}
+
 func TestNextInListFailure(t *testing.T) {
 	is := is.New(t)
 	f := &scopeFake{readyErr: exitErr(`{"error": "resolving parent e: no issue found matching \"e\"", "schema_version": 1}`, "")}
-	_, err := (&Claimer{Tracker: f, Actor: actor}).NextIn(context.Background(), "e")
+	_, err := (&Claimer{Tracker: f, Actor: actor}).NextIn(context.Background(), "e", nil)
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "list the ready work in e"))
 	is.True(strings.Contains(err.Error(), "no issue found"))
@@ -184,7 +233,7 @@ func TestNextInListFailure(t *testing.T) {
 func TestNextInWithoutScopeIsNext(t *testing.T) {
 	is := is.New(t)
 	f := &scopeFake{}
-	res, err := (&Claimer{Tracker: f, Actor: actor}).NextIn(context.Background(), "")
+	res, err := (&Claimer{Tracker: f, Actor: actor}).NextIn(context.Background(), "", nil)
 	is.NoErr(err)
 	is.Equal(res.Outcome, Empty)
 	is.Equal(f.log, []string{"ready --claim"})
@@ -192,9 +241,9 @@ func TestNextInWithoutScopeIsNext(t *testing.T) {
 
 func TestNextInNeedsALister(t *testing.T) {
 	is := is.New(t)
-	_, err := (&Claimer{Tracker: &fakeTracker{}, Actor: actor}).NextIn(context.Background(), "e")
+	_, err := (&Claimer{Tracker: &fakeTracker{}, Actor: actor}).NextIn(context.Background(), "e", nil)
 	is.True(err != nil)
-	_, err = (&Claimer{Tracker: &scopeFake{}}).NextIn(context.Background(), "e")
+	_, err = (&Claimer{Tracker: &scopeFake{}}).NextIn(context.Background(), "e", nil)
 	is.True(err != nil) // no actor
 }
 
@@ -224,7 +273,7 @@ esac`, "invalid issue id"},
 			calls := filepath.Join(t.TempDir(), "calls")
 			is.NoErr(os.WriteFile(bin, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"+c.script+"\n"), 0o755))
 			client := &beads.Client{Bin: bin, Dir: t.TempDir(), Actor: actor, Timeout: 30 * time.Second}
-			res, err := (&Claimer{Tracker: client, Actor: actor}).NextIn(context.Background(), "e")
+			res, err := (&Claimer{Tracker: client, Actor: actor}).NextIn(context.Background(), "e", nil)
 			is.True(err != nil)
 			t.Log(err)
 			is.True(strings.Contains(err.Error(), c.want))
@@ -282,7 +331,7 @@ func TestNextInOverStandin(t *testing.T) {
 			cl := &Claimer{Tracker: client, Actor: actor, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
 				ExcludeLabels: []string{"ralph:stuck"}}
 			for {
-				res, err := cl.NextIn(ctx, epic)
+				res, err := cl.NextIn(ctx, epic, nil)
 				if err != nil {
 					t.Errorf("%s: %v", actor, err)
 					return

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
@@ -48,6 +49,10 @@ type pool struct {
 	// judged once, by whichever judgement sees it first.
 	judging  sync.Mutex
 	baseline tamper.Snapshot
+	// scope is the run's scope; scoped the ids under it in baseline
+	// (workers_scope.go).
+	scope  string
+	scoped atomic.Pointer[map[string]bool]
 
 	// windows are the iterations whose agent may have made what a
 	// judgement finds (windows.go).
@@ -93,7 +98,8 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
 	}
-	sh := &pool{res: res, baseline: base, actorPrefix: l.WorkerActor("")}
+	sh := &pool{res: res, scope: l.Config.Scope, actorPrefix: l.WorkerActor("")}
+	sh.setBaseline(base)
 	p := &workers.Pool{
 		Workers:    k,
 		Target:     target,
@@ -103,6 +109,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
 		Scope:      l.Config.Scope,
+		InScope:    sh.inScope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
 		Ledger:     &ledger{l: l, sh: sh},
 		Log: func(e workers.Event) {
@@ -293,7 +300,7 @@ func (l *Loop) judgeWindow(it *buildIter) func(after tamper.Snapshot) {
 	return func(after tamper.Snapshot) {
 		once.Do(func() {
 			if after != nil {
-				sh.baseline = after
+				sh.setBaseline(after)
 			}
 			sh.judging.Unlock()
 		})

@@ -159,8 +159,11 @@ type Pool struct {
 	// StuckLabel marks issues no worker claims again.
 	StuckLabel string
 	// Scope, when set, limits the claims to the descendants of this issue
-	// (an epic), as `bd ready --parent` does.
-	Scope string
+	// (an epic), as `bd ready --parent` does. InScope, when set, is asked
+	// about each candidate bd lists there before it is claimed (see
+	// claim.Claimer.NextIn).
+	Scope   string
+	InScope func(beads.Issue) bool
 	// Idle is how long a worker that found nothing to claim waits while
 	// others still work; zero means DefaultIdle.
 	Idle time.Duration
@@ -349,7 +352,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		p.mu.Lock()
 		p.busy++
 		p.mu.Unlock()
-		res, err := cl.NextIn(ctx, p.Scope)
+		res, err := cl.NextIn(ctx, p.Scope, p.InScope)
 		if err != nil || res.Outcome != claim.Won {
 			p.mu.Lock()
 			p.busy--

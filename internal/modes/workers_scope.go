@@ -1,0 +1,28 @@
+package modes
+
+import (
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/claim"
+	"github.com/ralphd/ralphd/internal/tamper"
+)
+
+// setBaseline makes s the workers' shared baseline and, with a scope,
+// records which issues are under it there. The caller holds judging (or
+// no worker runs yet).
+func (sh *pool) setBaseline(s tamper.Snapshot) {
+	sh.baseline = s
+	if sh.scope != "" {
+		ids := claim.Descendants(s, sh.scope)
+		sh.scoped.Store(&ids)
+	}
+}
+
+// inScope reports whether is was under the run's scope when the last
+// judgement ended. `bd ready --parent` answers from the tracker as it is
+// now, and another worker's agent may have moved an issue into the scope
+// around the guard (a parent change is PLANNING's): until a judgement
+// reverts it, that issue is not in scope here, and no worker claims it.
+func (sh *pool) inScope(is beads.Issue) bool {
+	ids := sh.scoped.Load()
+	return ids != nil && (*ids)[is.ID]
+}
