@@ -88,3 +88,30 @@ func BenchmarkMeta(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStreamWriter and BenchmarkWorkerStreamWriter log the same input
+// through the stream writer an iteration uses, without and with a worker's
+// tag: the ratio of their MB/s is the cost of tagging.
+func BenchmarkStreamWriter(b *testing.B) { benchStream(b, "") }
+
+// BenchmarkWorkerStreamWriter: see BenchmarkStreamWriter.
+func BenchmarkWorkerStreamWriter(b *testing.B) { benchStream(b, "w2") }
+
+func benchStream(b *testing.B, worker string) {
+	in := benchInput(b)
+	f := benchFile(b)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.Truncate(0); err != nil {
+			b.Fatal(err)
+		}
+		sw := logjsonl.New(f, logjsonl.Options{}).WorkerStreamWriter(worker, logjsonl.StreamStdout)
+		if _, err := io.Copy(sw, pipeReader{bytes.NewReader(in)}); err != nil {
+			b.Fatal(err)
+		}
+		if err := sw.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

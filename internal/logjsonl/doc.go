@@ -30,6 +30,12 @@
 //	{"type":"agent_output","stream":"stdout","chunk":1,"final":false,"line":"..."}
 //
 // Joining the "line" of a line's chunks gives the line back.
+//
+// When several BUILD workers share the run's log, each record of a
+// worker's agent gets the worker as its first key, {"ralph_worker":"w2",
+// ...} ([WorkerKey], [Writer.WorkerStreamWriter]; [SplitWorker] takes it
+// out again, giving back the exact bytes), and ralphd's events of a worker
+// carry it as data.worker.
 // Every record reaches the file in a single write call under one mutex, and
 // the file is opened with O_APPEND, so records from concurrent goroutines and
 // from other processes never interleave inside a line.

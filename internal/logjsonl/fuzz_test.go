@@ -84,6 +84,7 @@ func FuzzRender(f *testing.F) {
 	f.Add(log, true)
 	f.Add([]byte(`{"type":"loop_meta","event":"iteration_end","data":{"duration_seconds":1e300,"cost_usd":"x","iteration":[]}}`), true)
 	f.Add([]byte(`{"type":"assistant","message":{"content":"\u001b]0;title\u0007"}}`), false)
+	f.Add([]byte(`{"ralph_worker":"w\u001b[2J","type":"assistant","message":{"content":"x"}}`+"\n"+`{"ralph_worker":"w1"}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, verbose bool) {
 		var out bytes.Buffer
 		if err := Render(&out, bytes.NewReader(data), RenderOptions{Verbose: verbose, MaxText: 64}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,14 +217,58 @@ type renderer struct {
 	maxText int
 	loc     *time.Location
 
+	// agentState is the state of the agent whose line is being shown:
+	// that of the worker named in the line, when several BUILD workers
+	// share the run's log (states, by worker), or the run's own.
+	*agentState
+	states map[string]*agentState
+	ended  bool  // run_end was shown
+	err    error // first write error
+	// prefix starts every line of the record being shown: "[w2] " for a
+	// line of worker w2.
+	prefix string
+}
+
+// agentState is what the renderer remembers of one agent's stream.
+type agentState struct {
+	prefix    string            // "[w2] ", or "" for the run's own agent
 	tools     map[string]string // tool_use id to tool name, this iteration
 	result    *agentResult      // the agent's result not yet shown
 	lastError string            // the text of the last assistant error shown
-	ended     bool              // run_end was shown
-	err       error             // first write error
-	// prefix starts every line of the event being shown: "[w2] " for an
-	// event of worker w2, when several BUILD workers share the run's log.
-	prefix string
+}
+
+// maxStates bounds the workers the renderer keeps apart; the lines of any
+// further worker share one state (a log is not trusted input).
+const maxStates = 256
+
+// use makes the renderer show the next record as worker's ("" for none).
+func (rd *renderer) use(worker string) {
+	st := rd.states[worker]
+	if st == nil {
+		if len(rd.states) >= maxStates {
+			worker = "…"
+			st = rd.states[worker]
+		}
+		if st == nil {
+			st = &agentState{tools: map[string]string{}}
+			if worker != "" {
+				st.prefix = "[" + oneLine(truncate(worker, 32)) + "] "
+			}
+			rd.states[worker] = st
+		}
+	}
+	rd.agentState, rd.prefix = st, st.prefix
+}
+
+// truncate cuts s to at most n bytes, on a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func newRenderer(w io.Writer, opts RenderOptions) *renderer {
@@ -232,8 +277,9 @@ func newRenderer(w io.Writer, opts RenderOptions) *renderer {
 		opts:    opts,
 		maxText: opts.MaxText,
 		loc:     opts.Location,
-		tools:   map[string]string{},
+		states:  map[string]*agentState{},
 	}
+	rd.use("")
 	if rd.maxText <= 0 {
 		rd.maxText = DefaultMaxText
 	}
@@ -288,7 +334,25 @@ func (rd *renderer) block(st style, indent, text string) {
 
 // finish shows what is still pending at the end of the input.
 func (rd *renderer) finish() {
-	rd.showResult()
+	rd.showResults()
+}
+
+// showResults shows every agent's result line that no iteration_end did,
+// the run's own agent's first and then the workers' in name order.
+func (rd *renderer) showResults() {
+	names := make([]string, 0, len(rd.states))
+	for w, st := range rd.states {
+		if st.result != nil {
+			names = append(names, w)
+		}
+	}
+	slices.Sort(names)
+	cur, prefix := rd.agentState, rd.prefix
+	for _, w := range names {
+		rd.agentState, rd.prefix = rd.states[w], rd.states[w].prefix
+		rd.showResult()
+	}
+	rd.agentState, rd.prefix = cur, prefix
 }
 
 // line renders one log line; total is its full length (line may be cut).
@@ -305,10 +369,21 @@ func (rd *renderer) line(b []byte, total int) {
 		rd.raw(b, total)
 		return
 	}
+	// Whose line it is: a worker's event names it in its data, a worker's
+	// agent line in its first key (WorkerKey).
+	typ := rec.Get("type").String()
+	var worker string
+	if typ == TypeMeta {
+		worker = rec.Get("data.worker").String()
+	} else if w, untagged := SplitWorker(b); w != "" {
+		worker, b, total = w, untagged, len(untagged) // a tagged line is whole
+	}
+	rd.use(worker)
+	defer rd.use("")
 	if rd.otherAgentLine(rec) {
 		return
 	}
-	switch rec.Get("type").String() {
+	switch typ {
 	case TypeMeta:
 		rd.meta(rec)
 	case TypeAgentOutput:
@@ -341,10 +416,6 @@ func (rd *renderer) raw(b []byte, total int) {
 func (rd *renderer) meta(rec gjson.Result) {
 	data := rec.Get("data")
 	ts, _ := time.Parse(time.RFC3339, rec.Get("timestamp").String())
-	if w := data.Get("worker").String(); w != "" {
-		rd.prefix = "[" + oneLine(w) + "] "
-		defer func() { rd.prefix = "" }()
-	}
 	switch event := rec.Get("event").String(); event {
 	case EventWorker:
 		s := "· " + data.Get("kind").String()
@@ -456,7 +527,7 @@ func (rd *renderer) meta(rec gjson.Result) {
 		}
 		rd.println(yellow, s+seconds(data.Get("waited_seconds").Int()))
 	case EventRunEnd:
-		rd.showResult()
+		rd.showResults()
 		parts := []string{"■ run end: " + data.Get("outcome").String()}
 		parts = append(parts, plural(data.Get("iterations").Int(), "iteration"))
 		if d := data.Get("duration_seconds"); d.Exists() {

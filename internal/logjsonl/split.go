@@ -27,6 +27,8 @@ type splitter struct {
 	max      int  // the bound on a line
 	chunkMax int  // the most bytes of one chunk
 
+	tag []byte // the worker tag every record gets (see WorkerKey); nil for none
+
 	pending []byte // the current line so far, at most max bytes
 	chunk   int    // chunks of the current line already emitted
 	out     []byte // records not yet written
@@ -123,8 +125,12 @@ func (s *splitter) finish(line []byte) {
 	case s.chunk > 0:
 		s.appendWrapped(line, s.chunk+1, true)
 		s.chunk = 0
-	case s.pass && isJSONObject(line) && !claimsMeta(line):
-		s.out = append(s.out, line...)
+	case s.pass && isJSONObject(line) && !claimsReserved(line):
+		if s.tag != nil {
+			s.out = appendTagged(s.out, line, s.tag)
+		} else {
+			s.out = append(s.out, line...)
+		}
 		s.out = append(s.out, '\n')
 	default:
 		s.appendWrapped(line, 0, false)
@@ -135,7 +141,12 @@ func (s *splitter) finish(line []byte) {
 // appendWrapped appends an agent_output record; chunk 0 means the whole
 // line, without chunk fields.
 func (s *splitter) appendWrapped(line []byte, chunk int, final bool) {
-	s.out = append(s.out, `{"type":"agent_output","stream":`...)
+	s.out = append(s.out, '{')
+	if s.tag != nil {
+		s.out = append(s.out, s.tag...)
+		s.out = append(s.out, ',')
+	}
+	s.out = append(s.out, `"type":"agent_output","stream":`...)
 	s.out = appendJSONString(s.out, []byte(s.stream))
 	if chunk > 0 {
 		s.out = append(s.out, `,"chunk":`...)
@@ -169,18 +180,22 @@ func (s *splitter) flush() {
 	}
 }
 
-// claimsMeta reports whether a valid JSON object line has a top-level
-// "type" key whose value is "loop_meta". Only ralphd writes such records;
-// an agent line that claims to be one is wrapped instead, so that it cannot
-// pass for one of ralphd's events.
-func claimsMeta(line []byte) bool {
-	// Fast path: the value, or a key or value with escapes, must appear.
-	if !bytes.Contains(line, []byte("loop_meta")) && !bytes.Contains(line, []byte(`\u`)) {
+// claimsReserved reports whether a valid JSON object line has a top-level
+// key only ralphd writes: a "type" whose value is "loop_meta" (only ralphd
+// writes events), or a "ralph_worker" (WorkerKey: only ralphd tags lines
+// with their worker). Such an agent line is wrapped instead, so that it
+// can pass neither for one of ralphd's events nor for another worker's
+// line.
+func claimsReserved(line []byte) bool {
+	// Fast path: the value or the key, or a key or value with escapes,
+	// must appear.
+	if !bytes.Contains(line, []byte("loop_meta")) && !bytes.Contains(line, []byte(WorkerKey)) && !bytes.Contains(line, []byte(`\u`)) {
 		return false
 	}
 	claims := false
 	gjson.ParseBytes(line).ForEach(func(key, value gjson.Result) bool {
-		if key.String() == "type" && value.Type == gjson.String && value.String() == TypeMeta {
+		k := key.String()
+		if k == WorkerKey || (k == "type" && value.Type == gjson.String && value.String() == TypeMeta) {
 			claims = true
 			return false
 		}

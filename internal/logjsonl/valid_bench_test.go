@@ -42,7 +42,7 @@ func BenchmarkClaimsMeta(b *testing.B) {
 	lines := benchLines(b)
 	for b.Loop() {
 		for _, l := range lines {
-			if claimsMeta(l) {
+			if claimsReserved(l) {
 				b.Fatal("fixture line claims to be loop_meta")
 			}
 		}

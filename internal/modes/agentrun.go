@@ -92,8 +92,10 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	}
 	if l.Log != nil {
 		// The log splits lines itself, so an over-long line's pieces carry
-		// chunk markers; Close flushes a last line without a newline.
-		so, se := l.Log.StreamWriter(logjsonl.StreamStdout), l.Log.StreamWriter(logjsonl.StreamStderr)
+		// chunk markers; Close flushes a last line without a newline. A
+		// worker's lines carry its name (logjsonl.WorkerKey).
+		w := l.State.Worker()
+		so, se := l.Log.WorkerStreamWriter(w, logjsonl.StreamStdout), l.Log.WorkerStreamWriter(w, logjsonl.StreamStderr)
 		opts.StdoutRaw, opts.StderrRaw = so, se
 		defer so.Close()
 		defer se.Close()
