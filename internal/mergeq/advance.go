@@ -37,6 +37,9 @@ func (q *Queue) advance(ctx context.Context, tip string) error {
 	if old == tip {
 		return nil
 	}
+	if q.want != "" && old != q.want {
+		return fmt.Errorf("advance %s: %w", q.Target, errMoved) // the next round's guard puts it back
+	}
 	if _, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
 		if q.Remote != "" {
 			return nil // the remote has the work; the local branch has commits of its own
@@ -50,6 +53,9 @@ func (q *Queue) advance(ctx context.Context, tip string) error {
 	if dir == "" {
 		if _, err := workertree.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
 			return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
+		}
+		if q.want != "" {
+			q.want = tip
 		}
 		return nil
 	}
@@ -82,6 +88,19 @@ func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 	if len(strings.TrimSpace(string(out))) > 0 {
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, ErrTargetDirty)
 	}
+	if err := q.shift(ctx, dir, old, tip, "ralphd: integrate"); err != nil {
+		return err
+	}
+	if q.want != "" {
+		q.want = tip
+	}
+	return nil
+}
+
+// shift moves the target's checkout in dir, and then the target's ref,
+// from old to tip, under the journal: a two-way read-tree (which refuses
+// to overwrite local changes), then a compare-and-swap of the ref.
+func (q *Queue) shift(ctx context.Context, dir, old, tip, why string) error {
 	jpath, err := q.journalPath(ctx)
 	if err != nil {
 		return err
@@ -93,7 +112,7 @@ func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 		_ = os.Remove(jpath) // read-tree checks before it writes: nothing moved
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, err)
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate", "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
 		// Someone committed meanwhile: put the files back.
 		if _, uerr := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", tip, old); uerr != nil {
 			return fmt.Errorf("advance %s: %w: %w (and the checkout could not be put back: %w; Recover will)", q.Target, errMoved, err, uerr)
@@ -137,36 +156,71 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	}
 	switch head {
 	case tip:
-		return true, os.Remove(jpath) // the ref moves last: the files did too
+		// The ref moves last in an integration: the files did too. A
+		// checkout put back under a ref already in place (its HEAD was
+		// repointed) has the index at old until its read-tree ends.
+		return true, q.finishFiles(ctx, dir, old, tip, jpath)
 	case old:
 	default:
 		return true, fmt.Errorf("recover the merge queue: %s is at %s, neither %s nor %s; check its checkout %s, then remove %s", q.Target, head, old, tip, dir, jpath)
 	}
-	// A killed git leaves its index lock behind; nothing else writes this
-	// index while ralphd holds its lock.
-	if gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil {
-		_ = os.Remove(filepath.Join(gitDir, "index.lock"))
-	}
-	idxTree, err := line(ctx, dir, "write-tree")
+	idxTree, newTree, err := trees(ctx, dir, tip)
 	if err != nil {
-		return true, fmt.Errorf("recover the merge queue: %w", err)
-	}
-	newTree, err := line(ctx, dir, "rev-parse", tip+"^{tree}")
-	if err != nil {
-		return true, fmt.Errorf("recover the merge queue: %w", err)
+		return true, err
 	}
 	if idxTree != newTree {
-		if err := undoPartial(ctx, dir, old, tip); err != nil {
+		if err := redo(ctx, dir, old, tip); err != nil {
 			return true, err
-		}
-		if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
-			return true, fmt.Errorf("recover the merge queue: redo the move: %w", err)
 		}
 	}
 	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
 		return true, fmt.Errorf("recover the merge queue: %w", err)
 	}
 	return true, os.Remove(jpath)
+}
+
+// finishFiles ends a journalled move whose ref is already at tip: when
+// the index is still old's, the read-tree did not end, so the files are
+// put back at old and moved again.
+func (q *Queue) finishFiles(ctx context.Context, dir, old, tip, jpath string) error {
+	idxTree, newTree, err := trees(ctx, dir, tip)
+	if err != nil {
+		return err
+	}
+	if oldTree, err := line(ctx, dir, "rev-parse", old+"^{tree}"); err == nil && idxTree == oldTree && idxTree != newTree {
+		if err := redo(ctx, dir, old, tip); err != nil {
+			return err
+		}
+	}
+	return os.Remove(jpath)
+}
+
+// trees returns the tree of dir's index, after removing the index lock a
+// killed git left (nothing else writes this index while ralphd holds its
+// lock), and tip's tree.
+func trees(ctx context.Context, dir, tip string) (idx, tipTree string, err error) {
+	if gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil {
+		_ = os.Remove(filepath.Join(gitDir, "index.lock"))
+	}
+	if idx, err = line(ctx, dir, "write-tree"); err != nil {
+		return "", "", fmt.Errorf("recover the merge queue: %w", err)
+	}
+	if tipTree, err = line(ctx, dir, "rev-parse", tip+"^{tree}"); err != nil {
+		return "", "", fmt.Errorf("recover the merge queue: %w", err)
+	}
+	return idx, tipTree, nil
+}
+
+// redo puts back at old the files an interrupted move from old to tip may
+// have written, and moves them again.
+func redo(ctx context.Context, dir, old, tip string) error {
+	if err := undoPartial(ctx, dir, old, tip); err != nil {
+		return err
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+		return fmt.Errorf("recover the merge queue: redo the move: %w", err)
+	}
+	return nil
 }
 
 // undoPartial puts back, at old, the files an interrupted two-way

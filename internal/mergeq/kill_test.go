@@ -20,11 +20,31 @@ import (
 // process the SIGKILL test kills.
 const helperEnv = "MERGEQ_TEST_HELPER"
 
+// guardEnv makes the test binary put a moved target back and exit.
+const guardEnv = "MERGEQ_TEST_GUARD"
+
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(helper(spec))
 	}
+	if spec := os.Getenv(guardEnv); spec != "" {
+		os.Exit(guardHelper(spec))
+	}
 	os.Exit(m.Run())
+}
+
+// guardHelper reads "repo|want" and puts main back at want.
+func guardHelper(spec string) int {
+	repo, want, ok := strings.Cut(spec, "|")
+	if !ok {
+		return 2
+	}
+	q := &Queue{Repo: repo, Target: "main", want: want, home: repo}
+	if _, err := q.Check(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // helper reads "repo|dir|branch|verifySleep" and integrates.
@@ -120,4 +140,61 @@ func TestSIGKILLLeavesTargetClean(t *testing.T) {
 		})
 	}
 	t.Logf("%d of %d integrations finished before the kill", finished, len(delays))
+}
+
+// TestSIGKILLDuringPutBack kills the repair of a `git reset --hard` in
+// the target's checkout at many points: after Recover, the target and its
+// checkout agree (at the foreign tip or back where the queue left it), and
+// a second repair ends where the queue left it, with the foreign tip kept.
+func TestSIGKILLDuringPutBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills processes")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []time.Duration{0, 10, 20, 30, 35, 40, 45, 50, 55, 60, 70, 80, 120, 5000} {
+		d *= time.Millisecond
+		t.Run(d.String(), func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			want := sh(t, f.repo, "git", "rev-parse", "main")
+			files := map[string]string{"shared.txt": "moved\n"}
+			for i := range 300 {
+				files[fmt.Sprintf("d%d/f%d.txt", i%10, i)] = "x\n"
+			}
+			x := sh(t, f.work("w9", files).Dir, "git", "rev-parse", "HEAD")
+			sh(t, f.repo, "git", "reset", "-q", "--hard", x)
+
+			cmd := exec.Command(self, "-test.run=^$")
+			cmd.Env = append(os.Environ(), guardEnv+"="+f.repo+"|"+want)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			is.NoErr(cmd.Start())
+			time.Sleep(d)
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			if err := cmd.Wait(); err != nil {
+				if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() >= 0 {
+					t.Fatalf("the repair failed on its own: %v", err)
+				}
+			}
+			q := &Queue{Repo: f.repo, Target: "main"}
+			journal, err := q.Recover(ctx)
+			is.NoErr(err)
+			tip := sh(t, f.repo, "git", "rev-parse", "main")
+			is.True(tip == want || tip == x)
+			t.Logf("killed after %v: journal %v, back: %v", d, journal, tip == want)
+			f.clean()
+			is.Equal(sh(t, f.repo, "git", "diff", "--stat", "main", "--", ".", ":(exclude).beads"), "")
+
+			q.want, q.home = want, f.repo
+			_, err = q.Check(ctx)
+			is.NoErr(err)
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
+			f.clean()
+			is.Equal(sh(t, f.repo, "cat", "shared.txt"), "line 1\nline 2\nline 3")
+			is.True(strings.Contains(sh(t, f.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.MovedPrefix), x))
+		})
+	}
 }

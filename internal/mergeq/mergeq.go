@@ -53,8 +53,16 @@ type Queue struct {
 	MaxPushTries int
 	// Now stamps kept branches; nil means time.Now.
 	Now func() time.Time
+	// Moved, when set, is told of each move of the target (or of its
+	// checkout's HEAD) that the queue did not make, after it was put back
+	// (see Watch). It is called with the queue's lock held: it must not
+	// call the queue.
+	Moved func(workertree.Move)
 
 	mu sync.Mutex
+	// want is where the queue left the target ("" until Watch); home is
+	// the worktree that had it checked out at Watch.
+	want, home string
 }
 
 // Request asks to integrate a worker's branch.
@@ -130,6 +138,9 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	}
 	for res.Rounds < tries {
 		res.Rounds++
+		if _, err := q.guard(ctx); err != nil {
+			return res, err
+		}
 		base, err := q.base(ctx)
 		if err != nil {
 			return res, err

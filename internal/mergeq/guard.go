@@ -1,0 +1,187 @@
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// The target is the merge queue's: once Watch has run, only Integrate
+// moves it. Before each integration round, and whenever Check is called
+// (the pool calls it when it ends), the target's ref and its checkout are
+// compared with where the queue left them. A move the queue did not make
+// (an agent's update-ref, branch -f, push to the repository itself, an
+// edit of the ref file or of packed-refs, a deleted ref, a reset in the
+// target's checkout, a repointed HEAD there, or a commit made by hand) is
+// undone: what the target was moved to is kept on a
+// workertree.MovedPrefix branch, the ref is put back by compare-and-swap,
+// the checkout's files are moved back under the journal (so a SIGKILL is
+// finished by Recover), and the move is reported to Moved.
+
+// ErrTargetMoved is wrapped by the errors of moves that could not be put
+// back.
+var ErrTargetMoved = errors.New("the target branch was moved by something other than ralphd")
+
+// Watch starts guarding the target: its tip now, and the worktree that has
+// it checked out, are where the queue expects them. Call it after Recover.
+func (q *Queue) Watch(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	tip, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	if err != nil {
+		return err
+	}
+	if tip == "" {
+		return fmt.Errorf("watch %s: the branch does not exist", q.Target)
+	}
+	dir, err := q.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	q.want, q.home = tip, dir
+	return nil
+}
+
+// Check compares the target and its checkout with where the queue left
+// them, puts back what moved and reports each move to Moved; it returns
+// the moves too.
+func (q *Queue) Check(ctx context.Context) ([]workertree.Move, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.guard(ctx)
+}
+
+// Tip returns where the queue expects the target; "" before Watch.
+func (q *Queue) Tip() string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.want
+}
+
+func (q *Queue) ref() string { return "refs/heads/" + q.Target }
+
+// guard is Check with q.mu held. Its error says why it could not look, or
+// joins the errors of the moves it could not put back (each wraps
+// ErrTargetMoved); the work then waits for the person to fix the target.
+func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
+	if q.want == "" {
+		return nil, nil // not watching
+	}
+	var moves []workertree.Move
+	if q.home != "" {
+		head, err := workertree.Head(ctx, q.home)
+		if err != nil {
+			return nil, err
+		}
+		if want := "ref: " + q.ref(); head != want {
+			m := workertree.Move{Ref: "HEAD of " + q.home, Want: want, Got: head}
+			m.Kept, m.Err = q.putHeadBack(ctx, head)
+			moves = append(moves, m)
+		}
+	}
+	got, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	if err != nil {
+		return moves, err
+	}
+	if got != q.want {
+		m := workertree.Move{Ref: q.ref(), Want: q.want, Got: got}
+		m.Kept, m.Err = q.putBack(ctx, got)
+		moves = append(moves, m)
+	}
+	var errs []error
+	for _, m := range moves {
+		if q.Moved != nil {
+			q.Moved(m)
+		}
+		if m.Err != nil {
+			errs = append(errs, m.Err)
+		}
+	}
+	return moves, errors.Join(errs...)
+}
+
+// putBack returns the target from got to q.want. When its checkout was
+// moved along (its index is got's), the files go back too, under the
+// journal; a checkout with other changes keeps them (a later integration
+// refuses it as dirty, keeping the work).
+func (q *Queue) putBack(ctx context.Context, got string) (string, error) {
+	kept := ""
+	if got != "" {
+		var err error
+		if kept, err = workertree.KeepIfNew(ctx, q.Repo, got, q.want, workertree.MovedPrefix+q.Target, q.now()); err != nil {
+			return "", err
+		}
+	}
+	if q.home != "" && got != "" && q.indexAt(ctx, got) && !q.indexAt(ctx, q.want) {
+		if err := q.shift(ctx, q.home, got, q.want, "ralphd: put back"); err != nil {
+			return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
+		}
+		return kept, nil
+	}
+	_, err := workertree.Restore(ctx, q.Repo, q.ref(), q.want, got, q.Target, q.now())
+	if err != nil {
+		return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
+	}
+	return kept, nil
+}
+
+// putHeadBack points the HEAD of the target's checkout back at the
+// target, and its files with it when they followed HEAD.
+func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
+	at := head
+	if sym, ok := cutRef(head); ok {
+		var err error
+		if at, err = workertree.RefAt(ctx, q.Repo, sym); err != nil {
+			return "", err
+		}
+	}
+	files := at != "" && q.indexAt(ctx, at) && !q.indexAt(ctx, q.want)
+	var jpath string
+	if files {
+		// The ref is already at want: the journal's old is where the
+		// files are, and Recover finishes the move (finishFiles).
+		var err error
+		if jpath, err = q.journalPath(ctx); err != nil {
+			return "", err
+		}
+		if err := writeAtomic(jpath, []byte(q.home+"\n"+at+"\n"+q.want+"\n")); err != nil {
+			return "", err
+		}
+	}
+	kept, err := workertree.SetHead(ctx, q.home, q.ref(), head, q.want, q.Target+"-head", q.now())
+	if err != nil {
+		if jpath != "" {
+			_ = os.Remove(jpath)
+		}
+		return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
+	}
+	if !files {
+		return kept, nil
+	}
+	if _, err := workertree.Git(ctx, q.home, nil, "read-tree", "-m", "-u", at, q.want); err != nil {
+		_ = os.Remove(jpath)
+		return kept, fmt.Errorf("%w: put the files of %s back: %w", ErrTargetMoved, q.home, err)
+	}
+	return kept, os.Remove(jpath)
+}
+
+func cutRef(head string) (string, bool) {
+	if len(head) > 5 && head[:5] == "ref: " {
+		return head[5:], true
+	}
+	return "", false
+}
+
+// indexAt reports whether the index of the target's checkout holds
+// commit's tree.
+func (q *Queue) indexAt(ctx context.Context, commit string) bool {
+	idx, err := line(ctx, q.home, "write-tree")
+	if err != nil {
+		return false
+	}
+	tree, err := line(ctx, q.home, "rev-parse", commit+"^{tree}")
+	return err == nil && idx == tree
+}

@@ -1,0 +1,179 @@
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// TestTargetMovesArePutBack tries every route by which an agent (or a
+// person) can move the target behind the merge queue's back, then has
+// another worker's work integrated: the foreign move is reported, what it
+// pointed at is kept on a branch, the target ends at the verified
+// integration on top of where the queue left it, and its checkout matches.
+func TestTargetMovesArePutBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// attack moves the target; x is a commit the attacker made on a
+		// branch of its own, on top of main; main is the main checkout.
+		attack func(t *testing.T, f *fixture, x, wdir string)
+		kept   bool // x must be kept (it is not on the target)
+	}{
+		{"update-ref", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, wdir, "git", "update-ref", "refs/heads/main", x)
+		}, true},
+		{"detach the checkout, then branch -f", func(t *testing.T, f *fixture, x, wdir string) {
+			// git refuses branch -f on a checked-out branch: detach it first.
+			sh(t, f.repo, "git", "checkout", "-q", "--detach")
+			sh(t, wdir, "git", "branch", "-f", "main", x)
+		}, true},
+		{"push . ignoring the checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, wdir, "git", "push", "-q", "--receive-pack=git -c receive.denyCurrentBranch=ignore receive-pack", ".", x+":refs/heads/main")
+		}, true},
+		{"push . updating the checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, wdir, "git", "push", "-q", "--receive-pack=git -c receive.denyCurrentBranch=updateInstead receive-pack", f.repo, x+":refs/heads/main")
+		}, true},
+		{"edit the ref file", func(t *testing.T, f *fixture, x, wdir string) {
+			write(t, filepath.Join(f.repo, ".git", "refs", "heads", "main"), x+"\n")
+		}, true},
+		{"packed-refs", func(t *testing.T, f *fixture, x, wdir string) {
+			if err := os.Remove(filepath.Join(f.repo, ".git", "refs", "heads", "main")); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(f.repo, ".git", "packed-refs"), "# pack-refs with: peeled fully-peeled sorted \n"+x+" refs/heads/main\n")
+		}, true},
+		{"delete the ref", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, wdir, "git", "update-ref", "-d", "refs/heads/main")
+		}, false},
+		{"rewind, dropping integrated work", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, wdir, "git", "update-ref", "refs/heads/main", "main~1")
+		}, false},
+		{"reset --hard in the target's checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, f.repo, "git", "reset", "-q", "--hard", x)
+		}, true},
+		{"reset --soft in the target's checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, f.repo, "git", "reset", "-q", "--soft", x)
+		}, true},
+		{"commit in the target's checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			write(t, filepath.Join(f.repo, "by-hand.txt"), "by hand\n")
+			sh(t, f.repo, "git", "add", "by-hand.txt")
+			sh(t, f.repo, "git", "commit", "-q", "-m", "by hand")
+		}, false}, // kept under its own commit, checked below
+		{"checkout another branch in the target's checkout", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, f.repo, "git", "branch", "attacker", x)
+			sh(t, f.repo, "git", "checkout", "-q", "attacker")
+		}, false}, // x stays on its own branch
+		{"repoint the checkout's HEAD to a worker branch", func(t *testing.T, f *fixture, x, wdir string) {
+			sh(t, f.repo, "git", "symbolic-ref", "HEAD", "refs/heads/"+workertree.Branch("w9"))
+		}, false},
+		{"detach the checkout's HEAD", func(t *testing.T, f *fixture, x, wdir string) {
+			write(t, filepath.Join(f.repo, ".git", "HEAD"), x+"\n")
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			var moves []workertree.Move
+			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			// One integration first, so that a rewind drops real work.
+			_, err := q.Integrate(ctx, f.work("w0", map[string]string{"zero.txt": "0\n"}))
+			is.NoErr(err)
+			is.NoErr(q.Watch(ctx))
+			want := sh(t, f.repo, "git", "rev-parse", "main")
+
+			// The attacker's commit, made in its own worktree.
+			ra := f.work("w9", map[string]string{"evil.txt": "unverified\n", "shared.txt": "overwritten\n"})
+			x := sh(t, ra.Dir, "git", "rev-parse", "HEAD")
+			rb := f.work("w1", map[string]string{"b.txt": "b\n"})
+			tc.attack(t, f, x, ra.Dir)
+			by := sh(t, f.repo, "sh", "-c", "git rev-parse -q --verify main || true")
+
+			res, err := q.Integrate(ctx, rb)
+			is.NoErr(err)
+			is.True(res.Integrated)
+			is.True(len(moves) > 0) // the move was reported
+			for _, m := range moves {
+				is.NoErr(m.Err)
+			}
+			// The target is the verified integration on top of where the
+			// queue left it: the attacker's commit is not on it.
+			tip := sh(t, f.repo, "git", "rev-parse", "main")
+			is.Equal(tip, res.Commit)
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "main~1"), want)
+			is.Equal(q.Tip(), tip)
+			is.Equal(sh(t, f.repo, "git", "symbolic-ref", "HEAD"), "refs/heads/main")
+			f.clean()
+			is.Equal(sh(t, f.repo, "git", "diff", "--stat", "main", "--", ".", ":(exclude).beads"), "") // files match the ref
+			is.Equal(sh(t, f.repo, "cat", "shared.txt"), "line 1\nline 2\nline 3")
+			_, err = os.Stat(filepath.Join(f.repo, "evil.txt"))
+			is.True(errors.Is(err, os.ErrNotExist))
+			// Nothing is lost: what the target was moved to is kept.
+			kept := sh(t, f.repo, "git", "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+workertree.MovedPrefix)
+			if tc.kept {
+				is.True(strings.Contains(kept, x))
+			}
+			if by != "" && by != want {
+				if out := sh(t, f.repo, "sh", "-c", "git merge-base --is-ancestor "+by+" main && echo on-target || true"); out == "" {
+					is.True(strings.Contains(kept, by)) // every foreign tip is kept
+				}
+			}
+			// A second look finds nothing more.
+			again, err := q.Check(ctx)
+			is.NoErr(err)
+			is.Equal(len(again), 0)
+		})
+	}
+}
+
+// TestTargetMoveAtPoolEnd: Check, as the pool calls it when it ends, puts
+// back a move made after the last integration.
+func TestTargetMoveAtPoolEnd(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	q := &Queue{Repo: f.repo, Target: "main"}
+	is.NoErr(q.Watch(ctx))
+	want := sh(t, f.repo, "git", "rev-parse", "main")
+	r := f.work("w1", map[string]string{"a.txt": "a\n"})
+	sh(t, f.repo, "git", "merge", "-q", "--ff-only", r.Branch) // unverified work landed by hand
+	moves, err := q.Check(ctx)
+	is.NoErr(err)
+	is.Equal(len(moves), 1)
+	is.Equal(moves[0].Got, sh(t, r.Dir, "git", "rev-parse", "HEAD"))
+	is.True(strings.HasPrefix(moves[0].Kept, workertree.MovedPrefix+"main/"))
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", moves[0].Kept), moves[0].Got)
+	f.clean()
+	_, err = os.Stat(filepath.Join(f.repo, "a.txt"))
+	is.True(errors.Is(err, os.ErrNotExist))
+}
+
+// TestTargetMoveOverLocalChanges: a move whose checkout has the person's
+// own changes on top is put back in the ref only; the changes stay, and
+// the next integration refuses the dirty checkout, keeping the work.
+func TestTargetMoveOverLocalChanges(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	var moves []workertree.Move
+	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+	is.NoErr(q.Watch(ctx))
+	want := sh(t, f.repo, "git", "rev-parse", "main")
+	ra := f.work("w9", map[string]string{"evil.txt": "x\n"})
+	sh(t, f.repo, "git", "reset", "-q", "--hard", sh(t, ra.Dir, "git", "rev-parse", "HEAD"))
+	write(t, filepath.Join(f.repo, "shared.txt"), "the user's edit\n")
+	res, err := q.Integrate(ctx, f.work("w1", map[string]string{"b.txt": "b\n"}))
+	is.True(errors.Is(err, ErrTargetDirty))
+	is.True(res.Kept != "")
+	is.Equal(len(moves), 1)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
+	is.Equal(sh(t, f.repo, "cat", "shared.txt"), "the user's edit")
+}

@@ -1,0 +1,178 @@
+package workertree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MovedPrefix starts the branches that keep where a ref ralphd owns was
+// found after someone else moved it: ralphd/moved/<what>/<time>. Nothing
+// a move pointed at is lost.
+const MovedPrefix = "ralphd/moved/"
+
+// zeroOID is git's "must not exist" old value for update-ref.
+const zeroOID = "0000000000000000000000000000000000000000"
+
+// Move is a move of a ref ralphd owns that ralphd did not make: a
+// worker's branch, a worktree's HEAD, or the target branch.
+type Move struct {
+	// Worker owns the ref; "" for the target branch.
+	Worker string
+	// Ref is the full ref name, or "HEAD of <dir>" for a worktree's HEAD.
+	Ref string
+	// Want is where ralphd left it (for a HEAD: the branch it names, as
+	// "ref: refs/heads/…"); Got is where it was found ("" when deleted).
+	Want, Got string
+	// Kept is the branch that keeps Got, when Got had commits Want lacks.
+	Kept string
+	// Err says why it could not be put back; nil when it was.
+	Err error
+}
+
+// String describes the move for a log line or a note.
+func (m Move) String() string {
+	got := m.Got
+	if got == "" {
+		got = "nothing (deleted)"
+	}
+	s := fmt.Sprintf("%s was moved from %s to %s by something other than ralphd", m.Ref, short(m.Want), short(got))
+	if m.Kept != "" {
+		s += "; what it pointed at is kept on " + m.Kept
+	}
+	if m.Err != nil {
+		return s + "; it could not be put back: " + m.Err.Error()
+	}
+	return s + "; put back"
+}
+
+func short(s string) string {
+	if isOID(s) {
+		return s[:12]
+	}
+	return s
+}
+
+func isOID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// RefAt returns the commit ref (a full name, e.g. refs/heads/main) points
+// at, or "" when it does not exist.
+func RefAt(ctx context.Context, repo, ref string) (string, error) {
+	out, err := Git(ctx, repo, nil, "for-each-ref", "--format=%(objectname)", ref)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", ref, err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if isOID(l) {
+			return l, nil
+		}
+	}
+	return "", nil
+}
+
+// Head returns what HEAD of the worktree dir is: "ref: <full ref>" when it
+// names a branch, or the commit when it is detached.
+func Head(ctx context.Context, dir string) (string, error) {
+	if sym, err := gitLine(ctx, dir, "symbolic-ref", "-q", "HEAD"); err == nil && sym != "" {
+		return "ref: " + sym, nil
+	}
+	c, err := gitLine(ctx, dir, "rev-parse", "--verify", "-q", "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("read HEAD of %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// Restore puts ref back at want (a commit; "" deletes it) where it was
+// found at got, by compare-and-swap: if it moved again meanwhile, nothing
+// is changed and an error says so. When got has commits want lacks, they
+// are kept first on a new branch MovedPrefix+what+"/<time>", returned.
+func Restore(ctx context.Context, repo, ref, want, got, what string, now time.Time) (kept string, err error) {
+	if got != "" && got != want {
+		if kept, err = KeepIfNew(ctx, repo, got, want, MovedPrefix+what, now); err != nil {
+			return "", err
+		}
+	}
+	old := got
+	if old == "" {
+		old = zeroOID
+	}
+	if want == "" {
+		_, err = Git(ctx, repo, nil, "update-ref", "-m", "ralphd: put back", "-d", ref, old)
+	} else {
+		_, err = Git(ctx, repo, nil, "update-ref", "-m", "ralphd: put back", ref, want, old)
+	}
+	if err != nil {
+		return kept, fmt.Errorf("put %s back: %w", ref, err)
+	}
+	return kept, nil
+}
+
+// KeepIfNew puts a new branch prefix/<time> at commit when commit has
+// anything base lacks (base "" counts as nothing), and returns its name;
+// it returns "" when commit is already reachable from base.
+func KeepIfNew(ctx context.Context, repo, commit, base, prefix string, now time.Time) (string, error) {
+	if base != "" {
+		if _, err := Git(ctx, repo, nil, "merge-base", "--is-ancestor", commit, base); err == nil {
+			return "", nil
+		}
+	}
+	stamp := prefix + "/" + now.UTC().Format("20060102-150405")
+	name := stamp
+	for i := 2; ; i++ {
+		at, err := RefAt(ctx, repo, "refs/heads/"+name)
+		if err != nil {
+			return "", err
+		}
+		if at == "" {
+			break
+		}
+		if at == commit {
+			return name, nil
+		}
+		name = fmt.Sprintf("%s-%d", stamp, i)
+	}
+	if _, err := Git(ctx, repo, nil, "update-ref", "-m", "ralphd: keep", "refs/heads/"+name, commit, zeroOID); err != nil {
+		return "", fmt.Errorf("keep %s on %s: %w", short(commit), name, err)
+	}
+	return name, nil
+}
+
+// ErrHeadMoved is wrapped by the error of SetHead when the worktree's HEAD
+// changed again while it was being put back.
+var ErrHeadMoved = errors.New("HEAD moved again")
+
+// SetHead points the HEAD of the worktree dir back at branch (a full ref)
+// when it was found at got (as Head returns it), and keeps a detached
+// commit that has anything base lacks on a MovedPrefix+what branch. Only
+// HEAD changes: the caller resets the files.
+func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.Time) (kept string, err error) {
+	if isOID(got) {
+		if kept, err = KeepIfNew(ctx, dir, got, base, MovedPrefix+what, now); err != nil {
+			return "", err
+		}
+	}
+	cur, err := Head(ctx, dir)
+	if err != nil {
+		return kept, err
+	}
+	if cur != got {
+		return kept, fmt.Errorf("put HEAD of %s back: %w (now %s)", dir, ErrHeadMoved, short(cur))
+	}
+	if _, err := Git(ctx, dir, nil, "symbolic-ref", "-m", "ralphd: put back", "HEAD", branch); err != nil {
+		return kept, fmt.Errorf("put HEAD of %s back: %w", dir, err)
+	}
+	return kept, nil
+}
