@@ -115,7 +115,7 @@ func (q *Queue) putBack(ctx context.Context, got string) (string, error) {
 			return "", err
 		}
 	}
-	if q.home != "" && got != "" && q.indexAt(ctx, got) && !q.indexAt(ctx, q.want) {
+	if q.home != "" && got != "" && indexAt(ctx, q.home, got) && !indexAt(ctx, q.home, q.want) {
 		if err := q.shift(ctx, q.home, got, q.want, "ralphd: put back"); err != nil {
 			return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
 		}
@@ -138,7 +138,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 			return "", err
 		}
 	}
-	files := at != "" && q.indexAt(ctx, at) && !q.indexAt(ctx, q.want)
+	files := at != "" && indexAt(ctx, q.home, at) && !indexAt(ctx, q.home, q.want)
 	var jpath string
 	if files {
 		// The ref is already at want: the journal's old is where the
@@ -175,13 +175,79 @@ func cutRef(head string) (string, bool) {
 	return "", false
 }
 
-// indexAt reports whether the index of the target's checkout holds
-// commit's tree.
-func (q *Queue) indexAt(ctx context.Context, commit string) bool {
-	idx, err := line(ctx, q.home, "write-tree")
+// indexAt reports whether the index of the worktree dir holds commit's
+// tree.
+func indexAt(ctx context.Context, dir, commit string) bool {
+	idx, err := line(ctx, dir, "write-tree")
 	if err != nil {
 		return false
 	}
-	tree, err := line(ctx, q.home, "rev-parse", commit+"^{tree}")
+	tree, err := line(ctx, dir, "rev-parse", commit+"^{tree}")
 	return err == nil && idx == tree
+}
+
+// checkRequest puts the worker's HEAD and branch back where the pool
+// recorded them (req.Tip) when something else moved them while the work
+// waited for the queue, and reports each move. The worker's files go back
+// too when they followed the move (a crash here is recovered by the
+// worker tree's reset, which keeps its work on a wip branch).
+func (q *Queue) checkRequest(ctx context.Context, req Request) error {
+	if req.Tip == "" {
+		return nil
+	}
+	ref := "refs/heads/" + req.Branch
+	var moves []workertree.Move
+	head, err := workertree.Head(ctx, req.Dir)
+	if err != nil {
+		return err
+	}
+	if want := "ref: " + ref; head != want {
+		m := workertree.Move{Worker: req.Worker, Ref: "HEAD of " + req.Dir, Want: want, Got: head}
+		at := head
+		if sym, ok := cutRef(head); ok {
+			at, _ = workertree.RefAt(ctx, q.Repo, sym)
+		}
+		m.Kept, m.Err = workertree.SetHead(ctx, req.Dir, ref, head, req.Tip, req.Worker+"-head", q.now())
+		if m.Err == nil && at != "" {
+			m.Err = followFiles(ctx, req.Dir, at, req.Tip)
+		}
+		moves = append(moves, m)
+	}
+	got, err := workertree.RefAt(ctx, q.Repo, ref)
+	if err != nil {
+		return err
+	}
+	if got != req.Tip {
+		m := workertree.Move{Worker: req.Worker, Ref: ref, Want: req.Tip, Got: got}
+		files := got != "" && indexAt(ctx, req.Dir, got) && !indexAt(ctx, req.Dir, req.Tip)
+		if m.Kept, m.Err = workertree.Restore(ctx, q.Repo, ref, req.Tip, got, req.Worker, q.now()); m.Err == nil && files {
+			m.Err = followFiles(ctx, req.Dir, got, req.Tip)
+		}
+		moves = append(moves, m)
+	}
+	var errs []error
+	for _, m := range moves {
+		if q.Moved != nil {
+			q.Moved(m)
+		}
+		if m.Err != nil {
+			errs = append(errs, m.Err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+	}
+	return nil
+}
+
+// followFiles moves the index and files of dir from from's tree to to's
+// when the index is from's, keeping local changes (a two-way read-tree).
+func followFiles(ctx context.Context, dir, from, to string) error {
+	if !indexAt(ctx, dir, from) || indexAt(ctx, dir, to) {
+		return nil
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", from, to); err != nil {
+		return fmt.Errorf("put the files of %s back: %w", dir, err)
+	}
+	return nil
 }

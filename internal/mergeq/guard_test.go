@@ -177,3 +177,88 @@ func TestTargetMoveOverLocalChanges(t *testing.T) {
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
 	is.Equal(sh(t, f.repo, "cat", "shared.txt"), "the user's edit")
 }
+
+// TestWorkerMovesArePutBack tries every route by which another worker's
+// agent can move a worker's branch or HEAD while its finished work waits
+// for the queue: the queue puts them back where the pool recorded them,
+// keeps what they were moved to, reports it, and integrates the worker's
+// own work only.
+func TestWorkerMovesArePutBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		attack func(t *testing.T, f *fixture, x string, victim Request, gitDir string)
+	}{
+		{"update-ref", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			sh(t, f.repo, "git", "update-ref", "refs/heads/"+v.Branch, x)
+		}},
+		{"branch -f from a detached worktree", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			sh(t, v.Dir, "git", "checkout", "-q", "--detach")
+			sh(t, f.repo, "git", "branch", "-f", v.Branch, x)
+		}},
+		{"edit the ref file", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			write(t, filepath.Join(f.repo, ".git", "refs", "heads", filepath.FromSlash(v.Branch)), x+"\n")
+		}},
+		{"packed-refs", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			sh(t, f.repo, "git", "pack-refs", "--all")
+			sh(t, f.repo, "sh", "-c", "sed -i 's|^[0-9a-f]* refs/heads/"+v.Branch+"$|"+x+" refs/heads/"+v.Branch+"|' .git/packed-refs")
+		}},
+		{"delete the branch", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			sh(t, f.repo, "git", "update-ref", "-d", "refs/heads/"+v.Branch)
+		}},
+		{"reset --hard in its worktree", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			sh(t, v.Dir, "git", "reset", "-q", "--hard", x)
+		}},
+		{"repoint its HEAD file", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			write(t, filepath.Join(gitDir, "HEAD"), "ref: refs/heads/"+workertree.Branch("w9")+"\n")
+		}},
+		{"detach its HEAD", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
+			write(t, filepath.Join(gitDir, "HEAD"), x+"\n")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			var moves []workertree.Move
+			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			is.NoErr(q.Watch(ctx))
+			x := sh(t, f.work("w9", map[string]string{"evil.txt": "x\n"}).Dir, "git", "rev-parse", "HEAD")
+			v := f.work("w1", map[string]string{"mine.txt": "mine\n"})
+			v.Tip = sh(t, v.Dir, "git", "rev-parse", "HEAD")
+			gitDir := sh(t, v.Dir, "git", "rev-parse", "--absolute-git-dir")
+			tc.attack(t, f, x, v, gitDir)
+
+			res, err := q.Integrate(ctx, v)
+			is.NoErr(err)
+			is.True(res.Integrated)
+			is.True(len(moves) > 0)
+			for _, m := range moves {
+				is.NoErr(m.Err)
+				is.Equal(m.Worker, "w1")
+			}
+			is.Equal(sh(t, f.repo, "git", "show", "main:mine.txt"), "mine") // its own work
+			_, err = os.Stat(filepath.Join(f.repo, "evil.txt"))
+			is.True(errors.Is(err, os.ErrNotExist)) // and only that
+			is.Equal(sh(t, f.repo, "git", "rev-list", "--count", "main"), "2")
+			is.Equal(sh(t, v.Dir, "git", "symbolic-ref", "HEAD"), "refs/heads/"+v.Branch)
+			f.clean()
+		})
+	}
+}
+
+// TestAdmitRefusesBeforeAnythingMoves: a request the pool no longer
+// admits leaves the target and the branch as they were.
+func TestAdmitRefusesBeforeAnythingMoves(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	q := &Queue{Repo: f.repo, Target: "main"}
+	before := sh(t, f.repo, "git", "rev-parse", "main")
+	r := f.work("w1", map[string]string{"a.txt": "a\n"})
+	tip := sh(t, r.Dir, "git", "rev-parse", "HEAD")
+	refused := errors.New("charged")
+	r.Admit = func() error { return refused }
+	_, err := q.Integrate(context.Background(), r)
+	is.True(errors.Is(err, refused))
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)
+	is.Equal(sh(t, r.Dir, "git", "rev-parse", "HEAD"), tip)
+}

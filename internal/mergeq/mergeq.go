@@ -71,6 +71,13 @@ type Request struct {
 	Issue  string // names the kept branch
 	Dir    string // the worker's worktree
 	Branch string // the worker's branch, checked out in Dir
+	// Tip, when set, is where the worker's pool left the branch: a HEAD
+	// or branch found elsewhere is put back first, and reported to Moved.
+	Tip string
+	// Admit, when set, is asked once the queue's checks are done and
+	// before anything moves; an error returns at once, the work left on
+	// the branch (a pool refuses work whose window saw a forbidden move).
+	Admit func() error
 }
 
 // Result says what happened.
@@ -128,6 +135,17 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.Dir == "" || req.Branch == "" {
 		return res, errors.New("integrate: request without a worktree or branch")
+	}
+	if _, err := q.guard(ctx); err != nil {
+		return res, err
+	}
+	if err := q.checkRequest(ctx, req); err != nil {
+		return res, err
+	}
+	if req.Admit != nil {
+		if err := req.Admit(); err != nil {
+			return res, err
+		}
 	}
 	if err := q.commitLeftovers(ctx, req); err != nil {
 		return res, err

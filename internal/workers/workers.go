@@ -175,6 +175,11 @@ type Pool struct {
 	// JSON: this process's PID, one entry per worker) whenever a worker
 	// takes or finishes an issue, for `ralphd status` in another process.
 	StatusFile string
+	// RefMoved, when set, is told of each move of the target or of a
+	// worker's branch or HEAD that the pool did not make (refs.go), after
+	// it was put back; the suspects it names not yet integrated have
+	// their attempt failed. Run sets the Queue's Moved to report to it.
+	RefMoved func(RefMove)
 
 	mu       sync.Mutex
 	busy     int
@@ -184,6 +189,14 @@ type Pool struct {
 	draining bool
 	stopErr  error
 	status   map[string]WorkerStatus
+
+	// checking serialises the checks of the refs (refs.go); windows,
+	// refs and clean (when they were last all found in place) are
+	// guarded by mu.
+	checking sync.Mutex
+	windows  []*window
+	refs     map[string]*refState
+	clean    time.Time
 }
 
 // WorkerStatus is what one worker is doing.
@@ -285,6 +298,13 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}
+	// From here on the target is the queue's, and the workers' refs the
+	// pool's: a move neither made is put back and reported (refs.go).
+	p.Queue.Moved = p.targetMoved
+	if err := p.Queue.Watch(ctx); err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
+	}
+	p.clean = time.Now()
 	k := max(1, p.Workers)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -306,6 +326,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		}()
 	}
 	wg.Wait()
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	ferr := p.finish(fctx)
+	fcancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -313,6 +336,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	}
 	if ctx.Err() != nil {
 		return p.sum, ctx.Err()
+	}
+	if ferr != nil {
+		return p.sum, fmt.Errorf("workers: check the refs at the end: %w", ferr)
 	}
 	return p.sum, p.stopErr
 }
@@ -435,7 +461,12 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 			base = tip
 		}
 	}
+	p.setBusy(ctx, worker, true)
 	tree, saved, err := p.Trees.Open(ctx, worker, base)
+	if err != nil {
+		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+	}
+	opened, err := workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+tree.Branch)
 	if err != nil {
 		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
@@ -451,7 +482,13 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	defer p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir})
 	client := p.Client(actor, tree.Dir)
 	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client}
+	win := p.openWindow(worker, is.ID, tree, opened)
 	done, err := p.Iterate(ctx, a)
+	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, done && err == nil)
+	if cerr != nil {
+		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: check the refs: %w", worker, cerr))
+	}
+	charge := p.charged(win)
 	switch {
 	case ctx.Err() != nil:
 		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
@@ -461,19 +498,35 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue)
 	case errors.Is(err, ErrStop):
 		return p.giveUp(ctx, actor, is.ID, err)
 	case err != nil:
-		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err)})
+		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err) + also(charge)})
 	case !done:
-		return p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue"})
+		return p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue" + also(charge)})
+	case charge != "":
+		return p.fail(ctx, a, Failure{Why: charge, Integration: true})
 	}
-	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch})
+	p.setBusy(ctx, worker, true)
+	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch, Tip: tip,
+		Admit: func() error {
+			if why := p.charged(win); why != "" {
+				return &chargedError{why}
+			}
+			return nil
+		}})
+	p.setBusy(context.WithoutCancel(ctx), worker, false)
 	if ctx.Err() != nil {
 		return nil // the closed issue stays closed; its work is on the worker's branch, saved at the next start
+	}
+	if ce := (*chargedError)(nil); errors.As(err, &ce) {
+		return p.fail(ctx, a, Failure{Why: ce.why, Integration: true})
 	}
 	if err != nil {
 		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("integration failed: %v", err), Integration: true})
 	}
 	if !res.Integrated && !res.Empty {
 		return p.fail(ctx, a, Failure{Why: res.Reason(), Integration: true, Conflicts: res.Conflicts})
+	}
+	if res.Integrated {
+		p.integrated(win)
 	}
 	if err := p.ledger.Integrated(is.ID); err != nil {
 		return fmt.Errorf("worker %s: %w", worker, err)

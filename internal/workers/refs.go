@@ -1,0 +1,316 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// The refs a pool owns: the target (the merge queue's), and each worker's
+// branch and worktree HEAD. Every agent can write the repository's refs
+// (its commits need it), so one worker's agent could move another's
+// branch, repoint its HEAD, or move the target. The pool records where it
+// left each worker's refs after every step it makes (the worktree opened
+// at the target, the agent's iteration, which may only add commits on top
+// of the base, the integration), and checks them, with the target, at
+// each window's end, before each integration (in the queue, under its
+// lock) and when the pool ends. A move it did not make is put back, what
+// it pointed at is kept on a workertree.MovedPrefix branch, and it is
+// reported to RefMoved with the iterations that may have made it: every
+// one whose agent window was open since the refs were last found in
+// place. Those not yet integrated are charged: their attempt fails, and
+// their work stays on a branch.
+
+// RefMove is a move of a ref the pool owns that it did not make.
+type RefMove struct {
+	workertree.Move
+	// Suspects are the iterations whose agent window was open since the
+	// ref was last found in place.
+	Suspects []Suspect
+}
+
+// Suspect is an iteration that may have made a move.
+type Suspect struct {
+	Worker string
+	Issue  string
+	// Charged is true when its attempt fails for it; false when its work
+	// was integrated before the move was found.
+	Charged bool
+}
+
+// window is one iteration's agent window, from the worktree handed to it
+// until its work is integrated or given up.
+type window struct {
+	worker, issue string
+	start, end    time.Time // end is zero while the iteration runs
+	integrated    bool
+	charge        string // why its attempt fails; "" when it is not charged
+}
+
+// refState is where the pool left a worker's refs.
+type refState struct {
+	dir, branch string
+	// tip is the branch's commit when settled; base is what the agent's
+	// commits must stay on top of while it runs.
+	tip, base string
+	running   bool      // the agent's window is open: only growth is checked, at its end
+	busy      bool      // ralphd itself is moving them (opening, integrating)
+	since     time.Time // when they were last found in place
+}
+
+// openWindow records the start of worker's iteration on issue in the
+// worktree t, whose branch is at base.
+func (p *Pool) openWindow(worker, issue string, t workertree.Tree, base string) *window {
+	w := &window{worker: worker, issue: issue, start: time.Now()}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.windows = append(p.windows, w)
+	if p.refs == nil {
+		p.refs = map[string]*refState{}
+	}
+	p.refs[worker] = &refState{dir: t.Dir, branch: t.Branch, base: base, running: true, since: w.start}
+	return w
+}
+
+// setBusy marks worker's refs as being moved by ralphd (true) or settles
+// them at the branch's current tip (false).
+func (p *Pool) setBusy(ctx context.Context, worker string, busy bool) {
+	p.mu.Lock()
+	r := p.refs[worker]
+	p.mu.Unlock()
+	if r == nil {
+		return
+	}
+	tip := ""
+	if !busy {
+		tip, _ = workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+r.branch)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r.busy, r.running = busy, false
+	if !busy {
+		r.tip, r.since = tip, time.Now()
+	}
+}
+
+// charged returns why w's attempt fails, or "".
+func (p *Pool) charged(w *window) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return w.charge
+}
+
+// endWindow ends w's agent window: worker's own refs must have only grown
+// from the base (or, when the iteration failed, may be rewound to an
+// older target commit: ralphd keeps failed work on a branch and rewinds
+// the worktree), and every other settled worker's refs and the target
+// must be where the pool left them. It returns the tip the worker's work
+// is at, for the queue.
+func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, error) {
+	p.checking.Lock()
+	defer p.checking.Unlock()
+	p.mu.Lock()
+	w.end = time.Now()
+	r := p.refs[w.worker]
+	p.mu.Unlock()
+	var errs []error
+	if r != nil {
+		if err := p.checkGrowth(ctx, w.worker, r, done); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, p.checkOthers(ctx, w.worker))
+	p.setBusy(ctx, w.worker, false)
+	p.mu.Lock()
+	tip := ""
+	if r != nil {
+		tip = r.tip
+	}
+	p.mu.Unlock()
+	return tip, errors.Join(errs...)
+}
+
+// checkGrowth checks a worker's refs at the end of its own window: HEAD
+// names its branch, and the branch holds the base.
+func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done bool) error {
+	ref := "refs/heads/" + r.branch
+	head, err := workertree.Head(ctx, r.dir)
+	if err != nil {
+		return err
+	}
+	if want := "ref: " + ref; head != want {
+		m := workertree.Move{Worker: worker, Ref: "HEAD of " + r.dir, Want: want, Got: head}
+		m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, r.base, worker+"-head", time.Now())
+		p.moved(m, r.since)
+	}
+	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
+	if err != nil {
+		return err
+	}
+	if got != "" {
+		if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", r.base, got); err == nil {
+			return nil // the agent's own commits, or nothing
+		}
+		if !done {
+			if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", got, r.base); err == nil {
+				return nil // rewound to where the issue's attempts began
+			}
+		}
+	}
+	m := workertree.Move{Worker: worker, Ref: ref, Want: r.base, Got: got}
+	m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.base, got, worker, time.Now())
+	p.moved(m, r.since)
+	return nil
+}
+
+// checkOthers checks the target and every settled worker's refs but
+// self's.
+func (p *Pool) checkOthers(ctx context.Context, self string) error {
+	started := time.Now()
+	moves, err := p.Queue.Check(ctx)
+	if err != nil {
+		return err
+	}
+	found := len(moves) > 0
+	p.mu.Lock()
+	var others []string
+	for name, r := range p.refs {
+		if name != self && !r.running && !r.busy && r.tip != "" {
+			others = append(others, name)
+		}
+	}
+	p.mu.Unlock()
+	for _, name := range others {
+		p.mu.Lock()
+		r := *p.refs[name]
+		p.mu.Unlock()
+		ref := "refs/heads/" + r.branch
+		head, err := workertree.Head(ctx, r.dir)
+		if err != nil {
+			return err
+		}
+		if want := "ref: " + ref; head != want {
+			found = true
+			m := workertree.Move{Worker: name, Ref: "HEAD of " + r.dir, Want: want, Got: head}
+			m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, r.tip, name+"-head", time.Now())
+			p.moved(m, r.since)
+		}
+		got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
+		if err != nil {
+			return err
+		}
+		if got != r.tip {
+			found = true
+			m := workertree.Move{Worker: name, Ref: ref, Want: r.tip, Got: got}
+			m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.tip, got, name, time.Now())
+			p.moved(m, r.since)
+		}
+		p.mu.Lock()
+		if cur := p.refs[name]; cur != nil && !cur.running && !cur.busy {
+			cur.since = started
+		}
+		p.mu.Unlock()
+	}
+	if !found {
+		p.mu.Lock()
+		p.clean = started
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+func (p *Pool) lastClean() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clean
+}
+
+// targetMoved is the queue's Moved: a move of the target, or of a
+// worker's refs found by the queue.
+func (p *Pool) targetMoved(m workertree.Move) {
+	since := p.lastClean()
+	if m.Worker != "" {
+		p.mu.Lock()
+		if r := p.refs[m.Worker]; r != nil && r.since.After(since) {
+			since = r.since
+		}
+		p.mu.Unlock()
+	}
+	p.moved(m, since)
+}
+
+// moved charges every iteration whose window was open after since, and
+// reports the move.
+func (p *Pool) moved(m workertree.Move, since time.Time) {
+	rm := RefMove{Move: m}
+	why := "while this iteration ran, " + m.String() + "; ralphd cannot tell which agent did it, so every iteration whose window was open is charged"
+	p.mu.Lock()
+	for _, w := range p.windows {
+		if !w.end.IsZero() && w.end.Before(since) {
+			continue
+		}
+		s := Suspect{Worker: w.worker, Issue: w.issue, Charged: !w.integrated}
+		if s.Charged && w.charge == "" {
+			w.charge = why
+		}
+		rm.Suspects = append(rm.Suspects, s)
+	}
+	p.mu.Unlock()
+	p.log(Event{Worker: m.Worker, Kind: "ref-moved", Detail: m.String() + suspectList(rm.Suspects)})
+	if p.RefMoved != nil {
+		p.RefMoved(rm)
+	}
+}
+
+func suspectList(ss []Suspect) string {
+	if len(ss) == 0 {
+		return "; no agent window was open"
+	}
+	var b strings.Builder
+	b.WriteString("; charged: ")
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", s.Issue, s.Worker)
+		if !s.Charged {
+			b.WriteString(" [already integrated]")
+		}
+	}
+	return b.String()
+}
+
+// integrated marks w's work as on the target: a move found later is not
+// charged to it.
+func (p *Pool) integrated(w *window) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w.integrated = true
+	if w.end.IsZero() {
+		w.end = time.Now()
+	}
+}
+
+// finish checks every ref once more when the pool ends.
+func (p *Pool) finish(ctx context.Context) error {
+	p.checking.Lock()
+	defer p.checking.Unlock()
+	return p.checkOthers(ctx, "")
+}
+
+// chargedError refuses the work of an iteration charged with a move.
+type chargedError struct{ why string }
+
+func (e *chargedError) Error() string { return e.why }
+
+// also adds a charge to another reason for a failed attempt.
+func also(charge string) string {
+	if charge == "" {
+		return ""
+	}
+	return "; also, " + charge
+}
