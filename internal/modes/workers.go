@@ -112,6 +112,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		InScope:    sh.inScope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
 		Ledger:     &ledger{l: l, sh: sh},
+		RefMoved:   l.refMoved(sh),
 		Log: func(e workers.Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
