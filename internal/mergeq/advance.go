@@ -256,22 +256,10 @@ func undoPartial(ctx context.Context, dir, old, tip string) error {
 
 func parseJournal(s string) (dir, old, tip string, ok bool) {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if len(lines) != 3 || !filepath.IsAbs(lines[0]) || !isHash(lines[1]) || !isHash(lines[2]) {
+	if len(lines) != 3 || !filepath.IsAbs(lines[0]) || !workertree.IsHash(lines[1]) || !workertree.IsHash(lines[2]) {
 		return "", "", "", false
 	}
 	return lines[0], lines[1], lines[2], true
-}
-
-func isHash(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // journalPath is the journal in the repository's common git directory.

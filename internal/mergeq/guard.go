@@ -91,6 +91,12 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 		m.Kept, m.Err = q.putBack(ctx, got)
 		moves = append(moves, m)
 	}
+	return moves, q.report(moves)
+}
+
+// report tells Moved of each move, and joins the errors of those that
+// could not be put back.
+func (q *Queue) report(moves []workertree.Move) error {
 	var errs []error
 	for _, m := range moves {
 		if q.Moved != nil {
@@ -100,7 +106,7 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 			errs = append(errs, m.Err)
 		}
 	}
-	return moves, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // putBack returns the target from got to q.want. When its checkout was
@@ -225,16 +231,7 @@ func (q *Queue) checkRequest(ctx context.Context, req Request) error {
 		}
 		moves = append(moves, m)
 	}
-	var errs []error
-	for _, m := range moves {
-		if q.Moved != nil {
-			q.Moved(m)
-		}
-		if m.Err != nil {
-			errs = append(errs, m.Err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := q.report(moves); err != nil {
 		return fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	return nil

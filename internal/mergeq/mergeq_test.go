@@ -342,7 +342,7 @@ func FuzzParseJournal(f *testing.F) {
 	f.Add("/r\n" + strings.Repeat("a", 40) + "\n" + strings.Repeat("b", 40) + "\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		dir, old, tip, ok := parseJournal(s)
-		if ok && (!filepath.IsAbs(dir) || !isHash(old) || !isHash(tip)) {
+		if ok && (!filepath.IsAbs(dir) || !workertree.IsHash(old) || !workertree.IsHash(tip)) {
 			t.Fatalf("accepted %q", s)
 		}
 	})

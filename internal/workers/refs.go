@@ -138,14 +138,8 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 // names its branch, and the branch holds the base.
 func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done bool) error {
 	ref := "refs/heads/" + r.branch
-	head, err := workertree.Head(ctx, r.dir)
-	if err != nil {
+	if _, err := p.checkHead(ctx, worker, r, r.base); err != nil {
 		return err
-	}
-	if want := "ref: " + ref; head != want {
-		m := workertree.Move{Worker: worker, Ref: "HEAD of " + r.dir, Want: want, Got: head}
-		m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, r.base, worker+"-head", time.Now())
-		p.moved(m, r.since)
 	}
 	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
 	if err != nil {
@@ -165,6 +159,25 @@ func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done
 	m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.base, got, worker, time.Now())
 	p.moved(m, r.since)
 	return nil
+}
+
+// checkHead puts worker's HEAD back on its branch when something else
+// moved it, keeping a detached commit that base lacks, and reports whether
+// it had moved.
+func (p *Pool) checkHead(ctx context.Context, worker string, r *refState, base string) (bool, error) {
+	ref := "refs/heads/" + r.branch
+	head, err := workertree.Head(ctx, r.dir)
+	if err != nil {
+		return false, err
+	}
+	want := "ref: " + ref
+	if head == want {
+		return false, nil
+	}
+	m := workertree.Move{Worker: worker, Ref: "HEAD of " + r.dir, Want: want, Got: head}
+	m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, base, worker+"-head", time.Now())
+	p.moved(m, r.since)
+	return true, nil
 }
 
 // checkOthers checks the target and every settled worker's refs but
@@ -189,16 +202,11 @@ func (p *Pool) checkOthers(ctx context.Context, self string) error {
 		r := *p.refs[name]
 		p.mu.Unlock()
 		ref := "refs/heads/" + r.branch
-		head, err := workertree.Head(ctx, r.dir)
+		moved, err := p.checkHead(ctx, name, &r, r.tip)
 		if err != nil {
 			return err
 		}
-		if want := "ref: " + ref; head != want {
-			found = true
-			m := workertree.Move{Worker: name, Ref: "HEAD of " + r.dir, Want: want, Got: head}
-			m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, r.tip, name+"-head", time.Now())
-			p.moved(m, r.since)
-		}
+		found = found || moved
 		got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
 		if err != nil {
 			return err

@@ -49,13 +49,15 @@ func (m Move) String() string {
 }
 
 func short(s string) string {
-	if isOID(s) {
+	if IsHash(s) {
 		return s[:12]
 	}
 	return s
 }
 
-func isOID(s string) bool {
+// IsHash reports whether s is a full commit id (SHA-1 or SHA-256, in
+// lower-case hex).
+func IsHash(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
@@ -75,7 +77,7 @@ func RefAt(ctx context.Context, repo, ref string) (string, error) {
 		return "", fmt.Errorf("read %s: %w", ref, err)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if isOID(l) {
+		if IsHash(l) {
 			return l, nil
 		}
 	}
@@ -159,7 +161,7 @@ var ErrHeadMoved = errors.New("HEAD moved again")
 // commit that has anything base lacks on a MovedPrefix+what branch. Only
 // HEAD changes: the caller resets the files.
 func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.Time) (kept string, err error) {
-	if isOID(got) {
+	if IsHash(got) {
 		if kept, err = KeepIfNew(ctx, dir, got, base, MovedPrefix+what, now); err != nil {
 			return "", err
 		}
