@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,48 @@ func TestLiveWorkers(t *testing.T) {
 		path := t.TempDir() // a directory: reading it fails
 		live, note := liveWorkers(path, holder, now)
 		if len(live) != 0 || !strings.Contains(note, "could not be read") {
+			t.Errorf("live %v, note %q", live, note)
+		}
+	})
+	t.Run("not a regular file: a FIFO would block, a symlink is not ralphd's", func(t *testing.T) {
+		dir := t.TempDir()
+		fifo := filepath.Join(dir, "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skip(err)
+		}
+		good := filepath.Join(dir, "good.json")
+		if err := os.WriteFile(good, []byte(file(4242, now)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range []string{fifo, good, "/dev/zero"} {
+			path := filepath.Join(t.TempDir(), "workers.json")
+			if target == fifo {
+				path = fifo
+			} else if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			var live []workerJSON
+			var note string
+			go func() { live, note = liveWorkers(path, holder, now); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: status hangs", target)
+			}
+			if len(live) != 0 || !strings.Contains(note, "not a regular file") {
+				t.Errorf("%s: live %v, note %q", target, live, note)
+			}
+		}
+	})
+	t.Run("too large", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "workers.json")
+		big := `{"version":1,"pid":4242,"workers":[],"pad":"` + strings.Repeat("x", maxStatusSize) + `"}`
+		if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		live, note := liveWorkers(path, holder, now)
+		if len(live) != 0 || !strings.Contains(note, "larger than") {
 			t.Errorf("live %v, note %q", live, note)
 		}
 	})

@@ -237,9 +237,10 @@ type agentState struct {
 	lastError string            // the text of the last assistant error shown
 }
 
-// maxStates bounds the workers the renderer keeps apart; the lines of any
-// further worker share one state (a log is not trusted input).
-const maxStates = 256
+// maxStates bounds the agents the renderer keeps apart, the run's own
+// and its workers' (ralphd runs at most 64 workers); the lines of any
+// further worker share one state, as a log is not trusted input.
+const maxStates = 128
 
 // use makes the renderer show the next record as worker's ("" for none).
 func (rd *renderer) use(worker string) {

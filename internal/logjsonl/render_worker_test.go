@@ -131,5 +131,6 @@ func TestRenderManyWorkers(t *testing.T) {
 		in = fmt.Appendf(in, `{"ralph_worker":"w%d","type":"assistant","message":{"content":"hi %d"}}`+"\n", i, i)
 	}
 	out := renderString(t, in, RenderOptions{})
-	hasLines(t, out, "[w0]   hi 0", "[…]   hi 767")
+	last := 3*maxStates - 1
+	hasLines(t, out, "[w0]   hi 0", fmt.Sprintf("[w%d]   hi %d", maxStates-2, maxStates-2), fmt.Sprintf("[…]   hi %d", last))
 }
