@@ -18,16 +18,18 @@ import (
 )
 
 func cmdLogs(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "logs", "logs [RUN] [--follow] [--raw] [-v]", `
+	fs := newFlags(a, "logs", "logs [RUN] [--follow] [--raw] [-v] [--worker W]", `
 Without RUN, list this project's run logs (written with RALPH_LOG=1 or --log):
 time, mode, iterations and outcome. With RUN (a run ID as listed, a prefix
 of one, a path, or "last"), render that run for a person; --raw prints the JSONL
 as it is, --follow keeps printing as the run goes on. --follow without RUN
 follows the run in progress or, when none is, waits for the next one to
-start and follows it (as tail -F does).`)
+start and follows it (as tail -F does). In a --workers run every line shows
+its worker, [w1], [w2], …; --worker w2 shows only w2's lines and the run's.`)
 	follow := fs.Bool("follow", false, "keep printing new lines until the run ends")
 	raw := fs.Bool("raw", false, "print the JSONL unchanged")
 	verbose := fs.Bool("v", false, "also show tool results, allowed bd calls and tokens")
+	worker := fs.String("worker", "", "show only this worker's lines (and the run's own), e.g. w2")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
@@ -80,7 +82,10 @@ start and follows it (as tail -F does).`)
 		hintf(a.stderr, "run `ralphd logs` to list the runs")
 		return exitUsage
 	}
-	opts := logjsonl.RenderOptions{Raw: *raw, Verbose: *verbose, Color: isTerminal(a.stdout)}
+	if *worker != "" && *raw {
+		return usageErrorf(a, fs, "--worker filters the rendered log; with --raw, use jq 'select(.ralph_worker==\"%s\" or .data.worker==\"%s\")'", *worker, *worker)
+	}
+	opts := logjsonl.RenderOptions{Raw: *raw, Verbose: *verbose, Color: isTerminal(a.stdout), Worker: *worker}
 	if *follow {
 		err = logjsonl.Follow(ctx, path, a.stdout, opts)
 	} else {

@@ -45,6 +45,9 @@ type RenderOptions struct {
 	MaxText int
 	// Poll is how often Follow looks for new lines; 0 means DefaultPoll.
 	Poll time.Duration
+	// Worker, when set, shows only that worker's lines (see WorkerKey)
+	// and the run's own, which belong to no worker.
+	Worker string
 }
 
 // Render writes the run log read from r for a person: for each iteration a
@@ -378,6 +381,9 @@ func (rd *renderer) line(b []byte, total int) {
 		worker = rec.Get("data.worker").String()
 	} else if w, untagged := SplitWorker(b); w != "" {
 		worker, b, total = w, untagged, len(untagged) // a tagged line is whole
+	}
+	if rd.opts.Worker != "" && worker != "" && worker != rd.opts.Worker {
+		return
 	}
 	rd.use(worker)
 	defer rd.use("")

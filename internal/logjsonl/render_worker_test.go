@@ -134,3 +134,29 @@ func TestRenderManyWorkers(t *testing.T) {
 	last := 3*maxStates - 1
 	hasLines(t, out, "[w0]   hi 0", fmt.Sprintf("[w%d]   hi %d", maxStates-2, maxStates-2), fmt.Sprintf("[…]   hi %d", last))
 }
+
+// TestRenderOneWorker: RenderOptions.Worker shows that worker's lines,
+// ralphd's and its agent's, and the run's own; no other worker's.
+func TestRenderOneWorker(t *testing.T) {
+	in := `{"type":"loop_meta","event":"run_start","timestamp":"2026-01-02T03:04:05Z","data":{"mode":"build"}}` + "\n" +
+		`{"type":"loop_meta","event":"iteration_start","timestamp":"2026-01-02T03:04:05Z","data":{"iteration":1,"issue_id":"t-1","worker":"w1"}}` + "\n" +
+		`{"type":"loop_meta","event":"iteration_start","timestamp":"2026-01-02T03:04:05Z","data":{"iteration":2,"issue_id":"t-2","worker":"w2"}}` + "\n" +
+		`{"ralph_worker":"w1","type":"assistant","message":{"content":"from one"}}` + "\n" +
+		`{"ralph_worker":"w2","type":"assistant","message":{"content":"from two"}}` + "\n" +
+		`{"ralph_worker":"w2","type":"agent_output","stream":"stderr","line":"two's stderr"}` + "\n" +
+		`{"ralph_worker":"w12","type":"assistant","message":{"content":"from twelve"}}` + "\n" +
+		`{"type":"loop_meta","event":"run_end","timestamp":"2026-01-02T03:04:05Z","data":{"outcome":"success","iterations":2}}` + "\n"
+	out := renderString(t, []byte(in), RenderOptions{Worker: "w2"})
+	hasLines(t, out,
+		"▶ run 2026-01-02 03:04:05 · build",
+		"[w2] ━━ iteration 2 · t-2 ━━",
+		"[w2]   from two",
+		"[w2]   stderr: two's stderr",
+		"■ run end: success · 2 iterations",
+	)
+	for _, not := range []string{"w1", "from one", "twelve"} {
+		if strings.Contains(out, not) {
+			t.Errorf("shows %q:\n%s", not, out)
+		}
+	}
+}
