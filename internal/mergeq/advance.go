@@ -12,9 +12,10 @@ import (
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
-// journalName is the file, in the repository's common git directory, that
-// records a move of a checked-out target in progress: the checkout's
-// directory, the old tip and the new one, one per line.
+// journalName is the default journal (Queue.Journal), in the repository's
+// common git directory. A journal records a move of a checked-out target
+// in progress: the checkout's directory, the old tip and the new one, one
+// per line.
 const journalName = "ralphd-mergeq.journal"
 
 // ErrTargetDirty is returned when the target is checked out with
@@ -150,6 +151,13 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	if !ok {
 		return true, fmt.Errorf("recover the merge queue: %s is not a journal; remove it after checking %s", jpath, q.Target)
 	}
+	// The queue only ever moves the checkout that has the target (the
+	// repository's own, or wherever the target is checked out): a
+	// journal naming another directory is not the queue's.
+	top, _ := line(ctx, q.Repo, "rev-parse", "--show-toplevel")
+	if home, _ := q.checkout(ctx); !sameDir(top, dir) && !sameDir(home, dir) {
+		return true, fmt.Errorf("recover the merge queue: %s names %s, which is not where %s is checked out; check %s, then remove %s", jpath, dir, q.Target, q.Target, jpath)
+	}
 	head, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+q.Target)
 	if err != nil {
 		return true, fmt.Errorf("recover the merge queue: %w", err)
@@ -262,8 +270,12 @@ func parseJournal(s string) (dir, old, tip string, ok bool) {
 	return lines[0], lines[1], lines[2], true
 }
 
-// journalPath is the journal in the repository's common git directory.
+// journalPath is Queue.Journal, or the default in the repository's
+// common git directory.
 func (q *Queue) journalPath(ctx context.Context) (string, error) {
+	if q.Journal != "" {
+		return q.Journal, nil
+	}
 	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return "", fmt.Errorf("merge queue journal: %w", err)
@@ -294,4 +306,17 @@ func writeAtomic(p string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// sameDir reports whether a and b are the same directory.
+func sameDir(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ia, err1 := os.Stat(a)
+	ib, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }

@@ -53,6 +53,14 @@ type Queue struct {
 	MaxPushTries int
 	// Now stamps kept branches; nil means time.Now.
 	Now func() time.Time
+	// Journal is the file that records a move of the target's checkout in
+	// progress, for Recover. Recover acts on what it names, so it must be
+	// where no agent can write: ralphd's state directory, which the
+	// sandbox keeps read-only (an agent can write the git directory, so
+	// a journal there could make the next start move the target to the
+	// agent's commit). Empty means the repository's common git directory,
+	// for tools and tests.
+	Journal string
 	// Moved, when set, is told of each move of the target (or of its
 	// checkout's HEAD) that the queue did not make, after it was put back
 	// (see Watch). It is called with the queue's lock held: it must not

@@ -375,3 +375,43 @@ func FuzzPushRejected(f *testing.F) {
 		}
 	})
 }
+
+// An agent can write the git directory, even sandboxed. A journal there,
+// naming the target's checkout, the target's tip as "old" and the agent's
+// commit as "new", would have the next start finish a move to unverified
+// work. ralphd keeps its journal in its state directory (Queue.Journal),
+// so one planted in the git directory is not read; and a journal naming a
+// directory other than the target's checkout is refused.
+func TestRecoverIgnoresPlantedJournals(t *testing.T) {
+	ctx := context.Background()
+	t.Run("planted in the git directory", func(t *testing.T) {
+		is := is.New(t)
+		f := newRepo(t)
+		r := f.work("w1", map[string]string{"evil.txt": "unverified\n"})
+		old := sh(t, f.repo, "git", "rev-parse", "main")
+		evil := sh(t, r.Dir, "git", "rev-parse", "HEAD")
+		common := sh(t, f.repo, "git", "rev-parse", "--path-format=absolute", "--git-common-dir")
+		is.NoErr(os.WriteFile(filepath.Join(common, journalName), []byte(f.repo+"\n"+old+"\n"+evil+"\n"), 0o644))
+		q := &Queue{Repo: f.repo, Target: "main", Journal: filepath.Join(t.TempDir(), "mergeq.journal")}
+		did, err := q.Recover(ctx)
+		is.NoErr(err)
+		is.True(!did)
+		is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), old) // the target did not move
+		_, err = os.Stat(filepath.Join(f.repo, "evil.txt"))
+		is.True(os.IsNotExist(err))
+	})
+	t.Run("naming another directory", func(t *testing.T) {
+		is := is.New(t)
+		f := newRepo(t)
+		r := f.work("w1", map[string]string{"a.txt": "a\n"})
+		old := sh(t, f.repo, "git", "rev-parse", "main")
+		tip := sh(t, r.Dir, "git", "rev-parse", "HEAD")
+		q := &Queue{Repo: f.repo, Target: "main", Journal: filepath.Join(t.TempDir(), "mergeq.journal")}
+		is.NoErr(writeAtomic(q.Journal, []byte(r.Dir+"\n"+old+"\n"+tip+"\n")))
+		did, err := q.Recover(ctx)
+		is.True(did)
+		is.True(err != nil)
+		is.True(strings.Contains(err.Error(), "not where main is checked out"))
+		is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), old)
+	})
+}

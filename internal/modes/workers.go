@@ -31,6 +31,11 @@ const WorkersDir = "worktrees"
 // by `ralphd status`.
 const WorkersStatusFile = "workers.json"
 
+// MergeJournalFile is the merge queue's journal in the state directory
+// (mergeq.Queue.Journal): not in the git directory, which every agent can
+// write, sandboxed or not.
+const MergeJournalFile = "mergeq.journal"
+
 // pool is what the workers of one BUILD run share: the run's result, the
 // iteration numbers, and the tamper baseline.
 type pool struct {
@@ -104,7 +109,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Workers:    k,
 		Target:     target,
 		Trees:      &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn},
+		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn, Journal: filepath.Join(l.State.Dir(), MergeJournalFile)},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
