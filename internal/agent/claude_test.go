@@ -480,6 +480,10 @@ func TestParseResetText(t *testing.T) {
 		{"You’ve hit your usage limit. Try again at 10:00 AM.", fixedNow},
 		{"You’ve hit your usage limit. Try again at 9:59 AM.", fixedNow.Add(-time.Minute)},
 		{"You’ve hit your usage limit. Try again at 9:58 AM.", fixedNow.Add(24*time.Hour - 2*time.Minute)},
+		// Codex names the year when the reset is on another day.
+		{"You’ve hit your usage limit. Try again at Nov 22nd, 2026 12:10 AM.", time.Date(2026, 11, 22, 0, 10, 0, 0, time.UTC)},
+		{"Try again at Jan 3rd, 2027 9:05 PM.", time.Date(2027, 1, 3, 21, 5, 0, 0, time.UTC)},
+		{"Try again at Nov 22nd, 1999 12:10 AM.", time.Time{}},
 		{"API Error: Rate limit reached", time.Time{}},
 		{"resets 5", time.Time{}},
 		{"resets 13pm", time.Time{}},

@@ -16,7 +16,7 @@ var (
 	// "resets 3pm (Europe/Berlin)", "resets at 3:30 pm", "resets Nov 22, 3pm (UTC)",
 	// "try again at 3:04 PM". A clock time needs am/pm or minutes.
 	reClockReset = relazy.New(`(?i)(?:resets?|try again|retry)\s+(?:at\s+|on\s+)?` +
-		`(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?` +
+		`(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?` +
 		`(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(([^)\s]+)\))?`)
 	// "try again in 4 days 20 hours", "resets in 2h 5m", "retry in 30s".
 	reRelReset = relazy.New(`(?i)(?:resets?|try again|retry)\s+in\s+((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
@@ -109,7 +109,7 @@ func unitOf(u string) time.Duration {
 
 // clockReset turns one reClockReset match into a time after now.
 func clockReset(m []string, now time.Time) (time.Time, bool) {
-	month, day, hs, ms, ampm, zone := m[1], m[2], m[3], m[4], m[5], m[6]
+	month, day, year, hs, ms, ampm, zone := m[1], m[2], m[3], m[4], m[5], m[6], m[7]
 	if ms == "" && ampm == "" {
 		return time.Time{}, false // "resets 5" is not a clock time
 	}
@@ -146,6 +146,15 @@ func clockReset(m []string, now time.Time) (time.Time, bool) {
 		d, _ := strconv.Atoi(day)
 		if d < 1 || d > 31 {
 			return time.Time{}, false
+		}
+		if year != "" {
+			// Codex 0.169.0 names the year when the reset is on another
+			// day: "Try again at Nov 24th, 2026 12:10 AM."
+			y, _ := strconv.Atoi(year)
+			if y < local.Year()-1 || y > local.Year()+1 {
+				return time.Time{}, false
+			}
+			return time.Date(y, mon, d, hour, minute, 0, 0, loc), true
 		}
 		t := time.Date(local.Year(), mon, d, hour, minute, 0, 0, loc)
 		// A date more than a day in the past means next year
