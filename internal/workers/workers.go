@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/claim"
 	"github.com/ralphd/ralphd/internal/mergeq"
@@ -598,11 +599,9 @@ func (p *Pool) setPending(worker, id string) error {
 	if err := os.MkdirAll(p.Trees.Root, 0o755); err != nil {
 		return fmt.Errorf("worker %s: %w", worker, err)
 	}
-	tmp := p.pendingPath(worker) + ".tmp"
-	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
-		return fmt.Errorf("worker %s: %w", worker, err)
-	}
-	if err := os.Rename(tmp, p.pendingPath(worker)); err != nil {
+	// The marker is what crash recovery goes by: written atomically and
+	// synced, like every state file.
+	if err := atomicfile.Write(p.pendingPath(worker), []byte(id+"\n"), 0o600); err != nil {
 		return fmt.Errorf("worker %s: %w", worker, err)
 	}
 	return nil
@@ -620,8 +619,15 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 	marks, _ := filepath.Glob(filepath.Join(p.Trees.Root, ".pending-*"))
 	prefix := p.actor("")
 	c := p.Client(prefix, p.Queue.Repo)
+	if ents, err := os.ReadDir(p.Trees.Root); err == nil {
+		for _, e := range ents {
+			if atomicfile.IsTemp(e.Name()) { // a marker write a crash cut short
+				_ = os.Remove(filepath.Join(p.Trees.Root, e.Name()))
+			}
+		}
+	}
 	for _, m := range marks {
-		if strings.HasSuffix(m, ".tmp") {
+		if strings.HasSuffix(m, ".tmp") { // written by older versions
 			_ = os.Remove(m)
 			continue
 		}
