@@ -138,8 +138,7 @@ func TestMoveAfterTheLastIntegration(t *testing.T) {
 	p := newProject(t)
 	p.create("one")
 	var moves []RefMove
-	var pool *Pool
-	pool = p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
+	pool := p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
 		if err := os.WriteFile(filepath.Join(a.Dir, "one.txt"), []byte("one\n"), 0o644); err != nil {
 			return false, err
 		}
