@@ -105,6 +105,12 @@ type Claimer struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// ExcludeLabels are passed over by Next (e.g. the stuck label).
 	ExcludeLabels []string
+	// ReadBack, when set, reads the claimed issue back instead of
+	// Tracker.Show: it must return the issue as a reading of the tracker
+	// that started after it was called has it (so after the claim), or
+	// found false when that reading does not hold the issue; then Show
+	// reads it. A pool of workers shares one reading this way.
+	ReadBack func(ctx context.Context, id string) (issue beads.Issue, found bool, err error)
 }
 
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
@@ -165,9 +171,19 @@ func (c *Claimer) run(ctx context.Context, claim func(context.Context) (beads.Is
 // readBack reads the issue bd says was claimed and decides whether the
 // actor holds it.
 func (c *Claimer) readBack(ctx context.Context, claimed beads.Issue, res Result) (Result, error) {
-	got, err := c.Tracker.Show(ctx, claimed.ID)
-	if err != nil {
-		return res, fmt.Errorf("claim: read back %s: %w", claimed.ID, err)
+	var got beads.Issue
+	found := false
+	if c.ReadBack != nil {
+		var err error
+		if got, found, err = c.ReadBack(ctx, claimed.ID); err != nil {
+			return res, fmt.Errorf("claim: read back %s: %w", claimed.ID, err)
+		}
+	}
+	if !found {
+		var err error
+		if got, err = c.Tracker.Show(ctx, claimed.ID); err != nil {
+			return res, fmt.Errorf("claim: read back %s: %w", claimed.ID, err)
+		}
 	}
 	res.Issue = got
 	if Holds(got, c.Actor) {
