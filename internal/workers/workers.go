@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -135,7 +136,7 @@ func (m *MemoryLedger) Integrated(issue string) error {
 // Defaults for a Pool's zero fields.
 const (
 	DefaultMaxAttempts = 3
-	DefaultIdle        = 200 * time.Millisecond
+	DefaultIdle        = 2 * time.Second
 )
 
 // Pool is K workers. Run it once.
@@ -165,9 +166,13 @@ type Pool struct {
 	// claim.Claimer.NextIn).
 	Scope   string
 	InScope func(beads.Issue) bool
-	// Idle is how long a worker that found nothing to claim waits while
-	// others still work; zero means DefaultIdle.
+	// Idle is how long a worker that found nothing to claim waits, while
+	// others still work, for want of an event in the pool (see idle.go)
+	// before it asks bd again; zero means DefaultIdle.
 	Idle time.Duration
+	// ReadBack, when set, is the workers' claim read-back (see
+	// claim.Claimer.ReadBack); nil means `bd show`.
+	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
 	// Log receives events; nil means none. It is called from the worker
 	// goroutines, one call at a time.
 	Log func(Event)
@@ -198,6 +203,17 @@ type Pool struct {
 	windows  []*window
 	refs     map[string]*refState
 	clean    time.Time
+
+	// Idle parking (idle.go): gen counts the events that can make work
+	// ready; emptyIn is the generation whose probe found nothing (-1:
+	// none); wake is closed to wake the parked workers; idle counts the
+	// workers parked or gone; probe lets one probe run at a time.
+	gen, emptyIn  int
+	wake          chan struct{}
+	idle          int
+	probe         chan struct{}
+	probes        atomic.Int64 // `bd ready --claim` calls made
+	probesSkipped atomic.Int64 // answered by a probe of the same generation
 }
 
 // WorkerStatus is what one worker is doing.
@@ -288,6 +304,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		p.ledger = &MemoryLedger{Label: p.StuckLabel}
 	}
 	p.sum = Summary{Failed: map[string][]string{}}
+	p.probe, p.emptyIn = make(chan struct{}, 1), -1
 	if _, err := p.Queue.Recover(ctx); err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}
@@ -362,7 +379,7 @@ func (p *Pool) isDraining() bool {
 func (p *Pool) work(ctx context.Context, worker string) error {
 	actor := p.actor(worker)
 	client := p.Client(actor, p.Queue.Repo)
-	cl := &claim.Claimer{Tracker: client, Actor: actor}
+	cl := &claim.Claimer{Tracker: probeGate{Tracker: client, p: p}, Actor: actor, ReadBack: p.ReadBack}
 	if p.StuckLabel != "" {
 		cl.ExcludeLabels = []string{p.StuckLabel}
 	}
@@ -383,6 +400,9 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		if err != nil || res.Outcome != claim.Won {
 			p.mu.Lock()
 			p.busy--
+			if p.busy == 0 {
+				p.wakeLocked() // the parked workers may now leave
+			}
 			p.mu.Unlock()
 		}
 		if err != nil {
@@ -394,20 +414,10 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		switch res.Outcome {
 		case claim.Won:
 		case claim.Empty:
-			p.mu.Lock()
-			others := p.busy
-			p.mu.Unlock()
-			if others == 0 {
+			// Others may still close what unblocks more work.
+			if p.park(ctx, idle) {
 				p.log(Event{Worker: worker, Kind: "idle-exit"})
 				return nil
-			}
-			// Others may still close what unblocks more work.
-			t := time.NewTimer(idle)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
 			}
 			continue
 		default: // lost, busy, unclaimable: a lost race, not an attempt
@@ -420,6 +430,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		err = p.handle(ctx, worker, actor, res.Issue)
 		p.mu.Lock()
 		p.busy--
+		p.eventLocked() // the issue is integrated, released or reopened
 		p.mu.Unlock()
 		if err != nil {
 			return err

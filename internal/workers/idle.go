@@ -1,0 +1,150 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/claim"
+)
+
+// A worker whose `bd ready --claim` found nothing parks: it waits until
+// something happens in the pool that can make work ready (an iteration
+// ends: its issue integrated, released or reopened), or until the Idle
+// fallback, which covers what other clones and people do. Each such event
+// starts a new generation. The pool's probes (`bd ready --claim`) go one
+// at a time, and a probe that started in the present generation and found
+// nothing answers for every worker until the next event: the others park
+// again without asking bd.
+
+// probeGate is a worker's claim.Tracker with its `ready --claim` going
+// through the pool's gate.
+type probeGate struct {
+	claim.Tracker
+	p *Pool
+}
+
+// ReadyClaim implements claim.Tracker: the probe of an unscoped pool.
+func (g probeGate) ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error) {
+	var is beads.Issue
+	ok := false
+	err := g.p.probeOnce(ctx, func() (bool, error) {
+		var err error
+		is, ok, err = g.Tracker.ReadyClaim(ctx, excludeLabels...)
+		return ok, err
+	})
+	return is, ok, err
+}
+
+// Ready implements claim.Lister: the probe of a scoped pool, whose claims
+// then go through Claim.
+func (g probeGate) Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error) {
+	lister, ok := g.Tracker.(claim.Lister)
+	if !ok {
+		return nil, errors.New("workers: the tracker cannot list ready work")
+	}
+	var ready []beads.Issue
+	err := g.p.probeOnce(ctx, func() (bool, error) {
+		var err error
+		ready, err = lister.Ready(ctx, opts)
+		return len(ready) > 0, err
+	})
+	return ready, err
+}
+
+// probeOnce runs probe, one at a time in the pool, unless a probe of the
+// present generation found nothing (then it is not run, and found
+// nothing); probe reports whether it found anything.
+func (p *Pool) probeOnce(ctx context.Context, probe func() (found bool, err error)) error {
+	select {
+	case p.probe <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.probe }()
+	p.mu.Lock()
+	gen, known := p.gen, p.emptyIn == p.gen
+	p.mu.Unlock()
+	if known {
+		p.probesSkipped.Add(1)
+		return nil
+	}
+	p.probes.Add(1)
+	found, err := probe()
+	if err == nil && !found {
+		p.mu.Lock()
+		p.emptyIn = gen
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// eventLocked starts a new generation and wakes the parked workers. The
+// caller holds p.mu.
+func (p *Pool) eventLocked() {
+	p.gen++
+	p.wakeLocked()
+}
+
+// wakeLocked wakes the parked workers, to look again whether they may
+// leave or must probe. The caller holds p.mu.
+func (p *Pool) wakeLocked() {
+	if p.wake != nil {
+		close(p.wake)
+	}
+	p.wake = make(chan struct{})
+}
+
+// park is what a worker that found nothing to claim does: it reports
+// leave when no worker is busy (nothing is claimable and nothing will
+// unblock more), else it waits for an event, a wake, the idle fallback or
+// the end of ctx, and reports !leave: look again.
+func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
+	p.mu.Lock()
+	if p.busy == 0 {
+		p.idle++ // gone for good
+		p.wakeLocked()
+		p.mu.Unlock()
+		return true
+	}
+	if p.emptyIn != p.gen {
+		// Something happened since that probe: look again at once.
+		p.mu.Unlock()
+		return false
+	}
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	wake, gen := p.wake, p.gen
+	p.idle++
+	p.mu.Unlock()
+	t := time.NewTimer(idle)
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-t.C:
+	}
+	t.Stop()
+	p.mu.Lock()
+	p.idle--
+	if ctx.Err() == nil && p.gen == gen && p.emptyIn == gen {
+		select {
+		case <-wake:
+		default:
+			// The fallback ran out with nothing seen in the pool: the
+			// tracker may have changed elsewhere.
+			p.eventLocked()
+		}
+	}
+	p.mu.Unlock()
+	return false
+}
+
+// Parked returns how many workers are parked with nothing to claim, or
+// have left for good.
+func (p *Pool) Parked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle
+}
