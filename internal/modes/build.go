@@ -54,7 +54,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 		if stop, err := l.mayContinue(ctx, res); stop {
 			return err
 		}
-		ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: l.Config.Scope})
+		ready, err := l.readyWork(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return stopped(ctx, res, "stopped by a signal before the next iteration")

@@ -195,6 +195,8 @@ type Loop struct {
 	deferReset bool
 	// shared is what a worker's Loop shares with the other workers.
 	shared *pool
+	// lastReady is the single loop's last `bd ready` answer (readycache.go).
+	lastReady readyAnswer
 }
 
 // repo is the project's git working tree.
