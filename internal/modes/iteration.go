@@ -48,6 +48,9 @@ type buildIter struct {
 	// keepBaseline: the window could not be judged; the baseline stays on
 	// disk for the next start's sweep.
 	keepBaseline bool
+	// foundAt is when the reading the judgement reverted from ended
+	// (workers): a window opened after it cannot have made what it found.
+	foundAt time.Time
 	// held is .ralph/ and the git configuration as they were before the
 	// agent started.
 	held planningFiles
@@ -71,7 +74,9 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
+	agentDone := l.shared.agentRuns()
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
+	agentDone()
 	if err != nil {
 		l.unsealState(ctx, res, it)
 		l.abandon(is.ID)
@@ -117,11 +122,12 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if it.attempt, err = l.State.IncrementAttempt(is.ID); err != nil {
 		return nil, "could not record the attempt", fmt.Errorf("count attempt on %s: %w", is.ID, err)
 	}
-	if it.before, err = l.snapshot(ctx); err != nil {
+	if l.shared != nil {
+		l.sharedBaseline(it) // workers: the tracker as the last judgement left it
+	} else if it.before, err = l.snapshot(ctx); err != nil {
 		l.abandon(is.ID)
 		return nil, "could not snapshot the tracker", err
 	}
-	l.sharedBaseline(it) // workers: the tracker as the last judgement left it
 	// The baseline is on disk before the agent starts: if ralphd dies in
 	// the window, the next start's sweep judges the tracker against it.
 	if err := l.State.WriteBaseline(state.Baseline{
@@ -182,12 +188,17 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	// An agent that ran, however it ended (and an agent can claim to be
 	// rate limited), is judged for forbidden changes; if the tracker
 	// cannot be read, the baseline stays for the next start's sweep.
-	endWindow := l.judgeWindow(it) // workers: one judgement at a time
-	if after, err := l.snapshotAfter(cctx); err == nil {
+	after, err := l.snapshotAfter(cctx) // workers: before the window, to share the reading
+	endWindow := l.judgeWindow(it)      // workers: one judgement at a time
+	if err == nil {
+		after, err = l.notBehindBaseline(cctx, after)
+	}
+	if err == nil {
 		l.confirmCloseReasons(cctx, it.before, after)
+		it.foundAt = l.readDone // workers: what it finds was in the tracker then
 		it.fixed = append(it.fixed, l.revertViolations(cctx, res, it, after)...)
 		if it.violated() {
-			after, _ = l.snapshotFresh(cctx)
+			after, _ = l.readTracker(cctx)
 		}
 		l.chargeConcurrent(res, it)
 		endWindow(after)
@@ -225,10 +236,15 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	if err != nil {
 		return err
 	}
-	endWindow := l.judgeWindow(it) // workers: one judgement at a time
-	defer endWindow(nil)
+	// Workers: the reading is asked for before the window, so that the
+	// judgements of workers that finish together share it.
 	after, err := l.snapshotAfter(ctx)
 	if err != nil {
+		return err
+	}
+	endWindow := l.judgeWindow(it) // workers: one judgement at a time
+	defer endWindow(nil)
+	if after, err = l.notBehindBaseline(ctx, after); err != nil {
 		return err
 	}
 	l.confirmCloseReasons(ctx, it.before, after)
@@ -244,6 +260,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		}
 		l.confirmCloseReasons(ctx, it.before, after)
 	}
+	it.foundAt = l.readDone // workers: what it finds was in the tracker then
 	it.fixed = append(it.fixed, l.revertViolations(ctx, res, it, after)...)
 	if it.violated() {
 		// The revert changed the tracker; judge the issue as it is now.
@@ -416,6 +433,16 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 // still fails, the baseline stays on disk, so the next start's sweep
 // judges the iteration.
 func (l *Loop) snapshotAfter(ctx context.Context) (tamper.Snapshot, error) {
+	var mark uint64
+	if l.shared != nil && l.shared.view != nil {
+		mark = l.shared.view.Mark()
+	}
+	return l.snapshotSince(ctx, mark)
+}
+
+// snapshotSince is snapshotAfter for a reading of the pool's that started
+// after mark (workers); outside workers, a fresh one.
+func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (tamper.Snapshot, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		if try > 0 {
@@ -426,7 +453,7 @@ func (l *Loop) snapshotAfter(ctx context.Context) (tamper.Snapshot, error) {
 			}
 		}
 		var s tamper.Snapshot
-		if s, err = l.snapshotFresh(ctx); err == nil {
+		if s, err = l.readSince(ctx, mark); err == nil {
 			return s, nil
 		}
 		l.human().Warn("could not read the tracker after the iteration; trying again", "err", err)
@@ -504,4 +531,27 @@ func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
 	}
 	it.rec.Outcome = string(it.outcome)
 	l.endIteration(res, it.rec, it.out, it.verdict == closed)
+}
+
+// readTracker reads the tracker as it is now: a fresh snapshot, or for a
+// worker, a reading of the pool's that starts after this call.
+func (l *Loop) readTracker(ctx context.Context) (tamper.Snapshot, error) {
+	if l.shared == nil || l.shared.view == nil {
+		return l.snapshotFresh(ctx)
+	}
+	return l.readSince(ctx, l.shared.view.Mark())
+}
+
+// readSince returns, for a worker, a reading of the pool's that started
+// after mark, and notes its number; outside workers, a fresh snapshot.
+func (l *Loop) readSince(ctx context.Context, mark uint64) (tamper.Snapshot, error) {
+	if l.shared == nil || l.shared.view == nil {
+		return l.snapshotFresh(ctx)
+	}
+	r, err := l.shared.view.Since(ctx, mark)
+	if err != nil {
+		return nil, err
+	}
+	l.readSeq, l.readDone = r.Seq, r.Done
+	return r.Snap, nil
 }

@@ -197,6 +197,11 @@ type Loop struct {
 	shared *pool
 	// lastReady is the single loop's last `bd ready` answer (readycache.go).
 	lastReady readyAnswer
+	// readSeq numbers the pool's reading snapshotAfter last returned
+	// (workers; see trackview).
+	readSeq uint64
+	// readDone is when that reading ended.
+	readDone time.Time
 }
 
 // repo is the project's git working tree.

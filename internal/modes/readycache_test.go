@@ -33,7 +33,9 @@ func TestReadyStillHolds(t *testing.T) {
 		holds  bool
 	}{
 		{"nothing changed", func(s tamper.Snapshot) {}, true},
-		{"claimed (open→in_progress)", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusInProgress; i.Assignee = "me" }) }, true},
+		{"claimed (open→in_progress)", func(s tamper.Snapshot) {
+			set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusInProgress; i.Assignee = "me" })
+		}, true},
 		{"closed, no dependencies or dependents", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
 		{"in progress closed", func(s tamper.Snapshot) { set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
 		{"notes and description changed", func(s tamper.Snapshot) {
@@ -49,11 +51,15 @@ func TestReadyStillHolds(t *testing.T) {
 		{"dependency_count changed", func(s tamper.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.DependencyCount = 0 }) }, false},
 		{"dependent_count changed", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.DependentCount = 1 }) }, false},
 		{"label added", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Labels = []string{StuckLabel} }) }, false},
-		{"deferred", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.DeferUntil = time.Now().Add(time.Hour) }) }, false},
+		{"deferred", func(s tamper.Snapshot) {
+			set(s, "a-1", func(i *beads.Issue) { i.DeferUntil = time.Now().Add(time.Hour) })
+		}, false},
 		{"closed with a dependent (a blocker)", func(s tamper.Snapshot) { set(s, "a-6", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
 		{"closed with a dependency", func(s tamper.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
 		{"reopened (closed→open)", func(s tamper.Snapshot) { set(s, "a-4", func(i *beads.Issue) { i.Status = beads.StatusOpen }) }, false},
-		{"released (in_progress→open)", func(s tamper.Snapshot) { set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusOpen; i.Assignee = "" }) }, false},
+		{"released (in_progress→open)", func(s tamper.Snapshot) {
+			set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusOpen; i.Assignee = "" })
+		}, false},
 		{"open→blocked", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Status = "blocked" }) }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

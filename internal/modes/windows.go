@@ -124,7 +124,13 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 		// judgement found is its own agent's, or nobody's.
 		found = nil
 	}
-	charges := sh.windows.judged(it, found, l.now())
+	at := l.now()
+	if !it.foundAt.IsZero() && it.foundAt.Before(at) {
+		// The reading was shared and taken before this judgement began:
+		// a window opened after it cannot have made what it holds.
+		at = it.foundAt
+	}
+	charges := sh.windows.judged(it, found, at)
 	for _, c := range charges {
 		detail := fmt.Sprintf("%s — found by iteration %d (worker %s, issue %s) while this iteration's agent ran beside it; "+
 			"ralphd cannot tell which agent made it, so every iteration whose window was open is charged", c.detail, c.iteration, c.worker, c.issueID)

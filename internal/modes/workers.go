@@ -19,6 +19,7 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/trackview"
 	"github.com/ralphd/ralphd/internal/workers"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -62,6 +63,28 @@ type pool struct {
 	// windows are the iterations whose agent may have made what a
 	// judgement finds (windows.go).
 	windows windowSet
+
+	// baselineSeq numbers the reading baseline is (see trackview): a
+	// judgement never diffs the baseline against an older reading.
+	baselineSeq uint64
+
+	// view is the pool's one reading of the tracker, shared by the
+	// claims' read-backs and the judgements.
+	view *trackview.View
+	// agents counts the workers whose agent is running: they will not
+	// ask for a reading soon, so a reading need not wait for them.
+	agents atomic.Int32
+}
+
+// agentRuns counts a worker's agent as running until the returned func
+// is called. Outside workers it does nothing.
+func (sh *pool) agentRuns() func() {
+	if sh == nil {
+		return func() {}
+	}
+	sh.agents.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { sh.agents.Add(-1) }) }
 }
 
 // WorkerActor is the bd actor of worker w of this clone: the host, and a
@@ -99,12 +122,17 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err != nil || target == "" {
 		return res.stop(StopError, "the project has no branch checked out", fmt.Errorf("workers need a branch checked out in %s to integrate into: %w", l.Dir, err))
 	}
-	base, err := l.snapshotFresh(ctx)
+	// One reading of the tracker serves every worker that needs one at
+	// about the same time; its own Loop keeps the comments cache.
+	reader := *l
+	reader.snap = snapshotCache{}
+	view := &trackview.View{Read: reader.snapshotFresh}
+	base, err := view.Since(ctx, 0)
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
 	}
-	sh := &pool{res: res, scope: l.Config.Scope, actorPrefix: l.WorkerActor("")}
-	sh.setBaseline(base)
+	sh := &pool{res: res, scope: l.Config.Scope, baselineSeq: base.Seq, view: view, actorPrefix: l.WorkerActor("")}
+	sh.setBaseline(base.Snap)
 	p := &workers.Pool{
 		Workers:    k,
 		Target:     target,
@@ -121,6 +149,19 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Log: func(e workers.Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
+	}
+	// A reading starts at once when every worker that could ask for one
+	// soon (not running an agent, not parked) is waiting for it.
+	view.AllWaiting = func(n int) bool { return n >= k-int(sh.agents.Load())-p.Parked() }
+	// The claim's read-back: the issue as a reading that started after
+	// the claim has it.
+	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
+		r, err := view.Since(ctx, view.Mark())
+		if err != nil {
+			return beads.Issue{}, false, err
+		}
+		is, ok := r.Snap[id]
+		return is, ok, nil
 	}
 	p.Iterate = func(ctx context.Context, a workers.Assignment) (bool, error) {
 		return l.workerIteration(ctx, sh, maxIter, a)
@@ -307,10 +348,25 @@ func (l *Loop) judgeWindow(it *buildIter) func(after tamper.Snapshot) {
 		once.Do(func() {
 			if after != nil {
 				sh.setBaseline(after)
+				sh.baselineSeq = l.readSeq
 			}
 			sh.judging.Unlock()
 		})
 	}
+}
+
+// notBehindBaseline returns after, a worker's reading of the tracker
+// taken before its judgement began, or a newer one when the pool's
+// baseline is newer than it: a judgement in between reverted something
+// and read again. Diffing that baseline against the older reading would
+// see the reverted changes made again. The caller holds the judgement
+// window (judgeWindow). Outside workers it returns after.
+func (l *Loop) notBehindBaseline(ctx context.Context, after tamper.Snapshot) (tamper.Snapshot, error) {
+	sh := l.shared
+	if sh == nil || sh.view == nil || l.readSeq >= sh.baselineSeq {
+		return after, nil
+	}
+	return l.snapshotSince(ctx, sh.baselineSeq-1)
 }
 
 // sharedBaseline makes a worker's iteration start from the shared baseline

@@ -36,6 +36,8 @@ type Reading struct {
 	Snap tamper.Snapshot
 	// Seq numbers the reading, from 1, in the order readings started.
 	Seq uint64
+	// Done is when the reading ended: nothing done after it is in Snap.
+	Done time.Time
 }
 
 // View coalesces readings of the tracker. Its zero value is not usable:
@@ -88,7 +90,9 @@ func (v *View) Mark() uint64 {
 func (v *View) Latest() Reading {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return Reading{Snap: maps.Clone(v.latest.Snap), Seq: v.latest.Seq}
+	r := v.latest
+	r.Snap = maps.Clone(r.Snap)
+	return r
 }
 
 // Since returns a reading that started after mark (a value Mark
@@ -102,7 +106,8 @@ func (v *View) Since(ctx context.Context, mark uint64) (Reading, error) {
 	v.mu.Lock()
 	for {
 		if v.latest.Seq > mark {
-			r := Reading{Snap: maps.Clone(v.latest.Snap), Seq: v.latest.Seq}
+			r := v.latest
+			r.Snap = maps.Clone(r.Snap)
 			v.mu.Unlock()
 			return r, nil
 		}
@@ -223,7 +228,7 @@ func (v *View) run(b *batch, prev *batch) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if err == nil {
-		b.res.Snap = snap
+		b.res.Snap, b.res.Done = snap, time.Now()
 		if b.res.Seq > v.latest.Seq {
 			v.latest = b.res
 		}
