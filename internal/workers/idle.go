@@ -10,9 +10,10 @@ import (
 )
 
 // A worker whose `bd ready --claim` found nothing parks: it waits until
-// something happens in the pool that can make work ready (an iteration
-// ends: its issue integrated, released or reopened), or until the Idle
-// fallback, which covers what other clones and people do. Each such event
+// something happens in the pool that can make work ready (an issue is
+// released or reopened, or integrated with dependents; see endedLocked),
+// or until the Idle fallback, which covers what other clones, people and
+// agents creating issues do. Each such event
 // starts a new generation. The pool's probes (`bd ready --claim`) go one
 // at a time, and a probe that started in the present generation and found
 // nothing answers for every worker until the next event: the others park
@@ -85,6 +86,20 @@ func (p *Pool) probeOnce(ctx context.Context, probe func() (found bool, err erro
 func (p *Pool) eventLocked() {
 	p.gen++
 	p.wakeLocked()
+}
+
+// endedLocked is a worker's issue handled: integrated (closed for good),
+// or released or reopened. Work may have become ready, which is an event,
+// unless the issue was integrated and had no dependents when it was
+// claimed: its close unblocks nothing. When the last busy worker is done
+// it is an event all the same, so that the pool asks bd once more before
+// it ends (an agent may have created work, which the pool does not see;
+// while others work, the Idle fallback covers it). The caller holds p.mu.
+func (p *Pool) endedLocked(is beads.Issue, integrated bool) {
+	if integrated && is.DependentCount == 0 && p.busy > 0 {
+		return
+	}
+	p.eventLocked()
 }
 
 // wakeLocked wakes the parked workers, to look again whether they may

@@ -118,3 +118,32 @@ func TestIdleFallbackProbesOncePerPeriod(t *testing.T) {
 	is.True(n <= periods+3) // once per period, for the whole pool
 	is.True(pool.probesSkipped.Load() > 0)
 }
+
+// TestWorkCreatedDuringTheLastIteration: an agent that creates an issue
+// in the last iteration makes no event the pool sees, and its issue has
+// no dependents; the pool still asks bd once more before it ends, and
+// works the new issue (with an Idle fallback longer than the test).
+func TestWorkCreatedDuringTheLastIteration(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	first := p.create("first")
+	var worked []string
+	pool := p.pool(3, func(ctx context.Context, a Assignment) (bool, error) {
+		worked = append(worked, a.Issue.ID) // one at a time: no race
+		if a.Issue.ID == first {
+			time.Sleep(200 * time.Millisecond) // the others park
+			p.create("found while working")
+		}
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("x\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	pool.Idle = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := pool.Run(ctx)
+	is.NoErr(err)
+	is.Equal(len(worked), 2) // the new issue was worked before the pool ended
+	is.Equal(len(sum.Integrated), 2)
+}

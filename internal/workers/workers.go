@@ -426,11 +426,12 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		}
 		p.mu.Lock()
 		p.sum.Claims++
+		before := len(p.sum.Integrated)
 		p.mu.Unlock()
 		err = p.handle(ctx, worker, actor, res.Issue)
 		p.mu.Lock()
 		p.busy--
-		p.eventLocked() // the issue is integrated, released or reopened
+		p.endedLocked(res.Issue, err == nil && slices.Contains(p.sum.Integrated[before:], res.Issue.ID))
 		p.mu.Unlock()
 		if err != nil {
 			return err
