@@ -39,7 +39,9 @@ func (g probeGate) ReadyClaim(ctx context.Context, excludeLabels ...string) (bea
 }
 
 // Ready implements claim.Lister: the probe of a scoped pool, whose claims
-// then go through Claim.
+// then go through Claim. A list with nothing claimable in it is not known
+// here (candidates can be assigned, labelled stuck, out of scope): the
+// worker records that its claim found nothing (work).
 func (g probeGate) Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error) {
 	lister, ok := g.Tracker.(claim.Lister)
 	if !ok {
@@ -49,7 +51,7 @@ func (g probeGate) Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.
 	err := g.p.probeOnce(ctx, func() (bool, error) {
 		var err error
 		ready, err = lister.Ready(ctx, opts)
-		return len(ready) > 0, err
+		return true, err
 	})
 	return ready, err
 }

@@ -395,11 +395,15 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		// decide that nothing is left and leave.
 		p.mu.Lock()
 		p.busy++
+		gen := p.gen
 		p.mu.Unlock()
 		res, err := cl.NextIn(ctx, p.Scope, p.InScope)
 		if err != nil || res.Outcome != claim.Won {
 			p.mu.Lock()
 			p.busy--
+			if err == nil && res.Outcome == claim.Empty {
+				p.emptyIn = max(p.emptyIn, gen) // nothing to claim since gen (idle.go)
+			}
 			if p.busy == 0 {
 				p.wakeLocked() // the parked workers may now leave
 			}
