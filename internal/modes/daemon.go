@@ -77,6 +77,7 @@ type daemon struct {
 	unusable        backoff
 	reloadRequested bool
 	spent           float64 // agent cost since the daemon started (or since a reload)
+	idleSaid        string  // the reason last printed for idling, so a server-mode poll does not repeat it
 }
 
 func (d *daemon) run(ctx context.Context) error {
@@ -114,6 +115,9 @@ func (d *daemon) run(ctx context.Context) error {
 			continue
 		}
 		d.event(logjsonl.EventDecision, logjsonl.Decision{Decision: act, Reason: why})
+		if act != "idle" {
+			d.idleSaid = ""
+		}
 		switch act {
 		case "plan":
 			d.human().Info("planning: " + why)
@@ -126,7 +130,10 @@ func (d *daemon) run(ctx context.Context) error {
 				return d.BuildWorkers(ctx, d.Config.BuildBatch, d.Config.Workers)
 			})
 		default:
-			d.human().Info("idle: " + why)
+			if why != d.idleSaid {
+				d.human().Info("idle: " + why)
+			}
+			d.idleSaid = why
 			d.status("idle: %s", why)
 			err = d.idle(ctx, fp)
 		}
@@ -241,15 +248,24 @@ func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, 
 }
 
 // idle waits until bd's data differs from fp, the fingerprint decide saw:
-// a change made since then wakes it at once. It makes no bd call.
+// a change made since then wakes it at once. It makes no bd call. In bd's
+// server mode it waits one poll at most, since .beads/ does not show what
+// other clones write.
 func (d *daemon) idle(ctx context.Context, fp string) error {
 	if d.opts.OnIdle != nil {
 		d.opts.OnIdle()
 	}
 	wctx := ctx
+	if beads.ServerMode(d.beadsDir(), d.environ()) {
+		// Other clones write to the Dolt server without touching this
+		// clone's .beads/: look at the tracker again every poll.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, d.Config.Poll)
+		defer cancel()
+	}
 	if d.opts.Reload != nil || d.opts.Wake != nil {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithCancel(ctx)
+		wctx, cancel = context.WithCancel(wctx)
 		defer cancel()
 		go func() {
 			select {
@@ -265,7 +281,7 @@ func (d *daemon) idle(ctx context.Context, fp string) error {
 	w := &watch.Waiter{Dir: d.beadsDir(), Poll: d.Config.Poll}
 	_, err := w.Wait(wctx, fp)
 	if ctx.Err() == nil && wctx.Err() != nil {
-		return nil // woken to reload
+		return nil // woken to reload, or a server-mode poll is up
 	}
 	return err
 }

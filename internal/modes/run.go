@@ -247,9 +247,11 @@ func (c *snapshotCache) invalidate() { c.snap, c.fp = nil, "" }
 func (l *Loop) beadsDir() string { return filepath.Join(l.Dir, ".beads") }
 
 // snapshot returns the tracker's state, from the cache when .beads/ has
-// not changed since it was taken.
+// not changed since it was taken. In bd's server mode the tracker's data
+// is on a Dolt server, where other clones write without touching this
+// clone's .beads/, so the cache is never used.
 func (l *Loop) snapshot(ctx context.Context) (tamper.Snapshot, error) {
-	if l.snap.snap != nil {
+	if l.snap.snap != nil && !beads.ServerMode(l.beadsDir(), l.environ()) {
 		if fp, err := watch.Fingerprint(l.beadsDir()); err == nil && fp == l.snap.fp {
 			return l.snap.snap, nil
 		}
