@@ -218,7 +218,7 @@ func (ls *loopSetup) startDashboard(ctx context.Context, a *app, opts *modes.Dae
 	// The dashboard offers the controls only with a token, and refuses
 	// them (403) without one.
 	control := newDaemonControl(ls.p.store, ls.loop.BD, m, ls.loop.Human)
-	opts.Hold, opts.Wake = control.Hold, control.poke
+	opts.Hold, opts.Paused, opts.Wake = control.Hold, control.Paused, control.poke
 	srv, err := dashboard.New(dashboard.Options{
 		Sources: dashboardSources(ls.p, ls.loop.BD), Live: true, Workers: 1, Token: cfg.HTTPToken,
 		Metrics: m.Handler(), Project: filepath.Base(ls.p.dir), Log: ls.loop.Human, Control: control,

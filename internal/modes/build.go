@@ -74,6 +74,9 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 		if maxIter > 0 && res.Iterations >= maxIter {
 			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", plural.Count(maxIter, "iteration"), plural.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
 		}
+		if l.pausedNow != nil && l.pausedNow() {
+			continue // paused while picking: hold, then pick afresh
+		}
 
 		it, err := l.buildIteration(ctx, res, *pick)
 		if stop, err := l.afterIteration(ctx, res, it, err, &quota); stop {

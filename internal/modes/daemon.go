@@ -31,6 +31,10 @@ type DaemonOptions struct {
 	// iteration, and returns once the daemon may go on (the dashboard's
 	// pause); an error before a pass stops the daemon.
 	Hold func(ctx context.Context) error
+	// Paused, when set, reports without waiting whether the daemon is
+	// paused: a pause that came while the next issue was being picked
+	// holds the daemon before that issue's agent starts, not after it.
+	Paused func() bool
 	// Wake, when it receives, ends an idle wait at once (the dashboard
 	// reset an issue).
 	Wake <-chan struct{}
@@ -62,8 +66,9 @@ func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 			_ = opts.Hold(ctx) // a cancelled ctx stops the iteration anyway
 		}
 	}
+	l.pausedNow = opts.Paused
 	l.batching = true
-	defer func() { l.beforeIteration, l.batching = nil, false }()
+	defer func() { l.beforeIteration, l.pausedNow, l.batching = nil, nil, false }()
 	return d.run(ctx)
 }
 

@@ -180,6 +180,10 @@ type Loop struct {
 	// beforeIteration, when set, runs before each iteration starts (the
 	// daemon applies a requested reload there).
 	beforeIteration func()
+	// pausedNow, when set, says the daemon was paused while an issue was
+	// being picked: the loop goes round again (and holds) before starting
+	// its agent.
+	pausedNow func() bool
 	// dirtyAtStart: the tree had changes ralphd did not make when the run
 	// started (allow_dirty), so it must not make failure branches.
 	dirtyAtStart bool
