@@ -106,6 +106,12 @@ type Result struct {
 	Rounds int
 	// Empty is true when the branch had nothing the target lacks.
 	Empty bool
+	// Tracker lists the files under .beads/ that the branch adds, changes
+	// or deletes (bd's interactions.jsonl aside). They tell every clone's
+	// bd where the tracker is (metadata.json: in server mode, the Dolt
+	// server's host, port and database) and how to use it; a change to
+	// them is a person's to make, never integrated from an agent's work.
+	Tracker []string
 	// LocalErr says why the local target did not follow the remote, when
 	// the work was pushed but the local branch could not move.
 	LocalErr error
@@ -119,6 +125,8 @@ func (r Result) Reason() string {
 		return "integrated"
 	case len(r.Conflicts) > 0:
 		return fmt.Sprintf("rebase onto the target conflicted in %s; the work is kept on %s", strings.Join(r.Conflicts, ", "), r.Kept)
+	case len(r.Tracker) > 0:
+		return fmt.Sprintf("the work changes the tracker's own files (%s), which BUILD may not; the work is kept on %s", strings.Join(r.Tracker, ", "), r.Kept)
 	case r.VerifyErr != nil:
 		return fmt.Sprintf("verify failed after rebasing onto the target (%v); the work is kept on %s", r.VerifyErr, r.Kept)
 	case r.Rejected:
@@ -187,6 +195,12 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 		if tip == base {
 			res.Empty, res.Commit = true, base
 			return res, nil
+		}
+		if res.Tracker, err = trackerFiles(ctx, req.Dir, base, tip); err != nil || len(res.Tracker) > 0 {
+			if err == nil {
+				res.Kept, err = q.keep(ctx, req, req.Branch)
+			}
+			return res, err
 		}
 		if q.Verify != nil {
 			if err := q.Verify(ctx, req.Dir); err != nil {
@@ -305,6 +319,22 @@ func (q *Queue) rebase(ctx context.Context, req Request, base string) ([]string,
 		return nil, fmt.Errorf("rebase %s onto %s: %w", req.Branch, base, err)
 	}
 	return conflicts, nil
+}
+
+// trackerFiles lists the files under .beads/ that differ between base and
+// tip, but for bd's interactions.jsonl, which bd appends to itself.
+func trackerFiles(ctx context.Context, dir, base, tip string) ([]string, error) {
+	out, err := workertree.Git(ctx, dir, nil, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
+	if err != nil {
+		return nil, fmt.Errorf("list the tracker files the work changes: %w", err)
+	}
+	var files []string
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if f != "" && f != ".beads/interactions.jsonl" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
 }
 
 // inRebase reports whether dir's worktree is mid-rebase.

@@ -415,3 +415,70 @@ func TestRecoverIgnoresPlantedJournals(t *testing.T) {
 		is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), old)
 	})
 }
+
+// TestTrackerFilesAreNotIntegrated: work that changes the tracker's own
+// files (where every clone's bd finds the tracker) is kept, never
+// integrated; bd's own interactions.jsonl is not such a change.
+func TestTrackerFilesAreNotIntegrated(t *testing.T) {
+	const meta = `{"dolt_mode": "server", "dolt_server_host": "tracker.lan", "dolt_database": "p"}` + "\n"
+	for _, tc := range []struct {
+		name  string
+		agent func(t *testing.T, dir string) // commits in the worker's worktree
+		want  []string                       // Result.Tracker; nil: integrated
+	}{
+		{"redirect the database", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".beads", "metadata.json"), strings.Replace(meta, `"p"`, `"evil"`, 1))
+			write(t, filepath.Join(dir, "a.txt"), "a\n")
+		}, []string{".beads/metadata.json"}},
+		{"add a config", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".beads", "config.yaml"), "dolt:\n  host: evil.example\n")
+		}, []string{".beads/config.yaml"}},
+		{"delete the metadata", func(t *testing.T, dir string) {
+			sh(t, dir, "git", "rm", "-q", ".beads/metadata.json")
+		}, []string{".beads/metadata.json"}},
+		{"rename it away", func(t *testing.T, dir string) {
+			sh(t, dir, "git", "mv", ".beads/metadata.json", ".beads/metadata.json.bak")
+		}, []string{".beads/metadata.json", ".beads/metadata.json.bak"}},
+		{"replace .beads with a symlink", func(t *testing.T, dir string) {
+			sh(t, dir, "git", "rm", "-q", "-r", ".beads")
+			if err := os.Symlink("/tmp", filepath.Join(dir, ".beads")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{".beads", ".beads/metadata.json"}},
+		{"bd's own log and code", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".beads", "interactions.jsonl"), "{}\n")
+			write(t, filepath.Join(dir, "a.txt"), "a\n")
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			write(t, filepath.Join(f.repo, ".beads", "metadata.json"), meta)
+			sh(t, f.repo, "git", "add", "-A")
+			sh(t, f.repo, "git", "commit", "-q", "-m", "server mode")
+			ctx := context.Background()
+			q := &Queue{Repo: f.repo, Target: "main"}
+			tr, _, err := f.wt.Open(ctx, "w1", "main")
+			is.NoErr(err)
+			tc.agent(t, tr.Dir)
+			sh(t, tr.Dir, "git", "add", "-A")
+			sh(t, tr.Dir, "git", "commit", "-q", "-m", "work")
+			before := sh(t, f.repo, "git", "rev-parse", "main")
+			tip := sh(t, tr.Dir, "git", "rev-parse", "HEAD")
+
+			res, err := q.Integrate(ctx, Request{Worker: "w1", Issue: "is-w1", Dir: tr.Dir, Branch: tr.Branch})
+			is.NoErr(err)
+			if tc.want == nil {
+				is.True(res.Integrated)
+				return
+			}
+			is.True(!res.Integrated)
+			is.Equal(res.Tracker, tc.want)
+			is.True(strings.Contains(res.Reason(), ".beads/"))
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)                     // the target did not move
+			is.Equal(sh(t, f.repo, "git", "rev-parse", res.Kept), tip)                      // the work is kept
+			is.Equal(sh(t, f.repo, "cat", ".beads/metadata.json"), strings.TrimSpace(meta)) // every clone's tracker is where it was
+			f.clean()
+		})
+	}
+}
