@@ -27,22 +27,88 @@ var ErrTargetMoved = errors.New("the target branch was moved by something other 
 
 // Watch starts guarding the target: its tip now, and the worktree that has
 // it checked out, are where the queue expects them. Call it after Recover.
-func (q *Queue) Watch(ctx context.Context) error {
+//
+// With a remote, it first checks the remote's target (see checkRemote),
+// and returns what it found there that a person should know.
+func (q *Queue) Watch(ctx context.Context) ([]string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var notes []string
+	if q.Remote != "" {
+		var err error
+		if notes, err = q.checkRemote(ctx); err != nil {
+			return notes, err
+		}
+	}
 	tip, err := workertree.RefAt(ctx, q.Repo, q.ref())
 	if err != nil {
-		return err
+		return notes, err
 	}
 	if tip == "" {
-		return fmt.Errorf("watch %s: the branch does not exist", q.Target)
+		return notes, fmt.Errorf("watch %s: the branch does not exist", q.Target)
 	}
 	dir, err := q.checkout(ctx)
 	if err != nil {
-		return err
+		return notes, err
 	}
 	q.want, q.home = tip, dir
-	return nil
+	return notes, nil
+}
+
+// checkRemote fetches the remote's target at the start of a run. The
+// local target and the remote's may differ legitimately (other clones
+// push; a person commits locally), and ralphd never force-pushes, so:
+//   - a remote target that no longer holds what the last fetch saw was
+//     rewritten by someone else: what it held is kept on a
+//     ralphd/moved/<remote>-<target>/<time> branch, and said;
+//   - a local target behind the remote's (work pushed just before a
+//     crash, or another clone's) is fast-forwarded, its checkout along
+//     under the journal; a dirty checkout is left, and said;
+//   - a local target with commits the remote lacks is left alone, and
+//     said: ralphd integrates onto the remote's target and never pushes
+//     them.
+func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
+	var notes []string
+	tracking := "refs/remotes/" + q.Remote + "/" + q.Target
+	seen, err := workertree.RefAt(ctx, q.Repo, tracking)
+	if err != nil {
+		return nil, err
+	}
+	remote, err := q.base(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if seen != "" && seen != remote {
+		kept, err := workertree.KeepIfNew(ctx, q.Repo, seen, remote, workertree.MovedPrefix+q.Remote+"-"+q.Target, q.now())
+		if err != nil {
+			return notes, err
+		}
+		if kept != "" {
+			notes = append(notes, fmt.Sprintf("%s/%s was rewritten since the last fetch (it no longer holds %s); what it held is kept on %s", q.Remote, q.Target, seen[:12], kept))
+		}
+	}
+	local, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	if err != nil || local == "" || local == remote {
+		return notes, err
+	}
+	behind := q.ancestor(ctx, local, remote)
+	switch {
+	case behind:
+		if err := q.advance(ctx, remote); err != nil {
+			notes = append(notes, fmt.Sprintf("the local %s is behind %s/%s and could not follow it: %v", q.Target, q.Remote, q.Target, err))
+		} else {
+			notes = append(notes, fmt.Sprintf("the local %s was behind %s/%s (work pushed before a stop, or another clone's): fast-forwarded to %s", q.Target, q.Remote, q.Target, remote[:12]))
+		}
+	default:
+		notes = append(notes, fmt.Sprintf("the local %s has commits %s/%s lacks; ralphd integrates onto %s/%s and never pushes them", q.Target, q.Remote, q.Target, q.Remote, q.Target))
+	}
+	return notes, nil
+}
+
+// ancestor reports whether a is an ancestor of b.
+func (q *Queue) ancestor(ctx context.Context, a, b string) bool {
+	_, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", a, b)
+	return err == nil
 }
 
 // Check compares the target and its checkout with where the queue left

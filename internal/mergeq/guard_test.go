@@ -86,7 +86,8 @@ func TestTargetMovesArePutBack(t *testing.T) {
 			// One integration first, so that a rewind drops real work.
 			_, err := q.Integrate(ctx, f.work("w0", map[string]string{"zero.txt": "0\n"}))
 			is.NoErr(err)
-			is.NoErr(q.Watch(ctx))
+			_, err = q.Watch(ctx)
+			is.NoErr(err)
 			want := sh(t, f.repo, "git", "rev-parse", "main")
 
 			// The attacker's commit, made in its own worktree.
@@ -140,7 +141,8 @@ func TestTargetMoveAtPoolEnd(t *testing.T) {
 	f := newRepo(t)
 	ctx := context.Background()
 	q := &Queue{Repo: f.repo, Target: "main"}
-	is.NoErr(q.Watch(ctx))
+	_, err := q.Watch(ctx)
+	is.NoErr(err)
 	want := sh(t, f.repo, "git", "rev-parse", "main")
 	r := f.work("w1", map[string]string{"a.txt": "a\n"})
 	sh(t, f.repo, "git", "merge", "-q", "--ff-only", r.Branch) // unverified work landed by hand
@@ -165,7 +167,8 @@ func TestTargetMoveOverLocalChanges(t *testing.T) {
 	ctx := context.Background()
 	var moves []workertree.Move
 	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-	is.NoErr(q.Watch(ctx))
+	_, err := q.Watch(ctx)
+	is.NoErr(err)
 	want := sh(t, f.repo, "git", "rev-parse", "main")
 	ra := f.work("w9", map[string]string{"evil.txt": "x\n"})
 	sh(t, f.repo, "git", "reset", "-q", "--hard", sh(t, ra.Dir, "git", "rev-parse", "HEAD"))
@@ -221,7 +224,8 @@ func TestWorkerMovesArePutBack(t *testing.T) {
 			ctx := context.Background()
 			var moves []workertree.Move
 			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-			is.NoErr(q.Watch(ctx))
+			_, err := q.Watch(ctx)
+			is.NoErr(err)
 			x := sh(t, f.work("w9", map[string]string{"evil.txt": "x\n"}).Dir, "git", "rev-parse", "HEAD")
 			v := f.work("w1", map[string]string{"mine.txt": "mine\n"})
 			v.Tip = sh(t, v.Dir, "git", "rev-parse", "HEAD")
@@ -261,4 +265,61 @@ func TestAdmitRefusesBeforeAnythingMoves(t *testing.T) {
 	is.True(errors.Is(err, refused))
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), before)
 	is.Equal(sh(t, r.Dir, "git", "rev-parse", "HEAD"), tip)
+}
+
+// TestWatchChecksTheRemote: at the start of a run with a remote, a local
+// target behind the remote's (work pushed just before a crash) is
+// fast-forwarded with its checkout; one with commits the remote lacks is
+// left and said; a remote target rewritten since the last fetch is said,
+// and what it held is kept.
+func TestWatchChecksTheRemote(t *testing.T) {
+	ctx := context.Background()
+	t.Run("behind", func(t *testing.T) {
+		is := is.New(t)
+		_, a, b := twoClones(t)
+		// b integrated and pushed, then died before its local main moved:
+		// here, a pushes and b's local main lags.
+		r := a.work("w1", map[string]string{"a.txt": "a\n"})
+		res, err := (&Queue{Repo: a.repo, Target: "main", Remote: "origin"}).Integrate(ctx, r)
+		is.NoErr(err)
+		q := &Queue{Repo: b.repo, Target: "main", Remote: "origin"}
+		notes, err := q.Watch(ctx)
+		is.NoErr(err)
+		is.Equal(len(notes), 1)
+		is.True(strings.Contains(notes[0], "fast-forwarded"))
+		is.Equal(sh(t, b.repo, "git", "rev-parse", "main"), res.Commit)
+		is.Equal(q.Tip(), res.Commit)
+		is.Equal(sh(t, b.repo, "cat", "a.txt"), "a") // the checkout followed
+		b.clean()
+	})
+	t.Run("ahead", func(t *testing.T) {
+		is := is.New(t)
+		_, a, _ := twoClones(t)
+		write(t, filepath.Join(a.repo, "mine.txt"), "mine\n")
+		sh(t, a.repo, "git", "add", "mine.txt")
+		sh(t, a.repo, "git", "commit", "-q", "-m", "a person's own")
+		mine := sh(t, a.repo, "git", "rev-parse", "main")
+		notes, err := (&Queue{Repo: a.repo, Target: "main", Remote: "origin"}).Watch(ctx)
+		is.NoErr(err)
+		is.Equal(len(notes), 1)
+		is.True(strings.Contains(notes[0], "never pushes them"))
+		is.Equal(sh(t, a.repo, "git", "rev-parse", "main"), mine)
+	})
+	t.Run("rewritten", func(t *testing.T) {
+		is := is.New(t)
+		remote, a, b := twoClones(t)
+		r := a.work("w1", map[string]string{"a.txt": "a\n"})
+		res, err := (&Queue{Repo: a.repo, Target: "main", Remote: "origin"}).Integrate(ctx, r)
+		is.NoErr(err)
+		sh(t, b.repo, "git", "fetch", "-q", "origin") // b saw the integrated work
+		// Someone rewrites the remote's main behind everyone's back.
+		sh(t, remote, "git", "update-ref", "refs/heads/main", "main~1")
+		q := &Queue{Repo: b.repo, Target: "main", Remote: "origin"}
+		notes, err := q.Watch(ctx)
+		is.NoErr(err)
+		is.True(len(notes) > 0)
+		is.True(strings.Contains(notes[0], "rewritten"))
+		kept := sh(t, b.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.MovedPrefix+"origin-main/")
+		is.Equal(kept, res.Commit) // nothing is lost
+	})
 }

@@ -319,7 +319,11 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	// From here on the target is the queue's, and the workers' refs the
 	// pool's: a move neither made is put back and reported (refs.go).
 	p.Queue.Moved = p.targetMoved
-	if err := p.Queue.Watch(ctx); err != nil {
+	notes, err := p.Queue.Watch(ctx)
+	for _, n := range notes {
+		p.log(Event{Kind: "remote", Detail: n})
+	}
+	if err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}
 	p.clean = time.Now()
