@@ -2,7 +2,9 @@ package modes
 
 import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/workers"
+	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // refMoved turns a move of a ref the worker pool owns (the target, a
@@ -30,4 +32,14 @@ func (l *Loop) refMoved(sh *pool) func(workers.RefMove) {
 		sh.mu.Unlock()
 		l.human().Warn("a ref ralphd owns was moved behind its back: put back", "move", detail, "kept", m.Kept)
 	}
+}
+
+// sandboxShared is what worker self's sandbox may write of the
+// repository's refs: its own branch only (sandbox.Shared). Outside workers
+// (sh nil) it is nil.
+func (sh *pool) sandboxShared(self string) *sandbox.Shared {
+	if sh == nil {
+		return nil
+	}
+	return &sandbox.Shared{OwnRefs: "refs/heads/" + workertree.BranchDir(self), MainCheckout: true}
 }

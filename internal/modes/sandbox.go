@@ -48,6 +48,7 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch string, readOnly ...stri
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, Agent: l.Backend.Name(), Home: getenv("HOME"), Getenv: getenv,
+		Shared: l.shared.sandboxShared(l.State.Worker()),
 	})
 	if err := layout.Prepare(); err != nil {
 		return nil, "", err

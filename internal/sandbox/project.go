@@ -27,6 +27,31 @@ type Project struct {
 	// Home is the user's home dir; Getenv reads XDG_* and CODEX_HOME.
 	Home   string
 	Getenv func(string) string
+	// Shared, when set, names what of the git common dir belongs to
+	// others: the agent is one of several workers in one repository.
+	Shared *Shared
+}
+
+// Shared is what a worker's agent may write of the git common dir it
+// shares with the other workers and the merge queue: its commits need the
+// common dir (objects, its own branch, its own worktree's HEAD and index),
+// but the target, the other workers' branches and HEADs, and the branches
+// that keep work are not its to move. refs/heads is bound read-only, and
+// the worker's own branch directory writable again; the other worktrees'
+// dirs are read-only. Directories are bound, not ref files: git updates a
+// ref by renaming a lock file over it, and a file replaced outside the
+// sandbox (ralphd's own update of the target) drops its binding inside,
+// while a bound directory stays bound and shows the refs as they are. A
+// loose ref wins over packed-refs, which stays writable (git rewrites it
+// to delete a packed ref), so an edit of it moves no ref that has a loose
+// file; the pool keeps every worker's branch loose.
+type Shared struct {
+	// OwnRefs is the worker's own ref directory, relative to the common
+	// dir (refs/heads/ralphd/workers/w1): writable.
+	OwnRefs string
+	// MainCheckout says the common dir is a checkout's .git (the
+	// target's): its HEAD and index are read-only.
+	MainCheckout bool
 }
 
 // BuildLayout is the layout of a BUILD iteration: the work tree (and a
@@ -63,6 +88,20 @@ func BuildLayout(p Project) Layout {
 		}
 		l.ReadOnly = append(l.ReadOnly, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"), filepath.Join(g, "info"))
 		l.Sealed = append(l.Sealed, filepath.Join(g, "hooks"))
+	}
+	if c := p.GitCommonDir; c != "" && p.Shared != nil {
+		l.ReadOnly = append(l.ReadOnly, filepath.Join(c, "refs", "heads"))
+		if p.Shared.OwnRefs != "" {
+			l.Writable = append(l.Writable, filepath.Join(c, filepath.FromSlash(p.Shared.OwnRefs)))
+		}
+		if p.Shared.MainCheckout {
+			l.ReadOnly = append(l.ReadOnly, filepath.Join(c, "HEAD"), filepath.Join(c, "index"))
+		}
+		if p.GitDir != "" && filepath.Dir(p.GitDir) == filepath.Join(c, "worktrees") {
+			// The other worktrees' HEADs and indexes; the agent's own
+			// (p.GitDir, bound writable, deeper) stays writable.
+			l.ReadOnly = append(l.ReadOnly, filepath.Join(c, "worktrees"))
+		}
 	}
 	if p.GitCommonDir != "" && filepath.Base(p.GitCommonDir) == ".git" {
 		// A linked worktree's tracker is the main work tree's .beads.

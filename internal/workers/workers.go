@@ -326,6 +326,13 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}
+	names := make([]string, max(1, p.Workers))
+	for i := range names {
+		names[i] = Name(i + 1)
+	}
+	if err := p.Trees.Reserve(ctx, names, p.Target); err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
+	}
 	p.clean = time.Now()
 	k := max(1, p.Workers)
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -335,7 +342,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := p.work(ctx, fmt.Sprintf("w%d", i))
+			err := p.work(ctx, Name(i))
 			switch {
 			case errors.Is(err, ErrStop):
 				p.mu.Lock()
@@ -364,6 +371,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	}
 	return p.sum, p.stopErr
 }
+
+// Name is the name of the pool's i-th worker, from 1.
+func Name(i int) string { return fmt.Sprintf("w%d", i) }
 
 // Drain stops the workers from claiming more work; each finishes the
 // issue it holds, and Run returns once all have.

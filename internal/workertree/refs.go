@@ -178,3 +178,32 @@ func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.
 	}
 	return kept, nil
 }
+
+// Reserve makes the branch of each worker that has none, at base, so that
+// every worker's branch exists before any agent runs: a sandbox can make
+// read-only only a ref file that exists.
+func (m *Manager) Reserve(ctx context.Context, workers []string, base string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	if err != nil {
+		return fmt.Errorf("reserve the workers' branches: base %q: %w", base, err)
+	}
+	for _, w := range workers {
+		if err := CheckWorker(w); err != nil {
+			return err
+		}
+		ref := "refs/heads/" + Branch(w)
+		cur, err := RefAt(ctx, m.Repo, ref)
+		if err != nil {
+			return err
+		}
+		if cur != "" {
+			continue
+		}
+		if _, err := Git(ctx, m.Repo, nil, "update-ref", "-m", "ralphd: reserve", ref, at, zeroOID); err != nil {
+			return fmt.Errorf("reserve the branch of %s: %w", w, err)
+		}
+	}
+	return nil
+}

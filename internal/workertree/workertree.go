@@ -23,8 +23,12 @@ import (
 	"github.com/ralphd/ralphd/internal/worktree"
 )
 
-// BranchPrefix starts every worker branch: ralphd/worker/<worker>.
-const BranchPrefix = "ralphd/worker/"
+// BranchPrefix starts every worker branch: ralphd/workers/<worker>/work.
+// Each worker's branch is alone in a directory of its own (BranchDir), so
+// that a sandbox can leave an agent only its own branch writable: a ref
+// directory bound read-only stays so, while a bound ref file is replaced
+// (and the binding lost) at the next update of the ref.
+const BranchPrefix = "ralphd/workers/"
 
 // WipPrefix starts every branch that keeps a worker's leftover work.
 const WipPrefix = "wip/"
@@ -73,7 +77,11 @@ func CheckWorker(name string) error {
 }
 
 // Branch returns worker's branch.
-func Branch(worker string) string { return BranchPrefix + worker }
+func Branch(worker string) string { return BranchDir(worker) + "/work" }
+
+// BranchDir returns the ref directory, under refs/heads/, that holds only
+// worker's branch.
+func BranchDir(worker string) string { return BranchPrefix + worker }
 
 func (m *Manager) now() time.Time {
 	if m.Now != nil {

@@ -74,7 +74,7 @@ func TestOpenCreatesAndReuses(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(saved), 0)
 	is.Equal(tr.Dir, filepath.Join(m.root(), "w1"))
-	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/worker/w1")
+	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/workers/w1/work")
 	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
 
 	// The worker commits something and leaves a change; main moves on.
@@ -244,4 +244,22 @@ func TestRecoverHalfStartedRebase(t *testing.T) {
 	left, err := List(ctx, repo)
 	is.NoErr(err)
 	is.Equal(len(left), 1)
+}
+
+// TestReserve makes the missing workers' branches at the base, loose, and
+// leaves an existing one where it is.
+func TestReserve(t *testing.T) {
+	is := is.New(t)
+	m, repo := newRepo(t)
+	ctx := context.Background()
+	_, _, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	sh(t, repo, "git", "commit", "-q", "--allow-empty", "-m", "main moves")
+	w1 := sh(t, repo, "git", "rev-parse", Branch("w1"))
+	is.NoErr(m.Reserve(ctx, []string{"w1", "w2"}, "main"))
+	is.Equal(sh(t, repo, "git", "rev-parse", Branch("w1")), w1) // untouched
+	is.Equal(sh(t, repo, "git", "rev-parse", Branch("w2")), sh(t, repo, "git", "rev-parse", "main"))
+	_, err = os.Stat(filepath.Join(repo, ".git", "refs", "heads", filepath.FromSlash(Branch("w2"))))
+	is.NoErr(err) // a loose ref, in its own dir
+	is.True(m.Reserve(ctx, []string{"../x"}, "main") != nil)
 }
