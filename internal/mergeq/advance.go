@@ -56,7 +56,7 @@ func (q *Queue) advance(ctx context.Context, tip string) error {
 			return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
 		}
 		if q.want != "" {
-			q.want = tip
+			q.setWant(tip)
 		}
 		return nil
 	}
@@ -93,7 +93,7 @@ func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 		return err
 	}
 	if q.want != "" {
-		q.want = tip
+		q.setWant(tip)
 	}
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -33,6 +35,9 @@ var ErrTargetMoved = errors.New("the target branch was moved by something other 
 func (q *Queue) Watch(ctx context.Context) ([]string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.resume(ctx); err != nil {
+		return nil, err
+	}
 	var notes []string
 	if q.Remote != "" {
 		var err error
@@ -52,7 +57,71 @@ func (q *Queue) Watch(ctx context.Context) ([]string, error) {
 		return notes, err
 	}
 	q.want, q.home = tip, dir
-	return notes, nil
+	return notes, q.writeTip()
+}
+
+// resume starts from where a run that did not end left the target
+// (TipFile): a target moved since is put back like any other move.
+func (q *Queue) resume(ctx context.Context) error {
+	if q.TipFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(q.TipFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", q.Target, err)
+	}
+	left := strings.TrimSpace(string(b))
+	if !workertree.IsHash(left) {
+		return fmt.Errorf("watch %s: %s does not hold a commit id; remove it after checking %s", q.Target, q.TipFile, q.Target)
+	}
+	if _, err := line(ctx, q.Repo, "cat-file", "-e", left+"^{commit}"); err != nil {
+		return fmt.Errorf("watch %s: %s names %s, which is not in the repository; remove it after checking %s", q.Target, q.TipFile, left, q.Target)
+	}
+	dir, err := q.checkout(ctx)
+	if err != nil {
+		return err
+	}
+	q.want, q.home = left, dir
+	_, err = q.guard(ctx)
+	return err
+}
+
+// Unwatch ends the guard of the target: the run ended, and the target is
+// the person's again until the next Watch.
+func (q *Queue) Unwatch() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.want, q.home = "", ""
+	if q.TipFile == "" {
+		return nil
+	}
+	if err := os.Remove(q.TipFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("unwatch %s: %w", q.Target, err)
+	}
+	return nil
+}
+
+// setWant records where the queue left the target.
+func (q *Queue) setWant(tip string) {
+	q.want = tip
+	if q.writeTip() != nil && q.TipFile != "" {
+		// A stale tip would have the next start put the target back
+		// behind this move: without a file, it trusts the target.
+		_ = os.Remove(q.TipFile)
+	}
+}
+
+func (q *Queue) writeTip() error {
+	if q.TipFile == "" || q.want == "" {
+		return nil
+	}
+	if err := writeAtomic(q.TipFile, []byte(q.want+"\n")); err != nil {
+		return fmt.Errorf("record the tip of %s: %w", q.Target, err)
+	}
+	return nil
 }
 
 // checkRemote fetches the remote's target at the start of a run. The

@@ -323,3 +323,39 @@ func TestWatchChecksTheRemote(t *testing.T) {
 		is.Equal(kept, res.Commit) // nothing is lost
 	})
 }
+
+// TestMoveBeforeACrash: a move made while a queue watched, then a crash
+// (no Unwatch), is found by the next start's Watch through TipFile; after
+// a run that ended, the target is the person's again.
+func TestMoveBeforeACrash(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	tipFile := filepath.Join(t.TempDir(), "mergeq.tip")
+	q := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile}
+	_, err := q.Watch(ctx)
+	is.NoErr(err)
+	res, err := q.Integrate(ctx, f.work("w1", map[string]string{"a.txt": "a\n"}))
+	is.NoErr(err)
+	x := sh(t, f.work("w9", map[string]string{"evil.txt": "x\n"}).Dir, "git", "rev-parse", "HEAD")
+	sh(t, f.repo, "git", "reset", "-q", "--hard", x) // moved; then ralphd is SIGKILLed
+
+	var moves []workertree.Move
+	q2 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m workertree.Move) { moves = append(moves, m) }}
+	_, err = q2.Watch(ctx)
+	is.NoErr(err)
+	is.Equal(len(moves), 1)
+	is.Equal(moves[0].Got, x)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), res.Commit)
+	f.clean()
+	is.Equal(sh(t, f.repo, "git", "rev-parse", moves[0].Kept), x)
+
+	// A run that ends hands the target back: a commit made between runs
+	// is the person's.
+	is.NoErr(q2.Unwatch())
+	sh(t, f.repo, "git", "merge", "-q", "--ff-only", x)
+	q3 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m workertree.Move) { t.Errorf("moved: %v", m) }}
+	_, err = q3.Watch(ctx)
+	is.NoErr(err)
+	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), x)
+}

@@ -61,6 +61,13 @@ type Queue struct {
 	// agent's commit). Empty means the repository's common git directory,
 	// for tools and tests.
 	Journal string
+	// TipFile, when set, is where the queue records, while it watches
+	// the target (Watch), the tip it last set or found: a file that
+	// outlives its run (a crash) tells the next Watch where the target
+	// must be, so that a move made before the crash is not taken for the
+	// target's tip. Unwatch removes it. Keep it where agents cannot write
+	// (ralphd's state directory).
+	TipFile string
 	// Moved, when set, is told of each move of the target (or of its
 	// checkout's HEAD) that the queue did not make, after it was put back
 	// (see Watch). It is called with the queue's lock held: it must not

@@ -37,6 +37,10 @@ const WorkersStatusFile = "workers.json"
 // write, sandboxed or not.
 const MergeJournalFile = "mergeq.journal"
 
+// MergeTipFile records, while workers run, where the merge queue left the
+// target (mergeq.Queue.TipFile), for the start after a crash.
+const MergeTipFile = "mergeq.tip"
+
 // pool is what the workers of one BUILD run share: the run's result, the
 // iteration numbers, and the tamper baseline.
 type pool struct {
@@ -134,10 +138,11 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	sh := &pool{res: res, scope: l.Config.Scope, baselineSeq: base.Seq, view: view, actorPrefix: l.WorkerActor("")}
 	sh.setBaseline(base.Snap)
 	p := &workers.Pool{
-		Workers:    k,
-		Target:     target,
-		Trees:      &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue:      &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn, Journal: filepath.Join(l.State.Dir(), MergeJournalFile)},
+		Workers: k,
+		Target:  target,
+		Trees:   &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
+		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
+			TipFile: filepath.Join(l.State.Dir(), MergeTipFile)},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,

@@ -358,6 +358,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	ferr := p.finish(fctx)
 	fcancel()
+	ferr = errors.Join(ferr, p.Queue.Unwatch())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
