@@ -74,9 +74,9 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
-	agentDone := l.shared.agentRuns()
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
-	agentDone()
+	l.readingDue = l.shared.judgementDue()
+	defer l.readingDue()
 	if err != nil {
 		l.unsealState(ctx, res, it)
 		l.abandon(is.ID)
@@ -553,5 +553,8 @@ func (l *Loop) readSince(ctx context.Context, mark uint64) (tamper.Snapshot, err
 		return nil, err
 	}
 	l.readSeq, l.readDone = r.Seq, r.Done
+	if l.readingDue != nil {
+		l.readingDue() // this worker's judgement has its reading
+	}
 	return r.Snap, nil
 }

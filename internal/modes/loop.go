@@ -206,6 +206,9 @@ type Loop struct {
 	readSeq uint64
 	// readDone is when that reading ended.
 	readDone time.Time
+	// readingDue, when set, ends this worker's count as about to ask for
+	// a reading (pool.judgementDue).
+	readingDue func()
 }
 
 // repo is the project's git working tree.

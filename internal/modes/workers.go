@@ -75,20 +75,22 @@ type pool struct {
 	// view is the pool's one reading of the tracker, shared by the
 	// claims' read-backs and the judgements.
 	view *trackview.View
-	// agents counts the workers whose agent is running: they will not
-	// ask for a reading soon, so a reading need not wait for them.
-	agents atomic.Int32
+	// judgingSoon counts the workers whose agent has ended and whose
+	// judgement has not had its first reading yet: they will ask for one
+	// soon, so a reading waits for them (see AllWaiting).
+	judgingSoon atomic.Int32
 }
 
-// agentRuns counts a worker's agent as running until the returned func
-// is called. Outside workers it does nothing.
-func (sh *pool) agentRuns() func() {
+// judgementDue counts a worker whose agent has ended as about to ask for
+// a reading, until the returned func is called (its first reading came,
+// or the iteration ended without). Outside workers it does nothing.
+func (sh *pool) judgementDue() func() {
 	if sh == nil {
 		return func() {}
 	}
-	sh.agents.Add(1)
+	sh.judgingSoon.Add(1)
 	var once sync.Once
-	return func() { once.Do(func() { sh.agents.Add(-1) }) }
+	return func() { once.Do(func() { sh.judgingSoon.Add(-1) }) }
 }
 
 // WorkerActor is the bd actor of worker w of this clone: the host, and a
@@ -155,9 +157,11 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
-	// A reading starts at once when every worker that could ask for one
-	// soon (not running an agent, not parked) is waiting for it.
-	view.AllWaiting = func(n int) bool { return n >= k-int(sh.agents.Load())-p.Parked() }
+	// A reading starts at once when every worker that is about to ask
+	// for one is waiting for it: those claiming (the read-back) and those
+	// whose agent has ended (the judgement). The others (running an agent,
+	// starting one, integrating, parked) will not ask soon.
+	view.AllWaiting = func(n int) bool { return n >= p.Claiming()+int(sh.judgingSoon.Load()) }
 	// The claim's read-back: the issue as a reading that started after
 	// the claim has it.
 	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {

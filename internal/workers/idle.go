@@ -120,7 +120,6 @@ func (p *Pool) wakeLocked() {
 func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 	p.mu.Lock()
 	if p.busy == 0 {
-		p.idle++ // gone for good
 		p.wakeLocked()
 		p.mu.Unlock()
 		return true
@@ -134,7 +133,6 @@ func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 		p.wake = make(chan struct{})
 	}
 	wake, gen := p.wake, p.gen
-	p.idle++
 	p.mu.Unlock()
 	t := time.NewTimer(idle)
 	select {
@@ -144,7 +142,6 @@ func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 	}
 	t.Stop()
 	p.mu.Lock()
-	p.idle--
 	if ctx.Err() == nil && p.gen == gen && p.emptyIn == gen {
 		select {
 		case <-wake:
@@ -158,10 +155,10 @@ func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 	return false
 }
 
-// Parked returns how many workers are parked with nothing to claim, or
-// have left for good.
-func (p *Pool) Parked() int {
+// Claiming returns how many workers are claiming an issue: in bd's
+// claim, or reading the claim back.
+func (p *Pool) Claiming() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.idle
+	return p.claiming
 }

@@ -206,12 +206,13 @@ type Pool struct {
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
-	// none); wake is closed to wake the parked workers; idle counts the
-	// workers parked or gone; probe lets one probe run at a time.
-	gen, emptyIn  int
-	wake          chan struct{}
-	idle          int
-	probe         chan struct{}
+	// none); wake is closed to wake the parked workers; probe lets one
+	// probe run at a time.
+	gen, emptyIn int
+	wake         chan struct{}
+	probe        chan struct{}
+	// claiming counts the workers in a claim (Claiming).
+	claiming      int
 	probes        atomic.Int64 // `bd ready --claim` calls made
 	probesSkipped atomic.Int64 // answered by a probe of the same generation
 }
@@ -410,9 +411,13 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		// decide that nothing is left and leave.
 		p.mu.Lock()
 		p.busy++
+		p.claiming++
 		gen := p.gen
 		p.mu.Unlock()
 		res, err := cl.NextIn(ctx, p.Scope, p.InScope)
+		p.mu.Lock()
+		p.claiming--
+		p.mu.Unlock()
 		if err != nil || res.Outcome != claim.Won {
 			p.mu.Lock()
 			p.busy--
