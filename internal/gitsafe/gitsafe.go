@@ -120,6 +120,11 @@ func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([
 // command builds the git process with sets as configuration overrides.
 func command(ctx context.Context, dir string, sets [][2]string, args []string) *exec.Cmd {
 	cmd := proc.Command(ctx, grace, "git", append([]string{"--no-pager"}, args...)...)
+	// git leads a group of its own, so a SIGKILL of ralphd does not reach
+	// it: without this, a rebase or a move of the target would go on while
+	// the next start recovers the same worktree (seen in mergeq's SIGKILL
+	// test: work lost). Killed with ralphd, it leaves what Recover undoes.
+	proc.DieWithParent(cmd.SysProcAttr)
 	cmd.Dir = dir
 	cmd.Env = configEnv(os.Environ(), sets)
 	return cmd
