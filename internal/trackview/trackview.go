@@ -85,16 +85,6 @@ func (v *View) Mark() uint64 {
 	return v.started
 }
 
-// Latest returns the last reading taken (Seq 0: none yet), without
-// reading the tracker.
-func (v *View) Latest() Reading {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	r := v.latest
-	r.Snap = maps.Clone(r.Snap)
-	return r
-}
-
 // Since returns a reading that started after mark (a value Mark
 // returned, or a Reading's Seq minus one to get that reading or a later
 // one): the last one taken if it qualifies, else the next one, which it
