@@ -77,7 +77,7 @@ func TestSharedRefsHold(t *testing.T) {
 	git(repo, "worktree", "add", "-q", "-b", "ralphd/workers/w1/work", w1)
 	git(repo, "worktree", "add", "-q", "-b", "ralphd/workers/w2/work", w2)
 	c := filepath.Join(repo, ".git")
-	main, other := git(repo, "rev-parse", "main"), git(repo, "rev-parse", "ralphd/workers/w2/work")
+	var main, other string // where ralphd leaves the target and w2's branch, below
 	tmp := filepath.Join(root, "tmp")
 	is.NoErr(os.MkdirAll(tmp, 0o755))
 	l := BuildLayout(Project{WorkTree: w1, GitDir: filepath.Join(c, "worktrees", "w1"), GitCommonDir: c, Scratch: tmp, Home: home,
