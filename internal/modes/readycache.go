@@ -25,6 +25,11 @@ type readyAnswer struct {
 // with "all work complete" on a stale answer.
 func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 	parent := l.Config.Scope
+	if beads.ServerMode(l.beadsDir(), l.environ()) {
+		// Every snapshot is a bd call in server mode (see snapshot):
+		// comparing two would cost what asking bd costs.
+		return l.BD.Ready(ctx, beads.ReadyOptions{Parent: parent})
+	}
 	if a := l.lastReady; a.at != nil && a.parent == parent {
 		if now, err := l.snapshot(ctx); err == nil && readyStillHolds(a.at, now) {
 			if left := stillReady(a.issues, a.at, now); len(left) > 0 {
