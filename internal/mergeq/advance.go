@@ -140,6 +140,9 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if err := q.removeStaleLocks(ctx); err != nil {
+		return false, err
+	}
 	b, err := os.ReadFile(jpath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -319,4 +322,29 @@ func sameDir(a, b string) bool {
 	ia, err1 := os.Stat(a)
 	ib, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
+}
+
+// removeStaleLocks removes, at the start, the locks a git of ralphd's
+// killed with it left on the target's ref and in its checkout (index,
+// HEAD): git dies with ralphd (gitsafe), and a lock left would make the
+// next move of the target, or its repair, fail or leave the checkout
+// behind its ref. Nothing else writes them while ralphd holds its lock.
+func (q *Queue) removeStaleLocks(ctx context.Context) error {
+	if err := workertree.RemoveStaleLock(ctx, q.Repo, "refs/heads/"+q.Target); err != nil {
+		return fmt.Errorf("recover the merge queue: %w", err)
+	}
+	dir, err := q.checkout(ctx)
+	if err != nil || dir == "" {
+		return err
+	}
+	gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return fmt.Errorf("recover the merge queue: %w", err)
+	}
+	for _, l := range []string{"index.lock", "HEAD.lock"} {
+		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("recover the merge queue: %w", err)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -138,7 +140,7 @@ func KeepIfNew(ctx context.Context, repo, commit, base, prefix string, now time.
 		if err != nil {
 			return "", err
 		}
-		if at == "" {
+		if at == "" && !locked(ctx, repo, "refs/heads/"+name) {
 			break
 		}
 		if at == commit {
@@ -206,4 +208,32 @@ func (m *Manager) Reserve(ctx context.Context, workers []string, base string) er
 		}
 	}
 	return nil
+}
+
+// RemoveStaleLock removes the lock file a git killed while it updated ref
+// (a full name) left beside it, which would make every later update of
+// the ref fail. Call it only when no git of ralphd's can be updating ref
+// (recovery at start, or a worktree's reset by its own worker): git dies
+// with ralphd (gitsafe), so its locks outlive it.
+func RemoveStaleLock(ctx context.Context, repo, ref string) error {
+	common, err := gitLine(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return fmt.Errorf("find the lock of %s: %w", ref, err)
+	}
+	p := filepath.Join(common, filepath.FromSlash(ref)+".lock")
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove a stale lock: %w", err)
+	}
+	return nil
+}
+
+// locked reports whether ref has a lock file beside it (a git updating
+// it, or one killed while it did): such a name is not free.
+func locked(ctx context.Context, repo, ref string) bool {
+	common, err := gitLine(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(common, filepath.FromSlash(ref)+".lock"))
+	return err == nil
 }

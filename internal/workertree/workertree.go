@@ -155,6 +155,9 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 // reset puts a registered worktree back at base on its branch, after
 // finishing any interrupted rebase and saving its work.
 func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
+		return nil, err
+	}
 	if err := abortRebase(ctx, t.Dir); err != nil {
 		return nil, err
 	}
@@ -228,6 +231,9 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
+		return nil, err
+	}
 	if err := abortRebase(ctx, t.Dir); err != nil {
 		return nil, err
 	}
