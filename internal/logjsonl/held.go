@@ -1,12 +1,14 @@
 package logjsonl
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,43 +97,50 @@ func (w *Writer) Verify() *Tamper {
 	}
 	h := w.held
 	t := &Tamper{Path: w.path}
-	data, err := os.ReadFile(w.path)
-	fi, serr := os.Stat(w.path)
+	fi, err := os.Stat(w.path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
 		t.Detail = "deleted"
-	case err != nil || serr != nil:
-		t.Detail = "unreadable: " + errors.Join(err, serr).Error()
+	case err != nil:
+		t.Detail = "unreadable: " + err.Error()
 	default:
 		if dev, ino := fileID(fi); dev != h.dev || ino != h.ino {
 			t.Detail = "replaced by another file"
 		}
 	}
-	var restored []byte
-	if t.Detail == "" {
-		if h.whole {
-			// Exact: the held copy tells ralphd's records from the guard's,
-			// even a bd_call line the agent printed itself.
-			restored = merge(data, h.copy)
-			if bytes.Equal(restored, data) {
-				return nil
-			}
-			t.Detail = "changed"
-		} else {
-			own, ok := split(data)
-			sum := sha256.Sum256(own)
-			if ok && int64(len(own)) == h.n && bytes.Equal(sum[:], h.hash.Sum(nil)) {
-				return nil
-			}
-			t.Detail = fmt.Sprintf("changed (%d bytes of ralphd's records found, %d written)", len(own), h.n)
-		}
-	}
 	if !h.whole {
+		// Past MaxHeld: stream the file through SHA-256, never reading
+		// it whole (a run log can be as long as the agent's output).
+		if t.Detail == "" {
+			sum, n, ok, err := sumFile(w.path)
+			if err == nil && ok && n == h.n && bytes.Equal(sum, h.hash.Sum(nil)) {
+				return nil
+			}
+			t.Detail = fmt.Sprintf("changed (%d bytes of ralphd's records found, %d written)", n, h.n)
+		}
 		t.Err = fmt.Errorf("the log is over %d MiB, past what ralphd holds in memory", MaxHeld>>20)
 		return t
 	}
-	if restored == nil {
-		restored = merge(data, h.copy)
+	// The Writer's own bytes are at most MaxHeld; the file may hold the
+	// guard's records too. A file far larger than that was grown by
+	// someone else and is not read into memory: it is put back from the
+	// held copy alone.
+	var data []byte
+	big := fi != nil && fi.Size() > maxVerifyRead
+	if t.Detail != "deleted" && !big {
+		data, _ = os.ReadFile(w.path)
+	}
+	if t.Detail == "" && big {
+		t.Detail = fmt.Sprintf("changed (grown to %d bytes)", fi.Size())
+	}
+	// Exact: the held copy tells ralphd's records from the guard's, even
+	// a bd_call line the agent printed itself.
+	restored := merge(data, h.copy)
+	if t.Detail == "" {
+		if bytes.Equal(restored, data) {
+			return nil
+		}
+		t.Detail = "changed"
 	}
 	if err := w.restore(restored); err != nil {
 		t.Err = err
@@ -141,26 +150,70 @@ func (w *Writer) Verify() *Tamper {
 	return t
 }
 
-// split returns the file's lines that are not the guard's, concatenated,
-// and whether every line ended in a newline. It is how Verify checks a log
-// past MaxHeld against the SHA-256 of what was written; a bd_call line the
+// maxVerifyRead bounds the run log Verify reads into memory while the
+// Writer holds a copy of its own bytes (at most MaxHeld): room for the
+// guard's records besides them.
+const maxVerifyRead = 4 * MaxHeld
+
+// maxForeignLine is the longest line sumLines still checks for being the
+// guard's record; a longer line is taken as the Writer's own.
+const maxForeignLine = 1 << 20
+
+// sumFile streams the log at path through sumLines.
+func sumFile(path string) (sum []byte, n int64, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer f.Close()
+	return sumLines(f)
+}
+
+// sumLines returns the SHA-256 and length of the lines of r that are not
+// the guard's, and whether every line ended in a newline. It is how Verify
+// checks a log past MaxHeld against what was written; a bd_call line the
 // agent printed itself then reads as the guard's, and the log as changed.
-func split(data []byte) (own []byte, ok bool) {
-	ok = true
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		line := data
-		if i < 0 {
-			ok = false
-		} else {
-			line = data[:i+1]
+// Its memory is bounded by maxForeignLine, whatever the log's size.
+func sumLines(r io.Reader) (sum []byte, n int64, ok bool, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	h := sha256.New()
+	own := func(p []byte) {
+		_, _ = h.Write(p)
+		n += int64(len(p))
+	}
+	var line []byte // the current line, while it may be the guard's
+	long := false   // the current line is too long for that: own, streamed
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		switch {
+		case long:
+			own(chunk)
+		case len(line)+len(chunk) > maxForeignLine:
+			own(line)
+			own(chunk)
+			line, long = line[:0], true
+		default:
+			line = append(line, chunk...)
 		}
-		data = data[len(line):]
-		if !foreign(bytes.TrimSuffix(line, []byte("\n"))) {
-			own = append(own, line...)
+		switch {
+		case rerr == nil:
+			if !long && !foreign(bytes.TrimSuffix(line, []byte("\n"))) {
+				own(line)
+			}
+			line, long = line[:0], false
+		case errors.Is(rerr, bufio.ErrBufferFull):
+		case errors.Is(rerr, io.EOF):
+			if len(line) == 0 && !long {
+				return h.Sum(nil), n, true, nil
+			}
+			if !long && !foreign(line) {
+				own(line)
+			}
+			return h.Sum(nil), n, false, nil
+		default:
+			return nil, n, false, rerr
 		}
 	}
-	return own, ok
 }
 
 // merge returns the Writer's bytes want with the guard's records found in

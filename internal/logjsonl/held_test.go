@@ -2,6 +2,7 @@ package logjsonl
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -195,5 +196,68 @@ func TestHeldBound(t *testing.T) {
 	h.record([]byte("x"))
 	if h.whole || h.copy != nil || h.n != MaxHeld+1 {
 		t.Fatalf("copy kept past MaxHeld: whole %v, %d bytes held, n %d", h.whole, len(h.copy), h.n)
+	}
+}
+
+// split returns the file's lines that are not the guard's, concatenated,
+// and whether every line ended in a newline, all in memory: the reference
+// that sumLines, which streams, is checked against.
+func split(data []byte) (own []byte, ok bool) {
+	ok = true
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		line := data
+		if i < 0 {
+			ok = false
+		} else {
+			line = data[:i+1]
+		}
+		data = data[len(line):]
+		if !foreign(bytes.TrimSuffix(line, []byte("\n"))) {
+			own = append(own, line...)
+		}
+	}
+	return own, ok
+}
+
+// sumLines streams what split computes in memory, for any log: the same
+// SHA-256, length and newline verdict, whatever the line lengths (lines
+// past maxForeignLine are the Writer's own in both, as no guard record is
+// that long).
+func FuzzSumLines(f *testing.F) {
+	guard := `{"type":"loop_meta","event":"bd_call","data":{"argv":["close","t-a"]}}`
+	f.Add([]byte("{\"a\":1}\n" + guard + "\n{\"b\":2}\n"))
+	f.Add([]byte(guard))
+	f.Add([]byte("no newline at the end"))
+	f.Add([]byte(""))
+	f.Add([]byte("\n\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check(t, data)
+	})
+}
+
+func TestSumLinesLongLines(t *testing.T) {
+	guard := `{"type":"loop_meta","event":"bd_call","data":{}}`
+	long := bytes.Repeat([]byte("x"), maxForeignLine+70<<10)
+	for _, data := range [][]byte{
+		append(append([]byte(guard+"\n"), long...), '\n'),
+		append([]byte(guard+"\n"), long...), // a long last line without a newline
+		append(append(long, '\n'), guard+"\n"...),
+		bytes.Repeat([]byte(guard+"\n{\"n\":1}\n"), 5000),
+	} {
+		check(t, data)
+	}
+}
+
+func check(t *testing.T, data []byte) {
+	t.Helper()
+	want, wantOK := split(data)
+	wantSum := sha256.Sum256(want)
+	sum, n, ok, err := sumLines(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sum, wantSum[:]) || n != int64(len(want)) || ok != wantOK {
+		t.Fatalf("sumLines: n=%d ok=%v, want n=%d ok=%v (sums equal: %v)", n, ok, len(want), wantOK, bytes.Equal(sum, wantSum[:]))
 	}
 }
