@@ -372,6 +372,6 @@ hand-over waits for the ones ahead of it, so the median is mostly queueing; each
 %s on average (wall time ÷ integrations). 6e-6f: `+"`ralphd build 0 --workers K`"+` over copies of one
 40-issue project, K = 1 then K = 8, bd recorded by bdrec; 6f counts the bd calls whose parent is ralphd (the
 agents' calls come through the guard and are not counted).
-`, fmtDur(w.ClaimWall), fmtDur(time.Duration(int64(w.MergeWall)/int64(max(1, w.MergeOK)))))
+`, fmtDur(w.ClaimWall), fmtDur(time.Duration(int64(w.MergeWall)/int64(max(1, w.MergeOK))))) + "\n" + scaleBody(w.Scale)
 	return s
 }

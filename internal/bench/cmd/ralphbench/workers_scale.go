@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/bench"
@@ -26,6 +27,38 @@ type scaleRun struct {
 	Wall       time.Duration
 	Iterations int
 	RalphdBD   int // bd calls ralphd made itself
+	// Kinds splits RalphdBD by what the call was for: "claim" (ready
+	// --claim, update --claim), "reading" (list: the tracker read for a
+	// read-back, a judgement or a baseline), "ready" and "other".
+	Kinds map[string]int
+}
+
+// callKind is what one of ralphd's bd calls was for, for 6f's breakdown.
+func callKind(argv []string) string {
+	var sub string
+	claim := false
+	for _, a := range argv {
+		switch {
+		case a == "--claim":
+			claim = true
+		case sub == "" && !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "ralphd/"):
+			sub = a
+		}
+	}
+	switch {
+	case claim:
+		return "claim"
+	case sub == "list":
+		return "reading"
+	case sub == "ready":
+		return "ready"
+	}
+	return "other"
+}
+
+// kinds formats a run's breakdown.
+func (r scaleRun) kinds() string {
+	return fmt.Sprintf("%d claims, %d tracker readings, %d `ready`, %d other", r.Kinds["claim"], r.Kinds["reading"], r.Kinds["ready"], r.Kinds["other"])
 }
 
 // measureWorkerScale runs the K=1 and K=8 builds on copies of one project,
@@ -53,7 +86,7 @@ func measureWorkerScale(ctx context.Context, e *benchEnv, say func(string, ...an
 		if m.Exit != 0 {
 			return nil, fmt.Errorf("ralphd build --workers %d exited %d:\n%s%s", k, m.Exit, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
 		}
-		r := scaleRun{K: k, Wall: m.Wall}
+		r := scaleRun{K: k, Wall: m.Wall, Kinds: map[string]int{}}
 		if mm := iterationsRE.FindStringSubmatch(m.Stdout); mm != nil {
 			r.Iterations, _ = strconv.Atoi(mm[1])
 		}
@@ -67,6 +100,7 @@ func measureWorkerScale(ctx context.Context, e *benchEnv, say func(string, ...an
 		for _, c := range calls {
 			if c.Prog == "bd" && c.Origin() == "ralphd" {
 				r.RalphdBD++
+				r.Kinds[callKind(c.Argv)]++
 			}
 		}
 		out = append(out, r)
@@ -102,4 +136,25 @@ func scaleFigures(runs []scaleRun) []bench.Figure {
 			Command: cmd,
 		},
 	}
+}
+
+// scaleBody explains 6f from the runs' breakdowns.
+func scaleBody(runs []scaleRun) string {
+	if len(runs) != 2 {
+		return ""
+	}
+	one, eight := runs[0], runs[1]
+	return fmt.Sprintf(`6f's calls by what they were for: K = 1: %s; K = 8: %s.
+
+With one worker an iteration costs one tracker reading (the judgement's; the next iteration reuses it as its
+baseline, and reuses the last `+"`bd ready`"+` answer while nothing that could make other work ready changed). With
+workers each iteration needs its own claim (1 call, as the worker's actor) and two readings that start after
+two different moments: the claim's read-back (after the claim) and the judgement (after the agent). Readings are
+shared (a reading serves every request that started before it, and waits briefly for the workers about to ask),
+but the serial merge queue spreads the workers about 0.3 s apart, so most readings serve one or two requests. At
+most 1.5 calls per iteration needs each reading to serve about five; gathering that long (a 400 ms debounce, 1.2 s
+cap) was measured at 2.17 calls per iteration but a wall-time ratio of 0.388, breaking 6e. Meeting both would
+take workers that stay in step: integration done outside the worker's worktree, so the worker claims its next
+issue right after its judgement and the eight agents start, end and are judged together.
+`, one.kinds(), eight.kinds())
 }
