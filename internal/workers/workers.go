@@ -450,12 +450,13 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		}
 		p.mu.Lock()
 		p.sum.Claims++
-		before := len(p.sum.Integrated)
 		p.mu.Unlock()
-		err = p.handle(ctx, worker, actor, res.Issue)
+		h := p.hold(res.Issue.ID)
+		err = p.handle(ctx, worker, actor, res.Issue, h)
+		p.release(res.Issue.ID, h)
 		p.mu.Lock()
 		p.busy--
-		p.endedLocked(res.Issue, err == nil && slices.Contains(p.sum.Integrated[before:], res.Issue.ID))
+		p.endedLocked(res.Issue, err == nil && h.integrated)
 		p.mu.Unlock()
 		if err != nil {
 			return err
@@ -464,12 +465,11 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	return nil
 }
 
-// handle works on one claimed issue: worktree, iteration, integration,
-// and the reopening of a failed attempt.
-func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue) error {
+// handle works on one claimed issue, which h holds: worktree, iteration,
+// integration (h.integrated when its work reached the target), and the
+// reopening of a failed attempt.
+func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue, h *holding) error {
 	p.log(Event{Worker: worker, Issue: is.ID, Kind: "claimed"})
-	h := p.hold(is.ID)
-	defer p.release(is.ID, h)
 	if err := p.setPending(worker, is.ID); err != nil {
 		return p.giveUp(ctx, actor, is.ID, err)
 	}
