@@ -433,11 +433,16 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 // still fails, the baseline stays on disk, so the next start's sweep
 // judges the iteration.
 func (l *Loop) snapshotAfter(ctx context.Context) (tamper.Snapshot, error) {
-	var mark uint64
-	if l.shared != nil && l.shared.view != nil {
-		mark = l.shared.view.Mark()
+	return l.snapshotSince(ctx, l.readMark())
+}
+
+// readMark is the number of the pool's latest reading, for readSince: a
+// reading after it starts after now. Outside workers it is 0 (unused).
+func (l *Loop) readMark() uint64 {
+	if l.shared == nil || l.shared.view == nil {
+		return 0
 	}
-	return l.snapshotSince(ctx, mark)
+	return l.shared.view.Mark()
 }
 
 // snapshotSince is snapshotAfter for a reading of the pool's that started
@@ -536,10 +541,7 @@ func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
 // readTracker reads the tracker as it is now: a fresh snapshot, or for a
 // worker, a reading of the pool's that starts after this call.
 func (l *Loop) readTracker(ctx context.Context) (tamper.Snapshot, error) {
-	if l.shared == nil || l.shared.view == nil {
-		return l.snapshotFresh(ctx)
-	}
-	return l.readSince(ctx, l.shared.view.Mark())
+	return l.readSince(ctx, l.readMark())
 }
 
 // readSince returns, for a worker, a reading of the pool's that started
