@@ -16,6 +16,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
 
 // scopeFake answers `ready --parent` with a list, and each `update --claim`
@@ -293,7 +294,7 @@ func TestNextInOverStandin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the stand-in bd")
 	}
-	bin, err := buildStandin()
+	bin, err := standintest.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,31 +13,10 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
 
-// buildStandin builds the stand-in bd once per test binary.
-var buildStandin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "claim-standin-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "bd")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../fakebd").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build fakebd: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if bin, err := buildStandin(); err == nil {
-		_ = os.RemoveAll(filepath.Dir(bin))
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) }
 
 func run(t *testing.T, env []string, dir string, name string, args ...string) string {
 	t.Helper()
@@ -61,7 +40,7 @@ func TestWorkersRaceOverStandin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the stand-in bd")
 	}
-	bin, err := buildStandin()
+	bin, err := standintest.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}

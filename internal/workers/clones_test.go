@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -23,7 +24,7 @@ import (
 // integrated once, every commit reaches the remote, and nothing is forced.
 func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 	is := is.New(t)
-	bin, err := buildStandin()
+	bin, err := standintest.Binary()
 	is.NoErr(err)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	is.NoErr(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -21,11 +22,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(helper(spec))
 	}
-	code := m.Run()
-	if bin, err := buildStandin(); err == nil {
-		_ = os.RemoveAll(filepath.Dir(bin))
-	}
-	os.Exit(code)
+	os.Exit(standintest.Main(m.Run))
 }
 
 // helper runs 3 workers whose iterations commit, close their issue and

@@ -15,23 +15,9 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
-
-// buildStandin builds the stand-in bd once per test binary.
-var buildStandin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "workers-standin-*")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "bd")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../fakebd").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build fakebd: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 func sh(t testing.TB, dir string, args ...string) string {
 	t.Helper()
@@ -70,7 +56,7 @@ func setEnv(t testing.TB, home string) {
 
 func newProject(t *testing.T) *project {
 	t.Helper()
-	bin, err := buildStandin()
+	bin, err := standintest.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
