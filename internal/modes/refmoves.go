@@ -41,5 +41,5 @@ func (sh *pool) sandboxShared(self string) *sandbox.Shared {
 	if sh == nil {
 		return nil
 	}
-	return &sandbox.Shared{OwnRefs: "refs/heads/" + workertree.BranchDir(self), MainCheckout: true}
+	return &sandbox.Shared{OwnRefs: "refs/heads/" + workertree.BranchDir(self)}
 }

@@ -20,9 +20,11 @@ type Layout struct {
 	// ReadOnly paths are bound read-only, over any writable path that
 	// contains them. Missing ones are left out.
 	ReadOnly []string
-	// Sealed dirs are read-only too, and when one does not exist an empty
-	// read-only dir takes its place, so the agent cannot create it (bwrap
-	// leaves the empty dir behind as the mount point).
+	// Sealed dirs are read-only too, and when one does not exist inside a
+	// writable path an empty read-only dir takes its place, so the agent
+	// cannot create it (bwrap leaves the empty dir behind as the mount
+	// point). One missing outside every writable path is left out: the
+	// agent cannot create it, and bwrap could not make its mount point.
 	Sealed []string
 	// Hidden dirs are replaced by an empty private tmpfs (the user's
 	// runtime dir, whose sockets reach services outside the sandbox).
@@ -72,9 +74,11 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 			ms = append(ms, mount{p, []string{"--tmpfs"}, 0})
 		}
 	}
+	var writable []string
 	for _, p := range clean(append(l.Writable, l.Dirs...)) {
 		if exists(p) {
 			ms = append(ms, mount{p, []string{"--bind", p}, 1})
+			writable = append(writable, p)
 		}
 	}
 	for _, p := range clean(l.ReadOnly) {
@@ -86,7 +90,7 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 		switch {
 		case exists(p):
 			ms = append(ms, mount{p, []string{"--ro-bind", p}, 2})
-		case isDir(filepath.Dir(p)):
+		case isDir(filepath.Dir(p)) && slices.ContainsFunc(writable, func(w string) bool { return within(p, w) }):
 			// An empty tmpfs, made read-only once mounted.
 			ms = append(ms, mount{p, []string{"--tmpfs"}, 2}, mount{p, []string{"--remount-ro"}, 3})
 		}

@@ -40,7 +40,7 @@ func TestArgsOrder(t *testing.T) {
 	l := Layout{
 		Writable: []string{wt, wt + "/", filepath.Join(root, "missing")},
 		ReadOnly: []string{filepath.Join(wt, ".git/config"), filepath.Join(wt, ".beads"), "relative/ignored"},
-		Sealed:   []string{filepath.Join(wt, ".git/hooks"), filepath.Join(wt, ".ralph"), filepath.Join(root, "nodir/x")},
+		Sealed:   []string{filepath.Join(wt, ".git/hooks"), filepath.Join(wt, ".ralph"), filepath.Join(root, "nodir/x"), filepath.Join(root, "x")},
 		Hidden:   []string{filepath.Join(wt, "run")},
 	}
 	args := l.Args("/usr/bin/bwrap", []string{"agent", "--flag"})
@@ -54,7 +54,7 @@ func TestArgsOrder(t *testing.T) {
 		"--bind " + wt, // once, though listed twice
 		"--tmpfs " + filepath.Join(wt, "run"),
 		"--ro-bind " + filepath.Join(wt, ".beads"), // inside the work tree: after it
-		"--tmpfs " + filepath.Join(wt, ".ralph"),   // missing: sealed by an empty read-only dir
+		"--tmpfs " + filepath.Join(wt, ".ralph"),   // missing: sealed by an empty read-only dir (root/x, outside the writable paths, is not)
 		"--remount-ro " + filepath.Join(wt, ".ralph"),
 		"--ro-bind " + filepath.Join(wt, ".git/config"),
 		"--ro-bind " + filepath.Join(wt, ".git/hooks"),

@@ -34,25 +34,32 @@ type Project struct {
 
 // Shared is what a worker's agent may write of the git common dir it
 // shares with the other workers and the merge queue: its commits need the
-// common dir (objects, its own branch, its own worktree's HEAD and index),
-// but the target, the other workers' branches and HEADs, and the branches
-// that keep work are not its to move. refs/heads is bound read-only, and
-// the worker's own branch directory writable again; the other worktrees'
-// dirs are read-only. Directories are bound, not ref files: git updates a
-// ref by renaming a lock file over it, and a file replaced outside the
-// sandbox (ralphd's own update of the target) drops its binding inside,
-// while a bound directory stays bound and shows the refs as they are. A
-// loose ref wins over packed-refs, which stays writable (git rewrites it
-// to delete a packed ref), so an edit of it moves no ref that has a loose
-// file; the pool keeps every worker's branch loose.
+// common dir's objects, its own branch and reflog, and its own worktree's
+// HEAD and index, but the target, the other workers' branches and HEADs,
+// the branches that keep work, and the target checkout's HEAD, index and
+// lock files are not its to write.
+//
+// The common dir's top level stays read-only; objects/, refs/ and logs/
+// are bound writable, then refs/heads read-only and the worker's own
+// branch directory writable again; the worktrees' dir is read-only and
+// the agent's own worktree dir writable again. Only directories are
+// bound writable, never files: git replaces a ref, the index or HEAD by
+// renaming a lock file over it, and a file replaced outside the sandbox
+// (ralphd's own move of the target and its checkout) drops its binding
+// inside, while a bound directory stays bound and shows its files as they
+// are. A dropped binding of a file in a read-only directory leaves it
+// read-only. packed-refs is read-only too, so the agent can neither
+// repack nor delete a packed ref; the pool keeps every worker's branch
+// loose.
 type Shared struct {
 	// OwnRefs is the worker's own ref directory, relative to the common
 	// dir (refs/heads/ralphd/workers/w1): writable.
 	OwnRefs string
-	// MainCheckout says the common dir is a checkout's .git (the
-	// target's): its HEAD and index are read-only.
-	MainCheckout bool
 }
+
+// sharedWritable are the common dir's directories a worker's git writes:
+// made when missing, and bound writable.
+var sharedWritable = []string{"objects", "refs", "logs"}
 
 // BuildLayout is the layout of a BUILD iteration: the work tree (and a
 // linked worktree's git dirs), the temp dir and the agent CLI's own dirs
@@ -81,21 +88,28 @@ func BuildLayout(p Project) Layout {
 		if g == "" {
 			continue
 		}
+		ro := append(l.ReadOnly, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"), filepath.Join(g, "info"))
+		if g == p.GitCommonDir && p.Shared != nil {
+			// Read-only but for sharedWritable (Shared). A missing hooks
+			// dir cannot be made in it.
+			l.ReadOnly = append(ro, filepath.Join(g, "hooks"))
+			continue
+		}
 		if !within(g, p.WorkTree) {
 			// A linked worktree's git dirs are outside it: the agent's
 			// commits write objects, refs and its index there.
 			l.Writable = append(l.Writable, g)
 		}
-		l.ReadOnly = append(l.ReadOnly, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"), filepath.Join(g, "info"))
+		l.ReadOnly = ro
 		l.Sealed = append(l.Sealed, filepath.Join(g, "hooks"))
 	}
 	if c := p.GitCommonDir; c != "" && p.Shared != nil {
+		for _, d := range sharedWritable {
+			l.Dirs = append(l.Dirs, filepath.Join(c, d))
+		}
 		l.ReadOnly = append(l.ReadOnly, filepath.Join(c, "refs", "heads"))
 		if p.Shared.OwnRefs != "" {
 			l.Writable = append(l.Writable, filepath.Join(c, filepath.FromSlash(p.Shared.OwnRefs)))
-		}
-		if p.Shared.MainCheckout {
-			l.ReadOnly = append(l.ReadOnly, filepath.Join(c, "HEAD"), filepath.Join(c, "index"))
 		}
 		if p.GitDir != "" && filepath.Dir(p.GitDir) == filepath.Join(c, "worktrees") {
 			// The other worktrees' HEADs and indexes; the agent's own

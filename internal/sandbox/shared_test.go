@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,23 +15,31 @@ import (
 	"github.com/matryer/is"
 )
 
-// TestSharedLayoutOrder: refs/heads and the other worktrees' dir are
-// bound read-only after the writable common dir, and the agent's own
-// branch dir and worktree dir writable again after them.
+// TestSharedLayoutOrder: the common dir's top level is not bound
+// writable; objects, refs and logs are (made when missing), refs/heads and
+// the other worktrees' dir read-only after them, and the agent's own
+// branch dir and worktree dir writable again after those. No file of the
+// common dir is bound at all.
 func TestSharedLayoutOrder(t *testing.T) {
 	is := is.New(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	c := filepath.Join(root, "repo", ".git")
 	own := filepath.Join(c, "worktrees", "w1")
 	ownRefs := filepath.Join(c, "refs", "heads", "ralphd", "workers", "w1")
-	for _, d := range []string{own, ownRefs, filepath.Join(root, "w1")} {
+	for _, d := range []string{own, ownRefs, filepath.Join(root, "w1"), filepath.Join(root, "repo", ".beads")} {
 		is.NoErr(os.MkdirAll(d, 0o755))
 	}
-	for _, f := range []string{filepath.Join(c, "HEAD"), filepath.Join(c, "index")} {
+	for _, f := range []string{filepath.Join(c, "HEAD"), filepath.Join(c, "index"), filepath.Join(c, "packed-refs")} {
 		is.NoErr(os.WriteFile(f, []byte("x\n"), 0o644))
 	}
 	l := BuildLayout(Project{WorkTree: filepath.Join(root, "w1"), GitDir: own, GitCommonDir: c,
-		Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1", MainCheckout: true}})
+		Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
+	is.NoErr(l.Prepare())
+	for _, d := range []string{"objects", "logs"} {
+		fi, err := os.Stat(filepath.Join(c, d))
+		is.NoErr(err) // made by Prepare
+		is.True(fi.IsDir())
+	}
 	args := strings.Join(l.Args("bwrap", []string{"true"}), " ")
 	pos := func(s string) int {
 		i := strings.Index(args, s)
@@ -38,11 +48,96 @@ func TestSharedLayoutOrder(t *testing.T) {
 		}
 		return i
 	}
-	is.True(pos("--bind "+c+" ") < pos("--ro-bind "+c+"/worktrees "))
-	is.True(pos("--ro-bind "+c+"/worktrees ") < pos("--bind "+own+" "))
+	is.True(!strings.Contains(args, "--bind "+c+" "))
+	for _, f := range []string{"HEAD", "index", "packed-refs"} {
+		is.True(!strings.Contains(args, " "+filepath.Join(c, f)+" "))
+	}
+	pos("--bind " + c + "/objects ")
+	pos("--bind " + c + "/logs ")
+	is.True(pos("--bind "+c+"/refs ") < pos("--ro-bind "+c+"/refs/heads "))
 	is.True(pos("--ro-bind "+c+"/refs/heads ") < pos("--bind "+ownRefs+" "))
-	pos("--ro-bind " + c + "/HEAD ")
-	pos("--ro-bind " + c + "/index ")
+	is.True(pos("--ro-bind "+c+"/worktrees ") < pos("--bind "+own+" "))
+}
+
+// sharedRepo is a repository with the target main checked out and two
+// workers' linked worktrees, w1 and w2, for a worker's sandbox tests.
+type sharedRepo struct {
+	root, home, repo, common, w1, w2, tmp string
+	t                                     *testing.T
+}
+
+func newSharedRepo(t *testing.T) *sharedRepo {
+	t.Helper()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	r := &sharedRepo{t: t, root: root, home: filepath.Join(root, "home"), repo: filepath.Join(root, "repo"), tmp: filepath.Join(root, "tmp"),
+		w1: filepath.Join(root, "wt", "w1"), w2: filepath.Join(root, "wt", "w2")}
+	r.common = filepath.Join(r.repo, ".git")
+	t.Setenv("HOME", r.home)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(r.home, "gitconfig"))
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x"} {
+		t.Setenv(k, v)
+	}
+	for _, d := range []string{filepath.Join(r.repo, ".beads"), r.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.git(r.repo, "init", "-q", "-b", "main")
+	r.git(r.repo, "commit", "-q", "--allow-empty", "-m", "base")
+	r.git(r.repo, "branch", "wip/w2/old")
+	r.git(r.repo, "worktree", "add", "-q", "-b", "ralphd/workers/w1/work", r.w1)
+	r.git(r.repo, "worktree", "add", "-q", "-b", "ralphd/workers/w2/work", r.w2)
+	return r
+}
+
+func (r *sharedRepo) git(dir string, args ...string) string {
+	r.t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// layout is worker w1's sandbox.
+func (r *sharedRepo) layout() Layout {
+	return BuildLayout(Project{WorkTree: r.w1, GitDir: filepath.Join(r.common, "worktrees", "w1"), GitCommonDir: r.common, Scratch: r.tmp, Home: r.home,
+		Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
+}
+
+// start runs script in w1's sandbox, with $C, $W2, $REPO and $T (the
+// scratch dir) set, and returns the command and its output.
+func (r *sharedRepo) start(ctx context.Context, bwrap, script string) (*exec.Cmd, *strings.Builder) {
+	r.t.Helper()
+	l := r.layout()
+	if err := l.Prepare(); err != nil {
+		r.t.Fatal(err)
+	}
+	argv := l.Args(bwrap, []string{"sh", "-c", script})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = r.w1
+	cmd.Env = append(os.Environ(), "C="+r.common, "W2="+r.w2, "REPO="+r.repo, "T="+r.tmp)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	return cmd, &out
+}
+
+// await waits for the sandbox to make the file name in the scratch dir.
+func (r *sharedRepo) await(name string, out *strings.Builder) {
+	r.t.Helper()
+	for n := 0; ; n++ {
+		if _, err := os.Stat(filepath.Join(r.tmp, name)); err == nil {
+			return
+		}
+		if n > 400 {
+			r.t.Fatalf("the sandbox never made %s:\n%s", name, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestSharedRefsHold: a worker's sandboxed agent tries every route to move
@@ -51,37 +146,10 @@ func TestSharedLayoutOrder(t *testing.T) {
 // branches of its own.
 func TestSharedRefsHold(t *testing.T) {
 	bwrap := bwrapOrSkip(t)
-	root, _ := filepath.EvalSymlinks(t.TempDir())
-	home := filepath.Join(root, "home")
-	t.Setenv("HOME", home)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, "gitconfig"))
-	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@x"} {
-		t.Setenv(k, v)
-	}
-	repo := filepath.Join(root, "repo")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	r := newSharedRepo(t)
+	repo, w2, tmp, git := r.repo, r.w2, r.tmp, r.git
 	is := is.New(t)
-	is.NoErr(os.MkdirAll(filepath.Join(repo, ".beads"), 0o755))
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "commit", "-q", "--allow-empty", "-m", "base")
-	git(repo, "branch", "wip/w2/old")
-	w1, w2 := filepath.Join(root, "wt", "w1"), filepath.Join(root, "wt", "w2")
-	git(repo, "worktree", "add", "-q", "-b", "ralphd/workers/w1/work", w1)
-	git(repo, "worktree", "add", "-q", "-b", "ralphd/workers/w2/work", w2)
-	c := filepath.Join(repo, ".git")
 	var main, other string // where ralphd leaves the target and w2's branch, below
-	tmp := filepath.Join(root, "tmp")
-	is.NoErr(os.MkdirAll(tmp, 0o755))
-	l := BuildLayout(Project{WorkTree: w1, GitDir: filepath.Join(c, "worktrees", "w1"), GitCommonDir: c, Scratch: tmp, Home: home,
-		Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1", MainCheckout: true}})
 	// One sandbox for the whole test: it commits on its own branch, waits
 	// while ralphd moves the target and the other branch outside, then
 	// tries every route.
@@ -112,22 +180,8 @@ func TestSharedRefsHold(t *testing.T) {
 	script.WriteString("git commit -q --allow-empty -m again || exit 9\n")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	argv := l.Args(bwrap, []string{"sh", "-c", script.String()})
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = w1
-	cmd.Env = append(os.Environ(), "C="+c, "W2="+w2, "REPO="+repo, "T="+tmp)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	is.NoErr(cmd.Start())
-	for n := 0; ; n++ {
-		if _, err := os.Stat(filepath.Join(tmp, "mine")); err == nil {
-			break
-		}
-		if n > 400 {
-			t.Fatalf("the sandbox never committed:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	cmd, out := r.start(ctx, bwrap, script.String())
+	r.await("mine", out)
 	wip := git(repo, "rev-parse", "wip/w2/old")
 	// ralphd integrates and the other worker commits, outside, while the
 	// sandbox runs: their ref files are replaced.
@@ -153,4 +207,120 @@ func TestSharedRefsHold(t *testing.T) {
 	is.Equal(git(repo, "symbolic-ref", "HEAD"), "refs/heads/main")
 	is.Equal(git(w2, "symbolic-ref", "HEAD"), "refs/heads/ralphd/workers/w2/work")
 	is.True(git(repo, "rev-parse", "ralphd/workers/w1/work") != main) // its own branch moved
+}
+
+// integrate moves the checked-out target main to a new commit the way the
+// merge queue does (a two-way read-tree of the checkout, then a
+// compare-and-swap of the ref), and puts its HEAD back the way the guard
+// does: git replaces .git/index and .git/HEAD by renaming a lock file
+// over them.
+func (r *sharedRepo) integrate(name string) {
+	r.t.Helper()
+	old := r.git(r.repo, "rev-parse", "main")
+	if err := os.WriteFile(filepath.Join(r.tmp, name), []byte(name+"\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	blob := r.git(r.repo, "hash-object", "-w", filepath.Join(r.tmp, name))
+	idx := filepath.Join(r.tmp, "idx")
+	_ = os.Remove(idx)
+	tree := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", r.repo}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_INDEX_FILE="+idx)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			r.t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	tree("read-tree", old)
+	tree("update-index", "--add", "--cacheinfo", "100644,"+blob+","+name+".txt")
+	tip := r.git(r.repo, "commit-tree", "-p", old, "-m", name, tree("write-tree"))
+	r.git(r.repo, "read-tree", "-m", "-u", old, tip)
+	r.git(r.repo, "update-ref", "-m", "ralphd: integrate", "refs/heads/main", tip, old)
+	r.git(r.repo, "symbolic-ref", "HEAD", "refs/heads/main")
+}
+
+// TestSharedCheckoutHoldsAcrossIntegrations: in one long sandbox, the
+// target's checkout (its index, HEAD, config and lock files) stays
+// read-only after ralphd has moved it, twice: git replaces the index and
+// HEAD by rename, which used to drop a binding of those files inside the
+// sandbox, so the second integration found the checkout dirty.
+func TestSharedCheckoutHoldsAcrossIntegrations(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	r := newSharedRepo(t)
+	is := is.New(t)
+	refused := []struct{ name, script string }{
+		{"write the checkout's index", "echo junk > $C/index"},
+		{"stage in the checkout's index", "echo x > $T/f && git --git-dir=$C --work-tree=$T update-index --add f"},
+		{"read a tree into the checkout's index", "git --git-dir=$C --work-tree=$REPO read-tree $X"},
+		{"remove the checkout's index", "rm $C/index"},
+		{"repoint the checkout's HEAD file", "echo ref: refs/heads/ralphd/workers/w1/work > $C/HEAD"},
+		{"repoint the checkout's HEAD", "git --git-dir=$C symbolic-ref HEAD refs/heads/ralphd/workers/w1/work"},
+		{"plant index.lock", "touch $C/index.lock"},
+		{"plant HEAD.lock", "touch $C/HEAD.lock"},
+		{"plant packed-refs.lock", "touch $C/packed-refs.lock"},
+		{"plant the target's ref lock", "touch $C/refs/heads/main.lock"},
+		{"git config", "echo '[core] fsmonitor = evil' >> $C/config"},
+		{"replace git config", "echo '[core] fsmonitor = evil' > $T/cfg && mv $T/cfg $C/config"},
+		{"a file beside the config", "echo x > $C/config.new"},
+	}
+	var script strings.Builder
+	script.WriteString("git commit -q --allow-empty -m mine || exit 9\nX=$(git rev-parse HEAD)\n")
+	for round := 1; round <= 2; round++ {
+		fmt.Fprintf(&script, "touch $T/ready%d\n", round)
+		fmt.Fprintf(&script, "n=0; while [ ! -e $T/moved%d ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done\n", round)
+		for i, tt := range refused {
+			fmt.Fprintf(&script, "( %s ) >/dev/null 2>&1; echo \"%d %d $?\"\n", tt.script, round, i)
+		}
+		script.WriteString("git commit -q --allow-empty -m again || exit 9\n")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, out := r.start(ctx, bwrap, script.String())
+	for round := 1; round <= 2; round++ {
+		r.await(fmt.Sprintf("ready%d", round), out)
+		// The merge queue's check before it moves the checkout.
+		is.Equal(r.git(r.repo, "status", "--porcelain", "--untracked-files=no"), "")
+		r.integrate(fmt.Sprintf("integrated%d", round))
+		is.NoErr(os.WriteFile(filepath.Join(r.tmp, fmt.Sprintf("moved%d", round)), nil, 0o644))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the agent's own commits failed: %v\n%s", err, out.String())
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var round, i, rc int
+		if _, err := fmt.Sscanf(l, "%d %d %d", &round, &i, &rc); err != nil || i < 0 || i >= len(refused) {
+			t.Fatalf("unexpected output %q", l)
+		}
+		n++
+		if rc == 0 {
+			t.Errorf("after integration %d, %q succeeded inside the sandbox", round, refused[i].script)
+		}
+	}
+	is.Equal(n, 2*len(refused))
+	is.Equal(r.git(r.repo, "status", "--porcelain", "--untracked-files=no"), "") // a third integration would find it clean
+	is.Equal(r.git(r.repo, "symbolic-ref", "HEAD"), "refs/heads/main")
+	is.Equal(r.git(r.repo, "ls-files"), "integrated1.txt\nintegrated2.txt")
+	for _, l := range []string{"index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/main.lock", "config.new"} {
+		_, err := os.Stat(filepath.Join(r.common, l))
+		is.True(errors.Is(err, fs.ErrNotExist)) // nothing planted
+	}
+}
+
+// TestSharedNoTracker: a worker's sandbox starts when the target's
+// checkout has no .beads (an external tracker): the read-only checkout
+// needs no seal, and bwrap could not make its mount point there.
+func TestSharedNoTracker(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	r := newSharedRepo(t)
+	if err := os.RemoveAll(filepath.Join(r.repo, ".beads")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd, out := r.start(ctx, bwrap, "git commit -q --allow-empty -m mine && ! mkdir $REPO/.beads")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the sandbox did not run: %v\n%s", err, out.String())
+	}
 }
