@@ -22,7 +22,12 @@
 //     --no-textconv;
 //   - submodules: status and diff do not look inside them
 //     (--ignore-submodules=dirty), so no git runs with a submodule's config;
-//   - the pager, signing, and ext:: remotes are turned off as well.
+//   - the pager, signing, and ext:: remotes are turned off as well;
+//   - object substitution: GIT_NO_REPLACE_OBJECTS makes git ignore
+//     refs/replace/*, and GIT_GRAFT_FILE=/dev/null the repository's
+//     info/grafts, which the agent can plant to make a commit read as
+//     another (its content, its parents) while the target and a push get
+//     the real one.
 //
 // The overrides travel in GIT_CONFIG_COUNT/KEY/VALUE, which take any key,
 // including a driver name with '=' in it, and reach the git processes git
@@ -57,6 +62,7 @@ var fixed = [][2]string{
 	{"commit.gpgSign", "false"},
 	{"tag.gpgSign", "false"},
 	{"protocol.ext.allow", "never"},
+	{"advice.graftFileDeprecated", "false"}, // GIT_GRAFT_FILE is read, and empty
 }
 
 // plain are the subcommands known to read no work tree file content, so
@@ -131,8 +137,9 @@ func command(ctx context.Context, dir string, sets [][2]string, args []string) *
 }
 
 // configEnv returns env with sets added as GIT_CONFIG_KEY_n/VALUE_n
-// after any such entries env already has, and with variables that would
-// make git prompt or take locks it does not need.
+// after any such entries env already has, and with variables that keep
+// git from prompting, taking locks it does not need, or reading planted
+// object substitutions.
 func configEnv(env []string, sets [][2]string) []string {
 	out := make([]string, 0, len(env)+2*len(sets)+3)
 	n := 0
@@ -150,8 +157,10 @@ func configEnv(env []string, sets [][2]string) []string {
 		n++
 	}
 	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(n),
-		"GIT_TERMINAL_PROMPT=0", // never wait for a password
-		"GIT_OPTIONAL_LOCKS=0",  // status need not rewrite the index under the agent
+		"GIT_TERMINAL_PROMPT=0",    // never wait for a password
+		"GIT_OPTIONAL_LOCKS=0",     // status need not rewrite the index under the agent
+		"GIT_NO_REPLACE_OBJECTS=1", // read what a commit holds, not a planted replacement
+		"GIT_GRAFT_FILE=/dev/null", // nor parents from a planted info/grafts
 	)
 }
 
