@@ -1,6 +1,7 @@
-// Package dirsnap holds a small directory tree in memory and puts it back:
-// ralphd uses it for .ralph/, which belongs to PLANNING, around a BUILD
-// iteration.
+// Package dirsnap holds files in memory, tells what changed since and
+// puts them back. ralphd holds .ralph/, which belongs to PLANNING, as a
+// whole tree (Take), and the git directory's configuration and hooks as
+// chosen files (Files.Read, in gitsafe), around a BUILD iteration.
 package dirsnap
 
 import (
@@ -14,34 +15,131 @@ import (
 	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
-// maxBytes bounds what a snapshot holds: .ralph/ is a few small files.
+// maxBytes bounds what Take holds: .ralph/ is a few small files.
 const maxBytes = 16 << 20
 
-// Snapshot is the content of every regular file under a directory, by path
-// relative to it. A directory that did not exist is an empty snapshot.
+// File is one held path: a regular file's content and mode, or, for
+// anything else (a symlink, a directory), its mode alone, so that it reads
+// as a change if it is replaced.
+type File struct {
+	Data []byte      `json:"data"` // base64 in JSON
+	Mode fs.FileMode `json:"mode"`
+}
+
+// Files are held paths, by path relative to the directory they were read
+// under. An absent path is not in it.
+type Files map[string]File
+
+// Read holds the path rel under dir, if it exists. The path itself is
+// read, never what a symlink there points to.
+func (f Files) Read(dir, rel string) error {
+	path := filepath.Join(dir, rel)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.add(path, rel, fi)
+}
+
+// add holds path, known as rel, whose Lstat is fi.
+func (f Files) add(path, rel string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		f[rel] = File{Mode: fi.Mode()}
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	f[rel] = File{Data: data, Mode: fi.Mode()}
+	return nil
+}
+
+// Changed returns the paths whose content or mode differs between was and
+// now, or that only one of them holds, sorted.
+func Changed(was, now Files) []string {
+	var changed []string
+	for p, f := range now {
+		if old, ok := was[p]; !ok || old.Mode != f.Mode || string(old.Data) != string(f.Data) {
+			changed = append(changed, p)
+		}
+	}
+	for p := range was {
+		if _, ok := now[p]; !ok {
+			changed = append(changed, p)
+		}
+	}
+	slices.Sort(changed)
+	return changed
+}
+
+// Restore puts each of paths (relative to dir) back as was holds it. A
+// path was does not hold is removed, whatever it is now. A held regular
+// file is written back atomically (internal/atomicfile), replacing
+// whatever is in its place. Anything else was held by its mode alone and
+// cannot be made again: what is in its place is removed, and the error
+// says so.
+func Restore(dir string, was Files, paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		path := filepath.Join(dir, p)
+		f, ok := was[p]
+		switch {
+		case !ok:
+			if err := os.RemoveAll(path); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+			}
+		case f.Mode.IsRegular():
+			if err := writeBack(path, f); err != nil {
+				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
+			}
+		default:
+			if err := os.RemoveAll(path); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("restore %s: held as %s, not a regular file: what replaced it is removed, and it is not made again", p, f.Mode.Type()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeBack replaces path with f's content and mode atomically, removing
+// whatever directory is in its place.
+func writeBack(path string, f File) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+	}
+	return atomicfile.Write(path, f.Data, f.Mode.Perm())
+}
+
+// Snapshot is every file under a directory, by path relative to it. A
+// directory that did not exist is an empty snapshot.
 type Snapshot struct {
 	dir   string
-	files map[string]entry
+	files Files
 }
 
-type entry struct {
-	data []byte
-	mode fs.FileMode
-}
-
-// Take reads every file under dir. Anything but a regular file or a
-// directory (a symlink, say) is held by its mode alone, so that it reads
-// as a change if it is replaced.
+// Take reads every file under dir, up to 16 MiB in all. Anything but a
+// regular file or a directory (a symlink, say) is held by its mode alone.
 func Take(dir string) (*Snapshot, error) {
-	files, err := read(dir)
+	files, err := walk(dir)
 	if err != nil {
 		return nil, err
 	}
 	return &Snapshot{dir: dir, files: files}, nil
 }
 
-func read(dir string) (map[string]entry, error) {
-	files := map[string]entry{}
+func walk(dir string) (Files, error) {
+	files := Files{}
 	total := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -61,19 +159,12 @@ func read(dir string) (map[string]entry, error) {
 		if err != nil {
 			return err
 		}
-		if !fi.Mode().IsRegular() {
-			files[rel] = entry{mode: fi.Mode()}
-			return nil
+		if fi.Mode().IsRegular() {
+			if total += int(fi.Size()); total > maxBytes {
+				return fmt.Errorf("more than %d bytes under %s", maxBytes, dir)
+			}
 		}
-		if total += int(fi.Size()); total > maxBytes {
-			return fmt.Errorf("more than %d bytes under %s", maxBytes, dir)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files[rel] = entry{data: data, mode: fi.Mode()}
-		return nil
+		return files.add(path, rel, fi)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
@@ -84,50 +175,20 @@ func read(dir string) (map[string]entry, error) {
 // Changed returns the files (relative to the directory) whose content or
 // mode differs now, that appeared, or that went away, sorted.
 func (s *Snapshot) Changed() ([]string, error) {
-	now, err := read(s.dir)
+	now, err := walk(s.dir)
 	if err != nil {
 		return nil, err
 	}
-	var changed []string
-	for p, f := range now {
-		if old, ok := s.files[p]; !ok || old.mode != f.mode || string(old.data) != string(f.data) {
-			changed = append(changed, p)
-		}
-	}
-	for p := range s.files {
-		if _, ok := now[p]; !ok {
-			changed = append(changed, p)
-		}
-	}
-	slices.Sort(changed)
-	return changed, nil
+	return Changed(s.files, now), nil
 }
 
 // Restore puts every held file back and removes the ones that appeared
-// since. It returns what it changed, like Changed.
+// since, as the package's Restore does. It returns what it changed, like
+// Changed.
 func (s *Snapshot) Restore() ([]string, error) {
 	changed, err := s.Changed()
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for _, p := range changed {
-		path := filepath.Join(s.dir, p)
-		f, ok := s.files[p]
-		if err := os.RemoveAll(path); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
-			continue
-		}
-		if !ok || !f.mode.IsRegular() {
-			continue // an added file goes; a held non-file cannot be re-made, and is gone
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := (atomicfile.Writer{}).Write(path, f.data, f.mode.Perm()); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
-		}
-	}
-	return changed, errors.Join(errs...)
+	return changed, Restore(s.dir, s.files, changed)
 }

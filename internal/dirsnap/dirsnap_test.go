@@ -3,6 +3,7 @@ package dirsnap
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -50,4 +51,68 @@ func TestMissingDirIsEmpty(t *testing.T) {
 	is.Equal(ch, []string{"config.json"})
 	_, err = os.Stat(filepath.Join(dir, "config.json"))
 	is.True(os.IsNotExist(err))
+}
+
+// Restore undoes each kind of replacement: a file replaced by a directory
+// comes back, a directory planted where nothing was goes with its
+// content, and a held symlink replaced by a file cannot be made again, so
+// the file goes and the error says so.
+func TestRestoreReplacements(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config"), []byte("held"), 0o600))
+	is.NoErr(os.Symlink("config", filepath.Join(dir, "link")))
+	was := Files{}
+	for _, rel := range []string{"config", "link", "planted"} {
+		is.NoErr(was.Read(dir, rel))
+	}
+	is.Equal(len(was), 2) // an absent path is not held
+
+	is.NoErr(os.Remove(filepath.Join(dir, "config")))
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "config", "sub"), 0o755))
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "planted", "deep"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "planted", "deep", "hook"), []byte("#!/bin/sh"), 0o755))
+	is.NoErr(os.Remove(filepath.Join(dir, "link")))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "link"), []byte("#!/bin/sh\nevil"), 0o755))
+
+	now := Files{}
+	for _, rel := range []string{"config", "link", "planted"} {
+		is.NoErr(now.Read(dir, rel))
+	}
+	changed := Changed(was, now)
+	is.Equal(changed, []string{"config", "link", "planted"})
+	err := Restore(dir, was, changed)
+	is.True(err != nil) // the symlink is not made again
+	is.True(strings.Contains(err.Error(), "restore link: held as L"))
+
+	got, rerr := os.ReadFile(filepath.Join(dir, "config"))
+	is.NoErr(rerr)
+	is.Equal(string(got), "held")
+	fi, serr := os.Stat(filepath.Join(dir, "config"))
+	is.NoErr(serr)
+	is.Equal(fi.Mode(), os.FileMode(0o600))
+	_, serr = os.Lstat(filepath.Join(dir, "planted"))
+	is.True(os.IsNotExist(serr))
+	_, serr = os.Lstat(filepath.Join(dir, "link"))
+	is.True(os.IsNotExist(serr))
+}
+
+// Changed sees content, mode and presence, and nothing else.
+func TestChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		was, now Files
+		want     []string
+	}{
+		{"same", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("x"), Mode: 0o644}}, nil},
+		{"content", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("y"), Mode: 0o644}}, []string{"a"}},
+		{"mode", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("x"), Mode: 0o755}}, []string{"a"}},
+		{"type", Files{"a": {Mode: 0o644}}, Files{"a": {Mode: os.ModeSymlink | 0o777}}, []string{"a"}},
+		{"added and gone", Files{"b": {}}, Files{"a": {}}, []string{"a", "b"}},
+		{"both empty", nil, Files{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is.New(t).Equal(Changed(tc.was, tc.now), tc.want)
+		})
+	}
 }

@@ -8,10 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/dirsnap"
 )
 
 // Snapshot holds the files of a git directory that make git run code or
@@ -25,13 +24,7 @@ import (
 // the include line itself is in config, so adding one is a change here.
 type Snapshot struct {
 	gitDir string
-	files  map[string]file // by path relative to gitDir; absent files are not in it
-}
-
-// file is one held file's content and permission bits.
-type file struct {
-	data []byte
-	mode fs.FileMode
+	files  dirsnap.Files // by path relative to gitDir
 }
 
 // TakeSnapshot reads the files of dir's git directory (the common one,
@@ -60,44 +53,18 @@ func (s *Snapshot) Changed() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var changed []string
-	for p, f := range now {
-		if old, ok := s.files[p]; !ok || old.mode != f.mode || string(old.data) != string(f.data) {
-			changed = append(changed, p)
-		}
-	}
-	for p := range s.files {
-		if _, ok := now[p]; !ok {
-			changed = append(changed, p)
-		}
-	}
-	slices.Sort(changed)
-	return changed, nil
+	return dirsnap.Changed(s.files, now), nil
 }
 
 // Restore puts every held file back as it was when the snapshot was
-// taken and removes the ones that appeared since. It returns what it
-// changed, like Changed.
+// taken and removes the ones that appeared since (dirsnap.Restore). It
+// returns what it changed, like Changed.
 func (s *Snapshot) Restore() ([]string, error) {
 	changed, err := s.Changed()
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for _, p := range changed {
-		path := filepath.Join(s.gitDir, p)
-		f, ok := s.files[p]
-		if !ok {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
-			}
-			continue
-		}
-		if err := writeAtomic(path, f); err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
-		}
-	}
-	return changed, errors.Join(errs...)
+	return changed, dirsnap.Restore(s.gitDir, s.files, changed)
 }
 
 // watchedFiles are the single files Snapshot holds; every regular file in
@@ -107,30 +74,10 @@ var watchedFiles = []string{"config", "config.worktree", filepath.Join("info", "
 // readWatched reads the held files that exist under gitDir. A path that
 // is not a regular file (a directory, a symlink planted in its place) is
 // read as what it is not: a change, with mode to tell.
-func readWatched(gitDir string) (map[string]file, error) {
-	files := make(map[string]file)
-	read := func(rel string) error {
-		path := filepath.Join(gitDir, rel)
-		fi, err := os.Lstat(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			files[rel] = file{mode: fi.Mode()}
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files[rel] = file{data: data, mode: fi.Mode()}
-		return nil
-	}
+func readWatched(gitDir string) (dirsnap.Files, error) {
+	files := dirsnap.Files{}
 	for _, rel := range watchedFiles {
-		if err := read(rel); err != nil {
+		if err := files.Read(gitDir, rel); err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
 	}
@@ -139,50 +86,24 @@ func readWatched(gitDir string) (map[string]file, error) {
 		return nil, fmt.Errorf("read hooks: %w", err)
 	}
 	for _, h := range hooks {
-		if err := read(filepath.Join("hooks", h.Name())); err != nil {
+		if err := files.Read(gitDir, filepath.Join("hooks", h.Name())); err != nil {
 			return nil, fmt.Errorf("read hook %s: %w", h.Name(), err)
 		}
 	}
 	return files, nil
 }
 
-// writeAtomic replaces path with f's content and mode atomically
-// (internal/atomicfile), removing whatever directory is in its place.
-func writeAtomic(path string, f file) error {
-	if !f.mode.IsRegular() {
-		return fmt.Errorf("held as %s, not a regular file; left as it is", f.mode.Type())
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		if err := os.RemoveAll(path); err != nil {
-			return err
-		}
-	}
-	return atomicfile.Write(path, f.data, f.mode.Perm())
-}
-
 // snapshotJSON is a Snapshot's persisted form.
 type snapshotJSON struct {
-	GitDir string              `json:"git_dir"`
-	Files  map[string]fileJSON `json:"files"`
-}
-
-type fileJSON struct {
-	Data []byte      `json:"data"` // base64 in JSON
-	Mode fs.FileMode `json:"mode"`
+	GitDir string        `json:"git_dir"`
+	Files  dirsnap.Files `json:"files"`
 }
 
 // MarshalJSON encodes the snapshot, so that it can be persisted with an
 // iteration's baseline and a later ralphd (after a crash) can compare and
 // restore against it.
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
-	j := snapshotJSON{GitDir: s.gitDir, Files: make(map[string]fileJSON, len(s.files))}
-	for p, f := range s.files {
-		j.Files[p] = fileJSON{Data: f.data, Mode: f.mode}
-	}
-	return json.Marshal(j)
+	return json.Marshal(snapshotJSON{GitDir: s.gitDir, Files: s.files})
 }
 
 // UnmarshalJSON decodes a snapshot MarshalJSON encoded. Paths that would
@@ -195,13 +116,11 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	if !filepath.IsAbs(j.GitDir) {
 		return fmt.Errorf("decode git snapshot: git dir %q is not absolute", j.GitDir)
 	}
-	files := make(map[string]file, len(j.Files))
-	for p, f := range j.Files {
+	for p := range j.Files {
 		if !filepath.IsLocal(p) {
 			return fmt.Errorf("decode git snapshot: path %q leaves the git directory", p)
 		}
-		files[p] = file{data: f.Data, mode: f.Mode}
 	}
-	s.gitDir, s.files = j.GitDir, files
+	s.gitDir, s.files = j.GitDir, j.Files
 	return nil
 }
