@@ -18,9 +18,9 @@ import (
 // maxBytes bounds what Take holds: .ralph/ is a few small files.
 const maxBytes = 16 << 20
 
-// File is one held path: a regular file's content and mode, or, for
-// anything else (a symlink, a directory), its mode alone, so that it reads
-// as a change if it is replaced.
+// File is one held path: a regular file's content and mode, a symlink's
+// target and mode, or, for anything else (a directory, a FIFO), its mode
+// alone, so that it reads as a change if it is replaced.
 type File struct {
 	Data []byte      `json:"data"` // base64 in JSON
 	Mode fs.FileMode `json:"mode"`
@@ -46,6 +46,14 @@ func (f Files) Read(dir, rel string) error {
 
 // add holds path, known as rel, whose Lstat is fi.
 func (f Files) add(path, rel string, fi fs.FileInfo) error {
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		f[rel] = File{Data: []byte(target), Mode: fi.Mode()}
+		return nil
+	}
 	if !fi.Mode().IsRegular() {
 		f[rel] = File{Mode: fi.Mode()}
 		return nil
@@ -78,10 +86,10 @@ func Changed(was, now Files) []string {
 
 // Restore puts each of paths (relative to dir) back as was holds it. A
 // path was does not hold is removed, whatever it is now. A held regular
-// file is written back atomically (internal/atomicfile), replacing
-// whatever is in its place. Anything else was held by its mode alone and
-// cannot be made again: what is in its place is removed, and the error
-// says so.
+// file is written back atomically (internal/atomicfile), and a held
+// symlink is made again with its target, replacing whatever is in its
+// place. Anything else was held by its mode alone and cannot be made
+// again: what is in its place is removed, and the error says so.
 func Restore(dir string, was Files, paths []string) error {
 	var errs []error
 	for _, p := range paths {
@@ -92,7 +100,7 @@ func Restore(dir string, was Files, paths []string) error {
 			if err := os.RemoveAll(path); err != nil {
 				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 			}
-		case f.Mode.IsRegular():
+		case f.Mode.IsRegular() || f.Mode&fs.ModeSymlink != 0:
 			if err := writeBack(path, f); err != nil {
 				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
 			}
@@ -107,8 +115,8 @@ func Restore(dir string, was Files, paths []string) error {
 	return errors.Join(errs...)
 }
 
-// writeBack replaces path with f's content and mode atomically, removing
-// whatever directory is in its place.
+// writeBack replaces path with the held file or symlink f atomically,
+// removing whatever directory is in its place.
 func writeBack(path string, f File) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -118,7 +126,19 @@ func writeBack(path string, f File) error {
 			return err
 		}
 	}
-	return atomicfile.Write(path, f.Data, f.Mode.Perm())
+	if f.Mode.IsRegular() {
+		return atomicfile.Write(path, f.Data, f.Mode.Perm())
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+atomicfile.TempInfix+"link")
+	_ = os.Remove(tmp) // one a crash left
+	if err := os.Symlink(string(f.Data), tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
 // Snapshot is every file under a directory, by path relative to it. A

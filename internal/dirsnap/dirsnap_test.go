@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/matryer/is"
@@ -55,18 +56,22 @@ func TestMissingDirIsEmpty(t *testing.T) {
 
 // Restore undoes each kind of replacement: a file replaced by a directory
 // comes back, a directory planted where nothing was goes with its
-// content, and a held symlink replaced by a file cannot be made again, so
-// the file goes and the error says so.
+// content, a symlink replaced by a file or pointed elsewhere comes back
+// with its target, and a held FIFO replaced by a file cannot be made
+// again, so the file goes and the error says so.
 func TestRestoreReplacements(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
+	paths := []string{"config", "link", "link2", "fifo", "planted"}
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config"), []byte("held"), 0o600))
 	is.NoErr(os.Symlink("config", filepath.Join(dir, "link")))
+	is.NoErr(os.Symlink("../shared/hook", filepath.Join(dir, "link2")))
+	is.NoErr(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 	was := Files{}
-	for _, rel := range []string{"config", "link", "planted"} {
+	for _, rel := range paths {
 		is.NoErr(was.Read(dir, rel))
 	}
-	is.Equal(len(was), 2) // an absent path is not held
+	is.Equal(len(was), 4) // an absent path is not held
 
 	is.NoErr(os.Remove(filepath.Join(dir, "config")))
 	is.NoErr(os.MkdirAll(filepath.Join(dir, "config", "sub"), 0o755))
@@ -74,16 +79,20 @@ func TestRestoreReplacements(t *testing.T) {
 	is.NoErr(os.WriteFile(filepath.Join(dir, "planted", "deep", "hook"), []byte("#!/bin/sh"), 0o755))
 	is.NoErr(os.Remove(filepath.Join(dir, "link")))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "link"), []byte("#!/bin/sh\nevil"), 0o755))
+	is.NoErr(os.Remove(filepath.Join(dir, "link2")))
+	is.NoErr(os.Symlink("/tmp/evil", filepath.Join(dir, "link2"))) // same mode, other target
+	is.NoErr(os.Remove(filepath.Join(dir, "fifo")))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "fifo"), []byte("x"), 0o600))
 
 	now := Files{}
-	for _, rel := range []string{"config", "link", "planted"} {
+	for _, rel := range paths {
 		is.NoErr(now.Read(dir, rel))
 	}
 	changed := Changed(was, now)
-	is.Equal(changed, []string{"config", "link", "planted"})
+	is.Equal(changed, []string{"config", "fifo", "link", "link2", "planted"})
 	err := Restore(dir, was, changed)
-	is.True(err != nil) // the symlink is not made again
-	is.True(strings.Contains(err.Error(), "restore link: held as L"))
+	is.True(err != nil) // the FIFO is not made again
+	is.True(strings.Contains(err.Error(), "restore fifo: held as p"))
 
 	got, rerr := os.ReadFile(filepath.Join(dir, "config"))
 	is.NoErr(rerr)
@@ -91,10 +100,23 @@ func TestRestoreReplacements(t *testing.T) {
 	fi, serr := os.Stat(filepath.Join(dir, "config"))
 	is.NoErr(serr)
 	is.Equal(fi.Mode(), os.FileMode(0o600))
-	_, serr = os.Lstat(filepath.Join(dir, "planted"))
-	is.True(os.IsNotExist(serr))
-	_, serr = os.Lstat(filepath.Join(dir, "link"))
-	is.True(os.IsNotExist(serr))
+	for link, target := range map[string]string{"link": "config", "link2": "../shared/hook"} {
+		got, lerr := os.Readlink(filepath.Join(dir, link))
+		is.NoErr(lerr)
+		is.Equal(got, target)
+	}
+	for _, gone := range []string{"planted", "fifo"} {
+		_, serr = os.Lstat(filepath.Join(dir, gone))
+		is.True(os.IsNotExist(serr))
+	}
+	left, derr := os.ReadDir(dir)
+	is.NoErr(derr)
+	is.Equal(len(left), 3) // no temp file left behind
+	now = Files{}
+	for _, rel := range paths {
+		is.NoErr(now.Read(dir, rel))
+	}
+	is.Equal(Changed(was, now), []string{"fifo"})
 }
 
 // Changed sees content, mode and presence, and nothing else.

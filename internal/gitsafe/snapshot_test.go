@@ -108,3 +108,32 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	is.True(json.Unmarshal([]byte(`{"git_dir":"/x","files":{"../escape":{"data":"","mode":420}}}`), &back) != nil)
 	is.True(json.Unmarshal([]byte(`{"git_dir":"rel","files":{}}`), &back) != nil)
 }
+
+// A hook that is a symlink (as hook managers install them) and is pointed
+// at the agent's own script is a change, and Restore points it back.
+func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
+	is := is.New(t)
+	dir := gitsafetest.Repo(t)
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	is.NoErr(os.Symlink("../../scripts/pre-commit", hook))
+	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	is.NoErr(err)
+	evil := filepath.Join(t.TempDir(), "evil")
+	is.NoErr(os.WriteFile(evil, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755))
+	is.NoErr(os.Remove(hook))
+	is.NoErr(os.Symlink(evil, hook))
+	changed, err := snap.Changed()
+	is.NoErr(err)
+	is.Equal(changed, []string{filepath.Join("hooks", "pre-commit")})
+
+	data, err := json.Marshal(snap) // and after a crash, from the persisted form
+	is.NoErr(err)
+	var back gitsafe.Snapshot
+	is.NoErr(json.Unmarshal(data, &back))
+	restored, err := back.Restore()
+	is.NoErr(err)
+	is.Equal(restored, changed)
+	target, err := os.Readlink(hook)
+	is.NoErr(err)
+	is.Equal(target, "../../scripts/pre-commit")
+}
