@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"unicode/utf8"
 )
 
@@ -102,17 +103,49 @@ type sseWriter struct {
 	err   error
 }
 
-// event writes one event; after the first error it does nothing.
+// openSSE answers 200 with an event stream and returns its writer, which
+// flushes after each event. Callers set any other header first.
+func openSSE(w http.ResponseWriter) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return &sseWriter{w: w, flush: func() { _ = rc.Flush() }}
+}
+
+// event writes one named event; after the first error it does nothing.
 func (s *sseWriter) event(name string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		s.fail(fmt.Errorf("encode %s event: %w", name, err))
+		return
+	}
+	s.write(name, fmt.Sprintf("event: %s\ndata: %s\n\n", name, b))
+}
+
+// data writes one data-only event, as the OpenAI and Gemini APIs stream.
+func (s *sseWriter) data(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.fail(fmt.Errorf("encode data event: %w", err))
+		return
+	}
+	s.write("data", fmt.Sprintf("data: %s\n\n", b))
+}
+
+// done writes the Chat Completions stream's last event, data: [DONE].
+func (s *sseWriter) done() { s.write("[DONE]", "data: [DONE]\n\n") }
+
+func (s *sseWriter) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *sseWriter) write(name, frame string) {
 	if s.err != nil {
 		return
 	}
-	b, err := json.Marshal(data)
-	if err != nil {
-		s.err = fmt.Errorf("encode %s event: %w", name, err)
-		return
-	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+	if _, err := io.WriteString(s.w, frame); err != nil {
 		s.err = fmt.Errorf("write %s event: %w", name, err)
 		return
 	}
@@ -146,8 +179,7 @@ func chunks(s string, n int) []string {
 // ping, then per block content_block_start, content_block_delta pieces and
 // content_block_stop, then message_delta with the stop reason and usage,
 // then message_stop.
-func (r reply) writeSSE(w io.Writer, flush func()) error {
-	s := &sseWriter{w: w, flush: flush}
+func (r reply) writeSSE(s *sseWriter) error {
 	start := r.message()
 	start.Content = []outBlock{}
 	start.StopReason = nil

@@ -80,7 +80,7 @@ func FuzzSSERoundTrip(f *testing.F) {
 		}
 		rep := reply{ID: "msg_1", Model: "m", Text: text, Calls: []toolUse{{ID: "toolu_1", Name: "Bash", Input: input}}, OutputTokens: 1}
 		var buf bytes.Buffer
-		if err := rep.writeSSE(&buf, nil); err != nil {
+		if err := rep.writeSSE(&sseWriter{w: &buf}); err != nil {
 			t.Fatal(err)
 		}
 		evs, err := parseSSE(&buf)

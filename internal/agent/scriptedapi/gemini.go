@@ -118,19 +118,9 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req *Request) {
 	}
 	text, calls := body.sideText(), []ToolCall(nil)
 	if agentReq && method == "streamGenerateContent" {
-		req.Kind = KindAgent
-		turn, ok := s.play(req, promptKey(req.Prompt), fresh)
-		if !ok {
-			text = "scriptedapi: there is no scripted turn for this request."
-		} else {
-			s.runChecks(req, turn)
-			if f := turn.Fault; f != nil {
-				if !s.hang(r, f) {
-					s.geminiError(w, f)
-				}
-				return
-			}
-			text, calls = turn.Text, turn.Calls
+		var ok bool
+		if text, calls, ok = s.agentTurn(w, r, req, promptKey(req.Prompt), fresh, s.geminiError); !ok {
+			return
 		}
 	} else {
 		req.Kind = KindSide
@@ -188,21 +178,17 @@ func (s *Server) writeGemini(w http.ResponseWriter, model string, stream bool, t
 		_ = json.NewEncoder(w).Encode(chunk(parts, "STOP", true))
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	sw := openSSE(w)
 	if text != "" {
 		for _, piece := range chunks(text, chunkSize) {
-			writeData(w, chunk([]any{map[string]any{"text": piece}}, "", false))
-			_ = rc.Flush()
+			sw.data(chunk([]any{map[string]any{"text": piece}}, "", false))
 		}
 	}
 	last := callParts
 	if len(last) == 0 {
 		last = []any{map[string]any{"text": ""}}
 	}
-	writeData(w, chunk(last, "STOP", true))
-	_ = rc.Flush()
+	sw.data(chunk(last, "STOP", true))
 }
 
 // geminiError writes a Google API error body for a fault. A 401 says what

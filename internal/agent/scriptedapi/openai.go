@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -49,6 +47,15 @@ func (s *Server) seen(id string) bool {
 func promptKey(prompt string) string {
 	sum := sha256.Sum256([]byte(prompt))
 	return "prompt:" + hex.EncodeToString(sum[:])
+}
+
+// sessionKey is the conversation key of an agent that sends the session
+// id id, or of its prompt when id is empty.
+func sessionKey(id, prompt string) string {
+	if id == "" {
+		return promptKey(prompt)
+	}
+	return "session:" + id
 }
 
 // toolArgs renders a script's tool call as the agent's own tool: the
@@ -196,28 +203,13 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req *Request)
 	}
 	text, calls := "OK", []ToolCall(nil)
 	if agentReq {
-		req.Kind = KindAgent
 		key := r.Header.Get("Session-Id")
 		if key == "" {
 			key = r.Header.Get("Thread-Id")
 		}
-		if key != "" {
-			key = "session:" + key
-		} else {
-			key = promptKey(req.Prompt)
-		}
-		turn, ok := s.play(req, key, fresh)
-		if !ok {
-			text = "scriptedapi: there is no scripted turn for this request."
-		} else {
-			s.runChecks(req, turn)
-			if f := turn.Fault; f != nil {
-				if !s.hang(r, f) {
-					s.openAIError(w, f)
-				}
-				return
-			}
-			text, calls = turn.Text, turn.Calls
+		var ok bool
+		if text, calls, ok = s.agentTurn(w, r, req, sessionKey(key, req.Prompt), fresh, s.openAIError); !ok {
+			return
 		}
 	} else {
 		req.Kind = KindSide
@@ -254,11 +246,8 @@ func (s *Server) writeResponses(w http.ResponseWriter, model, text string, calls
 		model = "gpt-scripted"
 	}
 	id := s.nextID("resp")
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	sw := &sseWriter{w: w, flush: func() { _ = rc.Flush() }}
+	sw := openSSE(w)
 	resp := map[string]any{"id": id, "object": "response", "created_at": time.Now().Unix(), "model": model, "status": "in_progress", "output": []any{}}
 	sw.event("response.created", map[string]any{"type": "response.created", "response": resp})
 	idx := 0
@@ -349,25 +338,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, req *Re
 	}
 	text, calls := "Scripted session", []ToolCall(nil)
 	if agentReq {
-		req.Kind = KindAgent
-		key := r.Header.Get("X-Session-Id")
-		if key != "" {
-			key = "session:" + key
-		} else {
-			key = promptKey(req.Prompt)
-		}
-		turn, ok := s.play(req, key, fresh)
-		if !ok {
-			text = "scriptedapi: there is no scripted turn for this request."
-		} else {
-			s.runChecks(req, turn)
-			if f := turn.Fault; f != nil {
-				if !s.hang(r, f) {
-					s.openAIError(w, f)
-				}
-				return
-			}
-			text, calls = turn.Text, turn.Calls
+		var ok bool
+		if text, calls, ok = s.agentTurn(w, r, req, sessionKey(r.Header.Get("X-Session-Id"), req.Prompt), fresh, s.openAIError); !ok {
+			return
 		}
 	} else {
 		req.Kind = KindSide
@@ -418,11 +391,8 @@ func (s *Server) writeChat(w http.ResponseWriter, model string, stream bool, tex
 			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	flush := func() { _ = rc.Flush() }
+	sw := openSSE(w)
 	chunk := func(delta map[string]any, finish any, usage any) {
 		c := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
@@ -430,8 +400,7 @@ func (s *Server) writeChat(w http.ResponseWriter, model string, stream bool, tex
 			c["choices"] = []any{}
 			c["usage"] = usage
 		}
-		writeData(w, c)
-		flush()
+		sw.data(c)
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	if text != "" {
@@ -444,15 +413,5 @@ func (s *Server) writeChat(w http.ResponseWriter, model string, stream bool, tex
 	}
 	chunk(map[string]any{}, finish, nil)
 	chunk(nil, nil, usage)
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	flush()
-}
-
-// writeData writes one data-only server-sent event.
-func writeData(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
-	}
-	_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+	sw.done()
 }

@@ -359,22 +359,37 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 		s.answer(w, body, body.sideText(), nil)
 		return
 	}
+	fail := func(w http.ResponseWriter, f *Fault) { s.writeError(w, f.Status, f.Type, f.Message, f.Header) }
+	text, calls, ok := s.agentTurn(w, r, req, conversationKey(r.Header, body), !body.hasAssistantTurn(), fail)
+	if ok {
+		s.answer(w, body, text, calls)
+	}
+}
+
+// noTurn is the text that ends an agent's turn when its script has no
+// turn left to play.
+const noTurn = "scriptedapi: there is no scripted turn for this request."
+
+// agentTurn plays the conversation's next turn for an agent request and
+// returns its text and tool calls. For a fault it writes the error with
+// fail (or holds the request, for Hang) and returns ok false: the answer
+// is given. With no turn to play, play has recorded the failure and the
+// text (noTurn) ends the agent's turn.
+func (s *Server) agentTurn(w http.ResponseWriter, r *http.Request, req *Request, key string, fresh bool,
+	fail func(http.ResponseWriter, *Fault)) (text string, calls []ToolCall, ok bool) {
 	req.Kind = KindAgent
-	turn, ok := s.play(req, conversationKey(r.Header, body), !body.hasAssistantTurn())
-	if !ok {
-		// play recorded the failure; end the agent's turn.
-		s.answer(w, body, "scriptedapi: there is no scripted turn for this request.", nil)
-		return
+	turn, played := s.play(req, key, fresh)
+	if !played {
+		return noTurn, nil, true
 	}
 	s.runChecks(req, turn)
 	if f := turn.Fault; f != nil {
-		if s.hang(r, f) {
-			return
+		if !s.hang(r, f) {
+			fail(w, f)
 		}
-		s.writeError(w, f.Status, f.Type, f.Message, f.Header)
-		return
+		return "", nil, false
 	}
-	s.answer(w, body, turn.Text, turn.Calls)
+	return turn.Text, turn.Calls, true
 }
 
 // hang holds a Hang fault's request open until the client goes away or
@@ -536,12 +551,9 @@ func (s *Server) answer(w http.ResponseWriter, body messagesBody, text string, c
 		_, _ = w.Write(buf.Bytes()) // a client that went away is not a script failure
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Request-Id", s.nextID("req"))
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_ = rep.writeSSE(w, func() { _ = rc.Flush() }) // write errors mean the client went away
+	_ = rep.writeSSE(openSSE(w)) // write errors mean the client went away
 }
 
 // writeError writes an Anthropic error response.

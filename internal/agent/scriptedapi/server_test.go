@@ -83,7 +83,7 @@ func TestSSEEventSequence(t *testing.T) {
 	}
 	var buf strings.Builder
 	flushes := 0
-	is.NoErr(rep.writeSSE(&buf, func() { flushes++ }))
+	is.NoErr(rep.writeSSE(&sseWriter{w: &buf, flush: func() { flushes++ }}))
 	evs, err := parseSSE(strings.NewReader(buf.String()))
 	is.NoErr(err)
 	var names []string
