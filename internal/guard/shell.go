@@ -270,6 +270,13 @@ func (x *extractor) shell(args []arg, redirs []*syntax.Redirect, depth int) erro
 	if scriptFile {
 		return nil // a script file: the guard on PATH sees its bd calls
 	}
+	return x.stdinScripts(redirs, depth)
+}
+
+// stdinScripts analyses the text a shell reads as its script from
+// stdin: each here-document (<<EOF, <<-EOF) and here-string (<<<) in
+// redirs.
+func (x *extractor) stdinScripts(redirs []*syntax.Redirect, depth int) error {
 	for _, r := range redirs {
 		switch r.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
@@ -330,24 +337,7 @@ func (x *extractor) pipeIntoShell(b *syntax.BinaryCmd, depth int) error {
 		return nil
 	}
 	if len(producer.Args) == 1 && producer.Args[0].Lit() == "cat" {
-		// cat <<EOF | bash: the heredoc is the script.
-		for _, r := range src.Redirs {
-			switch r.Op {
-			case syntax.Hdoc, syntax.DashHdoc:
-				if err := x.script(heredocText(r), depth+1); err != nil {
-					return err
-				}
-			case syntax.WordHdoc:
-				as, err := wordArgs(r.Word)
-				if err != nil {
-					return err
-				}
-				if err := x.script(joinText(as), depth+1); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		return x.stdinScripts(src.Redirs, depth) // cat <<EOF | bash: the heredoc is the script
 	}
 	var words []arg
 	for _, w := range producer.Args {
