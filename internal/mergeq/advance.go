@@ -330,19 +330,16 @@ func sameDir(a, b string) bool {
 // next move of the target, or its repair, fail or leave the checkout
 // behind its ref. Nothing else writes them while ralphd holds its lock.
 func (q *Queue) removeStaleLocks(ctx context.Context) error {
-	if err := workertree.RemoveStaleLock(ctx, q.Repo, "refs/heads/"+q.Target); err != nil {
-		return fmt.Errorf("recover the merge queue: %w", err)
-	}
 	dir, err := q.checkout(ctx)
-	if err != nil || dir == "" {
+	if err != nil {
 		return err
 	}
-	gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
+	paths, err := q.lockPaths(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("recover the merge queue: %w", err)
 	}
-	for _, l := range []string{"index.lock", "HEAD.lock"} {
-		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("recover the merge queue: %w", err)
 		}
 	}

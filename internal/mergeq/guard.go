@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -22,6 +24,13 @@ import (
 // workertree.MovedPrefix branch, the ref is put back by compare-and-swap,
 // the checkout's files are moved back under the journal (so a SIGKILL is
 // finished by Recover), and the move is reported to Moved.
+//
+// A lock file that stays beside the target's ref, or beside its
+// checkout's HEAD or index, would make every later move fail (git takes
+// those locks with O_EXCL): while the queue watches, only its own git
+// takes them, under q.mu, so one found while it holds q.mu is not its
+// own. It is removed once it has stayed lockGrace (a git's own lock lives
+// for milliseconds), and reported to Moved like a move.
 
 // ErrTargetMoved is wrapped by the errors of moves that could not be put
 // back.
@@ -56,7 +65,7 @@ func (q *Queue) Watch(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return notes, err
 	}
-	q.want, q.home = tip, dir
+	q.want, q.home, q.locks = tip, dir, nil
 	return notes, q.writeTip()
 }
 
@@ -84,7 +93,7 @@ func (q *Queue) resume(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	q.want, q.home = left, dir
+	q.want, q.home, q.locks = left, dir, nil
 	_, err = q.guard(ctx)
 	return err
 }
@@ -94,7 +103,7 @@ func (q *Queue) resume(ctx context.Context) error {
 func (q *Queue) Unwatch() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.want, q.home = "", ""
+	q.want, q.home, q.locks = "", "", nil
 	if q.TipFile == "" {
 		return nil
 	}
@@ -205,7 +214,10 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 	if q.want == "" {
 		return nil, nil // not watching
 	}
-	var moves []workertree.Move
+	moves, err := q.clearLocks(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if q.home != "" {
 		head, err := workertree.Head(ctx, q.home)
 		if err != nil {
@@ -382,4 +394,106 @@ func followFiles(ctx context.Context, dir, from, to string) error {
 		return fmt.Errorf("put the files of %s back: %w", dir, err)
 	}
 	return nil
+}
+
+// lockGrace is how long a lock on the target must stay before the queue
+// takes it for planted, or left by a killed git: git holds its locks for
+// milliseconds, and a person's git on the target's checkout may be
+// finishing.
+const lockGrace = time.Second
+
+// lockPoll is how often a lock is looked at during its grace.
+const lockPoll = 20 * time.Millisecond
+
+// lockPaths lists the lock files that block a move of the target: its
+// ref's, and, when it is checked out in home, that checkout's HEAD's and
+// index's. A lock on packed-refs does not: the queue never deletes the
+// target, and only a deletion rewrites packed-refs.
+func (q *Queue) lockPaths(ctx context.Context, home string) ([]string, error) {
+	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("find the locks of %s: %w", q.Target, err)
+	}
+	paths := []string{filepath.Join(common, filepath.FromSlash(q.ref())+".lock")}
+	if home == "" {
+		return paths, nil
+	}
+	gitDir, err := line(ctx, home, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return nil, fmt.Errorf("find the locks of %s: %w", q.Target, err)
+	}
+	return append(paths, filepath.Join(gitDir, "HEAD.lock"), filepath.Join(gitDir, "index.lock")), nil
+}
+
+// clearLocks removes the locks on the target that stayed lockGrace and
+// returns them as moves (reported with the guard's other moves). The
+// paths are found once per watch.
+func (q *Queue) clearLocks(ctx context.Context) ([]workertree.Move, error) {
+	if q.locks == nil {
+		var err error
+		if q.locks, err = q.lockPaths(ctx, q.home); err != nil {
+			return nil, err
+		}
+	}
+	var moves []workertree.Move
+	for _, p := range q.locks {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return moves, fmt.Errorf("look at %s: %w", p, err)
+		}
+		left, err := lockStays(ctx, p, fi.ModTime())
+		if err != nil || !left {
+			if err != nil {
+				return moves, err
+			}
+			continue
+		}
+		m := workertree.Move{Ref: q.lockedRef(p), Lock: p}
+		if err := os.RemoveAll(p); err != nil {
+			m.Err = fmt.Errorf("%w: %w", ErrTargetMoved, err)
+		}
+		moves = append(moves, m)
+	}
+	return moves, nil
+}
+
+// lockStays waits, at most lockGrace from now or from mod (the lock's
+// change time, when in the past), for the lock at p to go, and reports
+// whether it stayed.
+func lockStays(ctx context.Context, p string, mod time.Time) (bool, error) {
+	now := time.Now()
+	deadline := now.Add(lockGrace)
+	if mod.Before(now) && mod.Add(lockGrace).Before(deadline) {
+		deadline = mod.Add(lockGrace)
+	}
+	for {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return true, nil
+		}
+		t := time.NewTimer(min(wait, lockPoll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("wait for the lock %s: %w", p, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// lockedRef names what the lock at p locks, for Move.Ref.
+func (q *Queue) lockedRef(p string) string {
+	switch filepath.Base(p) {
+	case "HEAD.lock":
+		return "HEAD of " + q.home
+	case "index.lock":
+		return "the index of " + q.home
+	}
+	return q.ref()
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -358,4 +359,87 @@ func TestMoveBeforeACrash(t *testing.T) {
 	_, err = q3.Watch(ctx)
 	is.NoErr(err)
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), x)
+}
+
+// TestPlantedLocksAreRemoved: with the queue watching, a lock file planted
+// beside the target's ref or its checkout's HEAD or index (each makes
+// every move of the target fail) is removed once it has stayed lockGrace,
+// reported like a move, and the integration goes on. A lock a live git
+// drops within the grace is waited for and left alone; a planted
+// packed-refs.lock blocks nothing the queue does and is left too.
+func TestPlantedLocksAreRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		path string // under the target checkout's .git
+		dir  bool   // planted as a directory
+		ref  string // what the reported move names; "" when none is
+	}{
+		{"the target's ref lock", "refs/heads/main.lock", false, "refs/heads/main"},
+		{"the checkout's HEAD.lock", "HEAD.lock", false, "HEAD of "},
+		{"the checkout's index.lock", "index.lock", false, "the index of "},
+		{"index.lock as a directory", "index.lock", true, "the index of "},
+		{"packed-refs.lock", "packed-refs.lock", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			var moves []workertree.Move
+			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			_, err := q.Watch(ctx)
+			is.NoErr(err)
+			want := sh(t, f.repo, "git", "rev-parse", "main")
+			lock := filepath.Join(f.repo, ".git", filepath.FromSlash(tc.path))
+			if tc.dir {
+				write(t, filepath.Join(lock, "x"), "x\n")
+			} else {
+				write(t, lock, want+"\n")
+			}
+			res, err := q.Integrate(ctx, f.work("w1", map[string]string{"b.txt": "b\n"}))
+			is.NoErr(err)
+			is.True(res.Integrated)
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "main~1"), want)
+			f.clean()
+			_, err = os.Lstat(lock)
+			if tc.ref == "" {
+				is.NoErr(err) // left alone
+				is.Equal(len(moves), 0)
+				return
+			}
+			is.True(errors.Is(err, os.ErrNotExist)) // removed
+			is.Equal(len(moves), 1)
+			is.True(strings.HasPrefix(moves[0].Ref, tc.ref))
+			is.Equal(moves[0].Lock, lock)
+			is.NoErr(moves[0].Err)
+			is.True(strings.Contains(moves[0].String(), "locked by something other than ralphd"))
+			// The next integration finds nothing more.
+			res, err = q.Integrate(ctx, f.work("w2", map[string]string{"c.txt": "c\n"}))
+			is.NoErr(err)
+			is.True(res.Integrated)
+			is.Equal(len(moves), 1)
+		})
+	}
+	t.Run("a live git's lock is waited for", func(t *testing.T) {
+		is := is.New(t)
+		f := newRepo(t)
+		ctx := context.Background()
+		var moves []workertree.Move
+		q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+		_, err := q.Watch(ctx)
+		is.NoErr(err)
+		r := f.work("w1", map[string]string{"b.txt": "b\n"})
+		lock := filepath.Join(f.repo, ".git", "index.lock")
+		write(t, lock, "")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(lockGrace / 4)
+			_ = os.Remove(lock) // the git finished
+		}()
+		res, err := q.Integrate(ctx, r)
+		<-done
+		is.NoErr(err)
+		is.True(res.Integrated)
+		is.Equal(len(moves), 0) // not taken for planted
+	})
 }

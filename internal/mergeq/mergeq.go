@@ -78,6 +78,8 @@ type Queue struct {
 	// want is where the queue left the target ("" until Watch); home is
 	// the worktree that had it checked out at Watch.
 	want, home string
+	// locks are the lock files that block a move of the target (guard).
+	locks []string
 }
 
 // Request asks to integrate a worker's branch.

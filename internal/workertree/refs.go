@@ -32,10 +32,21 @@ type Move struct {
 	Kept string
 	// Err says why it could not be put back; nil when it was.
 	Err error
+	// Lock, when set, is a lock file found left beside Ref (Want and Got
+	// are then unused): no git of ralphd's held it, and while it stays
+	// every move of Ref fails. It was removed unless Err says why not.
+	Lock string
 }
 
 // String describes the move for a log line or a note.
 func (m Move) String() string {
+	if m.Lock != "" {
+		s := fmt.Sprintf("%s was locked by something other than ralphd (%s left in place)", m.Ref, m.Lock)
+		if m.Err != nil {
+			return s + "; the lock could not be removed: " + m.Err.Error()
+		}
+		return s + "; the lock was removed"
+	}
 	got := m.Got
 	if got == "" {
 		got = "nothing (deleted)"
