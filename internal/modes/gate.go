@@ -3,10 +3,9 @@ package modes
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
@@ -14,7 +13,6 @@ import (
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -93,44 +91,83 @@ func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEn
 	return nil
 }
 
+// runCheck runs one check with sh -c in l.Dir. The check runs the
+// agent's code, so it is contained as the agent is (agent.Run): its own
+// process group and cgroup, the run marker, and the subreaper. Whatever it
+// started, however it detached, is ended when it exits, before the
+// judgement reads the tracker; nothing it started can change the tracker
+// after the judgement read it.
 func (l *Loop) runCheck(ctx context.Context, ce checkEnv, c check) check {
 	timeout := l.Config.VerifyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := proc.Command(cctx, 5*time.Second, "sh", "-c", c.Command)
-	cmd.Dir = l.Dir
-	cmd.Env = l.environ()
+	env := l.environ()
 	if ce.env != nil {
-		cmd.Env = ce.env
+		env = ce.env
 	}
-	out := &tailBuffer{max: outputCap}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Start()
-	if err == nil {
-		if ce.started != nil {
-			ce.started(cmd.Process.Pid)
-		}
-		err = cmd.Wait()
+	out := &syncTail{t: tailBuffer{max: outputCap}}
+	opts := agent.RunOptions{
+		Timeout: timeout, Grace: l.Config.StopGrace, Env: env, Contain: l.Contain,
+		StdoutRaw: out, StderrRaw: out,
 	}
-	proc.KillGroup(cmd) // nothing a check started outlives it
+	if ce.started != nil {
+		opts.OnStart = func(s agent.Started) error { ce.started(s.PID); return nil }
+	}
+	o, err := agent.Run(ctx, checkCommand(c.Command), agent.Invocation{Dir: l.Dir}, opts)
 	c.Output = out.String()
-	var ee *exec.ExitError
 	switch {
-	case err == nil:
-		c.ExitCode = 0
-	case cctx.Err() != nil && ctx.Err() == nil:
-		c.TimedOut, c.ExitCode = true, -1
-		c.Output += fmt.Sprintf("\n[ralphd: %q timed out after %s]", c.Command, timeout)
-	case errors.As(err, &ee):
-		c.ExitCode = ee.ExitCode()
-	default:
+	case err != nil:
 		c.ExitCode = -1
 		c.Output += fmt.Sprintf("\n[ralphd: could not run %q: %v]", c.Command, err)
+	case o.Status == agent.StatusTimeout:
+		c.TimedOut, c.ExitCode = true, -1
+		c.Output += fmt.Sprintf("\n[ralphd: %q timed out after %s]", c.Command, timeout)
+	case o.Status == agent.StatusInterrupted || o.Status == agent.StatusFatal:
+		c.ExitCode = -1
+		c.Output += fmt.Sprintf("\n[ralphd: could not run %q: %s]", c.Command, o.Reason)
+	default:
+		c.ExitCode = o.ExitCode
 	}
 	return c
+}
+
+// checkCommand is a check as an agent.Backend: its command line under
+// sh -c, nothing on stdin, and its exit code as the whole outcome.
+type checkCommand string
+
+func (c checkCommand) Name() string   { return "check" }
+func (c checkCommand) Binary() string { return "sh" }
+func (c checkCommand) Command(agent.Invocation) (agent.Spec, error) {
+	return agent.Spec{Argv: []string{"sh", "-c", string(c)}}, nil
+}
+func (c checkCommand) NewParser() agent.Parser { return exitCodeParser{} }
+
+// exitCodeParser reads nothing from a check's output.
+type exitCodeParser struct{}
+
+func (exitCodeParser) Line([]byte) []agent.Event { return nil }
+func (exitCodeParser) Finish(exitCode int, _ string) agent.Outcome {
+	return agent.Outcome{Status: agent.StatusOK, ExitCode: exitCode}
+}
+
+// syncTail is a tailBuffer that a check's stdout and stderr readers write
+// to at once.
+type syncTail struct {
+	mu sync.Mutex
+	t  tailBuffer
+}
+
+func (s *syncTail) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.Write(p)
+}
+
+func (s *syncTail) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.String()
 }
 
 // tailBuffer keeps the last max bytes written to it.
