@@ -143,7 +143,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Workers: k,
 		Target:  target,
 		Trees:   &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: l.verifyIn, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
+		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
 			TipFile: filepath.Join(l.State.Dir(), MergeTipFile)},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
@@ -209,25 +209,63 @@ func (l *Loop) workerClient(actor, dir string) *beads.Client {
 }
 
 // verifyIn runs the verify command in dir (the merge queue's check of a
-// rebased result).
-func (l *Loop) verifyIn(ctx context.Context, dir string) error {
+// rebased result). The rebased result is the agents' code, run after
+// their iterations were judged: it runs under the guard, contained, and
+// is judged like an iteration (see queueJudgement): a forbidden change
+// to the tracker found after it is reverted, and fails the integration.
+func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 	if l.Config.Verify == "" {
 		return nil
 	}
 	w := *l
 	w.Dir = dir
-	// The rebased result is the agents' code: it runs under the guard, as
-	// the iteration's own checks do.
 	var c check
 	if err := w.guardedChecks(ctx, 0, func(ce checkEnv) {
 		c = w.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
 	}); err != nil {
 		return err
 	}
+	found, err := l.queueJudgement(ctx, sh)
+	if err != nil {
+		return fmt.Errorf("judge the tracker after verify: %w", err)
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("the tracker changed around the guard while `%s` ran after the rebase (reverted): %s", c.Command, strings.Join(found, "; "))
+	}
 	if !c.passed() {
 		return fmt.Errorf("`%s` exited %d after the rebase:\n%s", c.Command, c.ExitCode, judge.Truncate(c.Output, 30))
 	}
 	return nil
+}
+
+// queueJudgement judges the tracker after the merge queue ran the agents'
+// code, as a worker's judgement does: a reading that started after the
+// code ended, diffed against the pool's baseline inside the judging
+// window, its forbidden changes reverted. Whoever made what it finds (the
+// code the queue ran, or an agent running beside it), it is reverted here
+// and the integration fails: the work stays on a branch, and its issue is
+// retried.
+func (l *Loop) queueJudgement(ctx context.Context, sh *pool) ([]string, error) {
+	j := *l
+	j.shared, j.readingDue = sh, nil
+	after, err := j.snapshotAfter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var it buildIter
+	endWindow := j.judgeWindow(&it)
+	defer endWindow(nil)
+	if after, err = j.notBehindBaseline(ctx, after); err != nil {
+		return nil, err
+	}
+	fixed, found := j.revertAgainst(ctx, it.before, after, 0)
+	if len(fixed) > 0 {
+		if after, err = j.readTracker(ctx); err != nil {
+			return found, nil // the baseline stays; the next judgement reads again
+		}
+	}
+	endWindow(after)
+	return found, nil
 }
 
 // forWorker is the Loop one worker's iterations run with: the worktree,
