@@ -268,7 +268,7 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 	var err error
 	for try := 1; try <= fetchTries; try++ {
 		if _, err = workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
-			return line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref+"^{commit}")
+			return q.remoteTip(ctx, ref)
 		}
 		if try == fetchTries {
 			break
