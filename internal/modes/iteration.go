@@ -231,6 +231,9 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// The gate runs after every iteration: its results are progress
 	// signals even when the issue stays open. The acceptance commands are
 	// the ones the iteration started with (BUILD may not change them).
+	if l.Config.Verify != "" || len(judge.ParseAcceptance(is.AcceptanceCriteria)) > 0 {
+		l.ranUnsandboxed(it) // the checks run the agent's code outside the sandbox
+	}
 	err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
 	l.unsealState(ctx, res, it)
 	if err != nil {
@@ -399,6 +402,7 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 		verify = &it.checks[0]
 	}
 	var results [][]check
+	l.ranUnsandboxed(it) // their checks run the agent's code outside the sandbox
 	if err := l.State.Seal(); err != nil {
 		return err
 	}

@@ -23,8 +23,11 @@ import (
 //
 // With the sandbox on, none of these routes is open to an agent (the
 // tracker, the state directory and the run log are read-only in it, and
-// each agent can write only its own worktree), so nothing is charged to
-// another window: a finding is the finder's own agent's, or nobody's.
+// each agent can write only its own worktree). But the checks (verify,
+// acceptance commands) and the merge queue's verify run the agents' code
+// outside the sandbox: a window in which such code ran can have made the
+// change, so it is charged; a window that only ran a sandboxed agent is
+// not. Without the sandbox, every open window is charged.
 
 // windowSet is the agent windows of a worker pool: iterations whose agent
 // has started and whose judgement has not ended.
@@ -39,6 +42,9 @@ type window struct {
 	opened  time.Time
 	judged  bool
 	charges []charge
+	// unsandboxed: the agents' code ran outside the sandbox in this
+	// window (its checks, or the merge queue's verify).
+	unsandboxed bool
 }
 
 // charge is a violation another iteration's judgement found while this
@@ -60,6 +66,16 @@ func (s *windowSet) add(it *buildIter, worker string, at time.Time) {
 	s.open[it] = &window{worker: worker, opened: at}
 }
 
+// ranUnsandboxed marks it's window as one in which the agents' code ran
+// outside the sandbox.
+func (s *windowSet) ranUnsandboxed(it *buildIter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.open[it]; w != nil {
+		w.unsandboxed = true
+	}
+}
+
 // remove forgets it's window.
 func (s *windowSet) remove(it *buildIter) {
 	s.mu.Lock()
@@ -69,10 +85,11 @@ func (s *windowSet) remove(it *buildIter) {
 
 // judged ends the judgement of it: it found found (violations no agent
 // owned up to), which charge every other window open before at, the time
-// the judgement had read what it found. It returns the charges others'
+// the judgement had read what it found (with sandboxed set, only those in
+// which code ran outside the sandbox). It returns the charges others'
 // judgements laid on it, and marks it judged, so that no later judgement
 // charges it. Charges are never passed on: a charge is not a finding.
-func (s *windowSet) judged(it *buildIter, found []string, at time.Time) []charge {
+func (s *windowSet) judged(it *buildIter, found []string, at time.Time, sandboxed bool) []charge {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.open[it]
@@ -81,7 +98,7 @@ func (s *windowSet) judged(it *buildIter, found []string, at time.Time) []charge
 	}
 	if len(found) > 0 {
 		for other, ow := range s.open {
-			if other == it || ow.judged || !ow.opened.Before(at) {
+			if other == it || ow.judged || !ow.opened.Before(at) || (sandboxed && !ow.unsandboxed) {
 				continue
 			}
 			for _, d := range found {
@@ -106,6 +123,14 @@ func (l *Loop) openWindow(it *buildIter) func() {
 	return func() { sh.windows.remove(it) }
 }
 
+// ranUnsandboxed marks it's window (workers) as one in which the agents'
+// code runs outside the sandbox: call it before its checks run.
+func (l *Loop) ranUnsandboxed(it *buildIter) {
+	if l.shared != nil {
+		l.shared.windows.ranUnsandboxed(it)
+	}
+}
+
 // chargeConcurrent ends an iteration's judgement in a worker pool: what it
 // found that no agent owned up to (it.rec.Violations so far) is charged to
 // every other open window too, and the charges others laid on it become
@@ -118,19 +143,16 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 		return
 	}
 	found := slices.Clone(it.rec.Violations)
-	if l.sandboxed(ModeBuild) {
-		// No agent can reach the tracker, the state or the run log, and
-		// each can write only its own worktree's .ralph/: what this
-		// judgement found is its own agent's, or nobody's.
-		found = nil
-	}
 	at := l.now()
 	if !it.foundAt.IsZero() && it.foundAt.Before(at) {
 		// The reading was shared and taken before this judgement began:
 		// a window opened after it cannot have made what it holds.
 		at = it.foundAt
 	}
-	charges := sh.windows.judged(it, found, at)
+	// Sandboxed, no agent can reach the tracker, the state or the run log:
+	// only code run outside the sandbox (checks) can have made what this
+	// judgement found.
+	charges := sh.windows.judged(it, found, at, l.sandboxed(ModeBuild))
 	for _, c := range charges {
 		detail := fmt.Sprintf("%s — found by iteration %d (worker %s, issue %s) while this iteration's agent ran beside it; "+
 			"ralphd cannot tell which agent made it, so every iteration whose window was open is charged", c.detail, c.iteration, c.worker, c.issueID)

@@ -25,13 +25,21 @@ func TestWindowChargesConcurrentOnly(t *testing.T) {
 		finder  int
 		found   []string
 		charged []bool // per window, after the finder: whether it was charged
+		// sandboxed: the agents ran sandboxed; unsandboxed lists the
+		// windows in which code ran outside the sandbox (checks).
+		sandboxed   bool
+		unsandboxed []int
 	}{
-		{"open beside the finder", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, true}},
-		{"opened after the finding", []int{0, 11}, nil, 0, []string{"priority changed"}, []bool{false, false}},
-		{"judged before the finding", []int{0, 1}, []int{1}, 0, []string{"priority changed"}, []bool{false, false}},
-		{"nothing found", []int{0, 1}, nil, 0, nil, []bool{false, false}},
-		{"never opened", []int{0, -1}, nil, 0, []string{"x"}, []bool{false, false}},
-		{"two findings, both charged", []int{0, 1}, nil, 1, []string{"a", "b"}, []bool{true, false}},
+		{"open beside the finder", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, true}, false, nil},
+		{"opened after the finding", []int{0, 11}, nil, 0, []string{"priority changed"}, []bool{false, false}, false, nil},
+		{"judged before the finding", []int{0, 1}, []int{1}, 0, []string{"priority changed"}, []bool{false, false}, false, nil},
+		{"nothing found", []int{0, 1}, nil, 0, nil, []bool{false, false}, false, nil},
+		{"never opened", []int{0, -1}, nil, 0, []string{"x"}, []bool{false, false}, false, nil},
+		{"two findings, both charged", []int{0, 1}, nil, 1, []string{"a", "b"}, []bool{true, false}, false, nil},
+		{"sandboxed: only windows whose code ran outside", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, false}, true, []int{1}},
+		{"sandboxed: nothing ran outside", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, false, false}, true, nil},
+		{"sandboxed: the finder's own checks charge nobody", []int{0, 1}, nil, 0, []string{"x"}, []bool{false, false}, true, []int{0}},
+		{"unsandboxed: every open window", []int{0, 1, 2}, nil, 0, []string{"x"}, []bool{false, true, true}, false, []int{1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,15 +52,18 @@ func TestWindowChargesConcurrentOnly(t *testing.T) {
 					s.add(its[i], "w"+string(rune('1'+i)), t0.Add(time.Duration(sec)*time.Second))
 				}
 			}
-			for _, j := range tt.judgedFirst {
-				is.Equal(len(s.judged(its[j], nil, t0.Add(5*time.Second))), 0)
+			for _, i := range tt.unsandboxed {
+				s.ranUnsandboxed(its[i])
 			}
-			is.Equal(len(s.judged(its[tt.finder], tt.found, t0.Add(10*time.Second))), 0) // the finder had no charges
+			for _, j := range tt.judgedFirst {
+				is.Equal(len(s.judged(its[j], nil, t0.Add(5*time.Second), tt.sandboxed)), 0)
+			}
+			is.Equal(len(s.judged(its[tt.finder], tt.found, t0.Add(10*time.Second), tt.sandboxed)), 0) // the finder had no charges
 			for i := range its {
 				if i == tt.finder {
 					continue
 				}
-				got := s.judged(its[i], nil, t0.Add(20*time.Second))
+				got := s.judged(its[i], nil, t0.Add(20*time.Second), tt.sandboxed)
 				if !tt.charged[i] {
 					is.Equal(len(got), 0)
 					continue
@@ -68,7 +79,7 @@ func TestWindowChargesConcurrentOnly(t *testing.T) {
 			}
 			// Every window is judged now; nothing is left to charge.
 			for i := range its {
-				is.Equal(len(s.judged(its[i], []string{"late"}, t0.Add(30*time.Second))), 0)
+				is.Equal(len(s.judged(its[i], []string{"late"}, t0.Add(30*time.Second), tt.sandboxed)), 0)
 			}
 		})
 	}
@@ -85,7 +96,8 @@ func TestWindowSetConcurrent(t *testing.T) {
 			defer wg.Done()
 			it := &buildIter{n: i}
 			s.add(it, "w", now)
-			s.judged(it, []string{"x"}, now.Add(time.Second))
+			s.ranUnsandboxed(it)
+			s.judged(it, []string{"x"}, now.Add(time.Second), i%2 == 0)
 			s.remove(it)
 		}()
 	}

@@ -219,18 +219,24 @@ func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 	}
 	w := *l
 	w.Dir = dir
+	// The queue's window, like an iteration's: a change another judgement
+	// finds while it is open is charged to it too.
+	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}}
+	sh.windows.add(win, "queue", l.now())
+	defer sh.windows.remove(win)
+	sh.windows.ranUnsandboxed(win)
 	var c check
 	if err := w.guardedChecks(ctx, 0, func(ce checkEnv) {
 		c = w.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
 	}); err != nil {
 		return err
 	}
-	found, err := l.queueJudgement(ctx, sh)
+	found, err := l.queueJudgement(ctx, sh, win)
 	if err != nil {
 		return fmt.Errorf("judge the tracker after verify: %w", err)
 	}
 	if len(found) > 0 {
-		return fmt.Errorf("the tracker changed around the guard while `%s` ran after the rebase (reverted): %s", c.Command, strings.Join(found, "; "))
+		return fmt.Errorf("the tracker changed around the guard while `%s` ran after the rebase (reverted), or beside it: %s", c.Command, strings.Join(found, "; "))
 	}
 	if !c.passed() {
 		return fmt.Errorf("`%s` exited %d after the rebase:\n%s", c.Command, c.ExitCode, judge.Truncate(c.Output, 30))
@@ -239,30 +245,37 @@ func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 }
 
 // queueJudgement judges the tracker after the merge queue ran the agents'
-// code, as a worker's judgement does: a reading that started after the
-// code ended, diffed against the pool's baseline inside the judging
-// window, its forbidden changes reverted. Whoever made what it finds (the
-// code the queue ran, or an agent running beside it), it is reverted here
-// and the integration fails: the work stays on a branch, and its issue is
-// retried.
-func (l *Loop) queueJudgement(ctx context.Context, sh *pool) ([]string, error) {
+// code in win's window, as a worker's judgement does: a reading that
+// started after the code ended, diffed against the pool's baseline inside
+// the judging window, its forbidden changes reverted and charged to the
+// other windows open beside it. It returns what it found and what other
+// judgements charged to win: whoever made it (the code the queue ran, or
+// an agent running beside it), the integration fails, so the work stays
+// on a branch, and its issue is retried.
+func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]string, error) {
 	j := *l
 	j.shared, j.readingDue = sh, nil
 	after, err := j.snapshotAfter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var it buildIter
-	endWindow := j.judgeWindow(&it)
+	endWindow := j.judgeWindow(win)
 	defer endWindow(nil)
 	if after, err = j.notBehindBaseline(ctx, after); err != nil {
 		return nil, err
 	}
-	fixed, found := j.revertAgainst(ctx, it.before, after, 0)
+	at := j.readDone
+	fixed, found := j.revertAgainst(ctx, win.before, after, 0)
 	if len(fixed) > 0 {
 		if after, err = j.readTracker(ctx); err != nil {
-			return found, nil // the baseline stays; the next judgement reads again
+			after = nil // the baseline stays; the next judgement reads again
 		}
+	}
+	if at.IsZero() {
+		at = l.now()
+	}
+	for _, c := range sh.windows.judged(win, found, at, l.sandboxed(ModeBuild)) {
+		found = append(found, fmt.Sprintf("%s (found by iteration %d, worker %s, issue %s, while the queue's verify ran)", c.detail, c.iteration, c.worker, c.issueID))
 	}
 	endWindow(after)
 	return found, nil
