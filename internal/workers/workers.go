@@ -451,7 +451,11 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		p.mu.Lock()
 		p.sum.Claims++
 		p.mu.Unlock()
-		h := p.hold(res.Issue.ID)
+		h, other := p.hold(res.Issue.ID, actor)
+		if other != nil {
+			p.giveBackHeld(ctx, worker, res.Issue.ID, other)
+			continue
+		}
 		err = p.handle(ctx, worker, actor, res.Issue, h)
 		p.release(res.Issue.ID, h)
 		p.mu.Lock()
@@ -739,17 +743,47 @@ func (p *Pool) branchOnTarget(ctx context.Context, worker string) (bool, error) 
 type holding struct {
 	done       chan struct{}
 	integrated bool
+	actor      string // the holder's
 }
 
-func (p *Pool) hold(id string) *holding {
-	h := &holding{done: make(chan struct{})}
+// hold records that actor's worker holds id, or returns the holding of
+// the other worker of the pool that holds it already.
+func (p *Pool) hold(id, actor string) (h, other *holding) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if o := p.held[id]; o != nil {
+		return nil, o
+	}
+	h = &holding{done: make(chan struct{}), actor: actor}
 	if p.held == nil {
 		p.held = map[string]*holding{}
 	}
 	p.held[id] = h
-	return h
+	return h, nil
+}
+
+// giveBackHeld ends a claim won on an issue another worker of the pool
+// holds: an agent may set status and assignee, and released that claim
+// behind its holder's back. Two workers never work one issue: this claim
+// is a lost race; the issue goes back to its holder's actor, and this
+// worker waits until the holder is through with it (bd would give it the
+// issue again at once).
+func (p *Pool) giveBackHeld(ctx context.Context, worker, id string, other *holding) {
+	p.log(Event{Worker: worker, Issue: id, Kind: "lost", Detail: "held by another worker of this pool, whose claim was released behind its back"})
+	p.mu.Lock()
+	p.busy--
+	if p.busy == 0 {
+		p.wakeLocked()
+	}
+	p.mu.Unlock()
+	bctx := context.WithoutCancel(ctx)
+	if _, err := p.Client(other.actor, p.Queue.Repo).Release(bctx, id); err == nil {
+		_, _ = p.Client(other.actor, p.Queue.Repo).Claim(bctx, id)
+	}
+	select {
+	case <-ctx.Done():
+	case <-other.done:
+	}
 }
 
 func (p *Pool) release(id string, h *holding) {
