@@ -79,6 +79,35 @@ type pool struct {
 	// judgement has not had its first reading yet: they will ask for one
 	// soon, so a reading waits for them (see AllWaiting).
 	judgingSoon atomic.Int32
+
+	// working maps each issue a worker's iteration is on to that
+	// worker's actor (under mu): the closes its judgement will judge.
+	working map[string]string
+}
+
+// startWorking records that actor's iteration is on id; the returned func
+// ends that.
+func (sh *pool) startWorking(id, actor string) func() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.working == nil {
+		sh.working = map[string]string{}
+	}
+	sh.working[id] = actor
+	return func() {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if sh.working[id] == actor {
+			delete(sh.working, id)
+		}
+	}
+}
+
+// worksOn reports whether actor's iteration is on id now.
+func (sh *pool) worksOn(id, actor string) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return actor != "" && sh.working[id] == actor
 }
 
 // judgementDue counts a worker whose agent has ended as about to ask for
@@ -341,7 +370,9 @@ func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a wor
 	}
 	sh.mu.Unlock()
 
+	endWorking := sh.startWorking(a.Issue.ID, a.Actor)
 	it, err := w.buildIteration(ctx, mine, a.Issue)
+	endWorking()
 
 	sh.mu.Lock()
 	sh.inflight--
@@ -448,19 +479,21 @@ func (l *Loop) sharedBaseline(it *buildIter) {
 }
 
 // ownCloses drops, in a worker's judgement, the closes of issues another
-// worker of this pool holds: that worker's iteration judges them, by their
-// own checks in their own worktree. A close by anyone else (a person, an
-// agent closing work it was not given) is judged here. Outside workers it
-// returns others.
+// worker of this pool is working on: that worker's iteration judges them,
+// by their own checks in their own worktree. A close by anyone else (a
+// person, an agent closing work it was not given) is judged here. An
+// assignee is not enough to tell: an agent may set any, one that looks
+// like another worker's included, so the issue must be one that worker's
+// iteration is on now. Outside workers it returns others.
 func (l *Loop) ownCloses(others []beads.Issue, after tamper.Snapshot) []beads.Issue {
-	if l.shared == nil {
+	sh := l.shared
+	if sh == nil {
 		return others
 	}
-	prefix := l.shared.actorPrefix
-	mine := prefix + l.State.Worker()
+	mine := sh.actorPrefix + l.State.Worker()
 	return slices.DeleteFunc(others, func(o beads.Issue) bool {
 		a := after[o.ID].Assignee
-		return strings.HasPrefix(a, prefix) && a != mine
+		return a != mine && sh.worksOn(o.ID, a)
 	})
 }
 
