@@ -66,9 +66,9 @@ func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 			_ = opts.Hold(ctx) // a cancelled ctx stops the iteration anyway
 		}
 	}
-	l.pausedNow = opts.Paused
+	l.pausedNow, l.hold = opts.Paused, opts.Hold
 	l.batching = true
-	defer func() { l.beforeIteration, l.pausedNow, l.batching = nil, nil, false }()
+	defer func() { l.beforeIteration, l.pausedNow, l.hold, l.batching = nil, nil, nil, false }()
 	return d.run(ctx)
 }
 

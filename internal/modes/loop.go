@@ -184,6 +184,9 @@ type Loop struct {
 	// being picked: the loop goes round again (and holds) before starting
 	// its agent.
 	pausedNow func() bool
+	// hold, when set, returns once the daemon is not paused (the
+	// dashboard's pause): workers ask it before each claim.
+	hold func(ctx context.Context) error
 	// dirtyAtStart: the tree had changes ralphd did not make when the run
 	// started (allow_dirty), so it must not make failure branches.
 	dirtyAtStart bool

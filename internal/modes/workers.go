@@ -182,6 +182,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
 		Ledger:     &ledger{l: l, sh: sh},
 		RefMoved:   l.refMoved(sh),
+		Hold:       l.hold,
 		Log: func(e workers.Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
@@ -202,6 +203,13 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		return is, ok, nil
 	}
 	p.Iterate = func(ctx context.Context, a workers.Assignment) (bool, error) {
+		if l.pausedNow != nil && l.pausedNow() && l.hold != nil {
+			// Paused while the issue was claimed: its agent starts
+			// after the resume.
+			if err := l.hold(ctx); err != nil {
+				return false, err
+			}
+		}
 		return l.workerIteration(ctx, sh, maxIter, a)
 	}
 	sum, err := p.Run(ctx)

@@ -173,6 +173,9 @@ type Pool struct {
 	// ReadBack, when set, is the workers' claim read-back (see
 	// claim.Claimer.ReadBack); nil means `bd show`.
 	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
+	// Hold, when set, is asked before each claim and returns once the
+	// worker may claim (the dashboard's pause; see pause.go).
+	Hold func(ctx context.Context) error
 	// Log receives events; nil means none. It is called from the worker
 	// goroutines, one call at a time.
 	Log func(Event)
@@ -405,6 +408,9 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	}
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
 	for ctx.Err() == nil && !p.isDraining() {
+		if stop, err := p.holdBeforeClaim(ctx, worker); stop {
+			return err
+		}
 		// A worker counts as busy from the moment it asks bd for work:
 		// one that won a claim and is reading it back is about to work,
 		// and may close what unblocks more, so the others must not
