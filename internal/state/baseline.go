@@ -65,11 +65,17 @@ func (s *Store) ReadBaseline() (*Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the baseline: %w", err)
 	}
-	var b Baseline
-	if err := json.Unmarshal(data, &b); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", s.BaselinePath(), err)
+	b, err := ParseBaseline(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.BaselinePath(), err)
 	}
 	return &b, nil
+}
+
+// ParseBaseline parses a baseline file. Anything but a JSON object is an
+// error: a baseline of null is not a tracker with no issues.
+func ParseBaseline(data []byte) (Baseline, error) {
+	return parseObject[Baseline]("baseline", data)
 }
 
 // ClearBaseline removes the baseline: the iteration's window has closed.

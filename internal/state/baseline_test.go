@@ -38,7 +38,9 @@ func TestBaselineRoundTrip(t *testing.T) {
 func TestBaselineCorruptIsAnError(t *testing.T) {
 	is := is.New(t)
 	s := openStore(t)
-	is.NoErr(os.WriteFile(s.BaselinePath(), []byte("{half"), 0o600))
-	_, err := s.ReadBaseline()
-	is.True(err != nil) // never read as "no baseline": that would let changes stand
+	for _, bad := range []string{"{half", "null", "[]", "", "  \n"} {
+		is.NoErr(os.WriteFile(s.BaselinePath(), []byte(bad), 0o600))
+		_, err := s.ReadBaseline()
+		is.True(err != nil) // never read as "no baseline" nor as an empty tracker
+	}
 }

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
 )
 
 // addSeeds adds testdata files (data recorded from the bash loop's format,
@@ -144,6 +148,102 @@ func FuzzParseLockInfo(f *testing.F) {
 		msg := (&LockedError{PID: info.PID, Mode: info.Mode, Since: info.Since}).Error()
 		if !strings.HasPrefix(msg, "another ralphd (") || !strings.HasSuffix(msg, ") is running on this project") {
 			t.Fatalf("message %q", msg)
+		}
+	})
+}
+
+// bdStdout is the stdout section of a recorded bd fixture
+// (internal/beads/testdata, copied from ../shared/beads-contract).
+func bdStdout(f *testing.F, name string) []byte {
+	f.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "beads", "testdata", name))
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, out, ok := bytes.Cut(data, []byte("=== STDOUT ===\n"))
+	out, _, ok2 := bytes.Cut(out, []byte("=== STDERR ==="))
+	if !ok || !ok2 {
+		f.Fatalf("%s: no stdout section", name)
+	}
+	return out
+}
+
+// FuzzParseBaseline checks that a baseline file never panics the parser,
+// that only a JSON object parses, and that what ralphd writes of a parsed
+// baseline reads back the same. Seeds are baselines of the recorded
+// trackers (bd list --all, bd show with comments).
+func FuzzParseBaseline(f *testing.F) {
+	for _, fx := range []string{"list-all-json.txt", "show-with-comments-json.txt", "show-all-fields-json.txt", "list-empty.txt"} {
+		issues, err := beads.ParseIssues(bdStdout(f, fx))
+		if err != nil {
+			f.Fatalf("%s: %v", fx, err)
+		}
+		b, err := json.Marshal(Baseline{RunID: "20261124-013000", Iteration: 3, IssueID: "t-a", TakenAt: time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC), Issues: issues})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(append(b, '\n'))
+	}
+	for _, s := range []string{`null`, `[]`, `{}`, `{"issues":null}`, `{"issues":[{"id":"x","created_at":"0000-01-01T00:00:00Z"}]}`, ` {"iteration":1e400}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBaseline(data)
+		if err != nil {
+			if !reflect.DeepEqual(b, Baseline{}) {
+				t.Fatalf("error %v with a baseline %+v", err, b)
+			}
+			return
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			t.Fatalf("%q parsed as a baseline", data)
+		}
+		first, err := json.Marshal(b)
+		if err != nil {
+			return // e.g. a time with a year out of range: not writable, not a crash
+		}
+		b2, err := ParseBaseline(first)
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", first, err)
+		}
+		second, err := json.Marshal(b2)
+		if err != nil || !bytes.Equal(first, second) {
+			t.Fatalf("not stable:\n%s\n%s (%v)", first, second, err)
+		}
+	})
+}
+
+// FuzzParseJudgement checks an issue's judgement file the same way: only
+// an object parses, and what ralphd writes reads back the same. Seeds are
+// judgements ralphd wrote in the testdata tree.
+func FuzzParseJudgement(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "attempts", "*.json"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{`null`, `{}`, `{"escalation":{"level":2},"next":{"model":"x"},"auto_fixed":["a"]}`, `{"escalation":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := ParseJudgement(data)
+		if err != nil {
+			return
+		}
+		first, err := json.Marshal(j)
+		if err != nil {
+			return
+		}
+		j2, err := ParseJudgement(first)
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", first, err)
+		}
+		second, err := json.Marshal(j2)
+		if err != nil || !bytes.Equal(first, second) {
+			t.Fatalf("not stable:\n%s\n%s (%v)", first, second, err)
 		}
 	})
 }

@@ -157,15 +157,7 @@ func (r *Record) dropImpossibleFigures() bool {
 // ParseHistoryLine parses one history.jsonl line (without its newline).
 // It fails for anything that is not a JSON object matching Record.
 func ParseHistoryLine(line []byte) (Record, error) {
-	trimmed := bytes.TrimSpace(line)
-	if !bytes.HasPrefix(trimmed, []byte("{")) {
-		return Record{}, errors.New("parse history line: not a JSON object")
-	}
-	var r Record
-	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return Record{}, fmt.Errorf("parse history line: %w", err)
-	}
-	return r, nil
+	return parseObject[Record]("history line", line)
 }
 
 // ReadHistory reads a history.jsonl file. Lines that do not parse are

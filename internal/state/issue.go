@@ -135,12 +135,16 @@ func countOf(counts []AttemptCount, issue string) int {
 	return 0
 }
 
+// ParseJudgement parses an issue's judgement file.
+func ParseJudgement(data []byte) (Judgement, error) {
+	return parseObject[Judgement]("judgement", data)
+}
+
 // readIssueFiles reads an issue's judgement and verbatim record. It only
 // reads: what does not parse is left out and described in warns.
 func readIssueFiles(judgementPath, recordPath string) (j Judgement, attempts []judge.Attempt, warns []string) {
 	if data, err := os.ReadFile(judgementPath); err == nil {
-		if err := json.Unmarshal(data, &j); err != nil {
-			j = Judgement{}
+		if j, err = ParseJudgement(data); err != nil {
 			warns = append(warns, fmt.Sprintf("%s could not be parsed (%v); the issue's escalation starts over", judgementPath, err))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

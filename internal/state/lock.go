@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,15 +150,7 @@ func flock(f *os.File, how int) error {
 
 // ParseLockInfo parses the content of ralphd.lock.
 func ParseLockInfo(data []byte) (LockInfo, error) {
-	var info LockInfo
-	trimmed := bytes.TrimSpace(data)
-	if !bytes.HasPrefix(trimmed, []byte("{")) {
-		return LockInfo{}, errors.New("parse lock file: not a JSON object")
-	}
-	if err := json.Unmarshal(trimmed, &info); err != nil {
-		return LockInfo{}, fmt.Errorf("parse lock file: %w", err)
-	}
-	return info, nil
+	return parseObject[LockInfo]("lock file", data)
 }
 
 func readLockInfo(path string) (LockInfo, error) {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,15 +39,7 @@ type Running struct {
 
 // ParseRunning parses running.json.
 func ParseRunning(data []byte) (Running, error) {
-	trimmed := bytes.TrimSpace(data)
-	if !bytes.HasPrefix(trimmed, []byte("{")) {
-		return Running{}, errors.New("parse running record: not a JSON object")
-	}
-	var r Running
-	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return Running{}, fmt.Errorf("parse running record: %w", err)
-	}
-	return r, nil
+	return parseObject[Running]("running record", data)
 }
 
 // RunningPath returns the path of running.json, or of the worker's own
