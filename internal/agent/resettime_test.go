@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +93,71 @@ func TestClaudeRateLimitEventIsExact(t *testing.T) {
 	is.Equal(o.Status, StatusRateLimited)
 	is.True(o.ResetRounded)
 	is.Equal(QuotaWait(now, o.ResetAt, o.ResetRounded), time.Hour+time.Minute)
+}
+
+// addResetSeeds seeds f with every line of every recorded agent stream in
+// testdata (copied from ../shared/agent-streams and the pinned CLIs'
+// recordings) and with each agent's own wording of a reset.
+func addResetSeeds(f *testing.F) {
+	f.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no agent streams in testdata: %v", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{
+		// Claude Code
+		"You've hit your limit · resets 3pm (Europe/Berlin)", "resets Nov 24, 3pm (UTC)", "Claude AI usage limit reached|1795366800",
+		// Codex
+		"try again at 3:04 PM.", "Try again at Nov 24th, 2026 12:10 AM.", `{"type":"usage_limit_reached","resets_at":1795366800,"resets_in_seconds":1234}`,
+		// Gemini CLI
+		"Please retry in 32.5s.", "Your quota will reset after 17h36m21s.", "Suggested retry after 3600s.",
+		// opencode, amp and the relative forms
+		"try again in 4 days 20 hours", "Rate limit exceeded, retry in 30s", "resets in 2h 5m",
+		"try again in 99999 days", "retry in 9223372036854775807s", "resets 12:59 a.m. (America/New_York)",
+	} {
+		f.Add(s)
+	}
+}
+
+// checkReset checks a reset read from s at now: none means the zero time,
+// and a reset more than a day before now must be an instant the text
+// named (an epoch, a date with its year): read at another now, it is the
+// same. A time relative to now, or a clock time without a year, is never
+// that far back.
+func checkReset(t *testing.T, read func(string, time.Time) (time.Time, bool, bool), s string) {
+	t.Helper()
+	got, _, ok := read(s, fixedNow)
+	if !ok {
+		if !got.IsZero() {
+			t.Fatalf("%q: no reset, but time %v", s, got)
+		}
+		return
+	}
+	if got.IsZero() {
+		t.Fatalf("%q: a reset at the zero time", s)
+	}
+	if got.Before(fixedNow.Add(-24 * time.Hour)) {
+		later, _, ok2 := read(s, fixedNow.Add(time.Hour))
+		if !ok2 || !later.Equal(got) {
+			t.Fatalf("%q: reset %v is before now (%v) and moves with now (%v, %v)", s, got, fixedNow, later, ok2)
+		}
+	}
+}
+
+// FuzzResetFromText checks the reset reading every backend but Claude's
+// stream parser uses (Codex, Gemini CLI, opencode, amp): see checkReset.
+func FuzzResetFromText(f *testing.F) {
+	addResetSeeds(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		checkReset(t, resetFromText, s)
+	})
 }
