@@ -133,3 +133,30 @@ func FuzzParseErrorObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseComments checks `bd comments --json` parsing: it never panics,
+// it is deterministic, and a comment list means the same inside an issue
+// (`bd show` with comments) as on its own. (A comment without an id is
+// taken: tamper matches such comments by author and text.)
+func FuzzParseComments(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Add([]byte(`[{"id":"1","author":"a","text":"t","created_at":"2026-11-21T18:31:42Z"}]`))
+	f.Add([]byte(`[{"id":7,"author":"a","text":"t","created_at":"2026-11-21T18:31:42.123456789+01:00"},{}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cs, err := beads.ParseComments(data)
+		again, err2 := beads.ParseComments(bytes.Clone(data))
+		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(cs, again) {
+			t.Fatalf("second parse differs: %v / %v", err, err2)
+		}
+		if err != nil {
+			return
+		}
+		issue, err := beads.ParseIssue(append(append([]byte(`{"id":"x-1","priority":2,"comments":`), data...), '}'))
+		if err != nil {
+			t.Fatalf("comments that parse alone do not parse in an issue: %v", err)
+		}
+		if len(issue.Comments) != len(cs) || (len(cs) > 0 && !reflect.DeepEqual(issue.Comments, cs)) {
+			t.Fatalf("in an issue %+v, alone %+v", issue.Comments, cs)
+		}
+	})
+}
