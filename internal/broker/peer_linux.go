@@ -3,13 +3,12 @@
 package broker
 
 import (
-	"bytes"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // peerCred returns the pid and uid of the process at the other end of
@@ -47,26 +46,11 @@ func descendsFrom(pid, leader int) bool {
 		if pid <= 1 {
 			return false
 		}
-		ppid, err := parentOf(pid)
+		st, err := proc.ReadStat(pid)
 		if err != nil {
 			return false
 		}
-		pid = ppid
+		pid = st.PPID
 	}
 	return false
-}
-
-// parentOf reads a process's parent pid from /proc/<pid>/stat (field 4,
-// after the command name, which may hold spaces and parentheses).
-func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	f := bytes.Fields(b[i+1:])
-	if i < 0 || len(f) < 2 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return strconv.Atoi(string(f[1]))
 }

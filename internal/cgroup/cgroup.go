@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Prefix starts the name of every cgroup ralphd creates.
@@ -335,21 +337,10 @@ func owner(name string) (pid int, start uint64, ok bool) {
 	return pid, start, err1 == nil && err2 == nil && pid > 0
 }
 
-// startTime returns field 22 of /proc/<pid>/stat: the process's start
-// time in clock ticks after boot, which with the pid names a process
-// across pid reuse.
+// startTime is the process's start time in clock ticks after boot
+// (proc.Stat.StartTime), which with the pid names a process across pid
+// reuse.
 func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	st, err := proc.ReadStat(pid)
+	return st.StartTime, err
 }
