@@ -65,7 +65,10 @@ func auditSink(auditFile, logPath, iteration string) func(context.Context, time.
 }
 
 // appendAudit appends call to the audit file as one JSON line, with a
-// single write so that concurrent guards do not interleave.
+// single write so that concurrent guards do not interleave. The line
+// starts with a newline of its own: after a partial line (a guard killed
+// mid-write), the call would otherwise join it and be lost with it.
+// readAudit skips the blank lines this leaves.
 func appendAudit(path string, call state.BDCall) error {
 	b, err := json.Marshal(call)
 	if err != nil {
@@ -75,7 +78,9 @@ func appendAudit(path string, call state.BDCall) error {
 	if err != nil {
 		return fmt.Errorf("open audit file: %w", err)
 	}
-	_, err = f.Write(append(b, '\n'))
+	line := make([]byte, 0, len(b)+2)
+	line = append(append(append(line, '\n'), b...), '\n')
+	_, err = f.Write(line)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

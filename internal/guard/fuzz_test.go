@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // argvSep joins argv elements in fuzz inputs; it cannot occur in a real
@@ -238,6 +243,56 @@ func FuzzHookInput(f *testing.F) {
 		}
 		if !json.Valid(in) && code != HookBlock {
 			t.Fatalf("hook allowed invalid JSON %q", in)
+		}
+	})
+}
+
+// FuzzReadAudit checks the audit file reader on any content a killed
+// guard (or an agent) can leave: it never panics, and a call the guard
+// appends after that content is read back, last and whole.
+func FuzzReadAudit(f *testing.F) {
+	for _, argv := range bdCommandLines(f) {
+		b, _ := json.Marshal(state.BDCall{Argv: argv, Mode: "build", Allowed: true})
+		f.Add(append(b, '\n'))
+	}
+	f.Add([]byte(`{"argv":["close","x"],"allowed":tr`)) // a guard killed mid-write
+	f.Add([]byte("null\n[]\n{}\n\n\x00\n"))
+	f.Fuzz(func(t *testing.T, left []byte) {
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		if err := os.WriteFile(path, left, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before := readAudit(path)
+		call := state.BDCall{Argv: []string{"close", "t-1", "--reason", "done\n{"}, Mode: "build", Allowed: true, ExitCode: 0}
+		if err := appendAudit(path, call); err != nil {
+			t.Fatal(err)
+		}
+		after := readAudit(path)
+		if len(after) != len(before)+1 || !reflect.DeepEqual(after[len(after)-1], call) {
+			t.Fatalf("after %q the appended call reads back as %+v (before: %d calls)", left, after, len(before))
+		}
+	})
+}
+
+// FuzzParseMode checks the guard's mode (from its environment): only
+// build and plan parse, and a parsed mode parses back to itself.
+func FuzzParseMode(f *testing.F) {
+	for _, s := range []string{"build", "plan", "planning", " BUILD\n", "", "buildx", "PLAN\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMode(s)
+		if err != nil {
+			if m != "" {
+				t.Fatalf("%q: error with mode %q", s, m)
+			}
+			return
+		}
+		if !m.Valid() {
+			t.Fatalf("%q parsed as invalid mode %q", s, m)
+		}
+		if again, err := ParseMode(string(m)); err != nil || again != m {
+			t.Fatalf("%q: %q parses back as %q, %v", s, m, again, err)
 		}
 	})
 }

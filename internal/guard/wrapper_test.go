@@ -124,6 +124,17 @@ func TestSessionCallsSkipsTornLines(t *testing.T) {
 	calls := g.Calls()
 	is.Equal(len(calls), 2)
 	is.Equal(calls[1].Argv, []string{"ready"})
+
+	// A write torn before its newline: the next call is not lost with it.
+	f, err = os.OpenFile(g.auditFile, os.O_WRONLY|os.O_APPEND, 0)
+	is.NoErr(err)
+	_, err = f.WriteString(`{"argv":["close","x-1"],"allo`)
+	is.NoErr(err)
+	is.NoErr(f.Close())
+	agentBD(t, g, nil, "list")
+	calls = g.Calls()
+	is.Equal(len(calls), 3)
+	is.Equal(calls[2].Argv, []string{"list"})
 }
 
 func TestSessionHookAndDeny(t *testing.T) {
