@@ -420,3 +420,23 @@ func TestServeRefusesNonLoopbackWithoutToken(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// FuzzValidName checks the dashboard's reading of a log, report or issue
+// name from a URL: a name it takes stays in its directory (one local path
+// element, no separator, no dot-dot), and with its suffix checked after
+// it, it names a file of that directory.
+func FuzzValidName(f *testing.F) {
+	for _, s := range []string{"20261124-013000.log", "run.md", "t-a", "..", "../x.log", ".hidden", "a/b", "a\\b", "x..log", "rt-0001.2", "a:b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if !validName(name) {
+			return
+		}
+		dir := "/state/logs"
+		p := filepath.Join(dir, name)
+		if !filepath.IsLocal(name) || filepath.Dir(p) != dir || filepath.Base(p) != name || strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") {
+			t.Fatalf("%q taken, but it is not one file of its directory (%s)", name, p)
+		}
+	})
+}

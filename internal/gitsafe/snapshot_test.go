@@ -1,9 +1,11 @@
 package gitsafe_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -136,4 +138,71 @@ func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
 	target, err := os.Readlink(hook)
 	is.NoErr(err)
 	is.Equal(target, "../../scripts/pre-commit")
+}
+
+// FuzzSnapshotJSON checks the persisted form of a git snapshot, which is
+// read back after a crash: a snapshot it decodes holds an absolute git
+// directory and only paths inside it (so Restore writes nowhere else),
+// and it encodes back to what decodes the same.
+func FuzzSnapshotJSON(f *testing.F) {
+	dir := f.TempDir()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		f.Fatalf("git init: %v: %s", err, out)
+	}
+	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("../../scripts/pre-push", filepath.Join(dir, ".git", "hooks", "pre-push")); err != nil {
+		f.Fatal(err)
+	}
+	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed, err := json.Marshal(snap)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	for _, s := range []string{`{"git_dir":"/x","files":{"../escape":{"data":"","mode":420}}}`, `{"git_dir":"rel","files":{}}`,
+		`{"git_dir":"/x","files":{"hooks/a":{"data":"L2V0Yy9wYXNzd2Q=","mode":134218239}}}`, `{"git_dir":"/x","files":null}`, `null`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s gitsafe.Snapshot
+		if err := json.Unmarshal(data, &s); err != nil {
+			return
+		}
+		first, err := json.Marshal(&s)
+		if err != nil {
+			t.Fatalf("encode a decoded snapshot: %v", err)
+		}
+		var j struct {
+			GitDir string                     `json:"git_dir"`
+			Files  map[string]json.RawMessage `json:"files"`
+		}
+		if err := json.Unmarshal(first, &j); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+			return // json leaves the value alone
+		}
+		if !filepath.IsAbs(j.GitDir) {
+			t.Fatalf("decoded a relative git dir %q", j.GitDir)
+		}
+		for p := range j.Files {
+			if !filepath.IsLocal(p) {
+				t.Fatalf("decoded a path %q outside the git dir", p)
+			}
+		}
+		var back gitsafe.Snapshot
+		if err := json.Unmarshal(first, &back); err != nil {
+			t.Fatalf("re-decode %s: %v", first, err)
+		}
+		second, _ := json.Marshal(&back)
+		if !bytes.Equal(first, second) {
+			t.Fatalf("not stable:\n%s\n%s", first, second)
+		}
+	})
 }

@@ -143,3 +143,25 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLogName checks the reading of a run log's file name (any name
+// a logs directory holds): a name it takes is a .log whose time is a run
+// ID's or the legacy layout's, and whose -N suffix is not negative.
+func FuzzParseLogName(f *testing.F) {
+	for _, s := range []string{"20261124-013000.log", "20261124-013000-2.log", "2026-11-24-01-30-00.log", "2026-11-24-01-30-00-3.log",
+		"2026-11-24-01-30-00--3.log", "x.log", ".log", "20261124-013000", "2026-11-24-01-30-00-99999999999999999999.log"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		ts, suffix, ok := parseLogName(name)
+		if !ok {
+			if !ts.IsZero() || suffix != 0 {
+				t.Fatalf("%q: not a log name, but %v, %d", name, ts, suffix)
+			}
+			return
+		}
+		if !strings.HasSuffix(name, ".log") || ts.IsZero() || suffix < 0 {
+			t.Fatalf("%q: read as %v, suffix %d", name, ts, suffix)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,4 +267,33 @@ func TestRepeatsAreDropped(t *testing.T) {
 	if got := strings.Count(string(b), `"event":"stuck"`); got != 2 {
 		t.Errorf("%d stuck notifications, want 2", got)
 	}
+}
+
+// FuzzParseKinds checks notify_events: what parses is a list of known
+// kinds, and a list written back with commas parses the same.
+func FuzzParseKinds(f *testing.F) {
+	for _, s := range []string{"", "all", "stuck, run_end", "stuck,,violation", " , ", "nope", "all,stuck", "stuck\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		kinds, err := ParseKinds(s)
+		if err != nil {
+			if kinds != nil {
+				t.Fatalf("%q: error with kinds %v", s, kinds)
+			}
+			return
+		}
+		for _, k := range kinds {
+			if !slices.Contains(Kinds, k) {
+				t.Fatalf("%q: unknown kind %q taken", s, k)
+			}
+		}
+		if len(kinds) == 0 {
+			return // "," names none; written back it would read as all
+		}
+		again, err := ParseKinds(strings.Join(kinds, ","))
+		if err != nil || !slices.Equal(again, kinds) {
+			t.Fatalf("%q: %v reads back as %v, %v", s, kinds, again, err)
+		}
+	})
 }
