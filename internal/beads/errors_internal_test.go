@@ -1,6 +1,8 @@
 package beads
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -58,4 +60,42 @@ func TestErrorMessages(t *testing.T) {
 	is.Equal(ni.Unwrap(), nil)
 	bj := &BadJSONError{Reason: "invalid JSON", Head: "oops"}
 	is.True(strings.Contains(bj.Error(), `"oops"`))
+}
+
+// FuzzStderr checks what an error keeps of bd's stderr: valid UTF-8 in
+// gives valid UTF-8 out (no rune cut in two), the summary is bounded, and
+// trimming keeps a short stderr whole and a long one to its head and tail.
+func FuzzStderr(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txt"))
+	for _, p := range paths { // the recorded bd outputs: their stderr section
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(string(data), "=== STDERR ===\n")
+		stderr, _, _ := strings.Cut(rest, "=== END ===")
+		f.Add(stderr)
+	}
+	f.Add("Error: x\nUsage:\n  bd ...\nHint: y\n")
+	f.Add(strings.Repeat("é", 2000))
+	f.Fuzz(func(t *testing.T, s string) {
+		sum, trimmed := stderrSummary(s), trimStderr(s)
+		if utf8.ValidString(s) && (!utf8.ValidString(sum) || !utf8.ValidString(trimmed)) {
+			t.Fatalf("valid stderr, invalid message: %q / %q", sum, trimmed)
+		}
+		if len(sum) > 500+len("…") {
+			t.Fatalf("summary of %d bytes", len(sum))
+		}
+		ts := strings.TrimSpace(s)
+		if len(ts) <= stderrHead+stderrTail {
+			if trimmed != ts {
+				t.Fatalf("short stderr changed: %q -> %q", ts, trimmed)
+			}
+			return
+		}
+		head, tail, ok := strings.Cut(trimmed, "\n…\n")
+		if !ok || !strings.HasPrefix(ts, head) || !strings.HasSuffix(ts, tail) || len(head) > stderrHead || len(tail) > stderrTail {
+			t.Fatalf("long stderr trimmed to %d+%d bytes, not its head and tail", len(head), len(tail))
+		}
+	})
 }
