@@ -274,3 +274,26 @@ func TestSweep(t *testing.T) {
 	_, err = os.Stat(live.Path)
 	is.NoErr(err) // our own cgroup is left alone
 }
+
+// FuzzOwner checks the reading of a cgroup's name back into its owner
+// (the sweep ends groups whose owner is gone): a name it takes has a
+// positive pid, and the name New makes for that owner reads back as the
+// same owner.
+func FuzzOwner(f *testing.F) {
+	for _, s := range []string{"ralphd-123-456-it1-abc", "ralphd-x-1-a", "ralphd-1-2", "ralphd--1-2-a", "ralphd-0-1-a", "ralphd-+1-2-a", "ralphd-01-2-a", "ralphd-99999999999999999999-1-a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		pid, start, ok := owner(name)
+		if !ok {
+			return
+		}
+		if pid <= 0 {
+			t.Fatalf("%q: pid %d", name, pid)
+		}
+		made := fmt.Sprintf("%s%d-%d-%s", Prefix, pid, start, "it1")
+		if p2, s2, ok2 := owner(made); !ok2 || p2 != pid || s2 != start {
+			t.Fatalf("%q read as owner %d started at %d, but %q reads as %d, %d, %v", name, pid, start, made, p2, s2, ok2)
+		}
+	})
+}

@@ -263,3 +263,23 @@ func TestReserve(t *testing.T) {
 	is.NoErr(err) // a loose ref, in its own dir
 	is.True(m.Reserve(ctx, []string{"../x"}, "main") != nil)
 }
+
+// FuzzCheckWorker checks the worker names ralphd takes, also from the
+// names of marker files in the worktrees' directory: a name it takes is
+// one local path element, and its branch is a ref git accepts.
+func FuzzCheckWorker(f *testing.F) {
+	for _, s := range []string{"w1", "worker-2.a_b", "a.", "a@{1}", "x.lock", "a..b", "-x", ".h", "a\x00", "w1.lock.x", "HEAD", "@"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if CheckWorker(name) != nil {
+			return
+		}
+		if !filepath.IsLocal(name) || filepath.Base(name) != name || strings.HasPrefix(name, "-") {
+			t.Fatalf("%q taken, but it is not one path element", name)
+		}
+		if out, err := exec.Command("git", "check-ref-format", "refs/heads/"+Branch(name)).CombinedOutput(); err != nil {
+			t.Fatalf("%q taken, but git refuses its branch %s: %v %s", name, Branch(name), err, out)
+		}
+	})
+}
