@@ -391,8 +391,8 @@ func unwrap(base string, args []arg) ([]arg, bool) {
 		return skipOpts(args, "", "", 0), true
 	case "time":
 		return skipOpts(args, "-f -o", "--format --output", 0), true
-	case "nice":
-		return niceCommand(args), true
+	case "nice": // its old "-5" form is an option like any other
+		return skipOpts(args, "-n", "--adjustment", 0), true
 	case "ionice":
 		return skipOpts(args, "-c -n -p", "--class --classdata --pid", 0), true
 	case "timeout":
@@ -446,25 +446,6 @@ func tail(args []arg, i int) []arg {
 		return nil
 	}
 	return args[i:]
-}
-
-// niceCommand skips nice's options, including the old "-5" form.
-func niceCommand(args []arg) []arg {
-	i := 0
-	for i < len(args) {
-		a := args[i]
-		if a.kind != argStatic || len(a.text) < 2 || a.text[0] != '-' {
-			break
-		}
-		i++
-		if a.text == "--" {
-			break
-		}
-		if (a.text == "-n" || a.text == "--adjustment") && i < len(args) {
-			i++
-		}
-	}
-	return tail(args, i)
 }
 
 // envCommand skips env's options and NAME=VALUE words. The words of

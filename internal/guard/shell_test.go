@@ -53,6 +53,8 @@ var shellCases = []struct {
 	{"time keyword", "time bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"time program", "/usr/bin/time -f %e bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"nice", "nice -n 10 bd delete x", [][]string{{"bd", "delete", "x"}}, true},
+	{"nice old form", "nice -5 bd delete x", [][]string{{"bd", "delete", "x"}}, true},
+	{"nice long", "nice --adjustment 3 -- bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"timeout", "timeout 5 bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"timeout with signal", "timeout -s KILL 5s bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"nohup", "nohup bd delete x > /dev/null 2>&1 &", [][]string{{"bd", "delete", "x"}}, true},
