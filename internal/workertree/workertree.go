@@ -155,13 +155,7 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 // reset puts a registered worktree back at base on its branch, after
 // finishing any interrupted rebase and saving its work.
 func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
-		return nil, err
-	}
-	if err := abortRebase(ctx, t.Dir); err != nil {
-		return nil, err
-	}
-	saved, err := m.save(ctx, t, base)
+	saved, err := m.settle(ctx, t, base)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +166,18 @@ func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, erro
 		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
 	}
 	return saved, nil
+}
+
+// settle readies t to be reset or removed: a stale lock on its branch
+// goes, an interrupted rebase is aborted, and its work is saved.
+func (m *Manager) settle(ctx context.Context, t Tree, base string) ([]Saved, error) {
+	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
+		return nil, err
+	}
+	if err := abortRebase(ctx, t.Dir); err != nil {
+		return nil, err
+	}
+	return m.save(ctx, t, base)
 }
 
 // save keeps the work in t that base lacks (commits and uncommitted
@@ -231,13 +237,7 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
-		return nil, err
-	}
-	if err := abortRebase(ctx, t.Dir); err != nil {
-		return nil, err
-	}
-	saved, err := m.save(ctx, t, base)
+	saved, err := m.settle(ctx, t, base)
 	if err != nil {
 		return nil, err
 	}
