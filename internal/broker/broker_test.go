@@ -3,10 +3,14 @@ package broker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -226,4 +230,94 @@ sleep 1`)
 	is.Equal(read("child.out"), "served\n")
 	is.Equal(read("detached.code"), "1\n")
 	is.True(strings.Contains(read("detached.out"), "is not part of this iteration's agent"))
+}
+
+// FuzzServeHello sends the server any hello payload (with @TOKEN@ in it
+// standing for the iteration's real token) and any bytes after it, as an
+// agent's process can. The server always answers with exactly one exit
+// frame, and serves the call only when the hello decodes with the right
+// token and an absolute directory that exists, with the argv and
+// directory it decoded.
+func FuzzServeHello(f *testing.F) {
+	type served struct {
+		call Call
+		ok   bool
+	}
+	got := make(chan served, 1)
+	s, err := Listen(f.TempDir(), func(_ context.Context, c Call, stdin io.Reader, stdout, _ io.Writer) int {
+		_, _ = io.Copy(io.Discard, stdin)
+		got <- served{c, true}
+		return 7
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.SetLeader(os.Getpid())
+	go s.Serve(context.Background())
+	f.Cleanup(func() { _ = s.Close() })
+	sock, token, _ := strings.Cut(getenvOf(s)(Env), "#")
+	wd, _ := os.Getwd()
+
+	var eof bytes.Buffer
+	_ = writeFrame(&eof, frameStdin, []byte("in"))
+	_ = writeFrame(&eof, frameStdinEOF, nil)
+	for _, h := range []string{
+		`{"token":"@TOKEN@","argv":["list"],"dir":"` + wd + `"}`,
+		`{"token":"@TOKEN@","argv":["list"],"dir":"relative"}`,
+		`{"token":"@TOKEN@x","argv":[],"dir":"/"}`,
+		`{"token":"","dir":"/"}`, `{"Token":"@TOKEN@","DIR":"/","argv":["--help"]}`,
+		`{"token":"x","token":"@TOKEN@","dir":"/tmp"}`, `null`, ``, `{"token":"@TOKEN@","dir":"/etc/passwd"}`,
+	} {
+		f.Add([]byte(h), eof.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, payload, rest []byte) {
+		payload = bytes.ReplaceAll(payload, []byte("@TOKEN@"), []byte(token))
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := writeFrame(conn, frameHello, payload); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(rest)
+		_ = conn.(*net.UnixConn).CloseWrite()
+		exits := 0
+		for {
+			typ, p, err := readFrame(conn, maxData)
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatal("the server did not answer")
+				}
+				break
+			}
+			if typ == frameExit {
+				exits++
+				if _, err := parseExit(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if exits != 1 {
+			t.Fatalf("%d exit frames", exits)
+		}
+		var h hello
+		want := json.Unmarshal(payload, &h) == nil && h.Token == token && filepath.IsAbs(h.Dir)
+		if want {
+			fi, serr := os.Stat(h.Dir)
+			want = serr == nil && fi.IsDir()
+		}
+		var c served
+		select {
+		case c = <-got:
+		default:
+		}
+		if c.ok != want {
+			t.Fatalf("served %v, want %v, for hello %q", c.ok, want, payload)
+		}
+		if c.ok && (!slices.Equal(c.call.Argv, h.Argv) || c.call.Dir != h.Dir) {
+			t.Fatalf("served %+v for hello %q", c.call, payload)
+		}
+	})
 }
