@@ -72,30 +72,13 @@ var fixed = [][2]string{
 var plain = []string{"config", "rev-parse", "symbolic-ref", "commit-tree", "branch", "ls-files", "hash-object"}
 
 // Command returns a git command for args in dir that runs none of the
-// repository's code. It runs in its own process group and ends with ctx
-// (see proc.Command). Unless the subcommand is one that reads no file
+// repository's own code. It runs in its own process group and ends with
+// ctx (see proc.Command). Unless the subcommand is one that reads no file
 // content (rev-parse, config, ...), Command first asks git which filter
 // drivers are configured, which is one more git call; that call runs no
 // code either.
 func Command(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
-	sets := fixed
-	sub := subcommand(args)
-	if !slices.Contains(plain, sub) || (sub == "hash-object" && !slices.Contains(args, "--no-filters")) {
-		filters, merges, err := drivers(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range filters {
-			for _, k := range []string{"clean", "smudge", "process"} {
-				sets = append(sets, [2]string{"filter." + n + "." + k, ""})
-			}
-			sets = append(sets, [2]string{"filter." + n + ".required", "false"})
-		}
-		for _, n := range merges {
-			sets = append(sets, [2]string{"merge." + n + ".driver", "false"})
-		}
-	}
-	return command(ctx, dir, sets, withSafeFlags(args, sub)), nil
+	return NewRunner(dir).Command(ctx, args...)
 }
 
 // Output runs git with args in dir (see Command) and returns its stdout;
@@ -106,7 +89,46 @@ func Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
 
 // OutputEnv is Output with env added to the environment.
 func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
-	cmd, err := Command(ctx, dir, args...)
+	return NewRunner(dir).OutputEnv(ctx, env, args...)
+}
+
+// A Runner runs several git commands in one directory, as Command does,
+// with one lookup of the filter and merge drivers for all of them: the
+// first command that needs the list looks it up, the others reuse it.
+//
+// The list is what git's configuration said at the lookup. Use a Runner
+// for commands that run back to back while no code but ralphd's changes
+// the configuration (no agent or check running, their process trees
+// ended); a new one for each such step. Command alone has the same
+// exposure between its lookup and its git's start.
+type Runner struct {
+	dir  string
+	sets [][2]string // fixed and the drivers' overrides, once looked up
+}
+
+// NewRunner returns a Runner for git commands in dir.
+func NewRunner(dir string) *Runner { return &Runner{dir: dir} }
+
+// Command is Command for the runner's directory and drivers.
+func (r *Runner) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	sets := fixed
+	sub := subcommand(args)
+	if !slices.Contains(plain, sub) || (sub == "hash-object" && !slices.Contains(args, "--no-filters")) {
+		if r.sets == nil {
+			filters, merges, err := drivers(ctx, r.dir)
+			if err != nil {
+				return nil, err
+			}
+			r.sets = withDrivers(filters, merges)
+		}
+		sets = r.sets
+	}
+	return command(ctx, r.dir, sets, withSafeFlags(args, sub)), nil
+}
+
+// OutputEnv is OutputEnv for the runner's directory and drivers.
+func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	cmd, err := r.Command(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +143,22 @@ func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([
 		return out, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return out, nil
+}
+
+// withDrivers returns the fixed settings and those that turn off the
+// named filter and merge drivers.
+func withDrivers(filters, merges []string) [][2]string {
+	sets := slices.Clip(fixed)
+	for _, n := range filters {
+		for _, k := range []string{"clean", "smudge", "process"} {
+			sets = append(sets, [2]string{"filter." + n + "." + k, ""})
+		}
+		sets = append(sets, [2]string{"filter." + n + ".required", "false"})
+	}
+	for _, n := range merges {
+		sets = append(sets, [2]string{"merge." + n + ".driver", "false"})
+	}
+	return sets
 }
 
 // command builds the git process with sets as configuration overrides.

@@ -3,6 +3,7 @@ package gitsafe_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,6 +63,16 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 				}
 			}
 			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no payload ran from gitsafe
+
+			// Nor from a Runner, whose commands share one lookup.
+			gitsafetest.Touch(t, dir)
+			run := gitsafe.NewRunner(dir)
+			for _, args := range append([][]string{r.Trigger}, safeOps...) {
+				if _, err := run.OutputEnv(ctx, nil, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
+					t.Fatalf("git %v: %v", args, err)
+				}
+			}
+			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no payload ran from a Runner
 		})
 	}
 }
@@ -110,4 +121,40 @@ func TestOutputErrorCarriesStderr(t *testing.T) {
 	_, err := gitsafe.Output(context.Background(), t.TempDir(), "rev-parse", "--show-toplevel")
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "not a git repository"))
+}
+
+// A Runner looks the drivers up once for all its commands that need
+// them, and not at all for those that read no file content; Output looks
+// them up for each such command.
+func TestRunnerLooksDriversUpOnce(t *testing.T) {
+	is := is.New(t)
+	dir := gitsafetest.Repo(t)
+	log := filepath.Join(t.TempDir(), "calls")
+	shim := t.TempDir()
+	git, err := exec.LookPath("git")
+	is.NoErr(err)
+	is.NoErr(os.WriteFile(filepath.Join(shim, "git"), []byte("#!/bin/sh\necho \"$*\" >> '"+log+"'\nexec '"+git+"' \"$@\"\n"), 0o755))
+	t.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	lookups := func() int {
+		data, err := os.ReadFile(log)
+		if os.IsNotExist(err) {
+			return 0
+		}
+		is.NoErr(err)
+		return strings.Count(string(data), "config -z --name-only --get-regexp")
+	}
+	ctx := context.Background()
+
+	run := gitsafe.NewRunner(dir)
+	for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain=v2"}, {"diff", "HEAD"}, {"write-tree"}} {
+		_, err := run.OutputEnv(ctx, nil, args...)
+		is.NoErr(err)
+	}
+	is.Equal(lookups(), 1) // one for status, diff and write-tree; none for rev-parse
+
+	for _, args := range [][]string{{"status", "--porcelain=v2"}, {"diff", "HEAD"}} {
+		_, err := gitsafe.Output(ctx, dir, args...)
+		is.NoErr(err)
+	}
+	is.Equal(lookups(), 3) // Output looks up for each
 }

@@ -1,14 +1,12 @@
 package gitsafe
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/ralphd/ralphd/internal/dirsnap"
 )
@@ -27,18 +25,13 @@ type Snapshot struct {
 	files  dirsnap.Files // by path relative to gitDir
 }
 
-// TakeSnapshot reads the files of dir's git directory (the common one,
-// for a linked worktree) that Snapshot describes.
-func TakeSnapshot(ctx context.Context, dir string) (*Snapshot, error) {
-	out, err := Output(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return nil, fmt.Errorf("find the git directory: %w", err)
+// SnapshotAt reads the files that Snapshot describes from gitDir, an
+// absolute git directory: the common one, for a linked worktree (see
+// worktree.Repo.Layout).
+func SnapshotAt(gitDir string) (*Snapshot, error) {
+	if !filepath.IsAbs(gitDir) {
+		return nil, fmt.Errorf("snapshot the git directory: %q is not absolute", gitDir)
 	}
-	return snapshotGitDir(strings.TrimSpace(string(out)))
-}
-
-// snapshotGitDir is TakeSnapshot for a known git directory.
-func snapshotGitDir(gitDir string) (*Snapshot, error) {
 	files, err := readWatched(gitDir)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package gitsafe_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -22,10 +21,9 @@ func TestSnapshotSeesAndUndoesPlantedCode(t *testing.T) {
 		t.Run(r.Name, func(t *testing.T) {
 			is := is.New(t)
 			dir := gitsafetest.Repo(t)
-			ctx := context.Background()
 			configBefore, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
 			is.NoErr(err)
-			snap, err := gitsafe.TakeSnapshot(ctx, dir)
+			snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
 			is.NoErr(err)
 			changed, err := snap.Changed()
 			is.NoErr(err)
@@ -59,7 +57,7 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 	dir := gitsafetest.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-push")
 	is.NoErr(os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o644))
-	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	is.NoErr(os.Chmod(hook, 0o755))
 	changed, err := snap.Changed()
@@ -89,7 +87,7 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 func TestSnapshotRoundTrip(t *testing.T) {
 	is := is.New(t)
 	dir := gitsafetest.Repo(t)
-	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	data, err := json.Marshal(snap)
 	is.NoErr(err)
@@ -109,6 +107,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 	is.True(json.Unmarshal([]byte(`{"git_dir":"/x","files":{"../escape":{"data":"","mode":420}}}`), &back) != nil)
 	is.True(json.Unmarshal([]byte(`{"git_dir":"rel","files":{}}`), &back) != nil)
+	_, err = gitsafe.SnapshotAt("rel/.git")
+	is.True(err != nil) // a relative git dir is refused
 }
 
 // A hook that is a symlink (as hook managers install them) and is pointed
@@ -118,7 +118,7 @@ func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
 	dir := gitsafetest.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
 	is.NoErr(os.Symlink("../../scripts/pre-commit", hook))
-	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	evil := filepath.Join(t.TempDir(), "evil")
 	is.NoErr(os.WriteFile(evil, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755))
@@ -156,7 +156,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 	if err := os.Symlink("../../scripts/pre-push", filepath.Join(dir, ".git", "hooks", "pre-push")); err != nil {
 		f.Fatal(err)
 	}
-	snap, err := gitsafe.TakeSnapshot(context.Background(), dir)
+	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -22,6 +22,9 @@ type agentRun struct {
 	attempt   int
 	prompt    string
 	budget    float64
+	// The work tree's git dirs, when the caller has just found them (the
+	// sandbox protects them); "" to look them up.
+	gitDir, gitCommonDir string
 }
 
 // runAgent runs the agent once with the bd guard first on its PATH, the
@@ -81,7 +84,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		},
 	}
 	if l.sandboxed(r.mode) {
-		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, g.ReadOnly()...)
+		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, r.gitDir, r.gitCommonDir, g.ReadOnly()...)
 		if err != nil {
 			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
 		}

@@ -74,7 +74,8 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
-	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res)})
+	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
+		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir})
 	l.readingDue = l.shared.judgementDue()
 	defer l.readingDue()
 	if err != nil {
@@ -475,10 +476,8 @@ func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (tamper.Snapshot,
 // judgement and the verbatim attempt.
 func (l *Loop) judgeFailure(ctx context.Context, it *buildIter) error {
 	is := it.issue
-	var now gitSignals
-	now.head, _ = l.repo().Head(ctx)
-	now.diff, _ = l.repo().DiffHashAt(ctx, now.head)
-	now.changed, _ = l.repo().Changed(ctx)
+	st, _ := l.repo().Status(ctx)
+	now := gitSignals{head: st.Head, diff: st.Diff, changed: st.Changed}
 	policy := judge.Policy{FingerprintRepeats: l.Config.ErrorFingerprintRepeats, NoProgressRepeats: l.Config.NoProgressRepeats}
 	f := judgeFailed(it, now, policy, l.lastWorked != is.ID)
 	if err := l.State.RecordFailure(is.ID, f.judgement, f.attempt); err != nil {

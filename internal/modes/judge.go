@@ -39,9 +39,8 @@ type preSignals struct {
 }
 
 func (l *Loop) takePreSignals(ctx context.Context, snap tamper.Snapshot, id string) preSignals {
-	head, _ := l.repo().Head(ctx)
-	diff, _ := l.repo().DiffHashAt(ctx, head)
-	return preSignals{head: head, diff: diff, issue: issueHash(snap, id)}
+	st, _ := l.repo().Status(ctx)
+	return preSignals{head: st.Head, diff: st.Diff, issue: issueHash(snap, id)}
 }
 
 // issueHash is the part of an issue's record whose change counts as

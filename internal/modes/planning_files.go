@@ -21,19 +21,28 @@ type planningFiles struct {
 	head      string // HEAD's commit, "" without one
 	ralphTree string // HEAD's .ralph tree, "" without one
 	git       *gitsafe.Snapshot
+	// The work tree's git dirs as found, for the sandbox to protect; ""
+	// when git could not say.
+	gitDir, gitCommonDir string
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
-// that cannot be read is not held (and said so).
+// that cannot be read is not held (and said so). One git call finds HEAD,
+// its .ralph tree and the git dirs.
 func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	var p planningFiles
 	var err error
 	if p.ralph, err = dirsnap.Take(filepath.Join(l.Dir, ".ralph")); err != nil {
 		l.human().Warn("could not hold .ralph/ for the iteration", "err", err)
 	}
-	p.head = revParse(ctx, l.Dir, "HEAD")
-	p.ralphTree = revParse(ctx, l.Dir, "HEAD:.ralph")
-	if p.git, err = gitsafe.TakeSnapshot(ctx, l.Dir); err != nil {
+	where, err := l.repo().Layout(ctx, ".ralph")
+	if err != nil {
+		l.human().Warn("could not hold HEAD's .ralph/ and the git configuration for the iteration", "err", err)
+		return p
+	}
+	p.head, p.ralphTree = where.Head, where.Tree
+	p.gitDir, p.gitCommonDir = where.GitDir, where.CommonDir
+	if p.git, err = gitsafe.SnapshotAt(where.CommonDir); err != nil {
 		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
 	}
 	return p

@@ -25,12 +25,16 @@ func (l *Loop) sandboxName(mode string) string {
 }
 
 // sandboxWrap returns the RunOptions.Wrap that runs a BUILD agent under
-// bwrap, and the TMPDIR entry for its environment. readOnly are more
+// bwrap, and the TMPDIR entry for its environment. gitDir and common are
+// the work tree's git dirs when the caller found them since the last
+// agent or check ended ("" to look them up here). readOnly are more
 // paths the agent must not write (its bd client and the broker's socket).
-func (l *Loop) sandboxWrap(ctx context.Context, scratch string, readOnly ...string) (func(string, []string) (string, []string), string, error) {
-	gitDir, common, err := l.repo().GitDirs(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("find the git dirs to protect: %w", err)
+func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, readOnly ...string) (func(string, []string) (string, []string), string, error) {
+	if gitDir == "" || common == "" {
+		var err error
+		if gitDir, common, err = l.repo().GitDirs(ctx); err != nil {
+			return nil, "", fmt.Errorf("find the git dirs to protect: %w", err)
+		}
 	}
 	tmp := filepath.Join(scratch, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {

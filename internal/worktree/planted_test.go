@@ -31,6 +31,10 @@ func TestPlantedCodeNeverRuns(t *testing.T) {
 	is.NoErr(err)
 	_, err = r.DiffHash(ctx)
 	is.NoErr(err)
+	_, err = r.Status(ctx)
+	is.NoErr(err)
+	_, err = r.Layout(ctx, ".ralph")
+	is.NoErr(err)
 	sha, err := r.FailureBranch(ctx, "wip/planted", "ralphd: keep the work", base)
 	is.NoErr(err)
 	is.True(sha != "") // the work was kept, through add, write-tree, commit-tree, branch, reset, restore, clean

@@ -10,8 +10,6 @@ package worktree
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -84,36 +82,6 @@ func parsePorcelain(out []byte) []string {
 func (r Repo) Dirty(ctx context.Context) (bool, error) {
 	paths, err := r.Changed(ctx)
 	return len(paths) > 0, err
-}
-
-// DiffHashAt is DiffHash for a caller that has just read HEAD (head, ""
-// in a repository without commits), saving a git call.
-func (r Repo) DiffHashAt(ctx context.Context, head string) (string, error) {
-	h := sha256.New()
-	args := []string{"diff", "--binary", "HEAD"}
-	if head == "" {
-		args = []string{"diff", "--binary", "--cached"}
-	}
-	diff, err := r.git(ctx, append(args, excludeBeads...)...)
-	if err != nil {
-		return "", err
-	}
-	h.Write(diff)
-	out, err := r.git(ctx, append([]string{"ls-files", "-z", "--others", "--exclude-standard"}, excludeBeads...)...)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) == 0 {
-			continue
-		}
-		obj, err := r.git(ctx, "hash-object", "--no-filters", "--", string(p))
-		if err != nil {
-			continue // removed since listed
-		}
-		fmt.Fprintf(h, "%s %s\n", p, bytes.TrimSpace(obj))
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // FailureBranch keeps the work done since base on a new branch called
@@ -218,9 +186,14 @@ func (r Repo) restore(ctx context.Context, base string) error {
 }
 
 func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	return r.run(ctx, gitsafe.NewRunner(r.Dir), env, args...)
+}
+
+// run runs one git command through run, bounded in time.
+func (r Repo) run(ctx context.Context, run *gitsafe.Runner, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return gitsafe.OutputEnv(ctx, r.Dir, env, args...)
+	return run.OutputEnv(ctx, env, args...)
 }
 
 // tempIndex makes a copy of the index as of HEAD in the git dir.

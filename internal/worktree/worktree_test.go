@@ -81,9 +81,6 @@ func TestSignals(t *testing.T) {
 	h2, err := r.DiffHash(ctx)
 	is.NoErr(err)
 	is.True(h2 != clean) // a tracked edit changes the hash
-	at, err := r.DiffHashAt(ctx, head)
-	is.NoErr(err)
-	is.Equal(at, h2) // the same hash, one git call fewer
 
 	write(t, dir, "new/b.txt", "x\n")
 	h3, err := r.DiffHash(ctx)
@@ -175,15 +172,10 @@ func TestFreeBranchName(t *testing.T) {
 	is.Equal(again, name+"-3") // the same second again: a suffix, not a clash
 }
 
-// DiffHash returns a hash of the working tree's uncommitted content: the
-// diff against HEAD and the content of untracked files. Equal hashes mean
-// no change in between.
+// DiffHash is Status's Diff alone.
 func (r Repo) DiffHash(ctx context.Context) (string, error) {
-	head, err := r.Head(ctx)
-	if err != nil {
-		return "", err
-	}
-	return r.DiffHashAt(ctx, head)
+	st, err := r.Status(ctx)
+	return st.Diff, err
 }
 
 // Branch returns the current branch name, or "" on a detached HEAD.
