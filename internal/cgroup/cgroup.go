@@ -259,14 +259,14 @@ func (g *Group) End(graceEnd time.Time, killWait time.Duration) int {
 		return 0
 	}
 	g.Signal(syscall.SIGTERM)
-	for time.Now().Before(graceEnd) {
+	for n := 0; time.Now().Before(graceEnd); n++ {
 		if g.Empty() {
 			return 0
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(pollWait(n))
 	}
 	deadline := time.Now().Add(killWait)
-	for {
+	for n := 0; ; n++ {
 		_ = g.Kill()
 		if g.Empty() {
 			return 0
@@ -275,8 +275,18 @@ func (g *Group) End(graceEnd time.Time, killWait time.Duration) int {
 			pids, _ := g.PIDs()
 			return len(pids)
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(pollWait(n))
 	}
+}
+
+// pollWait is how long End waits before its look number n+1 at a cgroup
+// that is emptying: 1 ms at first, doubling up to pollInterval. What is
+// left right after an agent's leader exited (bwrap's init, processes the
+// kernel is still tearing down) is usually gone within a few
+// milliseconds, and a first wait of the whole interval cost each
+// iteration about that much.
+func pollWait(n int) time.Duration {
+	return min(time.Millisecond<<min(n, 5), pollInterval)
 }
 
 // Remove closes the cgroup and removes its directory, which the kernel

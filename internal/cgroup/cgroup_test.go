@@ -297,3 +297,13 @@ func FuzzOwner(f *testing.F) {
 		}
 	})
 }
+
+func TestPollWait(t *testing.T) {
+	is := is.New(t)
+	is.Equal(pollWait(0), time.Millisecond) // the first look again comes soon
+	for n := 1; n < 64; n++ {
+		is.True(pollWait(n) >= pollWait(n-1)) // never shorter than the last
+		is.True(pollWait(n) <= pollInterval)  // never longer than the interval
+	}
+	is.Equal(pollWait(63), pollInterval) // a cgroup that does not empty is looked at every interval
+}
