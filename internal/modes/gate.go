@@ -56,15 +56,24 @@ type checkEnv struct {
 // `criterion | command | expected exit`).
 func (l *Loop) runChecks(ctx context.Context, ce checkEnv, is beads.Issue, verify *check) []check {
 	var cs []check
-	switch {
-	case verify != nil:
+	if verify != nil {
 		cs = append(cs, *verify)
-	case l.Config.Verify != "":
-		cs = append(cs, l.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify}))
+	}
+	for _, c := range l.checksToRun(is, verify != nil) {
+		cs = append(cs, l.runCheck(ctx, ce, c))
+	}
+	return cs
+}
+
+// checksToRun are the checks runChecks runs for is: verify (unless a
+// result is in hand) and the acceptance commands.
+func (l *Loop) checksToRun(is beads.Issue, haveVerify bool) []check {
+	var cs []check
+	if !haveVerify && l.Config.Verify != "" {
+		cs = append(cs, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
 	}
 	for _, a := range judge.ParseAcceptance(is.AcceptanceCriteria) {
-		name := "acceptance: " + a.Criterion
-		cs = append(cs, l.runCheck(ctx, ce, check{Name: name, Gate: GateAcceptance, Command: a.Command, Expect: a.ExpectExit}))
+		cs = append(cs, check{Name: "acceptance: " + a.Criterion, Gate: GateAcceptance, Command: a.Command, Expect: a.ExpectExit})
 	}
 	return cs
 }

@@ -232,10 +232,11 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// The gate runs after every iteration: its results are progress
 	// signals even when the issue stays open. The acceptance commands are
 	// the ones the iteration started with (BUILD may not change them).
-	if l.Config.Verify != "" || len(judge.ParseAcceptance(is.AcceptanceCriteria)) > 0 {
+	var err error
+	if len(l.checksToRun(is, false)) > 0 { // no command to run, no guard to serve
 		l.ranUnsandboxed(it) // the checks run the agent's code outside the sandbox
+		err = l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
 	}
-	err := l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
 	l.unsealState(ctx, res, it)
 	if err != nil {
 		return err
