@@ -190,14 +190,17 @@ type Pool struct {
 	// their attempt failed. Run sets the Queue's Moved to report to it.
 	RefMoved func(RefMove)
 
-	mu       sync.Mutex
-	busy     int
-	held     map[string]*holding // issues a worker of this pool holds, until handled
-	ledger   Ledger
-	sum      Summary
-	draining bool
-	stopErr  error
-	status   map[string]WorkerStatus
+	mu   sync.Mutex
+	busy int
+	held map[string]*holding // issues a worker of this pool holds, until handled
+	// unfinished are the issues whose last handling here ended without
+	// their work on the target (blockers.go).
+	unfinished map[string]bool
+	ledger     Ledger
+	sum        Summary
+	draining   bool
+	stopErr    error
+	status     map[string]WorkerStatus
 
 	// checking serialises the checks of the refs (refs.go); windows,
 	// refs and clean (when they were last all found in place) are
@@ -797,6 +800,7 @@ func (p *Pool) release(id string, h *holding) {
 	if p.held[id] == h {
 		delete(p.held, id)
 	}
+	p.endedHoldLocked(id, h)
 	p.mu.Unlock()
 	close(h.done)
 }
@@ -805,10 +809,11 @@ func (p *Pool) release(id string, h *holding) {
 // worker of the pool: one whose close bd already counts but whose work
 // may not be on the target yet. It returns why the worker must let is go
 // instead ("" to go on): a blocker whose work did not reach the target
-// (its issue is reopened, so is is not ready after all).
+// (its issue is reopened, so is is not ready after all), or one whose
+// last handling here ended so, after bd called is ready (blockers.go).
 func (p *Pool) awaitBlockers(ctx context.Context, worker, actor string, is beads.Issue) (string, error) {
 	deps := is.Dependencies
-	if len(deps) < is.DependencyCount && p.othersHold(is.ID) {
+	if len(deps) < is.DependencyCount && (p.othersHold(is.ID) || p.anyUnfinished()) {
 		// The claim's read-back did not carry the edges: read them.
 		shown, err := p.Client(actor, p.Queue.Repo).Show(ctx, is.ID)
 		if err != nil {
@@ -817,20 +822,12 @@ func (p *Pool) awaitBlockers(ctx context.Context, worker, actor string, is beads
 		deps = shown.Dependencies
 	}
 	for _, d := range deps {
-		p.mu.Lock()
-		h := p.held[d.DependsOnID]
-		p.mu.Unlock()
-		if h == nil || d.DependsOnID == is.ID {
+		if d.DependsOnID == is.ID {
 			continue
 		}
-		p.log(Event{Worker: worker, Issue: is.ID, Kind: "waiting", Detail: "for " + d.DependsOnID + " to reach " + p.Target})
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-h.done:
-		}
-		if !h.integrated {
-			return fmt.Sprintf("%s, which it depends on, did not reach %s", d.DependsOnID, p.Target), nil
+		why, err := p.awaitBlocker(ctx, worker, actor, is.ID, d)
+		if why != "" || err != nil {
+			return why, err
 		}
 	}
 	return "", nil
