@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/matryer/is"
 )
@@ -218,6 +220,34 @@ func TestDenyPrefixes(t *testing.T) {
 	is.Equal(denyMessage("build", "bd delete"),
 		"ralphd: `bd delete` is not allowed in build mode (separation of powers); leave it to a planning iteration")
 	is.True(strings.Contains(denyMessage("", "bd x"), "in this mode"))
+}
+
+// FuzzQuoteRule checks the quoting of what goes into Gemini CLI's policy
+// and Codex's rules: a word is refused only for a control character, and
+// a quoted one is a single line that reads back as the word (Go's
+// double-quoted syntax reads \" and \\ as TOML and Starlark do).
+func FuzzQuoteRule(f *testing.F) {
+	for _, p := range []string{"bd delete", "bd dep remove", `bd "x"`, `a\b`, "é€😀", "tab\there", "\x7f", "\xff\xfe", `\"`} {
+		f.Add(p)
+		f.Add(denyMessage("build", p))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := quoteRule(s)
+		control := strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+		if (err != nil) != control {
+			t.Fatalf("%q: error %v, control character %v", s, err, control)
+		}
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(q, "\n\r") {
+			t.Fatalf("%q quoted over several lines: %q", s, q)
+		}
+		back, uerr := strconv.Unquote(q)
+		if uerr != nil || (utf8.ValidString(s) && back != s) {
+			t.Fatalf("%q quoted as %q reads back as %q, %v", s, q, back, uerr)
+		}
+	})
 }
 
 func TestToolTracker(t *testing.T) {

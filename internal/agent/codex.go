@@ -174,7 +174,7 @@ func codexRules(mode string, prefixes []string) ([]byte, error) {
 			if strings.ContainsAny(w, "*?[") {
 				return nil, fmt.Errorf("codex rule %q: a glob cannot be expressed in an execpolicy prefix rule", p)
 			}
-			q, err := starlarkQuote(w)
+			q, err := quoteRule(w)
 			if err != nil {
 				return nil, fmt.Errorf("codex rule %q: %w", p, err)
 			}
@@ -184,26 +184,6 @@ func codexRules(mode string, prefixes []string) ([]byte, error) {
 			denyMessage(mode, p), strings.Join(quoted, ", "))
 	}
 	return []byte(b.String()), nil
-}
-
-// starlarkQuote quotes s as a Starlark string literal. Control characters
-// are refused: no shell word of a deny prefix contains one.
-func starlarkQuote(s string) (string, error) {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			return "", fmt.Errorf("control character %U cannot be written in a rule", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String(), nil
 }
 
 // codexOverlay builds <scratch>/codex-home: a symlink to every entry of

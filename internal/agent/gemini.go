@@ -109,11 +109,11 @@ func geminiPolicy(mode string, prefixes []string) ([]byte, error) {
 	b.WriteString("# Written by ralphd for one iteration: the commands its separation of powers\n" +
 		"# refuses in this mode. ralphd's bd guard enforces the same policy.\n")
 	for _, p := range prefixes {
-		prefix, err := tomlQuote(p)
+		prefix, err := quoteRule(p)
 		if err != nil {
 			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
 		}
-		msg, err := tomlQuote(denyMessage(mode, p))
+		msg, err := quoteRule(denyMessage(mode, p))
 		if err != nil {
 			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
 		}
@@ -121,26 +121,6 @@ func geminiPolicy(mode string, prefixes []string) ([]byte, error) {
 			prefix, geminiPolicyPriority, msg)
 	}
 	return []byte(b.String()), nil
-}
-
-// tomlQuote quotes s as a TOML basic string; control characters are
-// refused.
-func tomlQuote(s string) (string, error) {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			return "", fmt.Errorf("control character %U cannot be written in a rule", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String(), nil
 }
 
 // NewParser returns a parser for Gemini CLI's stream-json output.

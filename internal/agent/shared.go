@@ -234,3 +234,26 @@ func crashReason(exitCode int, stderrTail string) string {
 	}
 	return reason
 }
+
+// quoteRule quotes s for a rule file ralphd writes for an agent: as a
+// TOML basic string (Gemini CLI's policy) or a Starlark string literal
+// (Codex's rules), which are written alike when only the quote and the
+// backslash are escaped. Control characters are refused: no shell word
+// of a deny prefix holds one, and neither format takes them raw.
+func quoteRule(s string) (string, error) {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			return "", fmt.Errorf("control character %U cannot be written in a rule", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String(), nil
+}
