@@ -252,6 +252,23 @@ func (l *Loop) reopenFailedClose(ctx context.Context, id string, c check) error 
 	return nil
 }
 
+// reopenViolatingClose reopens an issue its iteration closed while making
+// changes BUILD may not make, with a note naming them: the close of a
+// failed attempt does not stand, whatever the checks say.
+func (l *Loop) reopenViolatingClose(ctx context.Context, id string, violations []string) error {
+	if _, err := l.BD.Reopen(ctx, id, "ralphd: the iteration that closed it made changes BUILD may not make"); err != nil {
+		return fmt.Errorf("reopen %s after forbidden changes: %w", id, err)
+	}
+	note := "ralphd: reopened: the iteration that closed it made changes BUILD may not make, so its close does not count: " +
+		strings.Join(violations, "; ")
+	if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
+		return fmt.Errorf("note on %s: %w", id, err)
+	}
+	l.snap.invalidate()
+	l.human().Warn("closed among forbidden changes: reopened", "issue", id)
+	return nil
+}
+
 // unclaim sets the issue back to open if it is in progress.
 func (l *Loop) unclaim(ctx context.Context, id string) {
 	if cur, err := l.BD.Show(ctx, id); err == nil && cur.Status == beads.StatusInProgress {

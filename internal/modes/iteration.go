@@ -298,7 +298,13 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, false)
 		return nil
 	case reopen:
-		if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
+		if failed == nil {
+			// The checks pass, but the iteration made forbidden changes: its
+			// close does not count either.
+			if err := l.reopenViolatingClose(ctx, is.ID, it.rec.Violations); err != nil {
+				return err
+			}
+		} else if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
 			return err
 		}
 	}

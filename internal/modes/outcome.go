@@ -63,19 +63,21 @@ type closeVerdict int
 const (
 	stillOpen closeVerdict = iota // the issue is not closed (or the close was a violation)
 	closed                        // closed, and every check passed
-	reopen                        // closed, but a check failed: ralphd reopens it
+	reopen                        // closed, but a check failed or the iteration made forbidden changes: ralphd reopens it
 )
 
 // decideClose decides whether the iteration closed its issue: status is
-// the issue's status afterwards, violated says forbidden changes were
-// found (a close among them does not count, it was reverted), and
-// checksPass says every check passed. A close counts only when the checks
-// pass.
+// the issue's status afterwards (forbidden changes reverted), violated says
+// forbidden changes were found, and checksPass says every check passed. A
+// close counts only when the checks pass and the iteration made no
+// forbidden change; otherwise ralphd reopens it. (A close that was itself
+// the forbidden change, one without a reason, is reopened by the revert
+// already: its status is no longer closed.)
 func decideClose(status string, violated, checksPass bool) closeVerdict {
 	switch {
-	case status != beads.StatusClosed || violated:
+	case status != beads.StatusClosed:
 		return stillOpen
-	case !checksPass:
+	case violated || !checksPass:
 		return reopen
 	}
 	return closed
@@ -89,10 +91,10 @@ func decideOutcome(agentStatus agent.Status, violated bool, v closeVerdict, noOp
 	switch {
 	case v == closed:
 		return OutcomeClosed
-	case v == reopen:
-		return OutcomeReopened
 	case violated:
 		return OutcomeViolation
+	case v == reopen:
+		return OutcomeReopened
 	case agentStatus != agent.StatusOK:
 		return Outcome(agentStatus)
 	case noOp:
