@@ -140,6 +140,9 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
 		return fmt.Errorf("add STUCK note to %s: %w", id, err)
 	}
+	if l.shared != nil {
+		l.shared.ownStuck.Store(id, true) // before the label: a judgement may read it at once
+	}
 	if err := l.BD.LabelAdd(ctx, id, StuckLabel); err != nil {
 		return fmt.Errorf("label %s %s: %w", id, StuckLabel, err)
 	}
@@ -210,7 +213,15 @@ func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter,
 // each as a violation of the given iteration and returns what it reverted
 // and what it found.
 func (l *Loop) revertAgainst(ctx context.Context, before, after tamper.Snapshot, iteration int) (fixed, details []string) {
-	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence})
+	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}})
+	if sh := l.shared; sh != nil {
+		// ralphd's own stuck labels, which the pool's baseline may not
+		// have yet.
+		vs = slices.DeleteFunc(vs, func(v tamper.Violation) bool {
+			_, own := sh.ownStuck.Load(v.IssueID)
+			return v.Kind == tamper.ReservedLabelAdded && v.Label == StuckLabel && own
+		})
+	}
 	if len(vs) == 0 {
 		return nil, nil
 	}

@@ -81,22 +81,29 @@ type pool struct {
 	judgingSoon atomic.Int32
 
 	// working maps each issue a worker's iteration is on to that
-	// worker's actor (under mu): the closes its judgement will judge.
-	working map[string]string
+	// worker's actor: the closes its judgement will judge. Its own lock:
+	// judgements read it while they hold judging.
+	workingMu sync.Mutex
+	working   map[string]string
+
+	// ownStuck holds the issues ralphd itself labelled stuck in this run
+	// (issue id → true): the pool's baseline may not have the label yet,
+	// and a judgement must not take it for an agent's (revertAgainst).
+	ownStuck sync.Map
 }
 
 // startWorking records that actor's iteration is on id; the returned func
 // ends that.
 func (sh *pool) startWorking(id, actor string) func() {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.workingMu.Lock()
+	defer sh.workingMu.Unlock()
 	if sh.working == nil {
 		sh.working = map[string]string{}
 	}
 	sh.working[id] = actor
 	return func() {
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
+		sh.workingMu.Lock()
+		defer sh.workingMu.Unlock()
 		if sh.working[id] == actor {
 			delete(sh.working, id)
 		}
@@ -105,8 +112,8 @@ func (sh *pool) startWorking(id, actor string) func() {
 
 // worksOn reports whether actor's iteration is on id now.
 func (sh *pool) worksOn(id, actor string) bool {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	sh.workingMu.Lock()
+	defer sh.workingMu.Unlock()
 	return actor != "" && sh.working[id] == actor
 }
 

@@ -64,6 +64,9 @@ const (
 	CommentRemoved Kind = "comment_removed"       // a comment disappeared
 	CloseNoReason  Kind = "closed_without_reason" // closed with an empty reason
 	CloseNoEvident Kind = "closed_without_evidence"
+	// ReservedLabelAdded: a label only ralphd adds (Options.ReservedLabels,
+	// its stuck label) was added.
+	ReservedLabelAdded Kind = "reserved_label_added"
 )
 
 // Violation is one forbidden change.
@@ -95,6 +98,8 @@ func (v Violation) String() string {
 		return fmt.Sprintf("%s was closed without a reason", v.IssueID)
 	case CloseNoEvident:
 		return fmt.Sprintf("%s was closed with a reason that cites no command or evidence: %q", v.IssueID, v.After)
+	case ReservedLabelAdded:
+		return fmt.Sprintf("label %q, which only ralphd adds, was added to %s", v.Label, v.IssueID)
 	default:
 		return fmt.Sprintf("%s: %s changed from %q to %q", v.IssueID, strings.TrimSuffix(string(v.Kind), "_changed"), v.Before, v.After)
 	}
@@ -108,6 +113,10 @@ type Options struct {
 	// AllowLabelRemoval lists labels BUILD may lose without a violation
 	// (none by default).
 	AllowLabelRemoval []string
+	// ReservedLabels are labels only ralphd adds (its stuck label, which
+	// makes it skip an issue): BUILD adding one is a violation, although
+	// adding other labels is allowed.
+	ReservedLabels []string
 }
 
 // scalar is the check of one protected single-valued field: its value as
@@ -222,6 +231,11 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 				}
 			}
 		}
+		for _, l := range opts.ReservedLabels {
+			if a.HasLabel(l) && !b.HasLabel(l) {
+				vs = append(vs, Violation{Kind: ReservedLabelAdded, IssueID: id, Label: l})
+			}
+		}
 		// A close in this iteration must carry a reason with evidence.
 		// An issue that was already closed is judged only if its reason
 		// changed.
@@ -281,6 +295,7 @@ type Tracker interface {
 	Update(ctx context.Context, id string, f beads.Fields) (beads.Issue, error)
 	DepAdd(ctx context.Context, issueID, dependsOnID, depType string) error
 	LabelAdd(ctx context.Context, id, label string) error
+	LabelRemove(ctx context.Context, id, label string) error
 	Reopen(ctx context.Context, id, reason string) (beads.Issue, error)
 	Close(ctx context.Context, id, reason string) (beads.Issue, error)
 	UpdateStatus(ctx context.Context, id, status string) (beads.Issue, error)
@@ -339,6 +354,8 @@ func revertOne(ctx context.Context, t Tracker, before Snapshot, v Violation) err
 		return t.DepAdd(ctx, v.Dep.IssueID, v.Dep.DependsOnID, v.Dep.Type)
 	case LabelRemoved:
 		return t.LabelAdd(ctx, v.IssueID, v.Label)
+	case ReservedLabelAdded:
+		return t.LabelRemove(ctx, v.IssueID, v.Label)
 	case CommentRemoved:
 		return t.CommentAdd(ctx, v.IssueID, restoredComment(v.Comment))
 	case CloseNoReason, CloseNoEvident:

@@ -162,6 +162,9 @@ func (m *memTracker) DepAdd(_ context.Context, a, b, ty string) error {
 func (m *memTracker) LabelAdd(_ context.Context, id, l string) error {
 	return m.do("label add " + id + " " + l)
 }
+func (m *memTracker) LabelRemove(_ context.Context, id, l string) error {
+	return m.do("label remove " + id + " " + l)
+}
 func (m *memTracker) Reopen(_ context.Context, id, _ string) (beads.Issue, error) {
 	return beads.Issue{}, m.do("reopen " + id)
 }
@@ -203,6 +206,45 @@ func TestRevert(t *testing.T) {
 		"update a-1 priority 1", "note a-1",
 		"dep add a-2 a-3 blocks", "note a-2", // ...so the edge to it can be re-added
 	})
+}
+
+// A label only ralphd adds (its stuck label) is a violation when BUILD
+// adds it, and only then; its revert removes it.
+func TestReservedLabelAdded(t *testing.T) {
+	opts := Options{ReservedLabels: []string{"ralph:stuck"}}
+	labelled := func(ls ...string) func(*beads.Issue) { return func(i *beads.Issue) { i.Labels = ls } }
+	tests := []struct {
+		name          string
+		before, after beads.Issue
+		opts          Options
+		want          []Kind
+	}{
+		{"added", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck")), opts, []Kind{ReservedLabelAdded}},
+		{"added beside others", issue("a-1", 1, labelled("x")), issue("a-1", 1, labelled("x", "y", "ralph:stuck")), opts, []Kind{ReservedLabelAdded}},
+		{"there before", issue("a-1", 1, labelled("ralph:stuck")), issue("a-1", 1, labelled("ralph:stuck", "y")), opts, nil},
+		{"another label", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck2", "RALPH:STUCK")), opts, nil},
+		{"none reserved", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck")), Options{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			before, after := NewSnapshot([]beads.Issue{tt.before}), NewSnapshot([]beads.Issue{tt.after})
+			vs := Diff(before, after, tt.opts)
+			var got []Kind
+			for _, v := range vs {
+				got = append(got, v.Kind)
+			}
+			is.Equal(got, tt.want)
+			if len(vs) == 0 {
+				return
+			}
+			is.Equal(vs[0].String(), `label "ralph:stuck", which only ralphd adds, was added to a-1`)
+			m := &memTracker{}
+			rs := Revert(context.Background(), m, before, vs)
+			is.True(rs[0].Reverted)
+			is.Equal(m.calls, []string{"label remove a-1 ralph:stuck", "note a-1"})
+		})
+	}
 }
 
 func TestRevertFailureIsReportedAndNoted(t *testing.T) {
