@@ -82,12 +82,9 @@ func TestTargetMovesArePutBack(t *testing.T) {
 			is := is.New(t)
 			f := newRepo(t)
 			ctx := context.Background()
-			var moves []workertree.Move
-			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			q, moves := watched(t, f)
 			// One integration first, so that a rewind drops real work.
 			_, err := q.Integrate(ctx, f.work("w0", map[string]string{"zero.txt": "0\n"}))
-			is.NoErr(err)
-			_, err = q.Watch(ctx)
 			is.NoErr(err)
 			want := sh(t, f.repo, "git", "rev-parse", "main")
 
@@ -101,8 +98,8 @@ func TestTargetMovesArePutBack(t *testing.T) {
 			res, err := q.Integrate(ctx, rb)
 			is.NoErr(err)
 			is.True(res.Integrated)
-			is.True(len(moves) > 0) // the move was reported
-			for _, m := range moves {
+			is.True(len(*moves) > 0) // the move was reported
+			for _, m := range *moves {
 				is.NoErr(m.Err)
 			}
 			// The target is the verified integration on top of where the
@@ -166,10 +163,7 @@ func TestTargetMoveOverLocalChanges(t *testing.T) {
 	is := is.New(t)
 	f := newRepo(t)
 	ctx := context.Background()
-	var moves []workertree.Move
-	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-	_, err := q.Watch(ctx)
-	is.NoErr(err)
+	q, moves := watched(t, f)
 	want := sh(t, f.repo, "git", "rev-parse", "main")
 	ra := f.work("w9", map[string]string{"evil.txt": "x\n"})
 	sh(t, f.repo, "git", "reset", "-q", "--hard", sh(t, ra.Dir, "git", "rev-parse", "HEAD"))
@@ -177,7 +171,7 @@ func TestTargetMoveOverLocalChanges(t *testing.T) {
 	res, err := q.Integrate(ctx, f.work("w1", map[string]string{"b.txt": "b\n"}))
 	is.True(errors.Is(err, ErrTargetDirty))
 	is.True(res.Kept != "")
-	is.Equal(len(moves), 1)
+	is.Equal(len(*moves), 1)
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
 	is.Equal(sh(t, f.repo, "cat", "shared.txt"), "the user's edit")
 }
@@ -223,10 +217,7 @@ func TestWorkerMovesArePutBack(t *testing.T) {
 			is := is.New(t)
 			f := newRepo(t)
 			ctx := context.Background()
-			var moves []workertree.Move
-			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-			_, err := q.Watch(ctx)
-			is.NoErr(err)
+			q, moves := watched(t, f)
 			x := sh(t, f.work("w9", map[string]string{"evil.txt": "x\n"}).Dir, "git", "rev-parse", "HEAD")
 			v := f.work("w1", map[string]string{"mine.txt": "mine\n"})
 			v.Tip = sh(t, v.Dir, "git", "rev-parse", "HEAD")
@@ -236,8 +227,8 @@ func TestWorkerMovesArePutBack(t *testing.T) {
 			res, err := q.Integrate(ctx, v)
 			is.NoErr(err)
 			is.True(res.Integrated)
-			is.True(len(moves) > 0)
-			for _, m := range moves {
+			is.True(len(*moves) > 0)
+			for _, m := range *moves {
 				is.NoErr(m.Err)
 				is.Equal(m.Worker, "w1")
 			}
@@ -384,10 +375,7 @@ func TestPlantedLocksAreRemoved(t *testing.T) {
 			is := is.New(t)
 			f := newRepo(t)
 			ctx := context.Background()
-			var moves []workertree.Move
-			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-			_, err := q.Watch(ctx)
-			is.NoErr(err)
+			q, moves := watched(t, f)
 			want := sh(t, f.repo, "git", "rev-parse", "main")
 			lock := filepath.Join(f.repo, ".git", filepath.FromSlash(tc.path))
 			if tc.dir {
@@ -403,30 +391,27 @@ func TestPlantedLocksAreRemoved(t *testing.T) {
 			_, err = os.Lstat(lock)
 			if tc.ref == "" {
 				is.NoErr(err) // left alone
-				is.Equal(len(moves), 0)
+				is.Equal(len(*moves), 0)
 				return
 			}
 			is.True(errors.Is(err, os.ErrNotExist)) // removed
-			is.Equal(len(moves), 1)
-			is.True(strings.HasPrefix(moves[0].Ref, tc.ref))
-			is.Equal(moves[0].Lock, lock)
-			is.NoErr(moves[0].Err)
-			is.True(strings.Contains(moves[0].String(), "locked by something other than ralphd"))
+			is.Equal(len(*moves), 1)
+			is.True(strings.HasPrefix((*moves)[0].Ref, tc.ref))
+			is.Equal((*moves)[0].Lock, lock)
+			is.NoErr((*moves)[0].Err)
+			is.True(strings.Contains((*moves)[0].String(), "locked by something other than ralphd"))
 			// The next integration finds nothing more.
 			res, err = q.Integrate(ctx, f.work("w2", map[string]string{"c.txt": "c\n"}))
 			is.NoErr(err)
 			is.True(res.Integrated)
-			is.Equal(len(moves), 1)
+			is.Equal(len(*moves), 1)
 		})
 	}
 	t.Run("a live git's lock is waited for", func(t *testing.T) {
 		is := is.New(t)
 		f := newRepo(t)
 		ctx := context.Background()
-		var moves []workertree.Move
-		q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
-		_, err := q.Watch(ctx)
-		is.NoErr(err)
+		q, moves := watched(t, f)
 		r := f.work("w1", map[string]string{"b.txt": "b\n"})
 		lock := filepath.Join(f.repo, ".git", "index.lock")
 		write(t, lock, "")
@@ -440,6 +425,18 @@ func TestPlantedLocksAreRemoved(t *testing.T) {
 		<-done
 		is.NoErr(err)
 		is.True(res.Integrated)
-		is.Equal(len(moves), 0) // not taken for planted
+		is.Equal(len(*moves), 0) // not taken for planted
 	})
+}
+
+// watched is a queue on f's main that watches it and records the moves
+// it reports.
+func watched(t *testing.T, f *fixture) (*Queue, *[]workertree.Move) {
+	t.Helper()
+	moves := &[]workertree.Move{}
+	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { *moves = append(*moves, m) }}
+	if _, err := q.Watch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return q, moves
 }

@@ -42,8 +42,7 @@ func TestDependentOfAFailedBlocker(t *testing.T) {
 			t.Error(what)
 		}
 	}
-	var pool *Pool
-	pool = p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
+	pool := p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
 		mu.Lock()
 		starts = append(starts, a.Issue.ID)
 		n := len(starts)
