@@ -263,6 +263,9 @@ func TestSharedCheckoutHoldsAcrossIntegrations(t *testing.T) {
 		{"git config", "echo '[core] fsmonitor = evil' >> $C/config"},
 		{"replace git config", "echo '[core] fsmonitor = evil' > $T/cfg && mv $T/cfg $C/config"},
 		{"a file beside the config", "echo x > $C/config.new"},
+		{"graft history away with a shallow file", "echo $X > $C/shallow"},
+		{"redirect the common dir", "echo /tmp > $C/commondir"},
+		{"rewrite packed-refs", "echo > $C/packed-refs"},
 	}
 	var script strings.Builder
 	script.WriteString("git commit -q --allow-empty -m mine || exit 9\nX=$(git rev-parse HEAD)\n")
@@ -302,7 +305,7 @@ func TestSharedCheckoutHoldsAcrossIntegrations(t *testing.T) {
 	is.Equal(r.git(r.repo, "status", "--porcelain", "--untracked-files=no"), "") // a third integration would find it clean
 	is.Equal(r.git(r.repo, "symbolic-ref", "HEAD"), "refs/heads/main")
 	is.Equal(r.git(r.repo, "ls-files"), "integrated1.txt\nintegrated2.txt")
-	for _, l := range []string{"index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/main.lock", "config.new"} {
+	for _, l := range []string{"index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/main.lock", "config.new", "shallow", "commondir"} {
 		_, err := os.Stat(filepath.Join(r.common, l))
 		is.True(errors.Is(err, fs.ErrNotExist)) // nothing planted
 	}
