@@ -3,7 +3,6 @@ package gitsafe_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,20 +128,7 @@ func TestOutputErrorCarriesStderr(t *testing.T) {
 func TestRunnerLooksDriversUpOnce(t *testing.T) {
 	is := is.New(t)
 	dir := gitsafetest.Repo(t)
-	log := filepath.Join(t.TempDir(), "calls")
-	shim := t.TempDir()
-	git, err := exec.LookPath("git")
-	is.NoErr(err)
-	is.NoErr(os.WriteFile(filepath.Join(shim, "git"), []byte("#!/bin/sh\necho \"$*\" >> '"+log+"'\nexec '"+git+"' \"$@\"\n"), 0o755))
-	t.Setenv("PATH", shim+string(os.PathListSeparator)+os.Getenv("PATH"))
-	lookups := func() int {
-		data, err := os.ReadFile(log)
-		if os.IsNotExist(err) {
-			return 0
-		}
-		is.NoErr(err)
-		return strings.Count(string(data), "config -z --name-only --get-regexp")
-	}
+	lookups := gitsafetest.CountLookups(t)
 	ctx := context.Background()
 
 	run := gitsafe.NewRunner(dir)

@@ -40,3 +40,30 @@ func TestPlantedCodeNeverRuns(t *testing.T) {
 	is.True(sha != "") // the work was kept, through add, write-tree, commit-tree, branch, reset, restore, clean
 	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
 }
+
+// Status and FailureBranch each look the drivers up once for all their
+// git calls (gitsafe.Runner), and still run none of the planted code.
+func TestOneDriversLookupPerStep(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	dir, markers := gitsafetest.Repo(t), t.TempDir()
+	for _, r := range gitsafetest.Routes() {
+		r.Plant(t, dir, markers)
+	}
+	r := Repo{Dir: dir}
+	base, err := r.Head(ctx)
+	is.NoErr(err)
+	gitsafetest.Touch(t, dir) // a tracked change: Status runs status and diff
+	lookups := gitsafetest.CountLookups(t)
+
+	st, err := r.Status(ctx)
+	is.NoErr(err)
+	is.True(len(st.Changed) > 0)
+	is.Equal(lookups(), 1)
+
+	sha, err := r.FailureBranch(ctx, "wip/step", "ralphd: keep the work", base)
+	is.NoErr(err)
+	is.True(sha != "")
+	is.Equal(lookups(), 2) // one for dirty, add, write-tree, reset, restore and clean
+	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
+}

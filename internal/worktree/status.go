@@ -14,8 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/ralphd/ralphd/internal/gitsafe"
 )
 
 // Status is the work tree as an iteration's progress signals see it,
@@ -37,10 +35,8 @@ type Status struct {
 // when a tracked file changed; untracked files are hashed here, with no
 // git call each.
 func (r Repo) Status(ctx context.Context) (Status, error) {
-	// status and diff run back to back and share the drivers lookup:
-	// nothing runs between them but ralphd (see gitsafe.Runner).
-	run := gitsafe.NewRunner(r.Dir)
-	out, err := r.run(ctx, run, nil, append([]string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"}, excludeBeads...)...)
+	r = r.inStep() // status and, when needed, diff
+	out, err := r.git(ctx, append([]string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"}, excludeBeads...)...)
 	if err != nil {
 		return Status{}, err
 	}
@@ -51,7 +47,7 @@ func (r Repo) Status(ctx context.Context) (Status, error) {
 		if st.head == "" {
 			args = []string{"diff", "--binary", "--cached"}
 		}
-		diff, err := r.run(ctx, run, nil, append(args, excludeBeads...)...)
+		diff, err := r.git(ctx, append(args, excludeBeads...)...)
 		if err != nil {
 			return Status{}, err
 		}

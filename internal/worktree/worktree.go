@@ -24,6 +24,17 @@ import (
 // Repo is a git working tree.
 type Repo struct {
 	Dir string
+	// run, when set, runs every git call with one drivers lookup
+	// (gitsafe.Runner); see inStep.
+	run *gitsafe.Runner
+}
+
+// inStep returns r for one step of git calls that run back to back with
+// no code but ralphd's running (the agent's and the checks' process trees
+// ended): they share one lookup of the repository's drivers.
+func (r Repo) inStep() Repo {
+	r.run = gitsafe.NewRunner(r.Dir)
+	return r
 }
 
 // excludeBeads is the pathspec that leaves bd's own files out.
@@ -94,6 +105,7 @@ func (r Repo) Dirty(ctx context.Context) (bool, error) {
 // It returns the branch's commit, or "" with no branch made when there was
 // no work to keep.
 func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (string, error) {
+	r = r.inStep()
 	head, err := r.Head(ctx)
 	if err != nil {
 		return "", err
@@ -186,13 +198,12 @@ func (r Repo) restore(ctx context.Context, base string) error {
 }
 
 func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
-	return r.run(ctx, gitsafe.NewRunner(r.Dir), env, args...)
-}
-
-// run runs one git command through run, bounded in time.
-func (r Repo) run(ctx context.Context, run *gitsafe.Runner, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	run := r.run
+	if run == nil {
+		run = gitsafe.NewRunner(r.Dir)
+	}
 	return run.OutputEnv(ctx, env, args...)
 }
 
