@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -153,21 +154,65 @@ func TestMissingFilesAreFine(t *testing.T) {
 	is.Equal(len(c.Entries()), len(Fields()))
 }
 
+// FuzzLoadFile checks a config file on any input: what loads is valid
+// (max_stuck at least 1), and a file written back from the loaded values
+// loads the same values. Seeds include a file with every key at its
+// default.
 func FuzzLoadFile(f *testing.F) {
 	f.Add(`{"max_stuck": 4}`)
 	f.Add(`{"iteration_timeout": "1h", "log": true}`)
 	f.Add(`{"agent": "command", "agent_cmd": "x"}`)
 	f.Add(`nonsense`)
+	f.Add(`{"agent": "gpt"}`)
+	f.Add(`{"max_budget_usd": 1e2, "workers": 8, "poll": "0"}`)
+	defaults := map[string]json.RawMessage{}
+	for _, fl := range Fields() {
+		defaults[fl.Key] = fileValue(fl, fl.Default)
+	}
+	all, _ := json.Marshal(defaults)
+	f.Add(string(all))
 	f.Fuzz(func(t *testing.T, body string) {
 		p := filepath.Join(t.TempDir(), "c.json")
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		c, err := Load(Loader{ProjectFile: p})
-		if err == nil && c.MaxStuck < 1 {
+		if err != nil {
+			return
+		}
+		if c.MaxStuck < 1 {
 			t.Fatalf("accepted max_stuck %d", c.MaxStuck)
 		}
+		back := map[string]json.RawMessage{}
+		for _, fl := range Fields() {
+			if c.Source(fl.Key) != "default" {
+				back[fl.Key] = fileValue(fl, c.Value(fl.Key))
+			}
+		}
+		data, _ := json.Marshal(back)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c2, err := Load(Loader{ProjectFile: p})
+		if err != nil {
+			t.Fatalf("%s loaded, but its values written back do not: %s: %v", body, data, err)
+		}
+		for _, fl := range Fields() {
+			if c.Value(fl.Key) != c2.Value(fl.Key) {
+				t.Fatalf("%s: %q, written back as %s, loads as %q", fl.Key, c.Value(fl.Key), data, c2.Value(fl.Key))
+			}
+		}
 	})
+}
+
+// fileValue is v as config.json writes a value of f's kind.
+func fileValue(f Field, v string) json.RawMessage {
+	switch f.kind {
+	case kindBool, kindInt, kindFloat:
+		return json.RawMessage(v)
+	}
+	b, _ := json.Marshal(v)
+	return b
 }
 
 func TestTokenIsNeverPrinted(t *testing.T) {
