@@ -52,6 +52,10 @@ func FuzzParseRefusal(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, fx := range loadFixtures(f) { // the recorded claim races and refusals among them
+		f.Add(string(fx.Stdout))
+		f.Add(string(fx.Stderr))
+	}
 	f.Fuzz(func(t *testing.T, msg string) {
 		r, ok := beads.ParseRefusal(msg)
 		if !ok {

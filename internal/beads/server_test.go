@@ -8,10 +8,11 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 )
 
-func TestServerMode(t *testing.T) {
-	// server is the metadata.json real bd 1.0.5 wrote for
-	// `bd init --server --external` (server-setup-summary.txt).
-	const server = `{
+// recordedServer is the metadata.json real bd 1.0.5 wrote for
+// `bd init --server --external` (server-setup-summary.txt);
+// recordedEmbedded is one of an embedded tracker.
+const (
+	recordedServer = `{
   "database": "dolt",
   "backend": "dolt",
   "dolt_mode": "server",
@@ -20,7 +21,11 @@ func TestServerMode(t *testing.T) {
   "dolt_database": "sv",
   "project_id": "33ddef68-ca59-4a67-a2c9-ce012f37f5fa"
 }`
-	const embedded = `{"backend": "dolt", "database": "wt", "dolt_mode": "embedded", "project_id": "x"}`
+	recordedEmbedded = `{"backend": "dolt", "database": "wt", "dolt_mode": "embedded", "project_id": "x"}`
+)
+
+func TestServerMode(t *testing.T) {
+	server, embedded := recordedServer, recordedEmbedded
 	for _, tc := range []struct {
 		name     string
 		metadata string // "" for no metadata.json
@@ -54,6 +59,8 @@ func TestServerMode(t *testing.T) {
 }
 
 func FuzzMetadataServerMode(f *testing.F) {
+	f.Add([]byte(recordedServer))
+	f.Add([]byte(recordedEmbedded))
 	f.Add([]byte(`{"dolt_mode": "server"}`))
 	f.Add([]byte(`{"dolt_mode": "embedded"}`))
 	f.Add([]byte(`[]`))
