@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 )
@@ -97,7 +98,7 @@ func Restore(dir string, was Files, paths []string) error {
 		f, ok := was[p]
 		switch {
 		case !ok:
-			if err := os.RemoveAll(path); err != nil {
+			if err := os.RemoveAll(path); err != nil && !gone(path) {
 				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 			}
 		case f.Mode.IsRegular() || f.Mode&fs.ModeSymlink != 0:
@@ -113,6 +114,14 @@ func Restore(dir string, was Files, paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// gone reports whether nothing is at path any more: it does not exist, or
+// a directory on the way to it is now a file (a file that had been
+// replaced by a tree was written back before the tree's files came up).
+func gone(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // writeBack replaces path with the held file or symlink f atomically,

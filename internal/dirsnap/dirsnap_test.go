@@ -119,6 +119,25 @@ func TestRestoreReplacements(t *testing.T) {
 	is.Equal(Changed(was, now), []string{"fifo"})
 }
 
+// A file replaced by a tree of files comes back, and the tree's files,
+// which went with it, are no error.
+func TestRestoreFileReplacedByTree(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte("held"), 0o644))
+	s, err := Take(dir)
+	is.NoErr(err)
+	is.NoErr(os.Remove(filepath.Join(dir, "config.json")))
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "config.json", "sub"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json", "sub", "x"), []byte("planted"), 0o644))
+	changed, err := s.Restore()
+	is.NoErr(err)
+	is.Equal(changed, []string{"config.json", "config.json/sub/x"})
+	got, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	is.NoErr(err)
+	is.Equal(string(got), "held")
+}
+
 // Changed sees content, mode and presence, and nothing else.
 func TestChanged(t *testing.T) {
 	for _, tc := range []struct {
