@@ -91,27 +91,38 @@ func Changed(was, now Files) []string {
 // symlink is made again with its target, replacing whatever is in its
 // place. Anything else was held by its mode alone and cannot be made
 // again: what is in its place is removed, and the error says so.
+//
+// Every removal comes before every write: a path is only ever reached
+// through directories, never through a symlink Restore has just made
+// again (which may point out of dir).
 func Restore(dir string, was Files, paths []string) error {
 	var errs []error
 	for _, p := range paths {
+		if _, ok := was[p]; ok {
+			continue
+		}
 		path := filepath.Join(dir, p)
+		if err := os.RemoveAll(path); err != nil && !gone(path) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+		}
+	}
+	for _, p := range paths {
 		f, ok := was[p]
-		switch {
-		case !ok:
-			if err := os.RemoveAll(path); err != nil && !gone(path) {
-				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
-			}
-		case f.Mode.IsRegular() || f.Mode&fs.ModeSymlink != 0:
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, p)
+		if f.Mode.IsRegular() || f.Mode&fs.ModeSymlink != 0 {
 			if err := writeBack(path, f); err != nil {
 				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
 			}
-		default:
-			if err := os.RemoveAll(path); err != nil {
-				errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
-				continue
-			}
-			errs = append(errs, fmt.Errorf("restore %s: held as %s, not a regular file: what replaced it is removed, and it is not made again", p, f.Mode.Type()))
+			continue
 		}
+		if err := os.RemoveAll(path); err != nil && !gone(path) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("restore %s: held as %s, not a regular file: what replaced it is removed, and it is not made again", p, f.Mode.Type()))
 	}
 	return errors.Join(errs...)
 }

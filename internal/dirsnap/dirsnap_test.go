@@ -138,6 +138,30 @@ func TestRestoreFileReplacedByTree(t *testing.T) {
 	is.Equal(string(got), "held")
 }
 
+// A held symlink to a directory elsewhere, replaced by a directory with a
+// file of the same name as one there: restoring removes the planted file
+// before the link is made again, never the file the link points at.
+func TestRestoreNeverReachesThroughARestoredLink(t *testing.T) {
+	is := is.New(t)
+	dir, outside := t.TempDir(), t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(outside, "keep"), []byte("the user's"), 0o644))
+	is.NoErr(os.Symlink(outside, filepath.Join(dir, "link")))
+	s, err := Take(dir)
+	is.NoErr(err)
+	is.NoErr(os.Remove(filepath.Join(dir, "link")))
+	is.NoErr(os.Mkdir(filepath.Join(dir, "link"), 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "link", "keep"), []byte("planted"), 0o644))
+	changed, err := s.Restore()
+	is.NoErr(err)
+	is.Equal(changed, []string{"link", "link/keep"})
+	got, err := os.ReadFile(filepath.Join(outside, "keep"))
+	is.NoErr(err) // still there
+	is.Equal(string(got), "the user's")
+	target, err := os.Readlink(filepath.Join(dir, "link"))
+	is.NoErr(err)
+	is.Equal(target, outside)
+}
+
 // Changed sees content, mode and presence, and nothing else.
 func TestChanged(t *testing.T) {
 	for _, tc := range []struct {
@@ -156,4 +180,80 @@ func TestChanged(t *testing.T) {
 			is.New(t).Equal(Changed(tc.was, tc.now), tc.want)
 		})
 	}
+}
+
+// FuzzRestore builds a small tree from the input, holds it, changes it
+// as the rest of the input says (files, directories and symlinks made,
+// replaced and removed at overlapping paths; a symlink may point at a
+// directory outside) and restores it: Restore reports no error, nothing
+// differs from what was held afterwards, and nothing outside changed.
+func FuzzRestore(f *testing.F) {
+	f.Add([]byte{0, 0, 'x', 2, 1, 1}, []byte{3, 0, 0, 1, 0, 0, 0, 3, 'y'})
+	f.Add([]byte{0, 2, 'a', 2, 5, 3}, []byte{3, 2, 0, 0, 2, 'b', 2, 3, 1, 4, 5, 0})
+	f.Add([]byte{}, []byte{1, 1, 0, 0, 3, 'z', 2, 4, 2})
+	f.Add([]byte{2, 0, 6}, []byte{1, 0, 0, 0, 1, 'p'}) // a link out, replaced by a tree
+	paths := []string{"a", "a/x", "a/x/deep", "b", "b/y", "c"}
+	apply := func(dir, outside string, ops []byte) {
+		for i := 0; i+2 < len(ops); i += 3 {
+			op, p, arg := ops[i]%5, filepath.Join(dir, paths[int(ops[i+1])%len(paths)]), ops[i+2]
+			_ = os.MkdirAll(filepath.Dir(p), 0o755) // may fail: a parent is a file
+			switch op {
+			case 0:
+				_ = os.RemoveAll(p)
+				_ = os.WriteFile(p, []byte{arg}, 0o644)
+			case 1:
+				_ = os.RemoveAll(p)
+				_ = os.Mkdir(p, 0o755)
+			case 2:
+				_ = os.RemoveAll(p)
+				target := outside
+				if int(arg)%(len(paths)+1) < len(paths) {
+					target = paths[int(arg)%(len(paths)+1)]
+				}
+				_ = os.Symlink(target, p)
+			case 3:
+				_ = os.RemoveAll(p)
+			case 4: // files only: a directory without x cannot be read
+				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+					_ = os.Chmod(p, os.FileMode(0o600|int(arg)&0o055))
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, build, change []byte) {
+		root := t.TempDir()
+		dir, outside := filepath.Join(root, "held"), filepath.Join(root, "outside")
+		for _, p := range []string{"x", "y", "keep"} {
+			if err := os.MkdirAll(filepath.Join(outside, p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(outside, p, "deep"), []byte("outside"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apply(dir, outside, build)
+		out, err := Take(outside)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Take(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The change goes through the held tree only: with a link out in
+		// place, it could reach outside, which is then held as changed.
+		apply(dir, outside, change)
+		if out, err = Take(outside); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Restore(); err != nil {
+			t.Fatalf("restore: %v", err)
+		}
+		if left, err := s.Changed(); err != nil || len(left) > 0 {
+			t.Fatalf("after restore, still changed: %v (%v)", left, err)
+		}
+		if touched, err := out.Changed(); err != nil || len(touched) > 0 {
+			t.Fatalf("restore changed outside: %v (%v)", touched, err)
+		}
+	})
 }
