@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"syscall"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/workers"
 )
@@ -47,7 +46,10 @@ type statusJSON struct {
 // or it is shown.
 func liveWorkers(path string, lock *state.LockInfo, now time.Time) (live []workerJSON, note string) {
 	live = []workerJSON{}
-	data, err := readStatusFile(path)
+	// The status file is only ever replaced by a rename: a FIFO (that would
+	// make status wait forever), a symlink, a device or a huge file in its
+	// place was put there by someone else.
+	data, err := atomicfile.Read(path, maxStatusSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return live, ""
 	}
@@ -73,37 +75,6 @@ func liveWorkers(path string, lock *state.LockInfo, now time.Time) (live []worke
 // maxStatusSize bounds the status file status reads: MaxStatusWorkers
 // workers with long paths fit many times over.
 const maxStatusSize = 4 << 20
-
-// readStatusFile reads the pool's status file, which ralphd only ever
-// replaces by a rename: a regular file, never a symlink, a FIFO (that
-// would make status wait forever) or a device, and at most maxStatusSize
-// bytes (an agent that can write the state dir must not make status
-// read a huge file into memory).
-func readStatusFile(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (swapped while read)")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxStatusSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxStatusSize {
-		return nil, fmt.Errorf("larger than %d MiB", maxStatusSize>>20)
-	}
-	return data, nil
-}
 
 // before reports whether any worker's time is before t, which a live
 // worker's cannot be: the pool starts after its ralphd takes the lock.

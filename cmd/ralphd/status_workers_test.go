@@ -109,7 +109,7 @@ func TestLiveWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		live, note := liveWorkers(path, holder, now)
-		if len(live) != 0 || !strings.Contains(note, "larger than") {
+		if len(live) != 0 || !strings.Contains(note, "too large") {
 			t.Errorf("live %v, note %q", live, note)
 		}
 	})

@@ -36,6 +36,14 @@ func (k kind) String() string {
 	return [...]string{"string", "integer", "boolean", "duration", "number"}[k]
 }
 
+// article is the kind with its indefinite article: "an integer", "a number".
+func (k kind) article() string {
+	if k == kindInt {
+		return "an " + k.String()
+	}
+	return "a " + k.String()
+}
+
 // Field declares one configuration key.
 type Field struct {
 	Key     string   // the key in config.json, e.g. "iteration_timeout"
@@ -362,7 +370,7 @@ func jsonText(f Field, raw json.RawMessage) (string, error) {
 	case kindInt, kindFloat:
 		var n json.Number
 		if err := json.Unmarshal(raw, &n); err != nil {
-			return "", fmt.Errorf("want a %s, got %s", f.kind, raw)
+			return "", fmt.Errorf("want %s, got %s", f.kind.article(), raw)
 		}
 		return n.String(), nil
 	case kindDuration:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestErrors(t *testing.T) {
 		{"key twice", "{\"max_stuck\": 5,\n \"max_stuck\": 6}", nil, "", `:2:2: "max_stuck" is given twice (first at 1:2); keep one`},
 		{"trailing data", `{} {}`, nil, "", ":1:4: more after the JSON object"},
 		{"empty file", ` `, nil, "", "the file is empty"},
-		{"bad type", `{"max_stuck": "three"}`, nil, "max_stuck", "want a integer"},
+		{"bad type", `{"max_stuck": "three"}`, nil, "max_stuck", "want an integer"},
 		{"bad enum", `{"agent": "gpt"}`, nil, "agent", `"gpt" is not allowed; use one of: claude, command`},
 		{"bad duration env", ``, map[string]string{"RALPH_ITERATION_TIMEOUT": "soon"}, "iteration_timeout", "want a duration"},
 		{"zero stuck", `{"max_stuck": 0}`, nil, "max_stuck", "at least 1"},
@@ -251,3 +252,64 @@ func FuzzParseObject(f *testing.F) {
 
 // Value returns the effective value of key as text.
 func (c *Config) Value(key string) string { return c.values[key] }
+
+// TestFileNotRegular: a config file that is not a regular file is a
+// configuration error (exit 2) naming the file and what is there, and a
+// FIFO never blocks the read. A symlink to a regular file is followed
+// (dotfiles are often symlinks).
+func TestFileNotRegular(t *testing.T) {
+	tests := []struct {
+		name     string
+		make     func(t *testing.T, path string)
+		contains string // "" means the file loads
+	}{
+		{"directory", func(t *testing.T, p string) { mustNoErr(t, os.Mkdir(p, 0o700)) }, "is a directory, not a JSON file"},
+		{"FIFO", func(t *testing.T, p string) { mustNoErr(t, syscall.Mkfifo(p, 0o600)) }, "is a FIFO, not a JSON file"},
+		{"symlink to /dev/zero", func(t *testing.T, p string) { mustNoErr(t, os.Symlink("/dev/zero", p)) }, "is a device, not a JSON file"},
+		{"too large", func(t *testing.T, p string) {
+			mustNoErr(t, os.WriteFile(p, []byte(`{"model": "`+strings.Repeat("x", maxConfigFile)+`"}`), 0o600))
+		}, "is over 1 MiB"},
+		{"symlink to a file", func(t *testing.T, p string) {
+			mustNoErr(t, os.WriteFile(p+".real", []byte(`{"max_stuck": 5}`), 0o600))
+			mustNoErr(t, os.Symlink(p+".real", p))
+		}, ""},
+		{"dangling symlink", func(t *testing.T, p string) { mustNoErr(t, os.Symlink("/nonexistent/x", p)) }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "config.json")
+			tt.make(t, p)
+			done := make(chan error, 1)
+			go func() {
+				_, err := Load(Loader{ProjectFile: p})
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Load blocked")
+			}
+			if tt.contains == "" {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load error %v (%T) is not a config error (exit 2)", err, err)
+			}
+			if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tt.contains) {
+				t.Fatalf("Load error %q does not name %s and say %q", err, p, tt.contains)
+			}
+		})
+	}
+}
+
+func mustNoErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/suggest"
 )
 
@@ -120,12 +122,12 @@ func position(data []byte, off int) (line, col int) {
 // key, with the closest known one; bad value) are joined, each naming
 // path:line:col.
 func (c *Config) loadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := readConfig(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read config: %w", err)
+		return err
 	}
 	ms, err := parseObject(path, data)
 	if err != nil {
@@ -160,4 +162,38 @@ func (c *Config) loadFile(path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxConfigFile bounds a config file: a few hundred bytes in practice.
+const maxConfigFile = 1 << 20
+
+// readConfig reads a config file. It follows a symlink (dotfiles often
+// are), but what it reads must be a regular file of at most maxConfigFile
+// bytes: a directory, a FIFO (which would block forever) or a device is an
+// *Error, as is a file that cannot be read.
+func readConfig(path string) ([]byte, error) {
+	bad := func(msg string) error { return &Error{Source: path, Msg: msg} }
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, bad(fmt.Sprintf("cannot be read (%v); fix its permissions or remove it", errors.Unwrap(err)))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, bad(fmt.Sprintf("cannot be read (%v)", err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, bad(fmt.Sprintf("is %s, not a JSON file; remove it, or write the configuration there as a file", atomicfile.Describe(fi.Mode())))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, bad(fmt.Sprintf("cannot be read (%v)", err))
+	}
+	if len(data) > maxConfigFile {
+		return nil, bad("is over 1 MiB, far more than any configuration; is it the right file?")
+	}
+	return data, nil
 }

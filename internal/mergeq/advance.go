@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -17,6 +18,10 @@ import (
 // in progress: the checkout's directory, the old tip and the new one, one
 // per line.
 const journalName = "ralphd-mergeq.journal"
+
+// maxJournal bounds what the queue reads of its journal and its tip file:
+// a directory and two commit ids, many times over.
+const maxJournal = 64 << 10
 
 // ErrTargetDirty is returned when the target is checked out with
 // uncommitted changes (outside .beads/), so that moving it would mix the
@@ -143,9 +148,12 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	if err := q.removeStaleLocks(ctx); err != nil {
 		return false, err
 	}
-	b, err := os.ReadFile(jpath)
+	b, err := atomicfile.Read(jpath, maxJournal)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
+	}
+	if errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) {
+		return true, fmt.Errorf("recover the merge queue: %w, not a journal ralphd wrote; remove it after checking %s", err, q.Target)
 	}
 	if err != nil {
 		return false, fmt.Errorf("recover the merge queue: %w", err)

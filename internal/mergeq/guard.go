@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -75,9 +76,12 @@ func (q *Queue) resume(ctx context.Context) error {
 	if q.TipFile == "" {
 		return nil
 	}
-	b, err := os.ReadFile(q.TipFile)
+	b, err := atomicfile.Read(q.TipFile, maxJournal)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) {
+		return fmt.Errorf("watch %s: %w, not the record of the target ralphd wrote; remove it after checking %s", q.Target, err, q.Target)
 	}
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", q.Target, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -107,8 +106,16 @@ func (s *Store) AttemptsPath() string { return s.path(AttemptsFile) }
 // s.mu.
 func (s *Store) loadAttempts() ([]AttemptCount, error) {
 	path := s.AttemptsPath()
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if unusable(err) {
+		dst, mvErr := s.moveAside(path)
+		if mvErr != nil {
+			return nil, fmt.Errorf("read attempts: %w; %w", err, mvErr)
+		}
+		s.warn("%v; it was moved to %s and the attempt counts start empty", err, dst)
 		return nil, nil
 	}
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -58,7 +57,7 @@ func (s *Store) WriteBaseline(b Baseline) error {
 func (s *Store) ReadBaseline() (*Baseline, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, err := os.ReadFile(s.BaselinePath())
+	data, err := readState(s.BaselinePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -164,7 +164,7 @@ func ParseHistoryLine(line []byte) (Record, error) {
 // skipped and described in one warning; the others are all returned, in
 // file order. A missing file is an empty history.
 func ReadHistory(path string) (records []Record, warnings []string, err error) {
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}

@@ -143,14 +143,14 @@ func ParseJudgement(data []byte) (Judgement, error) {
 // readIssueFiles reads an issue's judgement and verbatim record. It only
 // reads: what does not parse is left out and described in warns.
 func readIssueFiles(judgementPath, recordPath string) (j Judgement, attempts []judge.Attempt, warns []string) {
-	if data, err := os.ReadFile(judgementPath); err == nil {
+	if data, err := readState(judgementPath); err == nil {
 		if j, err = ParseJudgement(data); err != nil {
 			warns = append(warns, fmt.Sprintf("%s could not be parsed (%v); the issue's escalation starts over", judgementPath, err))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warns = append(warns, fmt.Sprintf("%v; the issue's escalation starts over", err))
 	}
-	if data, err := os.ReadFile(recordPath); err == nil {
+	if data, err := readState(recordPath); err == nil {
 		if attempts, err = judge.ParseRecord(string(data)); err != nil {
 			attempts = nil
 			warns = append(warns, fmt.Sprintf("%s could not be parsed (%v); the next prompt goes without it and the next failed attempt starts it afresh", recordPath, err))
@@ -180,10 +180,11 @@ func (s *Store) RecordFailure(issue string, j Judgement, a judge.Attempt) error 
 	}
 	path := s.AttemptRecordPath(issue)
 	var attempts []judge.Attempt
-	if old, err := os.ReadFile(path); err == nil {
-		// A record that does not parse is replaced by a fresh one.
+	// A record that does not parse is replaced by a fresh one, and so is
+	// anything but a regular file: a planted symlink is never followed.
+	if old, err := readState(path); err == nil {
 		attempts, _ = judge.ParseRecord(string(old))
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) && !unusable(err) {
 		return fmt.Errorf("record the attempt of %s: %w", issue, err)
 	}
 	attempts = judge.AppendAttempt(attempts, a)

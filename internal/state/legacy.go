@@ -39,7 +39,7 @@ func LegacyWarning(projectDir, stateDir string) string {
 // it does nothing.
 func (s *Store) Migrate(projectDir string) (map[string]int, error) {
 	legacy := LegacyAttemptsPath(projectDir)
-	data, err := os.ReadFile(legacy)
+	data, err := readState(legacy)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]int{}, nil
 	}

@@ -154,7 +154,7 @@ func ParseLockInfo(data []byte) (LockInfo, error) {
 }
 
 func readLockInfo(path string) (LockInfo, error) {
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if err != nil {
 		return LockInfo{}, fmt.Errorf("read lock file: %w", err)
 	}
@@ -168,7 +168,9 @@ func readLockInfo(path string) (LockInfo, error) {
 // holder that has not written its details yet is returned with zero
 // fields.
 func LockHolder(path string) (*LockInfo, error) {
-	f, err := os.Open(path)
+	// Non-blocking: a FIFO planted in the lock file's place must not make
+	// `ralphd status` wait forever for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

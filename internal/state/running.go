@@ -119,14 +119,17 @@ func (s *Store) ReadRunning() (*Running, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := s.RunningPath()
-	data, err := os.ReadFile(path)
+	data, err := readState(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
+	if err != nil && !unusable(err) {
 		return nil, fmt.Errorf("read running record: %w", err)
 	}
-	r, err := ParseRunning(data)
+	var r Running
+	if err == nil {
+		r, err = ParseRunning(data)
+	}
 	if err != nil {
 		dst, mvErr := s.moveAside(path)
 		if mvErr != nil {

@@ -41,7 +41,7 @@ func (s *Store) Seal() error {
 	}
 	m := map[string][]byte{}
 	for _, p := range s.sealedPaths() {
-		data, err := os.ReadFile(p)
+		data, err := readState(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -94,13 +94,19 @@ func (s *Store) Unseal() ([]string, error) {
 	var errs []error
 	for _, p := range s.sealedPaths() {
 		want, had := s.seal.files[p]
-		got, err := os.ReadFile(p)
-		exists := err == nil
+		got, err := readState(p)
+		// A directory, FIFO or symlink put in a sealed file's place is a
+		// change too: it is moved aside, kept, and the file put back.
+		exists := !errors.Is(err, fs.ErrNotExist)
 		switch {
 		case !had && !exists:
 			continue
-		case had && exists && bytes.Equal(got, want):
+		case had && err == nil && bytes.Equal(got, want):
 			continue
+		case unusable(err):
+			if _, err = s.moveAside(p); err == nil && had {
+				err = atomicWriter{hook: s.writer.hook}.write(p, want, filePerm)
+			}
 		case !had:
 			err = os.Remove(p)
 		default:

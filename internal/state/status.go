@@ -123,7 +123,7 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	warn := func(format string, args ...any) { st.Warnings = append(st.Warnings, fmt.Sprintf(format, args...)) }
 
 	// Metadata.
-	if data, err := os.ReadFile(filepath.Join(dir, MetadataFile)); err == nil {
+	if data, err := readState(filepath.Join(dir, MetadataFile)); err == nil {
 		m, err := ParseMetadata(data)
 		if err != nil {
 			warn("%s could not be parsed (%v); ralphd will move it aside and write a new one on its next run", filepath.Join(dir, MetadataFile), err)
@@ -134,6 +134,8 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 				st.CreatedBy = CreatedByRalphd
 			}
 		}
+	} else if unusable(err) {
+		warn("%v; ralphd will move it aside and write a new one on its next run", err)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warn("%v", err)
 	}
@@ -144,19 +146,21 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 		warn("%v", err)
 	}
 	st.Lock = holder
-	if data, err := os.ReadFile(filepath.Join(dir, RunningFile)); err == nil {
+	if data, err := readState(filepath.Join(dir, RunningFile)); err == nil {
 		r, err := ParseRunning(data)
 		if err != nil {
 			warn("%s could not be parsed (%v)", filepath.Join(dir, RunningFile), err)
 		} else {
 			st.Running = &r
 		}
+	} else if unusable(err) {
+		warn("%v; ralphd will move it aside on its next run", err)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warn("%v", err)
 	}
 
 	// Attempts.
-	if data, err := os.ReadFile(filepath.Join(dir, AttemptsFile)); err == nil {
+	if data, err := readState(filepath.Join(dir, AttemptsFile)); err == nil {
 		counts, bad := ParseAttempts(data)
 		for _, c := range counts {
 			r := IssueRecord{IssueID: c.IssueID, Count: c.Count}
@@ -174,6 +178,8 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 		if len(bad) > 0 {
 			warn("%s has %d unreadable or duplicate line(s); ralphd will move them to attempts.txt.corrupt-<time> on its next run", filepath.Join(dir, AttemptsFile), len(bad))
 		}
+	} else if unusable(err) {
+		warn("%v; ralphd will move it aside on its next run, and the attempt counts start empty", err)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warn("%v", err)
 	}
@@ -345,7 +351,7 @@ func (st Status) WriteText(w io.Writer) error {
 	if len(st.Logs) == 0 {
 		line("Logs", "none yet")
 	} else {
-		line("Logs", "%d file(s) in %s", len(st.Logs), filepath.Dir(st.Logs[0].Path))
+		line("Logs", "%s in %s", plural.Count(len(st.Logs), "file"), filepath.Dir(st.Logs[0].Path))
 		const shown = 5
 		start := max(len(st.Logs)-shown, 0)
 		if start > 0 {

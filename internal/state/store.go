@@ -101,6 +101,7 @@ func Open(ctx context.Context, root string, id Identity, version string) (*Store
 			return nil, fmt.Errorf("open state: create %s: %w", d, err)
 		}
 	}
+	s.setAsideOdd()
 	if err := s.updateMetadata(func(m *Metadata) {
 		if version != "" {
 			m.RalphdVersion = version
@@ -189,6 +190,34 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// setAsideOdd moves aside whatever stands in place of one of the state
+// files and is not a regular file: a directory, FIFO, symlink or device
+// that ralphd never makes there, and that would make a read fail, block or
+// never end. Each is kept under a corrupt-<time> name, with a warning, so
+// nothing is lost and the run goes on as if the file were missing. A
+// failure to move one is left to the read that meets it.
+func (s *Store) setAsideOdd() {
+	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile}
+	for _, pat := range []string{runningPrefix + "*.json", baselinePrefix + "*.json"} {
+		m, _ := filepath.Glob(filepath.Join(s.dir, pat))
+		for _, p := range m {
+			names = append(names, filepath.Base(p))
+		}
+	}
+	for _, name := range names {
+		p := s.path(name)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().IsRegular() {
+			continue
+		}
+		dst, err := s.moveAside(p)
+		if err != nil {
+			continue
+		}
+		s.warn("%s was %s, not a file ralphd wrote; it was moved to %s", p, atomicfile.Describe(fi.Mode()), dst)
+	}
 }
 
 // corruptPath returns a new, unused name for a corrupt copy of path:
@@ -336,7 +365,7 @@ func (m Metadata) Encode() ([]byte, error) {
 // Metadata reads metadata.json. A missing file gives a zero Metadata and
 // fs.ErrNotExist.
 func (s *Store) Metadata() (Metadata, error) {
-	data, err := os.ReadFile(s.path(MetadataFile))
+	data, err := readState(s.path(MetadataFile))
 	if err != nil {
 		return Metadata{}, fmt.Errorf("read metadata: %w", err)
 	}
@@ -360,10 +389,16 @@ func (s *Store) updateMetadata(change func(*Metadata)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := s.path(MetadataFile)
-	old, err := os.ReadFile(path)
+	old, err := readState(path)
 	var m Metadata
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+	case unusable(err):
+		dst, mvErr := s.moveAside(path)
+		if mvErr != nil {
+			return fmt.Errorf("read metadata: %w; %w", err, mvErr)
+		}
+		s.warn("%v; it was moved to %s and a new one was written", err, dst)
 	case err != nil:
 		return fmt.Errorf("read metadata: %w", err)
 	default:

@@ -1,0 +1,99 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular is wrapped by the error Read returns for a path that is
+// not a regular file: a directory, a symlink, a FIFO, a socket or a device.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is wrapped by the error Read returns for a file over its
+// limit.
+var ErrTooLarge = errors.New("file too large")
+
+// Read reads a file that ralphd only ever replaces whole with [Write]: a
+// regular file of at most max bytes. Anything else in its place is refused
+// with an error that wraps [ErrNotRegular] or [ErrTooLarge] and names what
+// is there, for the caller to say what to do: a FIFO would block the read
+// forever, a symlink to /dev/zero would never end, and a directory cannot
+// be read. Read never follows a symlink
+// and never blocks on a FIFO put there between its check and its open. A
+// missing file gives an error that wraps [fs.ErrNotExist].
+func Read(path string, max int64) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi.Mode()); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, regular(path, fs.ModeSymlink)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi.Mode()); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: %w (over %s)", path, ErrTooLarge, size(max))
+	}
+	return data, nil
+}
+
+// regular says what is wrong when mode is not a regular file's.
+func regular(path string, mode fs.FileMode) error {
+	if mode.IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Describe(mode))
+}
+
+// Describe names the kind of file mode is for a person: "a regular file",
+// "a directory", "a symlink", "a FIFO", "a socket" or "a device".
+func Describe(mode fs.FileMode) string {
+	switch {
+	case mode.IsRegular():
+		return "a regular file"
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeSymlink != 0:
+		return "a symlink"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a " + mode.Type().String()
+}
+
+// size renders a byte count in the largest whole binary unit.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
