@@ -12,6 +12,7 @@ import (
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -121,7 +122,7 @@ loop's docs call "rm attempts.txt".`)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		fmt.Fprintf(a.stdout, "reset %s (was %d attempts)\n", id, cleared[id])
+		fmt.Fprintf(a.stdout, "reset %s (was %s)\n", id, plural.Count(cleared[id], "attempt"))
 	}
 	if len(ids) == 0 {
 		fmt.Fprintln(a.stdout, "no attempt counters to reset")
