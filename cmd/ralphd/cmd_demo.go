@@ -24,7 +24,7 @@ const (
 )
 
 func cmdDemo(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "demo", "demo [--keep] [DIR]", `
+	fs := newFlags(a, "demo", "demo [--keep] [--workers K] [--agent auto|claude|scripted] [DIR]", `
 Run a whole BUILD loop on a scratch project, with no account and no network:
 four issues, one blocked by another, one that fails until its second
 attempt, and one whose work tempts the agent into a bd command BUILD mode may

@@ -51,7 +51,9 @@ ralphd left in its status file are not listed; "warnings" says so.`)
 	}
 	st, err := state.ReadStatus(stateRoot(a), id, cfg.MaxStuck)
 	if err != nil {
-		return reportErr(a, err)
+		errorf(a.stderr, "%v", err)
+		stateDirHint(a)
+		return exitUsage
 	}
 	live, note := liveWorkers(filepath.Join(st.StateDir, modes.WorkersStatusFile), st.Lock, time.Now())
 	if note != "" {

@@ -37,6 +37,12 @@ func stateRoot(a *app) string {
 	return filepath.Join(xdg.StateHome, "ralph")
 }
 
+// stateDirHint says what to do about a state dir ralphd cannot use. It
+// is a setup error (exit 2): waiting or restarting does not fix it.
+func stateDirHint(a *app) {
+	hintf(a.stderr, "set RALPH_STATE_DIR (or XDG_STATE_HOME) so that %s is a directory you can write, or fix what is in its way; `ralphd doctor` checks it", stateRoot(a))
+}
+
 // configHome is <XDG config home>.
 func configHome(a *app) string {
 	if d := a.getenv("XDG_CONFIG_HOME"); d != "" {
@@ -125,8 +131,8 @@ func openProject(ctx context.Context, a *app, fs *flag.FlagSet, dir string) (*pr
 	store, err := state.Open(ctx, stateRoot(a), id, readBuildInfo().Version)
 	if err != nil {
 		errorf(a.stderr, "open the state dir: %v", err)
-		hintf(a.stderr, "set RALPH_STATE_DIR to a writable directory")
-		return nil, exitError
+		stateDirHint(a)
+		return nil, exitUsage
 	}
 	for _, w := range store.Warnings() {
 		warnf(a.stderr, "%s", w)

@@ -87,12 +87,12 @@ func Fields() []Field {
 		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
 		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
 		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
-		field("max_stuck", kindInt, "3", "failed attempts before an issue is marked STUCK and skipped"),
+		atLeast1(field("max_stuck", kindInt, "3", "failed attempts before an issue is marked STUCK and skipped")),
 		field("iteration_timeout", kindDuration, "45m", "wall-clock limit for one agent run"),
 		field("stop_grace", kindDuration, "30s", "time between SIGTERM and SIGKILL when stopping an agent"),
 		field("log", kindBool, "false", "write a JSONL run log to the state dir"),
-		field("log_retention", kindInt, "10", "how many run logs to keep"),
-		field("report_retention", kindInt, "50", "how many end-of-run reports to keep"),
+		atLeast1(field("log_retention", kindInt, "10", "how many run logs to keep")),
+		atLeast1(field("report_retention", kindInt, "50", "how many end-of-run reports to keep")),
 		field("prompt_dir", kindString, "", "directory with PROMPT_build.md / PROMPT_plan.md overrides (default .ralph/)"),
 		field("verify", kindString, "", "verification command run after every BUILD iteration, with sh -c"),
 		field("verify_timeout", kindDuration, "10m", "wall-clock limit for the verification command"),
@@ -106,7 +106,7 @@ func Fields() []Field {
 		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
-		field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning"),
+		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
 		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
@@ -119,6 +119,12 @@ func Fields() []Field {
 		field("notify_events", kindString, "all", "notifications to send: all, or a comma-separated list of stuck, run_end, budget, agent_unusable, violation, quota_wait, idle_blocked"),
 		field("notify_timeout", kindDuration, "30s", "wall-clock limit for one notify_cmd run or one notify_url try"),
 	}
+}
+
+// atLeast1 marks a whole-number field that must be 1 or more.
+func atLeast1(f Field) Field {
+	f.Min = 1
+	return f
 }
 
 // secret marks a field whose value `ralphd config` must not print.
@@ -401,12 +407,12 @@ func (c *Config) set(f Field, v, source string) error {
 	case kindInt:
 		n, err := strconv.Atoi(v)
 		if err != nil || float64(n) < f.Min {
-			return bad(fmt.Sprintf("want a whole number >= %g, got %q", f.Min, v))
+			return bad(fmt.Sprintf("want a whole number of at least %g, got %q", f.Min, v))
 		}
 	case kindFloat:
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil || n < f.Min {
-			return bad(fmt.Sprintf("want a number >= %g, got %q", f.Min, v))
+			return bad(fmt.Sprintf("want a number of at least %g, got %q", f.Min, v))
 		}
 	case kindDuration:
 		d, err := parseDuration(v)

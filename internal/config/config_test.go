@@ -102,6 +102,11 @@ func TestErrors(t *testing.T) {
 		{"bad enum", `{"agent": "gpt"}`, nil, "agent", `"gpt" is not allowed; use one of: claude, command`},
 		{"bad duration env", ``, map[string]string{"RALPH_ITERATION_TIMEOUT": "soon"}, "iteration_timeout", "want a duration"},
 		{"zero stuck", `{"max_stuck": 0}`, nil, "max_stuck", "at least 1"},
+		{"negative retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "-1"}, "log_retention", `want a whole number of at least 1, got "-1"`},
+		{"zero retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "0"}, "log_retention", `want a whole number of at least 1, got "0"`},
+		{"garbage retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "garbage"}, "log_retention", `want a whole number of at least 1, got "garbage"`},
+		{"huge retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "99999999999999999999"}, "log_retention", `want a whole number of at least 1`},
+		{"negative workers", `{"workers": -1}`, nil, "workers", `want a whole number of at least 0, got "-1"`},
 		{"command without cmd", `{"agent": "command"}`, nil, "agent", "needs agent_cmd"},
 		{"not an object", `[1,2]`, nil, "", "not a JSON object"},
 	}

@@ -48,7 +48,7 @@ func must(t *testing.T, err error) {
 // (Open) moves it aside, keeping it, says so, and works as if the file
 // were missing.
 func TestOddStateFiles(t *testing.T) {
-	for _, name := range []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, runningPrefix + "w1.json", baselinePrefix + "w1.json"} {
+	for _, name := range []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, LockFile, runningPrefix + "w1.json", baselinePrefix + "w1.json"} {
 		for _, pl := range planters {
 			t.Run(name+"/"+pl.name, func(t *testing.T) {
 				root, id := t.TempDir(), testIdentity(t)
@@ -82,6 +82,9 @@ func TestOddStateFiles(t *testing.T) {
 					t.Errorf("what was kept at %s is a regular file, not what was planted", kept[0])
 				}
 				within(t, "a run's state calls", func() {
+					lock, err := s.Lock("build")
+					must(t, err)
+					defer lock.Release()
 					_, err = s.IncrementAttempt("bd-1")
 					must(t, err)
 					must(t, s.AppendHistory(Record{Mode: "build", IssueID: "bd-1"}))

@@ -186,7 +186,9 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 
 	// History.
 	recs, warns, err := ReadHistory(filepath.Join(dir, HistoryFile))
-	if err != nil {
+	if unusable(err) {
+		warn("%v; ralphd will move it aside on its next run, and start a new history", err)
+	} else if err != nil {
 		warn("%v", err)
 	}
 	st.Warnings = append(st.Warnings, warns...)

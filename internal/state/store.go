@@ -199,7 +199,9 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 // nothing is lost and the run goes on as if the file were missing. A
 // failure to move one is left to the read that meets it.
 func (s *Store) setAsideOdd() {
-	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile}
+	// The lock file too: no ralphd can hold a lock on one that is not a
+	// regular file, since taking it would have failed the same way.
+	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, LockFile}
 	for _, pat := range []string{runningPrefix + "*.json", baselinePrefix + "*.json"} {
 		m, _ := filepath.Glob(filepath.Join(s.dir, pat))
 		for _, p := range m {
