@@ -25,6 +25,9 @@ cost over time. It binds 127.0.0.1:7777 unless --http (config key http)
 says otherwise; a non-loopback address needs http_token. It stops on
 SIGINT or SIGTERM.`)
 	config.BindFlags(fs, "http", "http_token", "bd", "max_stuck")
+	// The key's own help is the daemon's; serve has a default address and
+	// no /metrics (the counters are a running daemon's).
+	fs.Lookup("http").Usage = "serve the dashboard on this address (empty: 127.0.0.1:7777) [env RALPH_HTTP]"
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code

@@ -425,10 +425,7 @@ func (rd *renderer) meta(rec gjson.Result) {
 	ts, _ := time.Parse(time.RFC3339, rec.Get("timestamp").String())
 	switch event := rec.Get("event").String(); event {
 	case EventWorker:
-		s := "· " + data.Get("kind").String()
-		s = withDetail(s, " ", data.Get("issue_id").String())
-		s = withDetail(s, " — ", data.Get("detail").String())
-		rd.println(dim, oneLine(s))
+		rd.println(dim, oneLine(workerStep(data)))
 	case EventRunStart:
 		parts := []string{"▶ run"}
 		if !ts.IsZero() {
@@ -889,6 +886,23 @@ func appendNonEmpty(parts []string, s string) []string {
 		return parts
 	}
 	return append(parts, s)
+}
+
+// workerStep renders one step of a worker for a person: "· claimed t-1",
+// "· integrated t-1 onto the target at 1a2b3c4d5e6f". A step this
+// renderer does not know shows its kind, issue and detail as they are.
+func workerStep(data gjson.Result) string {
+	kind, issue, detail := data.Get("kind").String(), data.Get("issue_id").String(), data.Get("detail").String()
+	switch kind {
+	case "integrated":
+		if len(detail) == 40 && strings.Trim(detail, "0123456789abcdef") == "" {
+			detail = detail[:12]
+		}
+		return withDetail("· integrated "+issue, " onto the target at ", detail)
+	case "idle-exit":
+		return "· nothing left to claim: done"
+	}
+	return withDetail(withDetail("· "+kind, " ", issue), " — ", detail)
 }
 
 func withDetail(s, sep, detail string) string {

@@ -24,6 +24,10 @@ func TestRenderTagsWorkers(t *testing.T) {
 		{EventIterationStart, map[string]any{"iteration": 1, "issue_id": "t-1", "worker": "w1"}},
 		{EventIterationStart, map[string]any{"iteration": 2, "issue_id": "t-2", "worker": "w2"}},
 		{EventWorker, WorkerStep{Worker: "w2", IssueID: "t-2", Kind: "failed", Detail: "rebase conflicted in a.txt"}},
+		{EventWorker, WorkerStep{Worker: "w1", IssueID: "t-1", Kind: "integrated", Detail: "afebcb584c3e5cfae58008fad2343506834e7973"}},
+		{EventWorker, WorkerStep{Worker: "w1", IssueID: "t-3", Kind: "integrated", Detail: "not a commit id"}},
+		{EventWorker, WorkerStep{Worker: "w1", Kind: "idle-exit"}},
+		{EventWorker, WorkerStep{Worker: "w2", IssueID: "t-4", Kind: "some-new-step", Detail: "as it is"}},
 	} {
 		line, err := MetaLine(ev.name, ts, ev.data)
 		if err != nil {
@@ -37,6 +41,10 @@ func TestRenderTagsWorkers(t *testing.T) {
 		"[w1] ━━ iteration 1 · t-1",
 		"[w2] ━━ iteration 2 · t-2",
 		"[w2] · failed t-2 — rebase conflicted in a.txt",
+		"[w1] · integrated t-1 onto the target at afebcb584c3e\n",
+		"[w1] · integrated t-3 onto the target at not a commit id\n",
+		"[w1] · nothing left to claim: done\n",
+		"[w2] · some-new-step t-4 — as it is\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rendered log lacks %q:\n%s", want, out)
