@@ -198,7 +198,11 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 		l.confirmCloseReasons(cctx, it.before, after)
 		it.foundAt = l.readDone // workers: what it finds was in the tracker then
 		it.fixed = append(it.fixed, l.revertViolations(cctx, res, it, after)...)
-		if it.violated() {
+		// A run that is not an attempt closes nothing: its closes were
+		// never checked (an agent can close its issue, then say it was
+		// rate-limited).
+		reopened := l.reopenUncheckedCloses(cctx, it, after)
+		if it.violated() || reopened {
 			after, _ = l.readTracker(cctx)
 		}
 		l.chargeConcurrent(res, it)
@@ -218,6 +222,35 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	default:
 		return iteration{reason: it.out.Reason}, ErrInterrupted
 	}
+}
+
+// reopenUncheckedCloses reopens, after an agent run that was not an
+// attempt, the issues closed in its window that this judgement would have
+// checked: its own issue and the others no other worker is on. It
+// reports whether it reopened any.
+func (l *Loop) reopenUncheckedCloses(ctx context.Context, it *buildIter, after tamper.Snapshot) bool {
+	var ids []string
+	if a, ok := after[it.issue.ID]; ok && a.Status == beads.StatusClosed && it.before[it.issue.ID].Status != beads.StatusClosed {
+		ids = append(ids, it.issue.ID)
+	}
+	for _, o := range l.ownCloses(closedOthers(it.before, after, it.issue.ID), after) {
+		ids = append(ids, o.ID)
+	}
+	for _, id := range ids {
+		why := fmt.Sprintf("ralphd: reopened: closed during an agent run that did not count as an attempt (%s), so no check ran on the close", it.out.Status)
+		if _, err := l.BD.Reopen(ctx, id, why); err != nil {
+			l.human().Warn("could not reopen an unchecked close", "issue", id, "err", err)
+			continue
+		}
+		if _, err := l.BD.AppendNotes(ctx, id, why+"."); err != nil {
+			l.human().Warn("could not note the reopen", "issue", id, "err", err)
+		}
+		l.human().Warn("closed during a run that was not an attempt: reopened", "issue", id, "run", string(it.out.Status))
+	}
+	if len(ids) > 0 {
+		l.snap.invalidate()
+	}
+	return len(ids) > 0
 }
 
 // judgeBuild decides what the iteration achieved. Everything that can run
