@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/tamper"
 )
 
@@ -22,7 +24,8 @@ import (
 //   - records the iteration as interrupted and gives its attempt back
 //     (an interrupted iteration is not a failed attempt);
 //   - sets the issue back to open if it is still claimed (in_progress) by
-//     nobody else; a closed issue stays closed and is never started again.
+//     nobody else; a close made in the iteration's window is reopened,
+//     since no check ran on it (judgeInterrupted).
 //
 // It also removes temp files of interrupted atomic writes and stale
 // scratch dirs. It returns a one-line summary of what it did ("" when
@@ -103,13 +106,47 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 	before := tamper.NewSnapshot(b.Issues)
 	l.confirmCloseReasons(ctx, before, after)
 	_, details := l.revertAgainst(ctx, before, after, b.Iteration)
+	if len(details) > 0 {
+		if after, err = l.snapshotFresh(ctx); err != nil {
+			return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
+		}
+	}
+	// No check ran on a close made in the window (an agent can close its
+	// issue and then kill ralphd): it does not stand. A worker's window
+	// overlapped others', whose closes may have been checked and
+	// integrated: only its own issue's close is its.
+	closes := closedOthers(before, after, "")
+	if l.State.Worker() != "" {
+		closes = slices.DeleteFunc(closes, func(o beads.Issue) bool { return o.ID != b.IssueID })
+	}
+	reopened := 0
+	for _, o := range closes {
+		why := fmt.Sprintf("ralphd: reopened: closed during iteration %d, whose ralphd died before it could check the close, so no check ran on the close", b.Iteration)
+		if _, err := l.BD.Reopen(ctx, o.ID, why); err != nil {
+			l.human().Warn("could not reopen an unchecked close", "issue", o.ID, "err", err)
+			continue
+		}
+		if _, err := l.BD.AppendNotes(ctx, o.ID, why+"."); err != nil {
+			l.human().Warn("could not note the reopen", "issue", o.ID, "err", err)
+		}
+		reopened++
+	}
+	if reopened > 0 {
+		l.snap.invalidate()
+	}
 	if err := l.State.ClearBaseline(); err != nil {
 		return "", err
 	}
+	msg := fmt.Sprintf("judged interrupted iteration %d: ", b.Iteration)
 	if len(details) == 0 {
-		return fmt.Sprintf("judged interrupted iteration %d: no forbidden change", b.Iteration), nil
+		msg += "no forbidden change"
+	} else {
+		msg += fmt.Sprintf("reverted %d forbidden change(s)", len(details))
 	}
-	return fmt.Sprintf("judged interrupted iteration %d: reverted %d forbidden change(s)", b.Iteration, len(details)), nil
+	if reopened > 0 {
+		msg += fmt.Sprintf("; reopened %s no check ran on", plural.Count(reopened, "close"))
+	}
+	return msg, nil
 }
 
 // unclaimAfterCrash sets the crashed iteration's issue back to open when it
@@ -121,7 +158,7 @@ func (l *Loop) unclaimAfterCrash(ctx context.Context, id string) string {
 	}
 	switch {
 	case is.Status == beads.StatusClosed:
-		return fmt.Sprintf("%s is closed; it will not be started again", id)
+		return "" // a close the iteration made is judged with its window (judgeInterrupted)
 	case is.Status != beads.StatusInProgress:
 		return ""
 	case is.Assignee != "" && is.Assignee != l.agentActor(ctx):
