@@ -87,10 +87,11 @@ func Changed(was, now Files) []string {
 
 // Restore puts each of paths (relative to dir) back as was holds it. A
 // path was does not hold is removed, whatever it is now. A held regular
-// file is written back atomically (internal/atomicfile), and a held
-// symlink is made again with its target, replacing whatever is in its
-// place. Anything else was held by its mode alone and cannot be made
-// again: what is in its place is removed, and the error says so.
+// file is written back atomically (internal/atomicfile), a held symlink is
+// made again with its target, and a held directory is made again with its
+// permissions, replacing whatever is in its place. Anything else (a FIFO,
+// say) was held by its mode alone and cannot be made again: what is in
+// its place is removed, and the error says so.
 //
 // Every removal comes before every write: a path is only ever reached
 // through directories, never through a symlink Restore has just made
@@ -118,6 +119,12 @@ func Restore(dir string, was Files, paths []string) error {
 			}
 			continue
 		}
+		if f.Mode.IsDir() {
+			if err := makeDir(path, f.Mode.Perm()); err != nil {
+				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
+			}
+			continue
+		}
 		if err := os.RemoveAll(path); err != nil && !gone(path) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 			continue
@@ -133,6 +140,20 @@ func Restore(dir string, was Files, paths []string) error {
 func gone(path string) bool {
 	_, err := os.Lstat(path)
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// makeDir makes path a directory with permissions perm, removing whatever
+// else is in its place (a link is removed, never followed).
+func makeDir(path string, perm fs.FileMode) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.IsDir() {
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(path, perm); err != nil {
+		return err
+	}
+	return os.Chmod(path, perm)
 }
 
 // writeBack replaces path with the held file or symlink f atomically,

@@ -2,9 +2,7 @@ package gitsafe
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -64,18 +62,36 @@ func (s *Snapshot) Restore() ([]string, error) {
 // hooks/ is held as well.
 var watchedFiles = []string{"config", "config.worktree", filepath.Join("info", "attributes")}
 
+// watchedDirs hold watched files. Each is held as what it is: a directory,
+// or a link or a file planted in its place, through which nothing is read
+// (what is there is not the git directory's), so that Restore neither
+// removes nor writes anything outside.
+var watchedDirs = []string{"hooks", "info"}
+
 // readWatched reads the held files that exist under gitDir. A path that
 // is not a regular file (a directory, a symlink planted in its place) is
 // read as what it is not: a change, with mode to tell.
 func readWatched(gitDir string) (dirsnap.Files, error) {
 	files := dirsnap.Files{}
-	for _, rel := range watchedFiles {
+	for _, rel := range watchedDirs {
 		if err := files.Read(gitDir, rel); err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
 	}
+	realDir := func(rel string) bool { f, ok := files[rel]; return ok && f.Mode.IsDir() }
+	for _, rel := range watchedFiles {
+		if parent := filepath.Dir(rel); parent != "." && !realDir(parent) {
+			continue
+		}
+		if err := files.Read(gitDir, rel); err != nil {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+	}
+	if !realDir("hooks") {
+		return files, nil
+	}
 	hooks, err := os.ReadDir(filepath.Join(gitDir, "hooks"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
 		return nil, fmt.Errorf("read hooks: %w", err)
 	}
 	for _, h := range hooks {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/matryer/is"
@@ -205,4 +206,53 @@ func FuzzSnapshotJSON(f *testing.F) {
 			t.Fatalf("not stable:\n%s\n%s", first, second)
 		}
 	})
+}
+
+// The hooks directory (or info/) swapped for a link to a directory
+// elsewhere: what is there is not read as the git directory's, so
+// Restore neither deletes nor writes anything outside; the held hooks
+// come back in a real directory.
+func TestSnapshotHooksDirSwappedForALinkOut(t *testing.T) {
+	for _, sub := range []string{"hooks", "info"} {
+		t.Run(sub, func(t *testing.T) {
+			is := is.New(t)
+			dir := gitsafetest.Repo(t)
+			gitDir := filepath.Join(dir, ".git")
+			is.NoErr(os.MkdirAll(filepath.Join(gitDir, "info"), 0o755))
+			is.NoErr(os.WriteFile(filepath.Join(gitDir, "info", "attributes"), []byte("* -text\n"), 0o644))
+			is.NoErr(os.WriteFile(filepath.Join(gitDir, "hooks", "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
+			snap, err := gitsafe.SnapshotAt(gitDir)
+			is.NoErr(err)
+
+			outside := t.TempDir()
+			for _, f := range []string{"victim", "attributes", "pre-commit"} {
+				is.NoErr(os.WriteFile(filepath.Join(outside, f), []byte("the user's "+f), 0o644))
+			}
+			is.NoErr(os.RemoveAll(filepath.Join(gitDir, sub)))
+			is.NoErr(os.Symlink(outside, filepath.Join(gitDir, sub)))
+			changed, err := snap.Changed()
+			is.NoErr(err)
+			is.True(slices.Contains(changed, sub))
+			_, err = snap.Restore()
+			is.NoErr(err)
+
+			for _, f := range []string{"victim", "attributes", "pre-commit"} {
+				got, err := os.ReadFile(filepath.Join(outside, f))
+				is.NoErr(err)                          // nothing outside deleted
+				is.Equal(string(got), "the user's "+f) // nor written
+			}
+			fi, err := os.Lstat(filepath.Join(gitDir, sub))
+			is.NoErr(err)
+			is.True(fi.IsDir()) // a real directory again
+			got, err := os.ReadFile(filepath.Join(gitDir, "hooks", "pre-commit"))
+			is.NoErr(err)
+			is.Equal(string(got), "#!/bin/sh\nexit 0\n")
+			got, err = os.ReadFile(filepath.Join(gitDir, "info", "attributes"))
+			is.NoErr(err)
+			is.Equal(string(got), "* -text\n")
+			changed, err = snap.Changed()
+			is.NoErr(err)
+			is.Equal(len(changed), 0)
+		})
+	}
 }
