@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"text/template"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 )
 
@@ -43,6 +43,9 @@ type PlanData struct {
 	Stuck []string // ids of issues labelled ralph:stuck
 }
 
+// maxPrompt bounds a prompt override: the built-in prompts are a few KiB.
+const maxPrompt = 4 << 20
+
 // Set is a pair of parsed prompt templates and where each came from.
 type Set struct {
 	build, plan *template.Template
@@ -70,12 +73,13 @@ func load(dir, name string) (*template.Template, string, error) {
 	var err error
 	if dir != "" {
 		p := filepath.Join(dir, name)
-		data, err = os.ReadFile(p)
+		// Not os.ReadFile: a FIFO there would block ralphd forever.
+		data, err = atomicfile.ReadFollow(p, maxPrompt)
 		switch {
 		case err == nil:
 			source = p
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, "", fmt.Errorf("read prompt: %w", err)
+			return nil, "", fmt.Errorf("read prompt: %w; remove it to use the built-in prompt, or make it a text/template file", err)
 		}
 	}
 	if source == "built-in" {

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 	"github.com/ralphd/ralphd/internal/beads"
@@ -69,4 +71,52 @@ func TestTemplateErrorsNameTheFile(t *testing.T) {
 	is.NoErr(os.WriteFile(p, []byte("{{.Issue.ID"), 0o600))
 	_, err = Load(dir)
 	is.True(err != nil && strings.Contains(err.Error(), p))
+}
+
+// TestOverrideNotAFile: an override that is not a regular file is an error
+// naming it and what to do, and a FIFO never blocks Load; a symlink to a
+// file is followed.
+func TestOverrideNotAFile(t *testing.T) {
+	tests := []struct {
+		name     string
+		make     func(p string) error
+		contains string // "" means it loads
+	}{
+		{"FIFO", func(p string) error { return syscall.Mkfifo(p, 0o600) }, "not a regular file (a FIFO)"},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }, "not a regular file (a directory)"},
+		{"symlink to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file (a device)"},
+		{"too large", func(p string) error { return os.WriteFile(p, make([]byte, maxPrompt+1), 0o600) }, "file too large"},
+		{"symlink to a file", func(p string) error {
+			if err := os.WriteFile(p+".real", []byte("linked {{.Issue.ID}}"), 0o600); err != nil {
+				return err
+			}
+			return os.Symlink(p+".real", p)
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			p := filepath.Join(dir, BuildFile)
+			is.NoErr(tt.make(p))
+			done := make(chan error, 1)
+			go func() {
+				_, err := Load(dir)
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Load blocked")
+			}
+			if tt.contains == "" {
+				is.NoErr(err)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), tt.contains) || !strings.Contains(err.Error(), "remove it to use the built-in prompt") {
+				t.Fatalf("Load error %v; want it to name %s, say %q and what to do", err, p, tt.contains)
+			}
+		})
+	}
 }

@@ -47,6 +47,31 @@ func Read(path string, max int64) ([]byte, error) {
 	if err := regular(path, fi.Mode()); err != nil {
 		return nil, err
 	}
+	return readAtMost(f, path, max)
+}
+
+// ReadFollow reads the file at path as [Read] does, but follows a symlink
+// to it: for a person's files (configuration, prompts), which are often
+// links into a dotfiles repository. What the link leads to must still be
+// a regular file of at most max bytes; a FIFO never blocks the read.
+func ReadFollow(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(path, fi.Mode()); err != nil {
+		return nil, err
+	}
+	return readAtMost(f, path, max)
+}
+
+// readAtMost reads f to its end, refusing more than max bytes.
+func readAtMost(f *os.File, path string, max int64) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -89,3 +89,57 @@ func symlink(t *testing.T, target, path string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadFollow: ReadFollow follows a symlink to a regular file, and
+// refuses the rest as Read does, without blocking on a FIFO.
+func TestReadFollow(t *testing.T) {
+	tests := []struct {
+		name    string
+		make    func(t *testing.T, path string)
+		want    string
+		wantErr error
+		inErr   string
+	}{
+		{"regular", func(t *testing.T, p string) { write(t, p, "abc") }, "abc", nil, ""},
+		{"symlink to a file", func(t *testing.T, p string) {
+			write(t, p+".target", "abc")
+			symlink(t, p+".target", p)
+		}, "abc", nil, ""},
+		{"symlink to /dev/zero", func(t *testing.T, p string) { symlink(t, "/dev/zero", p) }, "", ErrNotRegular, "(a device)"},
+		{"FIFO", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "", ErrNotRegular, "(a FIFO)"},
+		{"directory", func(t *testing.T, p string) { mkdir(t, p) }, "", ErrNotRegular, "(a directory)"},
+		{"over the limit", func(t *testing.T, p string) { write(t, p, strings.Repeat("x", 17)) }, "", ErrTooLarge, "over 16 bytes"},
+		{"dangling symlink", func(t *testing.T, p string) { symlink(t, "/nonexistent/x", p) }, "", fs.ErrNotExist, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.json")
+			tt.make(t, path)
+			done := make(chan struct{})
+			var got []byte
+			var err error
+			go func() {
+				defer close(done)
+				got, err = ReadFollow(path, 16)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ReadFollow blocked")
+			}
+			if tt.wantErr == nil {
+				if err != nil || string(got) != tt.want {
+					t.Fatalf("ReadFollow = %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.inErr) {
+				t.Fatalf("ReadFollow error = %v; want %v saying %q", err, tt.wantErr, tt.inErr)
+			}
+		})
+	}
+}

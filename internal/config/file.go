@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/suggest"
@@ -172,28 +171,19 @@ const maxConfigFile = 1 << 20
 // bytes: a directory, a FIFO (which would block forever) or a device is an
 // *Error, as is a file that cannot be read.
 func readConfig(path string) ([]byte, error) {
-	bad := func(msg string) error { return &Error{Source: path, Msg: msg} }
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	data, err := atomicfile.ReadFollow(path, maxConfigFile)
+	switch {
+	case err == nil, errors.Is(err, os.ErrNotExist):
+		return data, err
+	case errors.Is(err, atomicfile.ErrNotRegular):
+		fi, _ := os.Stat(path)
+		what := "not a regular file"
+		if fi != nil {
+			what = atomicfile.Describe(fi.Mode())
+		}
+		return nil, &Error{Source: path, Msg: fmt.Sprintf("is %s, not a JSON file; remove it, or write the configuration there as a file", what)}
+	case errors.Is(err, atomicfile.ErrTooLarge):
+		return nil, &Error{Source: path, Msg: "is over 1 MiB, far more than any configuration; is it the right file?"}
 	}
-	if err != nil {
-		return nil, bad(fmt.Sprintf("cannot be read (%v); fix its permissions or remove it", errors.Unwrap(err)))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, bad(fmt.Sprintf("cannot be read (%v)", err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, bad(fmt.Sprintf("is %s, not a JSON file; remove it, or write the configuration there as a file", atomicfile.Describe(fi.Mode())))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
-	if err != nil {
-		return nil, bad(fmt.Sprintf("cannot be read (%v)", err))
-	}
-	if len(data) > maxConfigFile {
-		return nil, bad("is over 1 MiB, far more than any configuration; is it the right file?")
-	}
-	return data, nil
+	return nil, &Error{Source: path, Msg: fmt.Sprintf("cannot be read (%v); fix its permissions or remove it", err)}
 }
