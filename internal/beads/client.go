@@ -2,6 +2,7 @@ package beads
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,8 @@ type Client struct {
 	// must not block.
 	OnCall func(args []string, took time.Duration, err error)
 
-	calls atomic.Int64
+	calls  atomic.Int64
+	maxOut int // stdout limit; zero means maxStdout (tests lower it)
 }
 
 // NewClient returns a Client for the bd binary bin (a name looked up in
@@ -419,8 +421,10 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 	if len(c.Env) > 0 {
 		cmd.Env = append(os.Environ(), c.Env...)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Bounded: a bd that floods its output must not take ralphd's memory.
+	stdout := &capped{max: cmp.Or(c.maxOut, maxStdout)}
+	stderr := &capped{max: maxStderr, drop: true}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own group, killed as a whole on cancel: nothing bd started
 	// outlives a timeout.
 	proc.SetGroup(cmd)
@@ -432,6 +436,9 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 	}
 	c.calls.Add(1)
 	err = cmd.Wait()
+	if stdout.over {
+		return nil, fmt.Errorf("%s: %w (over %d bytes); check that bd is the beads CLI (bd version)", commandLine(argv), ErrOutputTooLarge, stdout.max)
+	}
 	if err == nil {
 		return stdout.Bytes(), nil
 	}
@@ -569,3 +576,43 @@ func appendFlag(args []string, flag, value string) []string {
 func jsonArgs(args []string) []string {
 	return append(append(make([]string, 0, len(args)+1), args...), "--json")
 }
+
+// Limits on one bd call's output. A listing of 10,000 issues with long
+// descriptions is tens of MiB; stderr carries one message.
+const (
+	maxStdout = 512 << 20
+	maxStderr = 1 << 20
+)
+
+// ErrOutputTooLarge is wrapped by the error of a bd call whose stdout went
+// over maxStdout: not bd's JSON, whatever it is.
+var ErrOutputTooLarge = errors.New("bd printed more than ralphd reads")
+
+// capped is a buffer of at most max bytes. Past that, a write fails (and
+// bd gets a broken pipe), or with drop set is thrown away. The buffer is
+// a field, not embedded: an embedded bytes.Buffer's ReadFrom would let
+// io.Copy go around Write and its limit.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	drop bool
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); len(p) > room {
+		c.over = true
+		if !c.drop {
+			return 0, ErrOutputTooLarge
+		}
+		c.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// Bytes returns what was kept.
+func (c *capped) Bytes() []byte { return c.buf.Bytes() }
+
+// String returns what was kept, as text.
+func (c *capped) String() string { return c.buf.String() }
