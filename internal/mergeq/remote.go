@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -15,8 +16,11 @@ import (
 // after the fetch would have the queue rebase onto, verify and push a
 // commit of its own that the remote does not have. When the remote moved
 // since the fetch (another clone pushed), its new tip may not be here
-// yet: the fetch is done again, a bounded number of times.
+// yet: it is fetched again, a bounded number of times, with the same
+// pauses as base (a fetch fails for a moment when another fetch of this
+// repository updates ref at the same time).
 func (q *Queue) remoteTip(ctx context.Context, ref string) (string, error) {
+	var ferr error
 	for try := 1; ; try++ {
 		tip, err := q.lsRemote(ctx)
 		if err != nil {
@@ -26,11 +30,26 @@ func (q *Queue) remoteTip(ctx context.Context, ref string) (string, error) {
 			return tip, nil
 		}
 		if try == fetchTries {
-			return "", fmt.Errorf("fetch %s: %s/%s is at %s, which its fetches did not bring", q.Remote, q.Remote, q.Target, tip)
+			return "", fmt.Errorf("fetch %s: %s/%s is at %s, which its fetches did not bring: %w", q.Remote, q.Remote, q.Target, tip, ferr)
 		}
-		if _, err := workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref); err != nil {
-			return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
+		if try > 1 {
+			if err := pause(ctx, time.Duration(try)*100*time.Millisecond); err != nil {
+				return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
+			}
 		}
+		_, ferr = workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
+	}
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 
