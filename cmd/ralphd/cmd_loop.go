@@ -181,6 +181,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: runid.New(now), Version: readBuildInfo().Version,
 		Self: a.argv0, BDClient: bdClient(a.argv0), RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
+		ConfigDirs: []string{filepath.Dir(globalConfigFile(a))},
 	}
 	ls.loop = loop
 	if code := ls.startNotifier(a); code != exitOK {

@@ -233,6 +233,9 @@ func walk(dir string) (Files, error) {
 	return files, nil
 }
 
+// Dir is the directory the snapshot holds.
+func (s *Snapshot) Dir() string { return s.dir }
+
 // Changed returns the files (relative to the directory) whose content or
 // mode differs now, that appeared, or that went away, sorted.
 func (s *Snapshot) Changed() ([]string, error) {

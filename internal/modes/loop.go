@@ -159,6 +159,10 @@ type Loop struct {
 	// Contain, when set, runs each agent in a cgroup of its own (see
 	// agent.RunOptions.Contain); nil means process groups only.
 	Contain *cgroup.Containment
+	// ConfigDirs are ralphd's configuration dirs outside the project (the
+	// global <XDG config home>/ralph): held across a BUILD iteration like
+	// .ralph/, since the next run reads them.
+	ConfigDirs []string
 	// Sandbox says whether BUILD agents run under bwrap, and why not when
 	// the setting allowed it.
 	Sandbox sandbox.Decision

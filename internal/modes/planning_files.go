@@ -14,12 +14,14 @@ import (
 // planningFiles is what BUILD may not change outside the tracker, held
 // from before the agent starts until its checks have run: .ralph/ (the
 // configuration and prompts, which belong to PLANNING) in the work tree
-// and in HEAD, and the git directory's configuration and hooks, which
-// would run code in the person's next git command.
+// and in HEAD, ralphd's global configuration (Loop.ConfigDirs), and the
+// git directory's configuration and hooks, which would run code in the
+// person's next git command.
 type planningFiles struct {
 	ralph     *dirsnap.Snapshot
-	head      string // HEAD's commit, "" without one
-	ralphTree string // HEAD's .ralph tree, "" without one
+	config    []*dirsnap.Snapshot // Loop.ConfigDirs
+	head      string              // HEAD's commit, "" without one
+	ralphTree string              // HEAD's .ralph tree, "" without one
 	git       *gitsafe.Snapshot
 	// The work tree's git dirs as found, for the sandbox to protect; ""
 	// when git could not say.
@@ -34,6 +36,14 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	var err error
 	if p.ralph, err = dirsnap.Take(filepath.Join(l.Dir, ".ralph")); err != nil {
 		l.human().Warn("could not hold .ralph/ for the iteration", "err", err)
+	}
+	for _, d := range l.ConfigDirs {
+		s, err := dirsnap.Take(d)
+		if err != nil {
+			l.human().Warn("could not hold ralphd's configuration for the iteration", "dir", d, "err", err)
+			continue
+		}
+		p.config = append(p.config, s)
 	}
 	where, err := l.repo().Layout(ctx, ".ralph")
 	if err != nil {
@@ -67,6 +77,15 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 		}
 		if rerr != nil {
 			errs = append(errs, rerr)
+		}
+	}
+	for _, c := range p.config {
+		files, cerr := c.Restore()
+		for _, f := range files {
+			changes = append(changes, fmt.Sprintf("ralphd's configuration %s was changed; restored (the next run would read it)", filepath.Join(c.Dir(), f)))
+		}
+		if cerr != nil {
+			errs = append(errs, cerr)
 		}
 	}
 	if p.head != "" {
