@@ -2,9 +2,10 @@ package beads
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // ServerMode reports whether the tracker whose .beads directory is
@@ -24,7 +25,9 @@ func ServerMode(beadsDir string, env []string) bool {
 			}
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(beadsDir, "metadata.json"))
+	// Not os.ReadFile: anyone who can write .beads/ could put a FIFO
+	// there, and the read would block ralphd forever.
+	data, err := atomicfile.ReadFollow(filepath.Join(beadsDir, "metadata.json"), 1<<20)
 	if err != nil {
 		return false
 	}

@@ -3,7 +3,9 @@ package beads_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
 )
@@ -53,6 +55,37 @@ func TestServerMode(t *testing.T) {
 			}
 			if got := beads.ServerMode(dir, tc.env); got != tc.want {
 				t.Errorf("ServerMode = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestServerModeOddMetadata: a FIFO, a directory or /dev/zero in place of
+// .beads/metadata.json (an agent can write .beads/ unsandboxed) is not
+// server mode, and never blocks or exhausts the read.
+func TestServerModeOddMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"FIFO", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
+		{"directory", func(p string) error { return os.Mkdir(p, 0o700) }},
+		{"symlink to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(filepath.Join(dir, "metadata.json")); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan bool, 1)
+			go func() { done <- beads.ServerMode(dir, nil) }()
+			select {
+			case got := <-done:
+				if got {
+					t.Error("ServerMode = true, want false")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("ServerMode blocked")
 			}
 		})
 	}
