@@ -55,19 +55,33 @@ func Read(path string, max int64) ([]byte, error) {
 // links into a dotfiles repository. What the link leads to must still be
 // a regular file of at most max bytes; a FIFO never blocks the read.
 func ReadFollow(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := OpenFollow(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	return readAtMost(f, path, max)
+}
+
+// OpenFollow opens the file at path for reading, following a symlink,
+// and returns it only when it is a regular file: a FIFO, directory or
+// device is an error wrapping [ErrNotRegular]. Opening never blocks on a
+// FIFO. For reading part of a file someone else controls, such as the
+// first lines of a project file an error message names.
+func OpenFollow(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := regular(path, fi.Mode()); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = regular(path, fi.Mode())
+	}
+	if err != nil {
+		_ = f.Close()
 		return nil, err
 	}
-	return readAtMost(f, path, max)
+	return f, nil
 }
 
 // readAtMost reads f to its end, refusing more than max bytes.

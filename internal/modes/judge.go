@@ -3,13 +3,14 @@ package modes
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/plural"
@@ -226,7 +227,13 @@ func (l *Loop) excerpts(paths []string) string {
 			fmt.Fprintf(&b, "\n- %s: outside the project, not shown\n", p)
 			continue
 		}
-		f, err := os.Open(full)
+		// The work tree is the agent's: a FIFO there must not block
+		// ralphd, nor a device feed it.
+		f, err := atomicfile.OpenFollow(full)
+		if errors.Is(err, atomicfile.ErrNotRegular) {
+			fmt.Fprintf(&b, "\n- %s: not a regular file, not shown\n", rel)
+			continue
+		}
 		if err != nil {
 			fmt.Fprintf(&b, "\n- %s: does not exist in the project\n", rel)
 			continue
