@@ -236,21 +236,27 @@ func (l *Loop) reopenUncheckedCloses(ctx context.Context, it *buildIter, after t
 	for _, o := range l.ownCloses(closedOthers(it.before, after, it.issue.ID), after) {
 		ids = append(ids, o.ID)
 	}
+	why := fmt.Sprintf("ralphd: reopened: closed during an agent run that did not count as an attempt (%s), so no check ran on the close", it.out.Status)
 	for _, id := range ids {
-		why := fmt.Sprintf("ralphd: reopened: closed during an agent run that did not count as an attempt (%s), so no check ran on the close", it.out.Status)
-		if _, err := l.BD.Reopen(ctx, id, why); err != nil {
-			l.human().Warn("could not reopen an unchecked close", "issue", id, "err", err)
-			continue
+		if l.reopenUnchecked(ctx, id, why) {
+			l.human().Warn("closed during a run that was not an attempt: reopened", "issue", id, "run", string(it.out.Status))
 		}
-		if _, err := l.BD.AppendNotes(ctx, id, why+"."); err != nil {
-			l.human().Warn("could not note the reopen", "issue", id, "err", err)
-		}
-		l.human().Warn("closed during a run that was not an attempt: reopened", "issue", id, "run", string(it.out.Status))
-	}
-	if len(ids) > 0 {
-		l.snap.invalidate()
 	}
 	return len(ids) > 0
+}
+
+// reopenUnchecked reopens id, whose close no check ran on, with why as
+// the reason and the note. It reports whether it did.
+func (l *Loop) reopenUnchecked(ctx context.Context, id, why string) bool {
+	l.snap.invalidate()
+	if _, err := l.BD.Reopen(ctx, id, why); err != nil {
+		l.human().Warn("could not reopen an unchecked close", "issue", id, "err", err)
+		return false
+	}
+	if _, err := l.BD.AppendNotes(ctx, id, why+"."); err != nil {
+		l.human().Warn("could not note the reopen", "issue", id, "err", err)
+	}
+	return true
 }
 
 // judgeBuild decides what the iteration achieved. Everything that can run

@@ -120,19 +120,11 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 		closes = slices.DeleteFunc(closes, func(o beads.Issue) bool { return o.ID != b.IssueID })
 	}
 	reopened := 0
+	why := fmt.Sprintf("ralphd: reopened: closed during iteration %d, whose ralphd died before it could check the close, so no check ran on the close", b.Iteration)
 	for _, o := range closes {
-		why := fmt.Sprintf("ralphd: reopened: closed during iteration %d, whose ralphd died before it could check the close, so no check ran on the close", b.Iteration)
-		if _, err := l.BD.Reopen(ctx, o.ID, why); err != nil {
-			l.human().Warn("could not reopen an unchecked close", "issue", o.ID, "err", err)
-			continue
+		if l.reopenUnchecked(ctx, o.ID, why) {
+			reopened++
 		}
-		if _, err := l.BD.AppendNotes(ctx, o.ID, why+"."); err != nil {
-			l.human().Warn("could not note the reopen", "issue", o.ID, "err", err)
-		}
-		reopened++
-	}
-	if reopened > 0 {
-		l.snap.invalidate()
 	}
 	if err := l.State.ClearBaseline(); err != nil {
 		return "", err
