@@ -280,6 +280,9 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	if err != nil {
 		return err
 	}
+	if err := l.trackerReplaced(res, it); err != nil {
+		return err
+	}
 	// Workers: the reading is asked for before the window, so that the
 	// judgements of workers that finish together share it.
 	after, err := l.snapshotAfter(ctx)
@@ -351,6 +354,24 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
 	}
 	return l.judgeFailure(ctx, it)
+}
+
+// trackerReplaced stops the judgement when the tracker's directory was
+// swapped during the window: the violation is recorded, and the baseline
+// stays on disk, so that the next start's sweep judges the iteration once
+// the tracker is put back.
+func (l *Loop) trackerReplaced(res *Result, it *buildIter) error {
+	found := it.held.trackerReplaced()
+	if len(found) == 0 {
+		return nil
+	}
+	for _, f := range found {
+		it.rec.Violations = append(it.rec.Violations, f)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "tracker_replaced", Detail: f})
+	}
+	return fmt.Errorf("%s during iteration %d; ralphd cannot judge it against another tracker: put the original back, and the next start judges the iteration against its baseline",
+		strings.Join(found, "; "), it.n)
 }
 
 // unsealState ends the seal on ralphd's state files: each file the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/dirsnap"
@@ -18,10 +19,13 @@ import (
 // git directory's configuration and hooks, which would run code in the
 // person's next git command.
 type planningFiles struct {
-	ralph     *dirsnap.Snapshot
-	config    []*dirsnap.Snapshot // Loop.ConfigDirs
-	head      string              // HEAD's commit, "" without one
-	ralphTree string              // HEAD's .ralph tree, "" without one
+	ralph  *dirsnap.Snapshot
+	config []*dirsnap.Snapshot // Loop.ConfigDirs
+	// trackers are the tracker's directories (.beads/ of the work tree
+	// and of a linked worktree's main work tree) as found (os.Lstat).
+	trackers  map[string]os.FileInfo
+	head      string // HEAD's commit, "" without one
+	ralphTree string // HEAD's .ralph tree, "" without one
 	git       *gitsafe.Snapshot
 	// The work tree's git dirs as found, for the sandbox to protect; ""
 	// when git could not say.
@@ -45,10 +49,20 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 		}
 		p.config = append(p.config, s)
 	}
+	p.trackers = map[string]os.FileInfo{}
+	holdTracker := func(dir string) {
+		if fi, err := os.Lstat(filepath.Join(dir, ".beads")); err == nil {
+			p.trackers[filepath.Join(dir, ".beads")] = fi
+		}
+	}
+	holdTracker(l.Dir)
 	where, err := l.repo().Layout(ctx, ".ralph")
 	if err != nil {
 		l.human().Warn("could not hold HEAD's .ralph/ and the git configuration for the iteration", "err", err)
 		return p
+	}
+	if filepath.Base(where.CommonDir) == ".git" {
+		holdTracker(filepath.Dir(where.CommonDir))
 	}
 	p.head, p.ralphTree = where.Head, where.Tree
 	p.gitDir, p.gitCommonDir = where.GitDir, where.CommonDir
@@ -159,4 +173,27 @@ func revParseGitDir(ctx context.Context, dir string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// trackerReplaced returns, for each of the tracker's directories that was
+// replaced by another directory or a symlink to one, what happened. ralphd cannot judge an iteration
+// against a tracker swapped under it: the forbidden changes would stay in
+// the one moved away.
+func (p planningFiles) trackerReplaced() []string {
+	var out []string
+	for path, was := range p.trackers {
+		now, err := os.Lstat(path)
+		switch {
+		case err != nil:
+			// Gone: the tracker cannot be read after the window, so the
+			// baseline stays for the next start (snapshotAfter).
+		case now.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(path)
+			out = append(out, fmt.Sprintf("the tracker's directory %s was replaced by a symlink to %s", path, target))
+		case !os.SameFile(was, now):
+			out = append(out, fmt.Sprintf("the tracker's directory %s was replaced by another directory", path))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
