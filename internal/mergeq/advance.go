@@ -132,8 +132,8 @@ func (q *Queue) shift(ctx context.Context, dir, old, tip, why string) error {
 	return nil
 }
 
-// Recover finishes a move of the target's checkout that a crash
-// interrupted: the journal names the checkout and the old and new tips.
+// Recover removes the queue's worktree a run that did not end left, and
+// finishes a move of the target's checkout that a crash interrupted: the journal names the checkout and the old and new tips.
 // If the ref moved, only the journal is left to remove; if not, the files
 // the interrupted read-tree may have half-written are put back to the old
 // tip and the move is done again. It reports whether there was anything
@@ -146,6 +146,9 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if err := q.removeStaleLocks(ctx); err != nil {
+		return false, err
+	}
+	if err := q.dropTree(ctx); err != nil {
 		return false, err
 	}
 	b, err := atomicfile.Read(jpath, maxJournal)

@@ -202,6 +202,18 @@ func (q *Queue) Check(ctx context.Context) ([]workertree.Move, error) {
 	return q.guard(ctx)
 }
 
+// TryCheck is Check unless an integration is under way, which checks the
+// target itself before it admits any work: then it checks nothing, and
+// reports checked false.
+func (q *Queue) TryCheck(ctx context.Context) (moves []workertree.Move, checked bool, err error) {
+	if !q.mu.TryLock() {
+		return nil, false, nil
+	}
+	defer q.mu.Unlock()
+	moves, err = q.guard(ctx)
+	return moves, true, err
+}
+
 // Tip returns where the queue expects the target; "" before Watch.
 func (q *Queue) Tip() string {
 	q.mu.Lock()
@@ -218,6 +230,7 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 	if q.want == "" {
 		return nil, nil // not watching
 	}
+	started := time.Now()
 	moves, err := q.clearLocks(ctx)
 	if err != nil {
 		return nil, err
@@ -242,7 +255,22 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 		m.Kept, m.Err = q.putBack(ctx, got)
 		moves = append(moves, m)
 	}
+	if len(moves) == 0 {
+		q.cleanAt.Store(started.UnixNano())
+	}
 	return moves, q.report(moves)
+}
+
+// CleanAt returns when a check last began that found the target and its
+// checkout where the queue left them (zero before any): a move found
+// later was made after it. It does not wait for the queue's lock, and may
+// be called from Moved.
+func (q *Queue) CleanAt() time.Time {
+	n := q.cleanAt.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // report tells Moved of each move, and joins the errors of those that

@@ -1,13 +1,16 @@
 // Package mergeq integrates worker branches into the target branch one at
 // a time: a merge queue of one.
 //
-// Integrating rebases the worker's branch onto the current target in the
-// worker's own worktree (never in the target's checkout), runs verify on
-// the result there, and only then fast-forwards the target. A conflict or
-// a red verify keeps the work on a branch and names the conflicting files;
-// the target does not move. With a remote, the result is pushed (never
-// forced); a rejected push means someone else got there first: fetch,
-// rebase, verify and push again, a bounded number of times.
+// A worker hands its work over (Hand): what it left uncommitted is
+// committed, and the work is from then on one commit, which the queue
+// integrates while the worker goes on to its next issue. Integrating
+// checks that commit out in the queue's own worktree (never a worker's,
+// never the target's checkout), rebases it onto the current target there,
+// runs verify on the result, and only then fast-forwards the target. A
+// conflict or a red verify keeps the work on a branch and names the
+// conflicting files; the target does not move. With a remote, the result
+// is pushed (never forced); a rejected push means someone else got there
+// first: fetch, rebase, verify and push again, a bounded number of times.
 //
 // The target is never left mid-rebase, because no rebase happens in its
 // checkout. Moving it is a compare-and-swap of the ref; when the target is
@@ -24,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/workertree"
@@ -45,7 +49,7 @@ type Queue struct {
 	// Remote, when set (e.g. "origin"), is fetched before and pushed after
 	// each integration.
 	Remote string
-	// Verify checks the rebased result in the worker's worktree dir; nil
+	// Verify checks the rebased result in dir, the queue's worktree; nil
 	// means no check.
 	Verify func(ctx context.Context, dir string) error
 	// MaxPushTries bounds the rounds when pushes are rejected; zero means
@@ -68,10 +72,18 @@ type Queue struct {
 	// target's tip. Unwatch removes it. Keep it where agents cannot write
 	// (ralphd's state directory).
 	TipFile string
+	// Tree is the queue's own worktree, where each request's work is
+	// checked out, rebased and verified. Keep it where agents cannot
+	// write (under ralphd's state directory): what it holds after the
+	// rebase is what the target moves to. The queue creates it, resets it
+	// for each request, and RemoveTree removes it. Empty means a directory
+	// in the repository's common git directory, for tools and tests.
+	Tree string
 	// Moved, when set, is told of each move of the target (or of its
-	// checkout's HEAD) that the queue did not make, after it was put back
-	// (see Watch). It is called with the queue's lock held: it must not
-	// call the queue.
+	// checkout's HEAD, or of a worker's branch or HEAD found by Hand) that
+	// the queue did not make, after it was put back (see Watch). It may be
+	// called with the queue's lock held, and from Hand concurrently with
+	// an integration: it must not call the queue.
 	Moved func(workertree.Move)
 
 	mu sync.Mutex
@@ -80,21 +92,34 @@ type Queue struct {
 	want, home string
 	// locks are the lock files that block a move of the target (guard).
 	locks []string
+	// tree is the queue's worktree once it is known to be registered.
+	tree string
+	// cleanAt is when (Unix nanoseconds) the last check that found the
+	// target in place began (CleanAt).
+	cleanAt atomic.Int64
 }
 
-// Request asks to integrate a worker's branch.
+// Request asks to integrate a worker's work.
 type Request struct {
 	Worker string // for messages
 	Issue  string // names the kept branch
+	// Commit is the work: what Hand returned. When it is empty, Integrate
+	// hands the work over itself from Dir and Branch first.
+	Commit string
 	Dir    string // the worker's worktree
 	Branch string // the worker's branch, checked out in Dir
 	// Tip, when set, is where the worker's pool left the branch: a HEAD
 	// or branch found elsewhere is put back first, and reported to Moved.
 	Tip string
 	// Admit, when set, is asked once the queue's checks are done and
-	// before anything moves; an error returns at once, the work left on
-	// the branch (a pool refuses work whose window saw a forbidden move).
+	// before anything moves; an error returns at once, the work left
+	// where it was (a pool refuses work whose window saw a forbidden move).
 	Admit func() error
+	// Rebased, when set, is told the rebased and verified result before
+	// the target (or the remote) moves to it: a record of it tells a
+	// start after a crash whether the work reached the target. An error
+	// stops the integration, the target unmoved.
+	Rebased func(commit string) error
 }
 
 // Result says what happened.
@@ -153,51 +178,79 @@ func (q *Queue) now() time.Time {
 	return time.Now()
 }
 
-// Integrate runs req through the queue; calls are serialised.
-func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	var res Result
+// Hand hands a worker's work over to the queue: it puts the worker's
+// HEAD and branch back where the pool left them (req.Tip) when something
+// else moved them, commits what the worker left uncommitted (outside
+// .beads/), and returns the branch's tip, which is the work from then on:
+// the worker's worktree and branch are free for its next issue. It does
+// not wait for an integration under way.
+func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 	if req.Dir == "" || req.Branch == "" {
-		return res, errors.New("integrate: request without a worktree or branch")
-	}
-	if _, err := q.guard(ctx); err != nil {
-		return res, err
+		return "", errors.New("hand over: request without a worktree or branch")
 	}
 	if err := q.checkRequest(ctx, req); err != nil {
-		return res, err
-	}
-	if req.Admit != nil {
-		if err := req.Admit(); err != nil {
-			return res, err
-		}
+		return "", err
 	}
 	if err := q.commitLeftovers(ctx, req); err != nil {
-		return res, err
+		return "", err
 	}
+	tip, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+req.Branch+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("hand over %s: %w", req.Branch, err)
+	}
+	return tip, nil
+}
+
+// Integrate runs req through the queue; calls are serialised.
+func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
+	var res Result
+	if req.Commit == "" {
+		c, err := q.Hand(ctx, req)
+		if err != nil {
+			return res, err
+		}
+		req.Commit = c
+	}
+	if !workertree.IsHash(req.Commit) {
+		return res, fmt.Errorf("integrate: %q is not a commit id", req.Commit)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	tries := q.MaxPushTries
 	if tries <= 0 {
 		tries = DefaultMaxPushTries
 	}
+	var dir string
 	for res.Rounds < tries {
 		res.Rounds++
 		if _, err := q.guard(ctx); err != nil {
 			return res, err
 		}
+		if res.Rounds == 1 {
+			if req.Admit != nil {
+				if err := req.Admit(); err != nil {
+					return res, err
+				}
+			}
+			var err error
+			if dir, err = q.checkoutWork(ctx, req.Commit); err != nil {
+				return res, err
+			}
+		}
 		base, err := q.base(ctx)
 		if err != nil {
 			return res, err
 		}
-		conflicts, err := q.rebase(ctx, req, base)
+		conflicts, err := q.rebase(ctx, dir, req, base)
 		if err != nil {
 			return res, err
 		}
 		if len(conflicts) > 0 {
 			res.Conflicts = conflicts
-			res.Kept, err = q.keep(ctx, req, req.Branch)
+			res.Kept, err = q.keep(ctx, dir, req)
 			return res, err
 		}
-		tip, err := line(ctx, req.Dir, "rev-parse", "HEAD")
+		tip, err := line(ctx, dir, "rev-parse", "HEAD")
 		if err != nil {
 			return res, err
 		}
@@ -205,20 +258,25 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 			res.Empty, res.Commit = true, base
 			return res, nil
 		}
-		if res.Tracker, err = trackerFiles(ctx, req.Dir, base, tip); err != nil || len(res.Tracker) > 0 {
+		if res.Tracker, err = trackerFiles(ctx, dir, base, tip); err != nil || len(res.Tracker) > 0 {
 			if err == nil {
-				res.Kept, err = q.keep(ctx, req, req.Branch)
+				res.Kept, err = q.keep(ctx, dir, req)
 			}
 			return res, err
 		}
 		if q.Verify != nil {
-			if err := q.Verify(ctx, req.Dir); err != nil {
+			if err := q.Verify(ctx, dir); err != nil {
 				if ctx.Err() != nil {
-					return res, fmt.Errorf("integrate %s: %w", req.Branch, ctx.Err())
+					return res, fmt.Errorf("integrate %s: %w", req.Issue, ctx.Err())
 				}
 				res.VerifyErr = err
-				res.Kept, err = q.keep(ctx, req, req.Branch)
+				res.Kept, err = q.keep(ctx, dir, req)
 				return res, err
+			}
+		}
+		if req.Rebased != nil {
+			if err := req.Rebased(tip); err != nil {
+				return res, fmt.Errorf("integrate %s: %w", req.Issue, err)
 			}
 		}
 		if q.Remote != "" {
@@ -239,7 +297,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 		case errors.Is(err, errMoved):
 			continue // the target moved under us: rebase onto it again
 		case err != nil:
-			res.Kept, _ = q.keep(ctx, req, req.Branch)
+			res.Kept, _ = q.keep(ctx, dir, req)
 			return res, err
 		}
 		res.Integrated, res.Commit = true, tip
@@ -247,7 +305,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	}
 	res.Rejected = true
 	var err error
-	res.Kept, err = q.keep(ctx, req, req.Branch)
+	res.Kept, err = q.keep(ctx, dir, req)
 	return res, err
 }
 
@@ -307,25 +365,25 @@ func (q *Queue) commitLeftovers(ctx context.Context, req Request) error {
 	return nil
 }
 
-// rebase rebases the worker's branch onto base in its worktree. On a
-// conflict it lists the conflicting files and aborts, which puts the
-// branch back where it was.
-func (q *Queue) rebase(ctx context.Context, req Request, base string) ([]string, error) {
-	_, err := workertree.Git(ctx, req.Dir, nil, "rebase", "-q", "--no-autostash", base)
+// rebase rebases the work checked out in the queue's worktree dir onto
+// base. On a conflict it lists the conflicting files and aborts, which
+// puts the work back where it was.
+func (q *Queue) rebase(ctx context.Context, dir string, req Request, base string) ([]string, error) {
+	_, err := workertree.Git(ctx, dir, nil, "rebase", "-q", "--no-autostash", base)
 	if err == nil {
 		return nil, nil
 	}
 	if ctx.Err() != nil {
-		_, _ = workertree.Git(context.WithoutCancel(ctx), req.Dir, nil, "rebase", "--abort")
-		return nil, fmt.Errorf("rebase %s: %w", req.Branch, ctx.Err())
+		_, _ = workertree.Git(context.WithoutCancel(ctx), dir, nil, "rebase", "--abort")
+		return nil, fmt.Errorf("rebase the work on %s: %w", req.Issue, ctx.Err())
 	}
-	out, derr := workertree.Git(ctx, req.Dir, nil, "diff", "--name-only", "--diff-filter=U")
+	out, derr := workertree.Git(ctx, dir, nil, "diff", "--name-only", "--diff-filter=U")
 	conflicts := strings.Fields(string(out))
-	if _, aerr := workertree.Git(ctx, req.Dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, req.Dir) {
-		return nil, fmt.Errorf("rebase %s: %w; and abort: %w", req.Branch, err, aerr)
+	if _, aerr := workertree.Git(ctx, dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
+		return nil, fmt.Errorf("rebase the work on %s: %w; and abort: %w", req.Issue, err, aerr)
 	}
 	if derr != nil || len(conflicts) == 0 {
-		return nil, fmt.Errorf("rebase %s onto %s: %w", req.Branch, base, err)
+		return nil, fmt.Errorf("rebase the work on %s onto %s: %w", req.Issue, base, err)
 	}
 	return conflicts, nil
 }
@@ -360,11 +418,15 @@ func inRebase(ctx context.Context, dir string) bool {
 	return false
 }
 
-// keep puts a kept branch at the worker branch's tip.
-func (q *Queue) keep(ctx context.Context, req Request, branch string) (string, error) {
-	tip, err := line(ctx, req.Dir, "rev-parse", "refs/heads/"+branch)
-	if err != nil {
-		return "", err
+// keep puts a kept branch at the work as the queue's worktree dir has
+// it: rebased, when the rebase went through (a red verify), else as it
+// was handed over.
+func (q *Queue) keep(ctx context.Context, dir string, req Request) (string, error) {
+	tip := req.Commit
+	if dir != "" {
+		if head, err := line(ctx, dir, "rev-parse", "--verify", "-q", "HEAD^{commit}"); err == nil {
+			tip = head
+		}
 	}
 	issue := req.Issue
 	if issue == "" {
@@ -378,7 +440,7 @@ func (q *Queue) keep(ctx context.Context, req Request, branch string) (string, e
 		name = fmt.Sprintf("%s%s/%s-%d", KeptPrefix, issue, q.now().UTC().Format("20060102-150405"), i)
 	}
 	if _, err := workertree.Git(ctx, q.Repo, nil, "branch", name, tip); err != nil {
-		return "", fmt.Errorf("keep the work of %s: %w", req.Branch, err)
+		return "", fmt.Errorf("keep the work on %s: %w", req.Issue, err)
 	}
 	return name, nil
 }

@@ -482,3 +482,58 @@ func TestTrackerFilesAreNotIntegrated(t *testing.T) {
 		})
 	}
 }
+
+// TestHandThenIntegrate: a worker hands its work over (what it left
+// uncommitted too) and goes on to its next issue in the same worktree;
+// the queue integrates exactly what was handed over, in its own worktree,
+// never the worker's, and leaves no worktree behind once removed.
+func TestHandThenIntegrate(t *testing.T) {
+	is := is.New(t)
+	f := newRepo(t)
+	ctx := context.Background()
+	var verifiedIn string
+	q := &Queue{Repo: f.repo, Target: "main", Verify: func(ctx context.Context, dir string) error {
+		verifiedIn = dir
+		for _, name := range []string{"a.txt", "left.txt"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	req := f.work("w1", map[string]string{"a.txt": "a\n"})
+	write(t, filepath.Join(req.Dir, "left.txt"), "uncommitted\n")
+	commit, err := q.Hand(ctx, req)
+	is.NoErr(err)
+	is.Equal(sh(t, req.Dir, "git", "status", "--porcelain"), "") // the leftovers are in the handed commit
+	// The worker's next issue, in the same worktree, before the queue runs.
+	next := f.work("w1", map[string]string{"b.txt": "next issue\n"})
+	is.Equal(next.Dir, req.Dir)
+
+	res, err := q.Integrate(ctx, Request{Worker: "w1", Issue: "is-1", Commit: commit})
+	is.NoErr(err)
+	is.True(res.Integrated)
+	is.True(verifiedIn != "" && verifiedIn != req.Dir)
+	sh(t, f.repo, "git", "cat-file", "-e", "main:a.txt")
+	sh(t, f.repo, "git", "cat-file", "-e", "main:left.txt")
+	if _, err := exec.Command("git", "-C", f.repo, "cat-file", "-e", "main:b.txt").CombinedOutput(); err == nil {
+		t.Fatal("the worker's next issue reached the target with the work handed over before it")
+	}
+	is.Equal(sh(t, req.Dir, "git", "rev-parse", "HEAD"), sh(t, req.Dir, "git", "rev-parse", "refs/heads/"+next.Branch)) // the worker's worktree is untouched
+	f.clean()
+	is.NoErr(q.RemoveTree(ctx))
+	left, err := workertree.List(ctx, f.repo)
+	is.NoErr(err)
+	is.Equal(len(left), 2) // main and the worker's
+}
+
+// TestIntegrateRefusesNonCommit: a request's commit must be a commit id.
+func TestIntegrateRefusesNonCommit(t *testing.T) {
+	f := newRepo(t)
+	q := &Queue{Repo: f.repo, Target: "main"}
+	for _, c := range []string{"main", "--upload-pack=x", "HEAD~1"} {
+		if _, err := q.Integrate(context.Background(), Request{Worker: "w1", Issue: "is-1", Commit: c}); err == nil {
+			t.Errorf("Integrate took %q as the work", c)
+		}
+	}
+}

@@ -97,6 +97,23 @@ func RefAt(ctx context.Context, repo, ref string) (string, error) {
 	return "", nil
 }
 
+// Refs returns the commit each ref under the given prefixes (full names,
+// e.g. refs/heads/ralphd/workers/) points at, in one git call.
+func Refs(ctx context.Context, repo string, prefixes ...string) (map[string]string, error) {
+	out, err := Git(ctx, repo, nil, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", strings.Join(prefixes, ", "), err)
+	}
+	refs := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		sha, ref, ok := strings.Cut(l, " ")
+		if ok && IsHash(sha) {
+			refs[ref] = sha
+		}
+	}
+	return refs, nil
+}
+
 // Head returns what HEAD of the worktree dir is: "ref: <full ref>" when it
 // names a branch, or the commit when it is detached.
 func Head(ctx context.Context, dir string) (string, error) {

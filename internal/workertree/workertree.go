@@ -49,6 +49,22 @@ type Manager struct {
 	// mu serialises the Manager's git calls on the shared repository:
 	// concurrent `git worktree add` calls race on .git/worktrees.
 	mu sync.Mutex
+	// handed is, per worker, the commit its branch was last handed over
+	// at (Handed); open, the workers whose worktree this Manager opened.
+	handed map[string]string
+	open   map[string]bool
+}
+
+// Handed records that worker's work up to commit, its branch's tip, was
+// handed over (to the merge queue, which keeps it): the next Open of the
+// worker's worktree does not keep those commits on a wip branch again.
+func (m *Manager) Handed(worker, commit string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.handed == nil {
+		m.handed = map[string]string{}
+	}
+	m.handed[worker] = commit
 }
 
 // Tree is one worker's worktree.
@@ -107,8 +123,6 @@ func (m *Manager) tree(worker string) Tree {
 // branch, creating it or reusing the one there. Work left in a reused
 // worktree or on the branch is saved to a wip branch first.
 func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err := CheckWorker(worker); err != nil {
 		return Tree{}, nil, err
 	}
@@ -116,16 +130,34 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 	if err != nil {
 		return Tree{}, nil, fmt.Errorf("open worktree for %s: base %q: %w", worker, base, err)
 	}
+	t := m.tree(worker)
+	m.mu.Lock()
+	handed, open := m.handed[worker], m.open[worker]
+	delete(m.handed, worker)
+	m.mu.Unlock()
+	if open {
+		// This Manager made or reset it: reset it again, beside the
+		// other workers (a reset touches only the worker's own worktree
+		// and branch). Should that fail, it is looked at afresh.
+		if saved, err := m.reset(ctx, t, baseCommit, handed); err == nil {
+			return t, saved, nil
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.open, worker)
 	if err := os.MkdirAll(m.Root, 0o755); err != nil {
 		return Tree{}, nil, fmt.Errorf("open worktree for %s: %w", worker, err)
 	}
-	t := m.tree(worker)
 	registered, err := m.registered(ctx)
 	if err != nil {
 		return t, nil, err
 	}
 	if _, ok := registered[t.Dir]; ok {
-		saved, err := m.reset(ctx, t, baseCommit)
+		saved, err := m.reset(ctx, t, baseCommit, handed)
+		if err == nil {
+			m.markOpen(worker)
+		}
 		return t, saved, err
 	}
 	var saved []Saved
@@ -138,7 +170,7 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 		if err != nil {
 			return t, nil, err
 		}
-		if ahead != "0" {
+		if ahead != "0" && tip != handed {
 			s, err := m.keep(ctx, worker, tip)
 			if err != nil {
 				return t, nil, err
@@ -149,13 +181,24 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 	if _, err := Git(ctx, m.Repo, nil, "worktree", "add", "-q", "--force", "-B", t.Branch, t.Dir, baseCommit); err != nil {
 		return t, saved, fmt.Errorf("open worktree for %s: %w", worker, err)
 	}
+	m.markOpen(worker)
 	return t, saved, nil
 }
 
+// markOpen records that worker's worktree is registered and was opened by
+// this Manager. The caller holds m.mu.
+func (m *Manager) markOpen(worker string) {
+	if m.open == nil {
+		m.open = map[string]bool{}
+	}
+	m.open[worker] = true
+}
+
 // reset puts a registered worktree back at base on its branch, after
-// finishing any interrupted rebase and saving its work.
-func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	saved, err := m.settle(ctx, t, base)
+// finishing any interrupted rebase and saving its work (but for the
+// commits handed over up to handed, when it is set).
+func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
+	saved, err := m.settle(ctx, t, base, handed)
 	if err != nil {
 		return nil, err
 	}
@@ -170,19 +213,21 @@ func (m *Manager) reset(ctx context.Context, t Tree, base string) ([]Saved, erro
 
 // settle readies t to be reset or removed: a stale lock on its branch
 // goes, an interrupted rebase is aborted, and its work is saved.
-func (m *Manager) settle(ctx context.Context, t Tree, base string) ([]Saved, error) {
+func (m *Manager) settle(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
 	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
 		return nil, err
 	}
 	if err := abortRebase(ctx, t.Dir); err != nil {
 		return nil, err
 	}
-	return m.save(ctx, t, base)
+	return m.save(ctx, t, base, handed)
 }
 
 // save keeps the work in t that base lacks (commits and uncommitted
-// changes) on a wip branch. It returns nothing when there is none.
-func (m *Manager) save(ctx context.Context, t Tree, base string) ([]Saved, error) {
+// changes) on a wip branch. It returns nothing when there is none, or
+// when HEAD is handed (non-empty: work handed over, which another keeps)
+// and nothing is uncommitted.
+func (m *Manager) save(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
 	r := worktree.Repo{Dir: t.Dir}
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -193,7 +238,7 @@ func (m *Manager) save(ctx context.Context, t Tree, base string) ([]Saved, error
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
 	ahead := "0"
-	if head != "" {
+	if head != "" && head != handed {
 		if ahead, err = gitLine(ctx, t.Dir, "rev-list", "--count", base+".."+head); err != nil {
 			return nil, err
 		}
@@ -237,7 +282,7 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	saved, err := m.settle(ctx, t, base)
+	saved, err := m.settle(ctx, t, base, "")
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +322,7 @@ func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
 		if filepath.Dir(dir) != m.root() || CheckWorker(worker) != nil {
 			continue // not one of ralphd's
 		}
+		delete(m.open, worker)
 		s, err := m.removeTree(ctx, Tree{Worker: worker, Dir: dir, Branch: Branch(worker)}, baseCommit)
 		saved = append(saved, s...)
 		if err != nil {
@@ -331,6 +377,8 @@ func (m *Manager) registered(ctx context.Context) (map[string]string, error) {
 type Worktree struct {
 	Dir    string
 	Branch string // "" when detached
+	// Detached is true when HEAD names no branch (or is mid-rebase).
+	Detached bool
 }
 
 // List returns every worktree of the repository at repo, the main one
@@ -366,6 +414,8 @@ func parseWorktreeList(out []byte) []Worktree {
 			cur.Dir = filepath.Clean(strings.TrimPrefix(f, "worktree "))
 		case strings.HasPrefix(f, "branch "):
 			cur.Branch = strings.TrimPrefix(strings.TrimPrefix(f, "branch "), "refs/heads/")
+		case f == "detached":
+			cur.Detached = true
 		}
 	}
 	flush()

@@ -206,7 +206,7 @@ func TestParseWorktreeList(t *testing.T) {
 		"worktree /s/w1\x00HEAD def\x00branch refs/heads/ralphd/worker/w1\x00\x00" +
 		"worktree /s/w2\x00HEAD 123\x00detached\x00\x00" +
 		"worktree /s/w 3\x00HEAD 1\x00branch refs/heads/x\x00locked\x00prunable gitdir file points to non-existent location\x00\x00"
-	is.Equal(parseWorktreeList([]byte(out)), []Worktree{{"/r", "main"}, {"/s/w1", "ralphd/worker/w1"}, {"/s/w2", ""}, {"/s/w 3", "x"}})
+	is.Equal(parseWorktreeList([]byte(out)), []Worktree{{"/r", "main", false}, {"/s/w1", "ralphd/worker/w1", false}, {"/s/w2", "", true}, {"/s/w 3", "x", false}})
 	is.Equal(len(parseWorktreeList(nil)), 0)
 }
 

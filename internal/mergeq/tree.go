@@ -1,0 +1,154 @@
+package mergeq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// treeName is the default queue worktree (Queue.Tree), in the
+// repository's common git directory.
+const treeName = "ralphd-mergeq-tree"
+
+// treePath is Queue.Tree, or the default in the repository's common git
+// directory.
+func (q *Queue) treePath(ctx context.Context) (string, error) {
+	if q.Tree != "" {
+		return filepath.Clean(q.Tree), nil
+	}
+	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	return filepath.Join(common, treeName), nil
+}
+
+// checkoutWork makes the queue's worktree hold commit, detached, and
+// nothing else: a rebase a crash interrupted is aborted, the locks a
+// killed git left are removed (no other git uses this worktree while
+// ralphd holds its lock, and agents cannot write it), and files a verify
+// left untracked are removed. The worktree is created when it is not
+// registered; a directory in its place that git does not know is the
+// queue's own leftover and is removed. It returns the worktree.
+func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, error) {
+	dir, err := q.treePath(ctx)
+	if err != nil {
+		return "", err
+	}
+	if q.tree == dir {
+		if err := q.resetTree(ctx, dir, commit); err == nil {
+			return dir, nil
+		}
+		q.tree = "" // gone or broken under us: make it again
+	}
+	registered := false
+	all, err := workertree.List(ctx, q.Repo)
+	if err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	for _, w := range all {
+		if sameDir(w.Dir, dir) {
+			registered = true
+		}
+	}
+	if registered {
+		if err := q.resetTree(ctx, dir, commit); err == nil {
+			q.tree = dir
+			return dir, nil
+		}
+		if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+			return "", fmt.Errorf("merge queue worktree: %w", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
+		return "", fmt.Errorf("merge queue worktree: %w", err)
+	}
+	q.tree = dir
+	return dir, nil
+}
+
+// resetTree puts the registered queue worktree dir at commit, detached,
+// clean.
+func (q *Queue) resetTree(ctx context.Context, dir, commit string) error {
+	gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return fmt.Errorf("merge queue worktree: %w", err)
+	}
+	for _, l := range []string{"index.lock", "HEAD.lock"} {
+		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("merge queue worktree: %w", err)
+		}
+	}
+	for _, d := range []string{"rebase-merge", "rebase-apply"} {
+		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
+			if _, err := workertree.Git(ctx, dir, nil, "rebase", "--quit"); err != nil {
+				return fmt.Errorf("merge queue worktree: %w", err)
+			}
+			break
+		}
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "checkout", "-q", "--force", "--detach", commit); err != nil {
+		return fmt.Errorf("merge queue worktree: %w", err)
+	}
+	if _, err := workertree.Git(ctx, dir, nil, "clean", "-fdq"); err != nil {
+		return fmt.Errorf("merge queue worktree: %w", err)
+	}
+	return nil
+}
+
+// RemoveTree removes the queue's worktree, when a run ends. The work it
+// held is on the target, on a kept branch, or handed back to the pool.
+func (q *Queue) RemoveTree(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.tree == "" {
+		return nil
+	}
+	dir := q.tree
+	q.tree = ""
+	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+		return fmt.Errorf("remove the merge queue worktree: %w", err)
+	}
+	return nil
+}
+
+// dropTree removes, at the start, the queue's worktree a run that did
+// not end left (mid-rebase, say): it holds nothing that is not on the
+// target, on a kept branch, or in the commit a worker handed over, which
+// the pool recovers. The caller holds q.mu.
+func (q *Queue) dropTree(ctx context.Context) error {
+	dir, err := q.treePath(ctx)
+	if err != nil {
+		return err
+	}
+	q.tree = ""
+	all, err := workertree.List(ctx, q.Repo)
+	if err != nil {
+		return fmt.Errorf("merge queue worktree: %w", err)
+	}
+	for _, w := range all {
+		if sameDir(w.Dir, dir) {
+			if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+				return fmt.Errorf("remove the merge queue worktree: %w", err)
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the merge queue worktree: %w", err)
+	}
+	return nil
+}
