@@ -25,6 +25,9 @@ type workerJSON struct {
 	// the whole seconds from then to the moment status ran.
 	Since          time.Time `json:"since"`
 	ElapsedSeconds int64     `json:"elapsed_seconds"`
+	// Queued is the issue whose finished work the worker handed to the
+	// merge queue, not yet on the target; "" when none.
+	Queued string `json:"queued"`
 }
 
 // statusJSON is the object of `ralphd status --json`: the state's Status
@@ -66,7 +69,7 @@ func liveWorkers(path string, lock *state.LockInfo, now time.Time) (live []worke
 	for _, w := range f.Workers {
 		live = append(live, workerJSON{
 			Worker: w.Worker, Actor: w.Actor, Worktree: w.Worktree, Issue: w.Issue, Attempt: w.Attempt,
-			Since: w.Since, ElapsedSeconds: max(int64(now.Sub(w.Since)/time.Second), 0),
+			Since: w.Since, ElapsedSeconds: max(int64(now.Sub(w.Since)/time.Second), 0), Queued: w.Queued,
 		})
 	}
 	return live, ""
@@ -96,10 +99,14 @@ func writeWorkers(w io.Writer, live []workerJSON) {
 	fmt.Fprintf(w, "Workers: %d\n", len(live))
 	for _, s := range live {
 		elapsed := time.Duration(s.ElapsedSeconds) * time.Second
+		queued := ""
+		if s.Queued != "" {
+			queued = "  (" + s.Queued + " in the merge queue)"
+		}
 		if s.Issue == "" {
-			fmt.Fprintf(w, "  %-4s idle for %s  %s\n", s.Worker, elapsed, s.Worktree)
+			fmt.Fprintf(w, "  %-4s idle for %s  %s%s\n", s.Worker, elapsed, s.Worktree, queued)
 			continue
 		}
-		fmt.Fprintf(w, "  %-4s %s attempt %d, %s  %s\n", s.Worker, s.Issue, s.Attempt, elapsed, s.Worktree)
+		fmt.Fprintf(w, "  %-4s %s attempt %d, %s  %s%s\n", s.Worker, s.Issue, s.Attempt, elapsed, s.Worktree, queued)
 	}
 }

@@ -141,8 +141,11 @@ func TestStatusJSONWorkers(t *testing.T) {
 		{"idle and busy", []workerJSON{
 			{Worker: "w1", Actor: "a1", Worktree: "/w1", Issue: "t-1", Attempt: 1, Since: since, ElapsedSeconds: 5},
 			{Worker: "w2", Actor: "a2", Since: since},
-		}, `[{"worker":"w1","actor":"a1","worktree":"/w1","issue":"t-1","attempt":1,"since":"2026-11-23T20:00:00Z","elapsed_seconds":5},` +
-			`{"worker":"w2","actor":"a2","worktree":"","issue":"","attempt":0,"since":"2026-11-23T20:00:00Z","elapsed_seconds":0}]`},
+		}, `[{"worker":"w1","actor":"a1","worktree":"/w1","issue":"t-1","attempt":1,"since":"2026-11-23T20:00:00Z","elapsed_seconds":5,"queued":""},` +
+			`{"worker":"w2","actor":"a2","worktree":"","issue":"","attempt":0,"since":"2026-11-23T20:00:00Z","elapsed_seconds":0,"queued":""}]`},
+		{"work in the merge queue", []workerJSON{
+			{Worker: "w1", Actor: "a1", Worktree: "/w1", Issue: "t-2", Attempt: 1, Since: since, ElapsedSeconds: 5, Queued: "t-1"},
+		}, `[{"worker":"w1","actor":"a1","worktree":"/w1","issue":"t-2","attempt":1,"since":"2026-11-23T20:00:00Z","elapsed_seconds":5,"queued":"t-1"}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := state.ReadStatus(t.TempDir(), state.Identity{ID: "abc"}, 3)
@@ -179,7 +182,7 @@ func TestStatusJSONWorkers(t *testing.T) {
 					keys = append(keys, k)
 				}
 				slices.Sort(keys)
-				if !slices.Equal(keys, []string{"actor", "attempt", "elapsed_seconds", "issue", "since", "worker", "worktree"}) {
+				if !slices.Equal(keys, []string{"actor", "attempt", "elapsed_seconds", "issue", "queued", "since", "worker", "worktree"}) {
 					t.Errorf("worker keys = %v", keys)
 				}
 			}

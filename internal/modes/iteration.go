@@ -74,10 +74,15 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
+	agentEnded := l.shared.agentStarted()
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
 		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir})
 	l.readingDue = l.shared.judgementDue()
+	agentEnded()
 	defer l.readingDue()
+	if err == nil && l.agentEnded != nil {
+		l.agentEnded() // the pool claims this worker's next issue beside the judgement
+	}
 	if err != nil {
 		l.unsealState(ctx, res, it)
 		l.abandon(is.ID)

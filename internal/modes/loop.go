@@ -216,6 +216,9 @@ type Loop struct {
 	// readingDue, when set, ends this worker's count as about to ask for
 	// a reading (pool.judgementDue).
 	readingDue func()
+	// agentEnded, when set, is told that the BUILD agent of a worker has
+	// ended and its work is about to be judged (workers.Assignment).
+	agentEnded func()
 }
 
 // repo is the project's git working tree.

@@ -41,6 +41,12 @@ const MergeJournalFile = "mergeq.journal"
 // target (mergeq.Queue.TipFile), for the start after a crash.
 const MergeTipFile = "mergeq.tip"
 
+// MergeTreeDir is the merge queue's own worktree in the state directory
+// (mergeq.Queue.Tree), where handed-over work is rebased and verified:
+// the sandbox keeps the state directory, and the git directory's
+// worktrees/, read-only to the agents.
+const MergeTreeDir = "mergeq"
+
 // pool is what the workers of one BUILD run share: the run's result, the
 // iteration numbers, and the tamper baseline.
 type pool struct {
@@ -77,7 +83,7 @@ type pool struct {
 	view *trackview.View
 	// judgingSoon counts the workers whose agent has ended and whose
 	// judgement has not had its first reading yet: they will ask for one
-	// soon, so a reading waits for them (see AllWaiting).
+	// soon, so a reading waits for them (see trackview.View.Expected).
 	judgingSoon atomic.Int32
 
 	// working maps each issue a worker's iteration is on to that
@@ -90,6 +96,10 @@ type pool struct {
 	// (issue id → true): the pool's baseline may not have the label yet,
 	// and a judgement must not take it for an agent's (revertAgainst).
 	ownStuck sync.Map
+
+	// agents counts the workers whose agent runs: each will ask for a
+	// reading when it ends.
+	agents atomic.Int32
 }
 
 // startWorking records that actor's iteration is on id; the returned func
@@ -115,6 +125,17 @@ func (sh *pool) worksOn(id, actor string) bool {
 	sh.workingMu.Lock()
 	defer sh.workingMu.Unlock()
 	return actor != "" && sh.working[id] == actor
+}
+
+// agentStarted counts a worker's agent as running until the returned
+// func is called. Outside workers it does nothing.
+func (sh *pool) agentStarted() func() {
+	if sh == nil {
+		return func() {}
+	}
+	sh.agents.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { sh.agents.Add(-1) }) }
 }
 
 // judgementDue counts a worker whose agent has ended as about to ask for
@@ -180,7 +201,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Target:  target,
 		Trees:   &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
 		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
-			TipFile: filepath.Join(l.State.Dir(), MergeTipFile)},
+			TipFile: filepath.Join(l.State.Dir(), MergeTipFile), Tree: filepath.Join(l.State.Dir(), MergeTreeDir)},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
@@ -190,15 +211,20 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Ledger:     &ledger{l: l, sh: sh},
 		RefMoved:   l.refMoved(sh),
 		Hold:       l.hold,
+		Paused:     l.pausedNow,
 		Log: func(e workers.Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
-	// A reading starts at once when every worker that is about to ask
-	// for one is waiting for it: those claiming (the read-back) and those
-	// whose agent has ended (the judgement). The others (running an agent,
-	// starting one, integrating, parked) will not ask soon.
-	view.AllWaiting = func(n int) bool { return n >= p.Claiming()+int(sh.judgingSoon.Load()) }
+	// A reading waits for every worker that is about to ask for one:
+	// those claiming (the read-back) and those whose agent has ended (the
+	// judgement); and, for a moment (Debounce), for those whose agent
+	// runs, which in a pool in step end together. It starts at once when
+	// all of them wait. The others (opening a worktree, parked) will not
+	// ask soon.
+	view.Expected = func() (int, int) {
+		return p.Claiming() + int(sh.judgingSoon.Load()), int(sh.agents.Load())
+	}
 	// The claim's read-back: the issue as a reading that started after
 	// the claim has it.
 	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
@@ -339,6 +365,7 @@ func (l *Loop) forWorker(sh *pool, a workers.Assignment) (*Loop, error) {
 	w.deferReset = true
 	w.shared = sh
 	w.lastWorked = ""
+	w.agentEnded = a.AgentEnded
 	return &w, nil
 }
 

@@ -27,6 +27,7 @@ import (
 const (
 	DefaultDebounce  = 100 * time.Millisecond
 	DefaultMaxGather = time.Second
+	DefaultPoll      = 10 * time.Millisecond
 )
 
 // Reading is one reading of the tracker.
@@ -46,12 +47,20 @@ type View struct {
 	// Read takes one reading: the whole tracker. The View runs one Read
 	// at a time.
 	Read func(ctx context.Context) (tamper.Snapshot, error)
-	// AllWaiting, when set, reports whether n requests waiting for the
-	// next reading are every request that can come soon (every worker
-	// not running an agent); the reading then starts at once. Without it,
-	// or while it says no, a reading starts Debounce after the last
-	// request joined it, and at most MaxGather after the first.
-	AllWaiting func(n int) bool
+	// Expected, when set, says how many requests to expect: soon, those
+	// that will come at once (workers claiming an issue, or whose agent
+	// has ended), counting those already waiting, and later, those that
+	// may come in a while (workers whose agent runs). A reading starts as
+	// soon as soon+later requests wait for it. While fewer than soon do,
+	// it waits for them; then, for those that may come later, until
+	// Debounce after the last request joined it. It never waits longer
+	// than MaxGather after the first. Without Expected, a reading starts
+	// Debounce after the last request joined it, and at most MaxGather
+	// after the first.
+	Expected func() (soon, later int)
+	// Poll is how often a gathering reading looks at Expected again
+	// (zero: DefaultPoll).
+	Poll time.Duration
 	// Debounce and MaxGather shape the wait for others (zero: the
 	// defaults).
 	Debounce, MaxGather time.Duration
@@ -165,15 +174,30 @@ func (v *View) run(b *batch, prev *batch) {
 	if maxGather <= 0 {
 		maxGather = DefaultMaxGather
 	}
+	poll := v.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
 	for {
 		v.mu.Lock()
 		n, last := b.waiting, b.last
 		v.mu.Unlock()
-		if v.AllWaiting != nil && v.AllWaiting(n) {
+		deadline := last.Add(debounce)
+		if v.Expected != nil {
+			soon, later := v.Expected()
+			if n >= soon+later {
+				break // everyone who may ask is waiting
+			}
+			if n < soon {
+				// Some are about to ask: look again shortly.
+				deadline = time.Now().Add(poll)
+			}
+		}
+		limit := b.first.Add(maxGather)
+		if !time.Now().Before(limit) {
 			break
 		}
-		deadline := last.Add(debounce)
-		if limit := b.first.Add(maxGather); limit.Before(deadline) {
+		if limit.Before(deadline) {
 			deadline = limit
 		}
 		wait := time.Until(deadline)

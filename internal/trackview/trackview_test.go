@@ -51,7 +51,7 @@ func TestSinceCoalesces(t *testing.T) {
 	is := is.New(t)
 	tr := &tracker{}
 	const n = 8
-	v := &View{Read: tr.read, AllWaiting: func(w int) bool { return w >= n }, Debounce: time.Hour, MaxGather: time.Hour}
+	v := &View{Read: tr.read, Expected: func() (int, int) { return n, 0 }, Debounce: time.Hour, MaxGather: time.Hour}
 	mark := v.Mark()
 	var wg sync.WaitGroup
 	seqs := make([]uint64, n)
@@ -79,7 +79,41 @@ func TestSinceCoalesces(t *testing.T) {
 	is.Equal(tr.reads.Load(), int64(1))
 }
 
-// TestSinceDebounce: without AllWaiting, a reading starts Debounce after
+// TestSinceWaitsForSoon: a request expected soon holds the reading past
+// Debounce (it is about to ask), and one expected later does not: the
+// reading starts Debounce after the last request joined.
+func TestSinceWaitsForSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		soon, later int
+		reads       int64
+	}{
+		{"second request is about to come", 2, 0, 1},
+		{"second request may come later", 1, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			tr := &tracker{}
+			v := &View{Read: tr.read, Expected: func() (int, int) { return tc.soon, tc.later }, Debounce: 5 * time.Millisecond, MaxGather: time.Minute, Poll: time.Millisecond}
+			mark := v.Mark()
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := v.Since(context.Background(), mark); err != nil {
+					t.Error(err)
+				}
+			}()
+			time.Sleep(100 * time.Millisecond) // far past Debounce
+			_, err := v.Since(context.Background(), v.Mark())
+			is.NoErr(err)
+			wg.Wait()
+			is.Equal(tr.reads.Load(), tc.reads)
+		})
+	}
+}
+
+// TestSinceDebounce: without Expected, a reading starts Debounce after
 // the last arrival, and never later than MaxGather after the first.
 func TestSinceDebounce(t *testing.T) {
 	is := is.New(t)

@@ -26,3 +26,6 @@ func (p *Pool) holdBeforeClaim(ctx context.Context, worker string) (stop bool, e
 	}
 	return ctx.Err() != nil || p.isDraining(), nil
 }
+
+// paused reports whether the pool is paused now (Pool.Paused).
+func (p *Pool) paused() bool { return p.Paused != nil && p.Paused() }

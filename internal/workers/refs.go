@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -181,14 +182,18 @@ func (p *Pool) checkHead(ctx context.Context, worker string, r *refState, base s
 }
 
 // checkOthers checks the target and every settled worker's refs but
-// self's.
+// self's. The workers' refs and HEADs are read in two git calls; a ref
+// found out of place is then looked at again, and put back, on its own.
+// The target is checked only when the merge queue is not integrating (an
+// integration checks it itself first, under the queue's lock, before it
+// admits any work), so that a window's end never waits for a verify.
 func (p *Pool) checkOthers(ctx context.Context, self string) error {
 	started := time.Now()
-	moves, err := p.Queue.Check(ctx)
+	moves, checked, err := p.Queue.TryCheck(ctx)
 	if err != nil {
 		return err
 	}
-	found := len(moves) > 0
+	found := len(moves) > 0 || !checked
 	p.mu.Lock()
 	var others []string
 	for name, r := range p.refs {
@@ -197,25 +202,44 @@ func (p *Pool) checkOthers(ctx context.Context, self string) error {
 		}
 	}
 	p.mu.Unlock()
+	if len(others) == 0 {
+		if !found {
+			p.mu.Lock()
+			p.clean = started
+			p.mu.Unlock()
+		}
+		return nil
+	}
+	refs, err := workertree.Refs(ctx, p.Queue.Repo, "refs/heads/"+workertree.BranchPrefix)
+	if err != nil {
+		return err
+	}
+	trees, err := workertree.List(ctx, p.Queue.Repo)
+	if err != nil {
+		return err
+	}
 	for _, name := range others {
 		p.mu.Lock()
 		r := *p.refs[name]
 		p.mu.Unlock()
 		ref := "refs/heads/" + r.branch
-		moved, err := p.checkHead(ctx, name, &r, r.tip)
-		if err != nil {
-			return err
+		if !onBranch(trees, r.dir, r.branch) {
+			moved, err := p.checkHead(ctx, name, &r, r.tip)
+			if err != nil {
+				return err
+			}
+			found = found || moved
 		}
-		found = found || moved
-		got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
-		if err != nil {
-			return err
-		}
-		if got != r.tip {
-			found = true
-			m := workertree.Move{Worker: name, Ref: ref, Want: r.tip, Got: got}
-			m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.tip, got, name, time.Now())
-			p.moved(m, r.since)
+		if got := refs[ref]; got != r.tip {
+			if got, err = workertree.RefAt(ctx, p.Queue.Repo, ref); err != nil {
+				return err
+			}
+			if got != r.tip {
+				found = true
+				m := workertree.Move{Worker: name, Ref: ref, Want: r.tip, Got: got}
+				m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.tip, got, name, time.Now())
+				p.moved(m, r.since)
+			}
 		}
 		p.mu.Lock()
 		if cur := p.refs[name]; cur != nil && !cur.running && !cur.busy {
@@ -231,6 +255,17 @@ func (p *Pool) checkOthers(ctx context.Context, self string) error {
 	return nil
 }
 
+// onBranch reports whether the worktree dir, as git lists it, has branch
+// checked out.
+func onBranch(trees []workertree.Worktree, dir, branch string) bool {
+	for _, t := range trees {
+		if t.Dir == filepath.Clean(dir) {
+			return !t.Detached && t.Branch == branch
+		}
+	}
+	return false
+}
+
 func (p *Pool) lastClean() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -241,6 +276,9 @@ func (p *Pool) lastClean() time.Time {
 // worker's refs found by the queue.
 func (p *Pool) targetMoved(m workertree.Move) {
 	since := p.lastClean()
+	if c := p.Queue.CleanAt(); m.Worker == "" && c.After(since) {
+		since = c // the target was last found in place then
+	}
 	if m.Worker != "" {
 		p.mu.Lock()
 		if r := p.refs[m.Worker]; r != nil && r.since.After(since) {

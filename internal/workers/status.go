@@ -73,7 +73,7 @@ func ParseStatusFile(data []byte) (StatusFile, error) {
 		case w.Since.IsZero():
 			return StatusFile{}, fmt.Errorf("parse worker status: worker %q: no time", w.Worker)
 		}
-		for _, s := range []string{w.Worker, w.Actor, w.Worktree, w.Issue} {
+		for _, s := range []string{w.Worker, w.Actor, w.Worktree, w.Issue, w.Queued} {
 			if hasControl(s) {
 				return StatusFile{}, fmt.Errorf("parse worker status: worker %q: control characters in %q", w.Worker, s)
 			}

@@ -81,6 +81,7 @@ func TestParseStatusFile(t *testing.T) {
 		{"no time", `{"version":1,"pid":42,"workers":[{"worker":"w1"}]}`, 0, "no time"},
 		{"escape sequence", `{"version":1,"pid":42,"workers":[{"worker":"w1","issue":"\u001b[2J","since":` + since + `}]}`, 0, "control characters"},
 		{"bidi override", `{"version":1,"pid":42,"workers":[{"worker":"w1","worktree":"/a\u202e/b","since":` + since + `}]}`, 0, "control characters"},
+		{"escape in the queued issue", `{"version":1,"pid":42,"workers":[{"worker":"w1","queued":"\u001b]0;x\u0007","since":` + since + `}]}`, 0, "control characters"},
 		{"wrong type", `{"version":1,"pid":"42","workers":[]}`, 0, "cannot unmarshal"},
 		{"too many", `{"version":1,"pid":42,"workers":[` + strings.Repeat(`{},`, MaxStatusWorkers) + `{}]}`, 0, "more than"},
 	} {

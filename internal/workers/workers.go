@@ -43,6 +43,12 @@ type Assignment struct {
 	Dir     string        // the worker's worktree, checked out at the target
 	Branch  string        // the worker's branch
 	BD      *beads.Client // bd as the worker's actor, running in Dir
+	// AgentEnded, when set, is for the Iteration to call once its agent
+	// has ended, before it reads the tracker to judge the agent's work:
+	// the pool then claims the worker's next issue beside the judgement,
+	// and one reading of the tracker can serve both (the judgement, and
+	// the claim's read-back). It returns at once.
+	AgentEnded func()
 }
 
 // Iteration works on an assignment in its worktree. It reports whether it
@@ -174,8 +180,11 @@ type Pool struct {
 	// claim.Claimer.ReadBack); nil means `bd show`.
 	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
 	// Hold, when set, is asked before each claim and returns once the
-	// worker may claim (the dashboard's pause; see pause.go).
-	Hold func(ctx context.Context) error
+	// worker may claim (the dashboard's pause; see pause.go). Paused,
+	// when set, says whether Hold would wait now: a paused pool makes no
+	// claim beside a judgement either.
+	Hold   func(ctx context.Context) error
+	Paused func() bool
 	// Log receives events; nil means none. It is called from the worker
 	// goroutines, one call at a time.
 	Log func(Event)
@@ -218,7 +227,14 @@ type Pool struct {
 	wake         chan struct{}
 	probe        chan struct{}
 	// claiming counts the workers in a claim (Claiming).
-	claiming      int
+	claiming int
+	// queued is each worker's work in the merge queue (queue.go); jobs
+	// counts the integrations under way, and abort stops the pool when
+	// one fails for good.
+	queued map[string]*job
+	jobs   sync.WaitGroup
+	abort  context.CancelCauseFunc
+
 	probes        atomic.Int64 // `bd ready --claim` calls made
 	probesSkipped atomic.Int64 // answered by a probe of the same generation
 }
@@ -231,11 +247,17 @@ type WorkerStatus struct {
 	Issue    string    `json:"issue,omitempty"` // "" when idle
 	Attempt  int       `json:"attempt,omitempty"`
 	Since    time.Time `json:"since"`
+	// Queued is the issue whose work the worker handed to the merge
+	// queue, until it is integrated or given back.
+	Queued string `json:"queued,omitempty"`
 }
 
 func (p *Pool) statusLocked() []WorkerStatus {
 	out := make([]WorkerStatus, 0, len(p.status))
 	for _, s := range p.status {
+		if j := p.queued[s.Worker]; j != nil {
+			s.Queued = j.issue.ID
+		}
 		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b WorkerStatus) int { return strings.Compare(a.Worker, b.Worker) })
@@ -251,6 +273,11 @@ func (p *Pool) setStatus(s WorkerStatus) {
 		p.status = map[string]WorkerStatus{}
 	}
 	p.status[s.Worker] = s
+	p.writeStatusLocked()
+}
+
+// writeStatusLocked rewrites the status file. The caller holds p.mu.
+func (p *Pool) writeStatusLocked() {
 	if p.StatusFile == "" {
 		return
 	}
@@ -340,10 +367,22 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if err := p.Trees.Reserve(ctx, names, p.Target); err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}
+	// Every worktree is made now, one after the other (git cannot add
+	// two at once), so that the workers start together: made on each
+	// worker's first claim, they would start one worktree apart, and
+	// stay apart (see queue.go).
+	for _, w := range names {
+		_, saved, err := p.Trees.Open(ctx, w, p.Target)
+		p.sum.Saved = append(p.sum.Saved, saved...)
+		if err != nil {
+			return p.sum, fmt.Errorf("workers: %w", err)
+		}
+	}
 	p.clean = time.Now()
 	k := max(1, p.Workers)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	p.abort = cancel
 	var wg sync.WaitGroup
 	for i := 1; i <= k; i++ {
 		wg.Add(1)
@@ -362,8 +401,12 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		}()
 	}
 	wg.Wait()
+	p.jobs.Wait()
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	ferr := p.finish(fctx)
+	if err := p.Queue.RemoveTree(fctx); err != nil {
+		p.log(Event{Kind: "queue", Detail: err.Error()})
+	}
 	fcancel()
 	ferr = errors.Join(ferr, p.Queue.Unwatch())
 	p.mu.Lock()
@@ -410,33 +453,19 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		idle = DefaultIdle
 	}
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
+	var next *nextClaim // claimed while the last iteration was judged
+	defer func() { p.dropClaim(ctx, actor, next) }()
 	for ctx.Err() == nil && !p.isDraining() {
-		if stop, err := p.holdBeforeClaim(ctx, worker); stop {
-			return err
-		}
-		// A worker counts as busy from the moment it asks bd for work:
-		// one that won a claim and is reading it back is about to work,
-		// and may close what unblocks more, so the others must not
-		// decide that nothing is left and leave.
-		p.mu.Lock()
-		p.busy++
-		p.claiming++
-		gen := p.gen
-		p.mu.Unlock()
-		res, err := cl.NextIn(ctx, p.Scope, p.InScope)
-		p.mu.Lock()
-		p.claiming--
-		p.mu.Unlock()
-		if err != nil || res.Outcome != claim.Won {
-			p.mu.Lock()
-			p.busy--
-			if err == nil && res.Outcome == claim.Empty {
-				p.emptyIn = max(p.emptyIn, gen) // nothing to claim since gen (idle.go)
+		var res claim.Result
+		var err error
+		if next != nil {
+			res, err = next.wait()
+			next = nil
+		} else {
+			if stop, err := p.holdBeforeClaim(ctx, worker); stop {
+				return err
 			}
-			if p.busy == 0 {
-				p.wakeLocked() // the parked workers may now leave
-			}
-			p.mu.Unlock()
+			res, err = p.claim(ctx, cl)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -457,6 +486,16 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			p.log(Event{Worker: worker, Issue: res.Issue.ID, Kind: "lost", Detail: res.Outcome.String()})
 			continue
 		}
+		if p.isDraining() || ctx.Err() != nil {
+			p.dropClaim(ctx, actor, &nextClaim{res: res, done: closedChan})
+			break
+		}
+		if p.paused() {
+			// Claimed beside the last judgement, before the pause: given
+			// back, and claimed again after it.
+			p.dropClaim(ctx, actor, &nextClaim{res: res, done: closedChan})
+			continue
+		}
 		p.mu.Lock()
 		p.sum.Claims++
 		p.mu.Unlock()
@@ -465,11 +504,23 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			p.giveBackHeld(ctx, worker, res.Issue.ID, other)
 			continue
 		}
-		err = p.handle(ctx, worker, actor, res.Issue, h)
+		// The worker claims its next issue as soon as its agent ends, so
+		// that the reading its judgement needs is the claim's read-back
+		// too (see Assignment.AgentEnded); not while the pool is paused.
+		agentEnded := func() {
+			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() {
+				next = p.startClaim(ctx, cl)
+			}
+		}
+		j, err := p.handle(ctx, worker, actor, res.Issue, h, agentEnded)
+		if j != nil {
+			p.enqueue(ctx, j) // the issue stays held, and busy, until it ends
+			continue
+		}
 		p.release(res.Issue.ID, h)
 		p.mu.Lock()
 		p.busy--
-		p.endedLocked(res.Issue, err == nil && h.integrated)
+		p.endedLocked(res.Issue, false)
 		p.mu.Unlock()
 		if err != nil {
 			return err
@@ -478,13 +529,97 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	return nil
 }
 
+// claim asks bd for an issue to work on (claim.Claimer.NextIn), keeping
+// the pool's counts: a worker counts as busy from the moment it asks bd
+// for work (one that won a claim and is reading it back is about to work,
+// and may close what unblocks more, so the others must not decide that
+// nothing is left and leave), and as claiming until the claim is read
+// back. A claim that is not won ends its busy count.
+func (p *Pool) claim(ctx context.Context, cl *claim.Claimer) (claim.Result, error) {
+	p.mu.Lock()
+	p.busy++
+	p.claiming++
+	gen := p.gen
+	p.mu.Unlock()
+	return p.claimed(ctx, cl, gen)
+}
+
+// claimed runs the claim counted by claim or startClaim.
+func (p *Pool) claimed(ctx context.Context, cl *claim.Claimer, gen int) (claim.Result, error) {
+	res, err := cl.NextIn(ctx, p.Scope, p.InScope)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.claiming--
+	if err != nil || res.Outcome != claim.Won {
+		p.busy--
+		if err == nil && res.Outcome == claim.Empty {
+			p.emptyIn = max(p.emptyIn, gen) // nothing to claim since gen (idle.go)
+		}
+		if p.busy == 0 {
+			p.wakeLocked() // the parked workers may now leave
+		}
+	}
+	return res, err
+}
+
+// nextClaim is a claim a worker started while its last iteration was
+// judged.
+type nextClaim struct {
+	res  claim.Result
+	err  error
+	done chan struct{}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (n *nextClaim) wait() (claim.Result, error) {
+	<-n.done
+	return n.res, n.err
+}
+
+// startClaim starts a claim in the background. It is counted before
+// startClaim returns: a reading of the tracker the worker's judgement
+// asks for next waits for the claim's read-back (trackview.View.Expected),
+// and one reading serves both.
+func (p *Pool) startClaim(ctx context.Context, cl *claim.Claimer) *nextClaim {
+	p.mu.Lock()
+	p.busy++
+	p.claiming++
+	gen := p.gen
+	p.mu.Unlock()
+	n := &nextClaim{done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		n.res, n.err = p.claimed(ctx, cl, gen)
+	}()
+	return n
+}
+
+// dropClaim gives back an issue a worker claimed but will not work on
+// (the pool drains, or stops): not an attempt.
+func (p *Pool) dropClaim(ctx context.Context, actor string, n *nextClaim) {
+	if n == nil {
+		return
+	}
+	res, err := n.wait()
+	if err != nil || res.Outcome != claim.Won {
+		return
+	}
+	_ = p.giveUp(ctx, actor, res.Issue.ID, nil)
+	p.mu.Lock()
+	p.busy--
+	p.endedLocked(res.Issue, false)
+	p.mu.Unlock()
+}
+
 // handle works on one claimed issue, which h holds: worktree, iteration,
-// integration (h.integrated when its work reached the target), and the
-// reopening of a failed attempt.
-func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue, h *holding) error {
+// and the reopening of a failed attempt. Finished work is handed to the
+// merge queue: handle returns it as a job to integrate (queue.go), and
+// the worker is free for its next issue.
+func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue, h *holding, agentEnded func()) (*job, error) {
 	p.log(Event{Worker: worker, Issue: is.ID, Kind: "claimed"})
 	if err := p.setPending(worker, is.ID); err != nil {
-		return p.giveUp(ctx, actor, is.ID, err)
+		return nil, p.giveUp(ctx, actor, is.ID, err)
 	}
 	defer p.clearPending(worker)
 	// bd calls an issue ready once its blockers are closed; a blocker
@@ -493,12 +628,12 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	why, err := p.awaitBlockers(ctx, worker, actor, is)
 	switch {
 	case ctx.Err() != nil:
-		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
+		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
 	case err != nil:
-		return p.giveUp(ctx, actor, is.ID, err)
+		return nil, p.giveUp(ctx, actor, is.ID, err)
 	case why != "":
 		p.log(Event{Worker: worker, Issue: is.ID, Kind: "released", Detail: why})
-		return p.giveUp(ctx, actor, is.ID, nil)
+		return nil, p.giveUp(ctx, actor, is.ID, nil)
 	}
 	base := p.Target
 	if p.Queue.Remote != "" {
@@ -514,79 +649,67 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	p.setBusy(ctx, worker, true)
 	tree, saved, err := p.Trees.Open(ctx, worker, base)
 	if err != nil {
-		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
 	opened, err := workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+tree.Branch)
 	if err != nil {
-		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
 	p.mu.Lock()
 	p.sum.Saved = append(p.sum.Saved, saved...)
 	p.mu.Unlock()
 	prior, err := p.ledger.Attempts(is.ID)
 	if err != nil {
-		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
+		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
 	attempt := prior + 1
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir, Issue: is.ID, Attempt: attempt})
 	defer p.setStatus(WorkerStatus{Worker: worker, Actor: actor, Worktree: tree.Dir})
 	client := p.Client(actor, tree.Dir)
-	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client}
+	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client, AgentEnded: agentEnded}
 	win := p.openWindow(worker, is.ID, tree, opened)
 	done, err := p.Iterate(ctx, a)
 	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, done && err == nil)
 	if cerr != nil {
-		return p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: check the refs: %w", worker, cerr))
+		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: check the refs: %w", worker, cerr))
 	}
 	charge := p.charged(win)
 	switch {
 	case ctx.Err() != nil:
-		return p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
+		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
 	case errors.Is(err, ErrSkip):
 		p.log(Event{Worker: worker, Issue: is.ID, Kind: "skipped", Detail: err.Error()})
-		return p.giveUp(ctx, actor, is.ID, nil)
+		return nil, p.giveUp(ctx, actor, is.ID, nil)
 	case errors.Is(err, ErrStop):
-		return p.giveUp(ctx, actor, is.ID, err)
+		return nil, p.giveUp(ctx, actor, is.ID, err)
 	case err != nil:
-		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err) + also(charge)})
+		return nil, p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err) + also(charge)})
 	case !done:
-		return p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue" + also(charge)})
+		return nil, p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue" + also(charge)})
 	case charge != "":
-		return p.fail(ctx, a, Failure{Why: charge, Integration: true})
+		return nil, p.fail(ctx, a, Failure{Why: charge, Integration: true})
+	}
+	// One piece of work per worker in the queue: a worker that finishes
+	// faster than the queue integrates waits here for its last one.
+	if err := p.awaitQueued(ctx, worker); err != nil {
+		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
 	}
 	p.setBusy(ctx, worker, true)
-	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch, Tip: tip,
-		Admit: func() error {
-			if why := p.charged(win); why != "" {
-				return &chargedError{why}
-			}
-			return nil
-		}})
+	commit, err := p.Queue.Hand(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch, Tip: tip})
 	p.setBusy(context.WithoutCancel(ctx), worker, false)
-	if ctx.Err() != nil {
-		return nil // the closed issue stays closed; its work is on the worker's branch, saved at the next start
+	switch {
+	case ctx.Err() != nil:
+		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: the work stays on the worker's branch
+	case err != nil:
+		return nil, p.fail(ctx, a, Failure{Why: fmt.Sprintf("could not hand the work to the merge queue: %v", err), Integration: true})
 	}
-	if ce := (*chargedError)(nil); errors.As(err, &ce) {
-		return p.fail(ctx, a, Failure{Why: ce.why, Integration: true})
+	j := &job{a: a, issue: is, win: win, commit: commit, h: h, done: make(chan struct{})}
+	if err := p.setQueued(j); err != nil {
+		return nil, p.giveUp(ctx, actor, is.ID, err)
 	}
-	if err != nil {
-		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("integration failed: %v", err), Integration: true})
-	}
-	if !res.Integrated && !res.Empty {
-		return p.fail(ctx, a, Failure{Why: res.Reason(), Integration: true, Conflicts: res.Conflicts})
-	}
-	if res.Integrated {
-		p.integrated(win)
-	}
-	if err := p.ledger.Integrated(is.ID); err != nil {
-		return fmt.Errorf("worker %s: %w", worker, err)
-	}
-	h.integrated = true
-	p.mu.Lock()
-	p.sum.Integrated = append(p.sum.Integrated, is.ID)
-	p.mu.Unlock()
-	p.log(Event{Worker: worker, Issue: is.ID, Kind: "integrated", Detail: res.Commit})
-	return nil
+	p.Trees.Handed(worker, commit) // the queue keeps it from here on
+	p.clearPending(worker)         // the queued marker names the issue from here on
+	return j, nil
 }
 
 // fail has the Ledger count a failed attempt, notes why on the issue,
@@ -675,6 +798,10 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 			}
 		}
 	}
+	settled, err := p.recoverQueued(ctx, c)
+	if err != nil {
+		return err
+	}
 	for _, m := range marks {
 		if strings.HasSuffix(m, ".tmp") { // written by older versions
 			_ = os.Remove(m)
@@ -686,7 +813,7 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 			return fmt.Errorf("workers: %w", err)
 		}
 		id := strings.TrimSpace(string(b))
-		if id == "" || workertree.CheckWorker(worker) != nil {
+		if id == "" || settled[id] || workertree.CheckWorker(worker) != nil {
 			_ = os.Remove(m)
 			continue
 		}

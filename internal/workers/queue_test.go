@@ -1,0 +1,195 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// TestNextClaimBesideJudgement: iterations that call AgentEnded have the
+// pool claim the worker's next issue while they are still being judged.
+// Every issue is integrated once, a dependent still starts from a target
+// that has its blocker's work, and no claim is left behind.
+func TestNextClaimBesideJudgement(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	chain := []string{p.create("chain 1")}
+	for i := 2; i <= 3; i++ {
+		chain = append(chain, p.create(fmt.Sprintf("chain %d", i), "--deps", chain[len(chain)-1]))
+	}
+	for i := 0; i < 6; i++ {
+		p.create(fmt.Sprintf("free %d", i))
+	}
+	var mu sync.Mutex
+	worked := map[string]int{}
+	pool := p.pool(3, func(ctx context.Context, a Assignment) (bool, error) {
+		for i := 1; i < len(chain); i++ {
+			if a.Issue.ID == chain[i] {
+				if _, err := os.Stat(filepath.Join(a.Dir, chain[i-1]+".txt")); err != nil {
+					return false, fmt.Errorf("%s started without its blocker's work: %w", a.Issue.ID, err)
+				}
+			}
+		}
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(a.Issue.ID+"\n"), 0o644); err != nil {
+			return false, err
+		}
+		done, err := commitAndClose(ctx, a)
+		if a.AgentEnded == nil {
+			return false, errors.New("no AgentEnded in the assignment")
+		}
+		a.AgentEnded() // the agent ended: the judgement follows
+		mu.Lock()
+		worked[a.Issue.ID]++
+		mu.Unlock()
+		return done, err
+	})
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 9)
+	for id, n := range worked {
+		if n != 1 {
+			t.Errorf("%s worked %d times", id, n)
+		}
+	}
+	is.Equal(len(sum.Failed), 0)
+	list := sh(t, p.repo, p.bd, "--quiet", "list", "--status", "in_progress", "--json")
+	is.Equal(strings.TrimSpace(list), "[]") // no claim left behind
+	for _, id := range chain {
+		sh(t, p.repo, "git", "cat-file", "-e", "main:"+id+".txt") // on the target
+	}
+	queued, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".queued-*"))
+	is.Equal(len(queued), 0)
+	trees, err := workertree.List(context.Background(), p.repo)
+	is.NoErr(err)
+	for _, tr := range trees {
+		if strings.Contains(tr.Dir, "mergeq") {
+			t.Errorf("the merge queue's worktree is left: %s", tr.Dir)
+		}
+	}
+}
+
+// TestDrainGivesBackTheNextClaim: a pool that drains while a worker holds
+// the issue it claimed beside its last judgement gives that issue back,
+// uncounted.
+func TestDrainGivesBackTheNextClaim(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	for i := 0; i < 6; i++ {
+		p.create(fmt.Sprintf("issue %d", i))
+	}
+	pool := p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
+		a.AgentEnded()
+		return false, fmt.Errorf("%w: the run's cap", ErrStop)
+	})
+	sum, err := pool.Run(context.Background())
+	is.True(errors.Is(err, ErrStop))
+	is.Equal(len(sum.Failed), 0) // a stop is not an attempt
+	list := sh(t, p.repo, p.bd, "--quiet", "list", "--status", "in_progress", "--json")
+	is.Equal(strings.TrimSpace(list), "[]") // the claims made beside the judgements are given back
+}
+
+// TestRecoverQueued: work a stop left in the merge queue is settled at
+// the next start. Work whose rebased result reached the target is done;
+// work that did not is kept on a wip branch and its issue reopened, with
+// a note, and worked again; a marker that is not one is dropped.
+func TestRecoverQueued(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		landed  bool
+		garbage bool
+	}{
+		{name: "reached the target", landed: true},
+		{name: "did not reach the target"},
+		{name: "garbage marker", garbage: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			p := newProject(t)
+			id := p.create("handed over")
+			actor := "ralphd/test/w1"
+			c := &beads.Client{Bin: p.bd, Dir: p.repo, Actor: actor}
+			ctx := context.Background()
+			_, err := c.Claim(ctx, id)
+			is.NoErr(err)
+			// The worker's work, handed over as one commit.
+			sh(t, p.repo, "git", "checkout", "-q", "-b", "side")
+			is.NoErr(os.WriteFile(filepath.Join(p.repo, id+".txt"), []byte("handed\n"), 0o644))
+			sh(t, p.repo, "git", "add", id+".txt")
+			sh(t, p.repo, "git", "commit", "-q", "-m", "work")
+			commit := sh(t, p.repo, "git", "rev-parse", "HEAD")
+			sh(t, p.repo, "git", "checkout", "-q", "main")
+			if tc.landed {
+				sh(t, p.repo, "git", "merge", "-q", "--ff-only", "side")
+			}
+			sh(t, p.repo, "git", "branch", "-D", "side")
+			_, err = c.Close(ctx, id, "done, tests pass")
+			is.NoErr(err)
+			pool := p.pool(1, nil)
+			is.NoErr(os.MkdirAll(pool.Trees.Root, 0o755))
+			mark := id + "\n" + commit + "\n" + commit + "\n"
+			if !tc.landed {
+				mark = id + "\n" + commit + "\n\n"
+			}
+			if tc.garbage {
+				mark = "--flag\nnot a commit\n"
+			}
+			is.NoErr(os.WriteFile(filepath.Join(pool.Trees.Root, ".queued-w1"), []byte(mark), 0o600))
+			var worked []string
+			pool.Iterate = func(ctx context.Context, a Assignment) (bool, error) {
+				worked = append(worked, a.Issue.ID)
+				if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("again\n"), 0o644); err != nil {
+					return false, err
+				}
+				return commitAndClose(ctx, a)
+			}
+			_, err = pool.Run(ctx)
+			is.NoErr(err)
+			left, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".queued-*"))
+			is.Equal(len(left), 0)
+			is2, err := c.Show(ctx, id)
+			is.NoErr(err)
+			is.Equal(is2.Status, beads.StatusClosed)
+			switch {
+			case tc.landed || tc.garbage:
+				is.Equal(len(worked), 0) // not reopened
+			default:
+				is.Equal(worked, []string{id})
+				is.True(strings.Contains(is2.Notes, "handed to the merge queue"))
+				wips := sh(t, p.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.WipPrefix+"w1/")
+				is.Equal(wips, commit) // the handed-over commit is kept
+			}
+		})
+	}
+}
+
+// FuzzParseQueued: whatever a queued marker holds, parseQueued does not
+// panic, and what it accepts is an issue id and commit ids that print
+// back to the same marker.
+func FuzzParseQueued(f *testing.F) {
+	c := strings.Repeat("a", 40)
+	for _, s := range []string{"wk-1\n" + c + "\n\n", "wk-1\n" + c + "\n" + c + "\n", "", "\n\n\n", "-x\n" + c + "\n\n", "wk 1\n" + c + "\n\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, ok := parseQueued(b)
+		if !ok {
+			return
+		}
+		if !workertree.IsHash(m.commit) || (m.rebased != "" && !workertree.IsHash(m.rebased)) || m.issue == "" || strings.HasPrefix(m.issue, "-") {
+			t.Fatalf("accepted %q as %+v", b, m)
+		}
+		if got := m.issue + "\n" + m.commit + "\n" + m.rebased + "\n"; got != strings.TrimSuffix(string(b), "\n")+"\n" {
+			t.Fatalf("%q parsed to %+v, which prints as %q", b, m, got)
+		}
+	})
+}
