@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 
@@ -192,4 +193,54 @@ func FuzzParseQueued(f *testing.F) {
 			t.Fatalf("%q parsed to %+v, which prints as %q", b, m, got)
 		}
 	})
+}
+
+// TestNextClaimOfADependentWhoseBlockerFails: the claim made beside a
+// judgement can take a dependent while bd counts its blocker closed; when
+// the judgement then fails the blocker (reopened), the dependent is let
+// go, uncounted, and worked only once the blocker's work is on the
+// target.
+func TestNextClaimOfADependentWhoseBlockerFails(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	blocker := p.create("blocker")
+	dependent := p.create("dependent", "--deps", blocker)
+	var mu sync.Mutex
+	var order []string
+	tries := 0
+	pool := p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
+		mu.Lock()
+		order = append(order, a.Issue.ID)
+		mu.Unlock()
+		if a.Issue.ID == dependent {
+			if _, err := os.Stat(filepath.Join(a.Dir, blocker+".txt")); err != nil {
+				return false, fmt.Errorf("the dependent started without its blocker's work: %w", err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("x\n"), 0o644); err != nil {
+			return false, err
+		}
+		done, err := commitAndClose(ctx, a)
+		if err != nil {
+			return false, err
+		}
+		a.AgentEnded()
+		if a.Issue.ID == blocker && tries == 0 {
+			tries++
+			// The next claim takes the dependent: the blocker is closed.
+			for i := 0; i < 200; i++ {
+				if strings.Contains(sh(t, p.repo, p.bd, "--quiet", "show", dependent, "--json"), `"in_progress"`) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return false, nil // the judgement fails the blocker
+		}
+		return done, nil
+	})
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 2)
+	is.Equal(order, []string{blocker, blocker, dependent})
+	is.Equal(len(sum.Failed[dependent]), 0) // letting it go is not an attempt
 }
