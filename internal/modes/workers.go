@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
@@ -150,6 +151,13 @@ func (sh *pool) judgementDue() func() {
 	return func() { once.Do(func() { sh.judgingSoon.Add(-1) }) }
 }
 
+// readingDebounce is how long a reading of the tracker waits for agents
+// that still run to end (trackview.View.Debounce): in a pool in step they
+// end within a few hundred milliseconds of each other, and one reading
+// then judges them all; an agent that ends alone waits this long for
+// nothing, a moment beside any real agent's run.
+const readingDebounce = 300 * time.Millisecond
+
 // WorkerActor is the bd actor of worker w of this clone: the host, and a
 // short hash of the clone's directory and state directory, which tells two
 // clones on one host apart (their project ids are the same when they share
@@ -189,7 +197,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	// about the same time; its own Loop keeps the comments cache.
 	reader := *l
 	reader.snap = snapshotCache{}
-	view := &trackview.View{Read: reader.snapshotFresh}
+	view := &trackview.View{Read: reader.snapshotFresh, Debounce: readingDebounce}
 	base, err := view.Since(ctx, 0)
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
