@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -91,6 +93,9 @@ func TestCrashLoop(t *testing.T) {
 			break
 		}
 		if projDir == "" {
+			if _, err := os.Stat(filepath.Join(stateRoot, "ralph", "projects")); errors.Is(err, fs.ErrNotExist) {
+				continue // killed before it made its state (a loaded machine)
+			}
 			projDir = onlyDir(t, filepath.Join(stateRoot, "ralph", "projects"))
 		}
 		checkStateParses(t, projDir, kill)
