@@ -254,3 +254,33 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// The held directory itself swapped for a link to one elsewhere: the link
+// goes, the held files come back in a real directory, and nothing
+// outside is touched.
+func TestRestoreRootSwappedForALinkOut(t *testing.T) {
+	is := is.New(t)
+	root, outside := t.TempDir(), t.TempDir()
+	dir := filepath.Join(root, ".ralph")
+	is.NoErr(os.MkdirAll(dir, 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte("held"), 0o644))
+	is.NoErr(os.WriteFile(filepath.Join(outside, "config.json"), []byte("the user's"), 0o644))
+	is.NoErr(os.WriteFile(filepath.Join(outside, "victim"), []byte("the user's"), 0o644))
+	s, err := Take(dir)
+	is.NoErr(err)
+	is.NoErr(os.RemoveAll(dir))
+	is.NoErr(os.Symlink(outside, dir))
+	_, err = s.Restore()
+	is.NoErr(err)
+	for _, f := range []string{"config.json", "victim"} {
+		got, err := os.ReadFile(filepath.Join(outside, f))
+		is.NoErr(err)
+		is.Equal(string(got), "the user's")
+	}
+	fi, err := os.Lstat(dir)
+	is.NoErr(err)
+	is.True(fi.IsDir())
+	got, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	is.NoErr(err)
+	is.Equal(string(got), "held")
+}
