@@ -231,6 +231,7 @@ func FuzzSumLines(f *testing.F) {
 	f.Add([]byte("no newline at the end"))
 	f.Add([]byte(""))
 	f.Add([]byte("\n\n\n"))
+	addFixtureSeeds(f, func(b []byte) { f.Add(b) }) // recorded agent streams, as a log holds them
 	f.Fuzz(func(t *testing.T, data []byte) {
 		check(t, data)
 	})
