@@ -194,8 +194,10 @@ func parseQueued(b []byte) (queuedMark, bool) {
 // queue, after the queue's own recovery (the target's move finished or
 // undone): work whose rebased result is on the target is done; a closed
 // issue whose work is not is reopened, with a note naming a wip branch
-// that keeps the commit handed over; a claim still held is released. It
-// returns the issues it settled.
+// that keeps the commit handed over; a claim still held is released. A
+// marker is acted on only when its issue is still assigned to its worker
+// (bd keeps the assignee of a closed issue). It returns the issues it
+// settled.
 func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]bool, error) {
 	marks, _ := filepath.Glob(filepath.Join(p.Trees.Root, ".queued-*"))
 	settled := map[string]bool{}
@@ -211,13 +213,24 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 			_ = os.Remove(path)
 			continue
 		}
-		if p.landed(ctx, m.rebased) {
+		is, err := c.Show(ctx, m.issue)
+		if err != nil {
+			return settled, fmt.Errorf("workers: recover %s's issue %s: %w", worker, m.issue, err)
+		}
+		switch {
+		case is.Assignee != p.actor(worker):
+			// Not this worker's issue (or no longer): a marker this pool's
+			// worker did not write, or one whose issue was taken since.
+			p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": the issue is not " + worker + "'s"})
+		case p.landed(ctx, m.rebased):
 			if err := p.ledger.Integrated(m.issue); err != nil {
 				return settled, fmt.Errorf("workers: %w", err)
 			}
 			p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "its work reached " + p.Target + " before the stop"})
-		} else if err := p.settleQueued(ctx, c, worker, m); err != nil {
-			return settled, err
+		default:
+			if err := p.settleQueued(ctx, c, worker, m, is); err != nil {
+				return settled, err
+			}
 		}
 		settled[m.issue] = true
 		_ = os.Remove(path)
@@ -229,15 +242,8 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 // not reach the target: the commit is kept on a wip branch (when it holds
 // anything the target lacks), and a closed issue is reopened with a note
 // that names it.
-func (p *Pool) settleQueued(ctx context.Context, c *beads.Client, worker string, m queuedMark) error {
-	is, err := c.Show(ctx, m.issue)
-	if err != nil {
-		return fmt.Errorf("workers: recover %s's issue %s: %w", worker, m.issue, err)
-	}
+func (p *Pool) settleQueued(ctx context.Context, c *beads.Client, worker string, m queuedMark, is beads.Issue) error {
 	actor := p.actor(worker)
-	if is.Assignee != actor && is.Assignee != "" {
-		return nil // someone else's now
-	}
 	kept, where := "", "the commit handed over is gone from the repository"
 	if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "cat-file", "-e", m.commit+"^{commit}"); err == nil {
 		if kept, err = workertree.KeepIfNew(ctx, p.Queue.Repo, m.commit, "refs/heads/"+p.Target, workertree.WipPrefix+worker, time.Now()); err != nil {

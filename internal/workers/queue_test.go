@@ -108,16 +108,21 @@ func TestRecoverQueued(t *testing.T) {
 		name    string
 		landed  bool
 		garbage bool
+		other   bool // the marker names an issue another actor closed
 	}{
 		{name: "reached the target", landed: true},
 		{name: "did not reach the target"},
 		{name: "garbage marker", garbage: true},
+		{name: "someone else's closed issue", other: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
 			p := newProject(t)
 			id := p.create("handed over")
 			actor := "ralphd/test/w1"
+			if tc.other {
+				actor = "a-person"
+			}
 			c := &beads.Client{Bin: p.bd, Dir: p.repo, Actor: actor}
 			ctx := context.Background()
 			_, err := c.Claim(ctx, id)
@@ -161,7 +166,7 @@ func TestRecoverQueued(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(is2.Status, beads.StatusClosed)
 			switch {
-			case tc.landed || tc.garbage:
+			case tc.landed || tc.garbage || tc.other:
 				is.Equal(len(worked), 0) // not reopened
 			default:
 				is.Equal(worked, []string{id})
