@@ -168,6 +168,7 @@ func TestRecoverQueued(t *testing.T) {
 			switch {
 			case tc.landed || tc.garbage || tc.other:
 				is.Equal(len(worked), 0) // not reopened
+				is.True(!strings.Contains(is2.Notes, "merge queue")) // nor noted
 			default:
 				is.Equal(worked, []string{id})
 				is.True(strings.Contains(is2.Notes, "handed to the merge queue"))
