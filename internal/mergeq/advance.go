@@ -52,9 +52,14 @@ func (q *Queue) advance(ctx context.Context, tip string) error {
 		}
 		return fmt.Errorf("advance %s: %w", q.Target, errMoved)
 	}
-	dir, err := q.checkout(ctx)
-	if err != nil {
-		return err
+	// While the queue watches, its guard has just found the target checked
+	// out where Watch found it (home); otherwise, ask git.
+	dir := q.home
+	if q.want == "" {
+		var err error
+		if dir, err = q.checkout(ctx); err != nil {
+			return err
+		}
 	}
 	if dir == "" {
 		if _, err := workertree.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {

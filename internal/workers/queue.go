@@ -170,6 +170,10 @@ func (p *Pool) writeQueued(worker, id, commit, rebased string) error {
 
 func (p *Pool) clearQueued(worker string) { _ = os.Remove(p.queuedPath(worker)) }
 
+// maxMarker bounds a pending or queued marker ralphd reads back: an issue
+// id and two commit ids fit many times over.
+const maxMarker = 64 << 10
+
 // queuedMark is a parsed queued marker.
 type queuedMark struct {
 	issue, commit, rebased string
@@ -203,9 +207,13 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 	settled := map[string]bool{}
 	for _, path := range marks {
 		worker := strings.TrimPrefix(filepath.Base(path), ".queued-")
-		b, err := os.ReadFile(path)
+		b, err := atomicfile.Read(path, maxMarker)
 		if err != nil {
-			return settled, fmt.Errorf("workers: %w", err)
+			// Not a file ralphd wrote (a FIFO, a link, a directory, huge):
+			// recovery cannot act on it, and must not hang on it.
+			p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": " + err.Error()})
+			_ = os.RemoveAll(path)
+			continue
 		}
 		m, ok := parseQueued(b)
 		if !ok || workertree.CheckWorker(worker) != nil {

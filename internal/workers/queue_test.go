@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,7 +168,7 @@ func TestRecoverQueued(t *testing.T) {
 			is.Equal(is2.Status, beads.StatusClosed)
 			switch {
 			case tc.landed || tc.garbage || tc.other:
-				is.Equal(len(worked), 0) // not reopened
+				is.Equal(len(worked), 0)                             // not reopened
 				is.True(!strings.Contains(is2.Notes, "merge queue")) // nor noted
 			default:
 				is.Equal(worked, []string{id})
@@ -249,4 +250,32 @@ func TestNextClaimOfADependentWhoseBlockerFails(t *testing.T) {
 	is.Equal(len(sum.Integrated), 2)
 	is.Equal(order, []string{blocker, blocker, dependent})
 	is.Equal(len(sum.Failed[dependent]), 0) // letting it go is not an attempt
+}
+
+// TestMarkersThatAreNotFilesDoNotHang: a FIFO, a directory or a link in
+// place of a pending or queued marker (an agent without the sandbox can
+// write the state directory) is dropped at the start: the run goes on,
+// and nothing blocks on reading it.
+func TestMarkersThatAreNotFilesDoNotHang(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	p.create("one")
+	pool := p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("x\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	is.NoErr(os.MkdirAll(pool.Trees.Root, 0o755))
+	is.NoErr(syscall.Mkfifo(filepath.Join(pool.Trees.Root, ".queued-w1"), 0o600))
+	is.NoErr(syscall.Mkfifo(filepath.Join(pool.Trees.Root, ".pending-w1"), 0o600))
+	is.NoErr(os.Mkdir(filepath.Join(pool.Trees.Root, ".queued-w2"), 0o755))
+	is.NoErr(os.Symlink("/dev/zero", filepath.Join(pool.Trees.Root, ".pending-w2")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := pool.Run(ctx)
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 1)
+	left, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".*-w*"))
+	is.Equal(len(left), 0)
 }

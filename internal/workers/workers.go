@@ -808,9 +808,13 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 			continue
 		}
 		worker := strings.TrimPrefix(filepath.Base(m), ".pending-")
-		b, err := os.ReadFile(m)
+		b, err := atomicfile.Read(m, maxMarker)
 		if err != nil {
-			return fmt.Errorf("workers: %w", err)
+			// Not a file ralphd wrote (a FIFO, a link, a directory, huge):
+			// recovery cannot act on it, and must not hang on it.
+			p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(m) + ": " + err.Error()})
+			_ = os.RemoveAll(m)
+			continue
 		}
 		id := strings.TrimSpace(string(b))
 		if id == "" || settled[id] || workertree.CheckWorker(worker) != nil {
