@@ -366,8 +366,9 @@ func workersSection(w *workersResult) bench.Section {
 claim that races another fails with Dolt's recorded "Error 1213" serialization failure, as real server mode's
 do; internal/claim retries those with jittered backoff and reads every claim back. Each worker writes a start and
 an end line to its own file for each issue it works on; 6a counts issues with two records, and with two records
-whose times overlap, from those files. The claims took %s in all. 6d: the queue rebases each branch onto main in
-the worker's worktree, runs verify there and fast-forwards main's checkout; with 8 workers handing over at once a
+whose times overlap, from those files. The claims took %s in all. 6d: each worker hands its branch over (its tip
+becomes the work), the queue checks that commit out in its own worktree, rebases it onto main, runs verify there
+and fast-forwards main's checkout; with 8 workers handing over at once a
 hand-over waits for the ones ahead of it, so the median is mostly queueing; each integration holds the queue for
 %s on average (wall time ÷ integrations). 6e-6f: `+"`ralphd build 0 --workers K`"+` over copies of one
 40-issue project, K = 1 then K = 8, bd recorded by bdrec; 6f counts the bd calls whose parent is ralphd (the

@@ -148,13 +148,12 @@ func scaleBody(runs []scaleRun) string {
 
 With one worker an iteration costs one tracker reading (the judgement's; the next iteration reuses it as its
 baseline, and reuses the last `+"`bd ready`"+` answer while nothing that could make other work ready changed). With
-workers each iteration needs its own claim (1 call, as the worker's actor) and two readings that start after
-two different moments: the claim's read-back (after the claim) and the judgement (after the agent). Readings are
-shared (a reading serves every request that started before it, and waits briefly for the workers about to ask),
-but the serial merge queue spreads the workers about 0.3 s apart, so most readings serve one or two requests. At
-most 1.5 calls per iteration needs each reading to serve about five; gathering that long (a 400 ms debounce, 1.2 s
-cap) was measured at 2.17 calls per iteration but a wall-time ratio of 0.388, breaking 6e. Meeting both would
-take workers that stay in step: integration done outside the worker's worktree, so the worker claims its next
-issue right after its judgement and the eight agents start, end and are judged together.
+workers each iteration needs its own claim (1 call, as the worker's actor) and a reading that starts after it
+(the claim's read-back), and its judgement needs a reading that starts after its agent ended. A worker claims
+its next issue as soon as its agent ends, beside its judgement, so one reading serves both; it hands finished
+work to the merge queue and goes on, so the queue, which integrates in a worktree of its own, no longer spreads
+the workers apart. Every worktree is made before the first claim, so the workers start together. A reading
+waits for the claims and ended agents about to ask, and 300 ms for agents still running: in step, the eight
+agents end, are judged and start again together, and one reading serves a whole round.
 `, one.kinds(), eight.kinds())
 }
