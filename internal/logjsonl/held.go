@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,10 +33,11 @@ type Tamper struct {
 }
 
 // held is what a Writer keeps to verify its file: the SHA-256 and length
-// of every byte it wrote, and a copy of them while they fit in MaxHeld.
+// of the lines it wrote, as Verify reads a log past MaxHeld back (sum),
+// and a copy of every byte while they fit in MaxHeld.
 type held struct {
-	hash  hash.Hash // SHA-256 of the bytes written
-	n     int64
+	sum   lineSum
+	n     int64  // bytes written
 	copy  []byte // own bytes, while n <= MaxHeld
 	whole bool   // copy holds every own byte
 	dev   uint64
@@ -44,7 +46,7 @@ type held struct {
 
 // hold starts holding f's content, which is empty.
 func (w *Writer) hold(f *os.File) {
-	w.held = &held{hash: sha256.New(), whole: true}
+	w.held = &held{sum: lineSum{h: sha256.New()}, whole: true}
 	if fi, err := f.Stat(); err == nil {
 		w.held.dev, w.held.ino = fileID(fi)
 	}
@@ -52,7 +54,7 @@ func (w *Writer) hold(f *os.File) {
 
 // record notes p, just written to the file. The caller holds w.mu.
 func (h *held) record(p []byte) {
-	_, _ = h.hash.Write(p)
+	h.sum.write(p)
 	h.n += int64(len(p))
 	if h.whole && h.n <= MaxHeld {
 		h.copy = append(h.copy, p...)
@@ -112,11 +114,16 @@ func (w *Writer) Verify() *Tamper {
 		// Past MaxHeld: stream the file through SHA-256, never reading
 		// it whole (a run log can be as long as the agent's output).
 		if t.Detail == "" {
+			var want []byte
+			var wantN int64
+			if c, ok := h.sum.clone(); ok {
+				want, wantN, _ = c.end()
+			}
 			sum, n, ok, err := sumFile(w.path)
-			if err == nil && ok && n == h.n && bytes.Equal(sum, h.hash.Sum(nil)) {
+			if err == nil && ok && want != nil && n == wantN && bytes.Equal(sum, want) {
 				return nil
 			}
-			t.Detail = fmt.Sprintf("changed (%d bytes of ralphd's records found, %d written)", n, h.n)
+			t.Detail = fmt.Sprintf("changed (%d bytes of ralphd's records found, %d written)", n, wantN)
 		}
 		t.Err = fmt.Errorf("the log is over %d MiB, past what ralphd holds in memory", MaxHeld>>20)
 		return t
@@ -171,49 +178,103 @@ func sumFile(path string) (sum []byte, n int64, ok bool, err error) {
 
 // sumLines returns the SHA-256 and length of the lines of r that are not
 // the guard's, and whether every line ended in a newline. It is how Verify
-// checks a log past MaxHeld against what was written; a bd_call line the
-// agent printed itself then reads as the guard's, and the log as changed.
-// Its memory is bounded by maxForeignLine, whatever the log's size.
+// checks a log past MaxHeld against what was written, which the Writer
+// sums the same way as it writes (lineSum): a bd_call record is left out
+// on both sides, whether the guard appended it or ralphd wrote it itself,
+// so a bd_call record deleted or forged by the agent is not told. Its
+// memory is bounded by maxForeignLine, whatever the log's size.
 func sumLines(r io.Reader) (sum []byte, n int64, ok bool, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	h := sha256.New()
-	own := func(p []byte) {
-		_, _ = h.Write(p)
-		n += int64(len(p))
-	}
-	var line []byte // the current line, while it may be the guard's
-	long := false   // the current line is too long for that: own, streamed
+	s := lineSum{h: sha256.New()}
 	for {
 		chunk, rerr := br.ReadSlice('\n')
+		s.write(chunk)
 		switch {
-		case long:
-			own(chunk)
-		case len(line)+len(chunk) > maxForeignLine:
-			own(line)
-			own(chunk)
-			line, long = line[:0], true
-		default:
-			line = append(line, chunk...)
-		}
-		switch {
-		case rerr == nil:
-			if !long && !foreign(bytes.TrimSuffix(line, []byte("\n"))) {
-				own(line)
-			}
-			line, long = line[:0], false
-		case errors.Is(rerr, bufio.ErrBufferFull):
+		case rerr == nil, errors.Is(rerr, bufio.ErrBufferFull):
 		case errors.Is(rerr, io.EOF):
-			if len(line) == 0 && !long {
-				return h.Sum(nil), n, true, nil
-			}
-			if !long && !foreign(line) {
-				own(line)
-			}
-			return h.Sum(nil), n, false, nil
+			sum, n, ok = s.end()
+			return sum, n, ok, nil
 		default:
-			return nil, n, false, rerr
+			return nil, s.n, false, rerr
 		}
 	}
+}
+
+// lineSum hashes a stream of log lines, leaving out the guard's records
+// (foreign): the SHA-256 and length of the rest. A line longer than
+// maxForeignLine is taken as ralphd's own and streamed, so its memory is
+// bounded whatever it is given.
+type lineSum struct {
+	h    hash.Hash
+	n    int64
+	line []byte // the current line, while it may be the guard's
+	long bool   // the current line is too long for that: own, streamed
+}
+
+func (s *lineSum) own(p []byte) {
+	_, _ = s.h.Write(p)
+	s.n += int64(len(p))
+}
+
+// write adds p, which may hold any part of any number of lines.
+func (s *lineSum) write(p []byte) {
+	for len(p) > 0 {
+		chunk := p
+		i := bytes.IndexByte(p, '\n')
+		if i >= 0 {
+			chunk = p[:i+1]
+		}
+		p = p[len(chunk):]
+		switch {
+		case s.long:
+			s.own(chunk)
+		case len(s.line)+len(chunk) > maxForeignLine:
+			s.own(s.line)
+			s.own(chunk)
+			s.line, s.long = s.line[:0], true
+		default:
+			s.line = append(s.line, chunk...)
+		}
+		if i >= 0 {
+			if !s.long && !foreign(bytes.TrimSuffix(s.line, []byte("\n"))) {
+				s.own(s.line)
+			}
+			s.line, s.long = s.line[:0], false
+		}
+	}
+}
+
+// end returns the sum of what was written, the partial last line counted
+// as own unless it is the guard's, and whether the stream ended with a
+// newline.
+func (s *lineSum) end() (sum []byte, n int64, ok bool) {
+	if len(s.line) == 0 && !s.long {
+		return s.h.Sum(nil), s.n, true
+	}
+	if !s.long && !foreign(s.line) {
+		s.own(s.line)
+	}
+	return s.h.Sum(nil), s.n, false
+}
+
+// clone returns a copy of s that can be ended without changing s; false
+// when the hash cannot be copied (crypto/sha256's always can).
+func (s *lineSum) clone() (*lineSum, bool) {
+	m, ok := s.h.(encoding.BinaryMarshaler)
+	if !ok {
+		return nil, false
+	}
+	state, err := m.MarshalBinary()
+	if err != nil {
+		return nil, false
+	}
+	c := *s
+	c.line = bytes.Clone(s.line)
+	c.h = sha256.New()
+	if u, ok := c.h.(encoding.BinaryUnmarshaler); !ok || u.UnmarshalBinary(state) != nil {
+		return nil, false
+	}
+	return &c, true
 }
 
 // merge returns the Writer's bytes want with the guard's records found in

@@ -262,3 +262,57 @@ func check(t *testing.T, data []byte) {
 		t.Fatalf("sumLines: n=%d ok=%v, want n=%d ok=%v (sums equal: %v)", n, ok, len(want), wantOK, bytes.Equal(sum, wantSum[:]))
 	}
 }
+
+// TestVerifyPastHeldOwnRecords: past MaxHeld, ralphd's own bd_call
+// records (it serves the guard in-process and logs the agent's calls
+// itself) and the agent's own lines that look like one read back as they
+// were written: an untouched log is untouched. Before, the Writer summed
+// them and the file's reading left them out, so every big log with a bd
+// call read as edited, and the iteration's close was reopened.
+func TestVerifyPastHeldOwnRecords(t *testing.T) {
+	w, _ := heldLog(t)
+	w.mu.Lock()
+	w.held.whole, w.held.copy = false, nil // as past MaxHeld
+	w.mu.Unlock()
+	if err := w.Meta(EventBDCall, map[string]string{"argv": "bd close"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AgentLine(StreamStdout, []byte(`{"type":"loop_meta","event":"bd_call","data":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Meta(EventIterationEnd, map[string]int{"iteration": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if v := w.Verify(); v != nil {
+		t.Fatalf("Verify on an untouched log past MaxHeld = %+v", v)
+	}
+	c := read(t, w.Path())
+	i := bytes.Index(c, []byte(`"iteration":1`))
+	write(t, w.Path(), append(c[:i:i], []byte("\"iteration\":2}}\n")...))
+	if v := w.Verify(); v == nil {
+		t.Fatal("Verify missed an edit of ralphd's last record past MaxHeld")
+	}
+}
+
+// FuzzLineSum: however the same bytes are cut into writes, lineSum sums
+// them as sumLines reads them back.
+func FuzzLineSum(f *testing.F) {
+	f.Add([]byte("{\"type\":\"loop_meta\",\"event\":\"bd_call\"}\n{\"a\":1}\npartial"), uint8(3))
+	f.Add([]byte("\n\n{}\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, cut uint8) {
+		s := lineSum{h: sha256.New()}
+		step := int(cut) + 1
+		for i := 0; i < len(b); i += step {
+			s.write(b[i:min(len(b), i+step)])
+		}
+		c, ok := s.clone()
+		if !ok {
+			t.Fatal("cannot clone a sha256 lineSum")
+		}
+		sum, n, okNL := c.end()
+		rsum, rn, rok, err := sumLines(bytes.NewReader(b))
+		if err != nil || !bytes.Equal(sum, rsum) || n != rn || okNL != rok {
+			t.Fatalf("written %x/%d/%v, read %x/%d/%v (%v)", sum, n, okNL, rsum, rn, rok, err)
+		}
+	})
+}
