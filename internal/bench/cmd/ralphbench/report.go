@@ -525,7 +525,8 @@ speed, so ralphd's agent runner (line reader, stream parser) and its log writer 
 own CPU is read from /proc/<pid>/stat while it is a zombie, so the agent's CPU is not in it; its peak RSS is its
 own VmHWM, sampled every 10 ms. `+"`cat`"+` reads the same generator through a pipe, as ralphd does. Inputs are
 generated on the fly; above %s the harness empties the run log whenever it passes %s (it is
-O_APPEND, so ralphd's writes carry on at the new end) to keep disk use small.
+O_APPEND, so ralphd's writes carry on at the new end) to keep disk use small; ralphd finds that log edited, as it
+must, and reopens the iteration's close, so that run ends at its cap (exit 3).
 
 | agent output | ralphd wall | ralphd's own CPU | ralphd peak RSS | run log received |
 |---|---|---|---|---|
