@@ -65,11 +65,33 @@ var fixed = [][2]string{
 	{"advice.graftFileDeprecated", "false"}, // GIT_GRAFT_FILE is read, and empty
 }
 
-// plain are the subcommands known to read no work tree file content, so
-// that no filter driver can run (hash-object only with --no-filters, which
-// Command checks). Every other one may: even write-tree runs a clean
-// filter to refresh a racily clean index entry.
-var plain = []string{"config", "rev-parse", "symbolic-ref", "commit-tree", "branch", "ls-files", "hash-object"}
+// plain are the subcommands known to read no work tree file content and to
+// merge nothing, so that no filter or merge driver can run (hash-object
+// only with --no-filters, worktree only to list or prune: see
+// needsDrivers). Every other one may: even write-tree runs a clean filter
+// to refresh a racily clean index entry. for-each-ref, merge-base,
+// rev-list and show-ref read refs and objects only; update-ref writes a
+// ref (its reference-transaction hook is off with every hook); clean
+// removes untracked files by path, reading none.
+var plain = []string{"config", "rev-parse", "symbolic-ref", "commit-tree", "branch", "ls-files", "hash-object",
+	"for-each-ref", "merge-base", "rev-list", "show-ref", "update-ref", "clean", "worktree"}
+
+// needsDrivers reports whether git with args may run a filter or merge
+// driver, so that Command must look them up and turn them off.
+func needsDrivers(sub string, args []string) bool {
+	switch {
+	case !slices.Contains(plain, sub):
+		return true
+	case sub == "hash-object":
+		return !slices.Contains(args, "--no-filters")
+	case sub == "worktree":
+		// add checks files out; remove looks for changes. list and prune
+		// read git's own files only.
+		i := slices.Index(args, "worktree")
+		return i < 0 || i+1 >= len(args) || (args[i+1] != "list" && args[i+1] != "prune")
+	}
+	return false
+}
 
 // Command returns a git command for args in dir that runs none of the
 // repository's own code. It runs in its own process group and ends with
@@ -113,7 +135,7 @@ func NewRunner(dir string) *Runner { return &Runner{dir: dir} }
 func (r *Runner) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	sets := fixed
 	sub := subcommand(args)
-	if !slices.Contains(plain, sub) || (sub == "hash-object" && !slices.Contains(args, "--no-filters")) {
+	if needsDrivers(sub, args) {
 		if r.sets == nil {
 			filters, merges, err := drivers(ctx, r.dir)
 			if err != nil {

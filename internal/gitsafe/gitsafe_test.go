@@ -32,6 +32,15 @@ var safeOps = [][]string{
 	{"restore", "--source=HEAD", "--staged", "--worktree", "--", ".", ":(exclude).beads"},
 	{"clean", "-fdq", "--", ".", ":(exclude).beads"},
 	{"push", "-q", "origin", "ralphd-probe"},
+	// Run with no drivers looked up (plain): they must read no content.
+	{"for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"},
+	{"merge-base", "--is-ancestor", "HEAD", "HEAD"},
+	{"rev-list", "--count", "HEAD"},
+	{"show-ref", "--heads"},
+	{"update-ref", "-m", "probe", "refs/heads/ralphd-probe-2", "HEAD"},
+	{"worktree", "list", "--porcelain", "-z"},
+	{"worktree", "prune"},
+	{"clean", "-fdxq"},
 }
 
 // Each route, planted, runs its payload from plain git (so the test can

@@ -87,3 +87,31 @@ func TestConfigEnv(t *testing.T) {
 	is.True(slices.Contains(env, "GIT_CONFIG_COUNT=3"))
 	is.True(!slices.Contains(env, "GIT_CONFIG_COUNT=1"))
 }
+
+// TestNeedsDrivers: only the subcommands that read no content and merge
+// nothing skip the drivers lookup; worktree only to list or prune.
+func TestNeedsDrivers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"for-each-ref", "refs/heads/"}, false},
+		{[]string{"update-ref", "refs/heads/x", "HEAD"}, false},
+		{[]string{"worktree", "list", "--porcelain"}, false},
+		{[]string{"worktree", "prune"}, false},
+		{[]string{"worktree", "add", "-q", "x"}, true},
+		{[]string{"worktree", "remove", "--force", "x"}, true},
+		{[]string{"worktree"}, true},
+		{[]string{"hash-object", "f"}, true},
+		{[]string{"hash-object", "--no-filters", "f"}, false},
+		{[]string{"status"}, true},
+		{[]string{"checkout", "-q", "x"}, true},
+		{[]string{"rebase", "main"}, true},
+		{[]string{"read-tree", "-m", "-u", "a", "b"}, true},
+		{[]string{"-C", "d", "merge-base", "a", "b"}, false},
+	} {
+		if got := needsDrivers(subcommand(tc.args), tc.args); got != tc.want {
+			t.Errorf("needsDrivers(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}
