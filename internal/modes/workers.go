@@ -224,19 +224,26 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
-	// A reading waits for every worker that is about to ask for one:
-	// those claiming (the read-back) and those whose agent has ended (the
-	// judgement); and, for a moment (Debounce), for those whose agent
-	// runs, which in a pool in step end together. It starts at once when
-	// all of them wait. The others (opening a worktree, parked) will not
-	// ask soon.
+	// A judgement's reading waits for every worker whose agent has ended
+	// and, for a moment (Debounce), for those whose agent runs, which in
+	// a pool in step end together; it starts at once when all of them
+	// wait.
 	view.Expected = func() (int, int) {
-		return p.Claiming() + int(sh.judgingSoon.Load()), int(sh.agents.Load())
+		return int(sh.judgingSoon.Load()), int(sh.agents.Load())
 	}
+	// The claims' read-backs share readings of their own, which wait for
+	// every worker in a claim, and a moment for those whose agent runs
+	// (each claims when it ends): the workers claim their next issues beside
+	// their judgements (workers.Assignment.AgentEnded), so a judgement
+	// does not wait for the claims, which bd takes one at a time.
+	claimsReader := *l
+	claimsReader.snap = snapshotCache{}
+	claims := &trackview.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
+	claims.Expected = func() (int, int) { return p.Claiming(), int(sh.agents.Load()) }
 	// The claim's read-back: the issue as a reading that started after
 	// the claim has it.
 	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
-		r, err := view.Since(ctx, view.Mark())
+		r, err := claims.Since(ctx, claims.Mark())
 		if err != nil {
 			return beads.Issue{}, false, err
 		}
