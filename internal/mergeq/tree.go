@@ -32,9 +32,9 @@ func (q *Queue) treePath(ctx context.Context) (string, error) {
 // nothing else: a rebase a crash interrupted is aborted, the locks a
 // killed git left are removed (no other git uses this worktree while
 // ralphd holds its lock, and agents cannot write it), and files a verify
-// left untracked are removed. The worktree is created when it is not
-// registered; a directory in its place that git does not know is the
-// queue's own leftover and is removed. It returns the worktree.
+// left untracked are removed. A worktree this queue did not make in this
+// run, or one it cannot reset, is dropped (dropTree) and made afresh. It
+// returns the worktree.
 func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, error) {
 	dir, err := q.treePath(ctx)
 	if err != nil {
@@ -44,29 +44,9 @@ func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, error)
 		if err := q.resetTree(ctx, dir, commit); err == nil {
 			return dir, nil
 		}
-		q.tree = "" // gone or broken under us: make it again
 	}
-	registered := false
-	all, err := workertree.List(ctx, q.Repo)
-	if err != nil {
-		return "", fmt.Errorf("merge queue worktree: %w", err)
-	}
-	for _, w := range all {
-		if sameDir(w.Dir, dir) {
-			registered = true
-		}
-	}
-	if registered {
-		if err := q.resetTree(ctx, dir, commit); err == nil {
-			q.tree = dir
-			return dir, nil
-		}
-		if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
-			return "", fmt.Errorf("merge queue worktree: %w", err)
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("merge queue worktree: %w", err)
+	if err := q.dropTree(ctx); err != nil {
+		return "", err
 	}
 	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
 		return "", fmt.Errorf("merge queue worktree: %w", err)
