@@ -174,6 +174,20 @@ func (p *Pool) clearQueued(worker string) { _ = os.Remove(p.queuedPath(worker)) 
 // id and two commit ids fit many times over.
 const maxMarker = 64 << 10
 
+// readMarker reads worker's pending or queued marker at path. Anything
+// but a file ralphd wrote (a FIFO, a link, a directory, a huge file) is
+// dropped, and reported false: recovery cannot act on it, and must not
+// hang on it.
+func (p *Pool) readMarker(path, worker string) ([]byte, bool) {
+	b, err := atomicfile.Read(path, maxMarker)
+	if err != nil {
+		p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": " + err.Error()})
+		_ = os.RemoveAll(path)
+		return nil, false
+	}
+	return b, true
+}
+
 // queuedMark is a parsed queued marker.
 type queuedMark struct {
 	issue, commit, rebased string
@@ -207,12 +221,8 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 	settled := map[string]bool{}
 	for _, path := range marks {
 		worker := strings.TrimPrefix(filepath.Base(path), ".queued-")
-		b, err := atomicfile.Read(path, maxMarker)
-		if err != nil {
-			// Not a file ralphd wrote (a FIFO, a link, a directory, huge):
-			// recovery cannot act on it, and must not hang on it.
-			p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": " + err.Error()})
-			_ = os.RemoveAll(path)
+		b, ok := p.readMarker(path, worker)
+		if !ok {
 			continue
 		}
 		m, ok := parseQueued(b)

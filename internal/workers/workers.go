@@ -536,12 +536,17 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 // nothing is left and leave), and as claiming until the claim is read
 // back. A claim that is not won ends its busy count.
 func (p *Pool) claim(ctx context.Context, cl *claim.Claimer) (claim.Result, error) {
+	return p.claimed(ctx, cl, p.countClaim())
+}
+
+// countClaim counts a worker as busy and claiming, and returns the
+// generation the claim starts in (idle.go).
+func (p *Pool) countClaim() int {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.busy++
 	p.claiming++
-	gen := p.gen
-	p.mu.Unlock()
-	return p.claimed(ctx, cl, gen)
+	return p.gen
 }
 
 // claimed runs the claim counted by claim or startClaim.
@@ -582,11 +587,7 @@ func (n *nextClaim) wait() (claim.Result, error) {
 // asks for next waits for the claim's read-back (trackview.View.Expected),
 // and one reading serves both.
 func (p *Pool) startClaim(ctx context.Context, cl *claim.Claimer) *nextClaim {
-	p.mu.Lock()
-	p.busy++
-	p.claiming++
-	gen := p.gen
-	p.mu.Unlock()
+	gen := p.countClaim()
 	n := &nextClaim{done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
@@ -808,12 +809,8 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 			continue
 		}
 		worker := strings.TrimPrefix(filepath.Base(m), ".pending-")
-		b, err := atomicfile.Read(m, maxMarker)
-		if err != nil {
-			// Not a file ralphd wrote (a FIFO, a link, a directory, huge):
-			// recovery cannot act on it, and must not hang on it.
-			p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(m) + ": " + err.Error()})
-			_ = os.RemoveAll(m)
+		b, ok := p.readMarker(m, worker)
+		if !ok {
 			continue
 		}
 		id := strings.TrimSpace(string(b))
