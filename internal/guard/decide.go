@@ -85,6 +85,9 @@ func decide(mode Mode, args []arg) Decision {
 	if len(p.unknown) > 0 {
 		return d.refuse(RuleUnknownFlag, fmt.Sprintf("`%s` on `%s`", p.unknown[0], commandName(p.cmd.path)))
 	}
+	if refused, ok := checkLabels(d, pol, p); ok {
+		return refused
+	}
 	for _, name := range pol.require {
 		if !hasNonBlank(p, name) {
 			return d.refuse(RuleCloseReason, fmt.Sprintf("`%s` without a non-empty --%s", commandName(p.cmd.path), name))
@@ -130,6 +133,41 @@ func checkFlags(d Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
 				rule = RuleStatusClosed
 			}
 			return d.refuse(rule, fmt.Sprintf("%s with value %q", what, u.value)), true
+		}
+	}
+	return Decision{}, false
+}
+
+// checkLabels refuses a call that would add a reserved label: through a
+// flag that adds labels, or as a positional of a command that takes the
+// label as one (an issue id is never a reserved label). It returns the
+// refusal and true when it refuses.
+func checkLabels(d Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
+	cmd := commandName(p.cmd.path)
+	for _, u := range p.uses {
+		if !slices.Contains(pol.labelFlags, u.spec.long) {
+			continue
+		}
+		what := fmt.Sprintf("`%s` on `%s`", u.written, cmd)
+		if u.dynamic {
+			return d.refuse(RuleDynamic, what+": the labels are computed at run time"), true
+		}
+		if l := reservedIn(u.value); l != "" {
+			return d.refuse(RuleReservedLabel, fmt.Sprintf("%s adding %q", what, l)), true
+		}
+	}
+	if !pol.labelArg {
+		return Decision{}, false
+	}
+	for i, a := range p.pos {
+		if a.hasMark(a.text) {
+			if i == len(p.pos)-1 { // the label: bd takes the last one
+				return d.refuse(RuleDynamic, fmt.Sprintf("the label of `%s` is computed at run time", cmd)), true
+			}
+			continue
+		}
+		if l := reservedIn(a.text); l != "" {
+			return d.refuse(RuleReservedLabel, fmt.Sprintf("`%s` adding %q", cmd, l)), true
 		}
 	}
 	return Decision{}, false
@@ -202,6 +240,9 @@ func (d Decision) issueID() string {
 	p, err := ParseArgs(d.Argv)
 	if err != nil || len(p.Path) == 0 || len(p.Positionals) == 0 {
 		return ""
+	}
+	if pol, ok := policyFor(strings.Join(p.Path, " ")); ok && pol.rule == RuleCreate {
+		return "" // its positional is the new issue's title
 	}
 	id := p.Positionals[0]
 	if id == "" || len(id) > 64 || strings.ContainsAny(id, " \t\n\"'`$\\") {

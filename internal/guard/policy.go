@@ -31,6 +31,7 @@ const (
 	RuleStatusClosed   = "build-status-closed"
 	RuleStatus         = "build-status"
 	RuleLabelRemove    = "build-label-remove"
+	RuleReservedLabel  = "build-reserved-label"
 	RuleParent         = "build-parent"
 	RuleSchedule       = "build-schedule"
 	RuleUpdateField    = "build-update-field"
@@ -80,7 +81,20 @@ const (
 	FieldLabels       = "labels"
 	FieldDependencies = "dependencies"
 	FieldComments     = "comments"
+	// FieldReservedLabels protects the labels only ralphd adds
+	// (ReservedLabels): BUILD may add other labels, not these.
+	FieldReservedLabels = "reserved_labels"
 )
+
+// StuckLabel marks an issue ralphd gave up on after its failed attempts:
+// ralphd adds it, skips the issue from then on, and PLANNING (or `ralphd
+// reset`) removes it to give the issue a fresh start.
+const StuckLabel = "ralph:stuck"
+
+// ReservedLabels returns the labels only ralphd adds, because it decides
+// by them: BUILD may not add one (RuleReservedLabel), and the tamper diff
+// reverts one added around the guard.
+func ReservedLabels() []string { return []string{StuckLabel} }
 
 // Protected returns every protected field with the rule that protects it,
 // in the order the rules are listed.
@@ -150,6 +164,11 @@ var rules = []Rule{
 	{RuleLabelRemove, "BUILD may add labels but not remove or replace them",
 		"add labels with `bd label add <id> <label>`; to drop one, add a note with " +
 			"`bd update <id> --append-notes \"…\"`; PLANNING will review it", []string{FieldLabels}},
+	{RuleReservedLabel, "`" + StuckLabel + "` is ralphd's own judgement that BUILD gave up on an issue, made after the attempts " +
+		"it counts; only ralphd adds it",
+		"if you cannot finish the issue, say why in a note (`bd update <id> --append-notes \"…\"`), " +
+			"or set it blocked (`bd update <id> --status blocked`), and stop; ralphd counts the failed attempts " +
+			"and marks the issue stuck itself", []string{FieldReservedLabels}},
 	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead, []string{FieldParent}},
 	{RuleSchedule, "deferring and due dates decide when work happens, which is PLANNING's power",
 		"if the issue cannot be done now, `bd update <id> --status blocked` and add a note with " +
@@ -215,7 +234,12 @@ type commandPolicy struct {
 	valueRule map[string]string
 	// require lists flags that must be present with a non-blank value.
 	require []string
-	note    string
+	// labelFlags are the flags whose values are labels to add, and
+	// labelArg says the positionals may be one: none may be a reserved
+	// label (RuleReservedLabel).
+	labelFlags []string
+	labelArg   bool
+	note       string
 }
 
 // allowedStatuses are the statuses BUILD may set with `bd update --status`.
@@ -276,8 +300,10 @@ var policy = []commandPolicy{
 			"event-payload": RuleCreateFlag, "event-target": RuleCreateFlag, "waits-for": RuleCreateFlag,
 			"waits-for-gate": RuleCreateFlag, "no-history": RuleCreateFlag,
 		},
-		note: "a new issue's priority, type and acceptance are part of creating it"},
-	{path: "q", allow: true, rule: RuleCreate, flags: allFlags, note: "quick capture: create, print the ID"},
+		labelFlags: []string{"labels"},
+		note:       "a new issue's priority, type and acceptance are part of creating it"},
+	{path: "q", allow: true, rule: RuleCreate, flags: allFlags, labelFlags: []string{"labels"},
+		note: "quick capture: create, print the ID"},
 	{path: "update", allow: true, rule: RuleUpdate,
 		flags: "status notes append-notes description body-file stdin allow-empty-description design " +
 			"design-file assignee claim add-label session",
@@ -290,13 +316,14 @@ var policy = []commandPolicy{
 			"ephemeral": RuleUpdateField, "persistent": RuleUpdateField, "history": RuleUpdateField,
 			"no-history": RuleUpdateField, "await-id": RuleUpdateField,
 		},
-		values: map[string][]string{"status": allowedStatuses},
-		note:   "--status only open, in_progress or blocked"},
+		values:     map[string][]string{"status": allowedStatuses},
+		labelFlags: []string{"add-label"},
+		note:       "--status only open, in_progress or blocked"},
 	{path: "note", allow: true, rule: RuleNote, flags: allFlags, note: "appends to the notes"},
 	{path: "comment", allow: true, rule: RuleNote, flags: allFlags},
 	{path: "comments add", allow: true, rule: RuleNote, flags: allFlags},
-	{path: "label add", allow: true, rule: RuleLabelAdd, flags: allFlags},
-	{path: "tag", allow: true, rule: RuleLabelAdd, flags: allFlags, note: "adds one label"},
+	{path: "label add", allow: true, rule: RuleLabelAdd, flags: allFlags, labelArg: true},
+	{path: "tag", allow: true, rule: RuleLabelAdd, flags: allFlags, labelArg: true, note: "adds one label"},
 	{path: "assign", allow: true, rule: RuleUpdate, flags: allFlags, note: "sets the assignee"},
 	{path: "dep add", allow: true, rule: RuleDepAdd, flags: allFlags,
 		refuse: map[string]string{"no-cycle-check": RuleCycleCheck, "file": RuleRaw},
@@ -373,7 +400,22 @@ func (p commandPolicy) allows(flag string) bool {
 // restricted reports whether some use of the command is refused in BUILD,
 // so that arguments unknown until run time cannot be allowed.
 func (p commandPolicy) restricted() bool {
-	return !p.allow || p.flags != allFlags || len(p.refuse) > 0 || len(p.values) > 0 || len(p.require) > 0
+	return !p.allow || p.flags != allFlags || len(p.refuse) > 0 || len(p.values) > 0 || len(p.require) > 0 ||
+		len(p.labelFlags) > 0 || p.labelArg
+}
+
+// reservedIn returns the reserved label that the label value v would
+// add, or "". It reads v as loosely as bd could: a list of labels split
+// at commas, quoted or not, trimmed, in any case.
+func reservedIn(v string) string {
+	for _, part := range strings.Split(strings.ReplaceAll(v, `"`, ""), ",") {
+		for _, l := range ReservedLabels() {
+			if strings.EqualFold(strings.TrimSpace(part), l) {
+				return l
+			}
+		}
+	}
+	return ""
 }
 
 // isGlobalFlag reports whether the long flag name is one of bd's global

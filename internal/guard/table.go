@@ -81,6 +81,9 @@ func commandRow(p commandPolicy) TableRow {
 	case len(p.refuse) > 0 || len(p.values) > 0 || len(p.require) > 0:
 		row.Build = "allowed (limited)"
 		notes = append(notes, "All its flags except those refused below.")
+	case len(p.labelFlags) > 0 || p.labelArg:
+		row.Build = "allowed (limited)"
+		notes = append(notes, "Any label but "+strings.Join(ReservedLabels(), ", ")+".")
 	}
 	if len(notes) == 0 {
 		if r.ID == RuleRead {
@@ -140,6 +143,12 @@ func refusedFlagRows(p commandPolicy) []TableRow {
 	}
 	for _, flag := range p.require {
 		rows = append(rows, refusedRow(commandName(p.path)+" without a non-empty --"+flag, RuleCloseReason))
+	}
+	for _, flag := range p.labelFlags {
+		rows = append(rows, refusedRow(commandName(p.path)+" "+displayFlag(p.path, flag)+" "+StuckLabel, RuleReservedLabel))
+	}
+	if p.labelArg {
+		rows = append(rows, refusedRow(commandName(p.path)+" <id> "+StuckLabel, RuleReservedLabel))
 	}
 	return rows
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -30,8 +31,8 @@ const (
 )
 
 // StuckLabel marks an issue BUILD gave up on. PLANNING (or `ralphd reset`)
-// clears it.
-const StuckLabel = "ralph:stuck"
+// clears it. It is the guard's: BUILD may not add it.
+const StuckLabel = guard.StuckLabel
 
 // PlanPromise is the completion promise that ends PLANNING early when it
 // ends the agent's final result.

@@ -23,20 +23,21 @@ func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) }
 // around the guard: with the real bd by its absolute path, or by editing
 // bd's data. "T" stands for the target issue, "P" for another one.
 var aroundGuard = map[string][][]string{
-	guard.FieldIssue:        {{"delete", "T", "--force"}},
-	guard.FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
-	guard.FieldPriority:     {{"update", "T", "--priority", "0"}},
-	guard.FieldType:         {{"update", "T", "--type", "chore"}},
-	guard.FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
-	guard.FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}},
-	guard.FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
-	guard.FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
-	guard.FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
-	guard.FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
-	guard.FieldEstimate:     {{"update", "T", "--estimate", "600"}},
-	guard.FieldLabels:       {{"label", "remove", "T", "keep"}},
-	guard.FieldDependencies: {{"dep", "remove", "T", "P"}},
-	guard.FieldComments:     {{"edit-data: drop comments"}},
+	guard.FieldIssue:          {{"delete", "T", "--force"}},
+	guard.FieldTitle:          {{"update", "T", "--title", "an easier issue"}},
+	guard.FieldPriority:       {{"update", "T", "--priority", "0"}},
+	guard.FieldType:           {{"update", "T", "--type", "chore"}},
+	guard.FieldAcceptance:     {{"update", "T", "--acceptance", "nothing"}},
+	guard.FieldStatus:         {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}},
+	guard.FieldParent:         {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
+	guard.FieldDeferUntil:     {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
+	guard.FieldDueAt:          {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
+	guard.FieldExternalRef:    {{"update", "T", "--external-ref", "gh-9"}},
+	guard.FieldEstimate:       {{"update", "T", "--estimate", "600"}},
+	guard.FieldLabels:         {{"label", "remove", "T", "keep"}},
+	guard.FieldDependencies:   {{"dep", "remove", "T", "P"}},
+	guard.FieldComments:       {{"edit-data: drop comments"}},
+	guard.FieldReservedLabels: {{"label", "add", "T", guard.StuckLabel}, {"update", "T", "--add-label", "x," + guard.StuckLabel}},
 }
 
 // TestProtectedFieldsAroundTheGuard walks the guard's table: for every

@@ -64,8 +64,8 @@ const (
 	CommentRemoved Kind = "comment_removed"       // a comment disappeared
 	CloseNoReason  Kind = "closed_without_reason" // closed with an empty reason
 	CloseNoEvident Kind = "closed_without_evidence"
-	// ReservedLabelAdded: a label only ralphd adds (Options.ReservedLabels,
-	// its stuck label) was added.
+	// ReservedLabelAdded: a label only ralphd adds (guard.ReservedLabels,
+	// its stuck label, and Options.ReservedLabels) was added.
 	ReservedLabelAdded Kind = "reserved_label_added"
 )
 
@@ -113,9 +113,10 @@ type Options struct {
 	// AllowLabelRemoval lists labels BUILD may lose without a violation
 	// (none by default).
 	AllowLabelRemoval []string
-	// ReservedLabels are labels only ralphd adds (its stuck label, which
-	// makes it skip an issue): BUILD adding one is a violation, although
-	// adding other labels is allowed.
+	// ReservedLabels are more labels only ralphd adds, beside the guard's
+	// (guard.ReservedLabels, its stuck label, which makes it skip an
+	// issue): BUILD adding one is a violation, although adding other
+	// labels is allowed.
 	ReservedLabels []string
 }
 
@@ -166,7 +167,8 @@ var scalars = map[string]scalar{
 }
 
 // structured are the protected fields Diff checks by hand.
-var structured = []string{guard.FieldIssue, guard.FieldStatus, guard.FieldLabels, guard.FieldDependencies, guard.FieldComments}
+var structured = []string{guard.FieldIssue, guard.FieldStatus, guard.FieldLabels, guard.FieldDependencies, guard.FieldComments,
+	guard.FieldReservedLabels}
 
 // protection is the guard's table, read once: each protected field and
 // the rule that protects it.
@@ -190,6 +192,7 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 	}
 	sort.Strings(fields)
 	buildStatuses := guard.BuildStatuses()
+	reserved := append(guard.ReservedLabels(), opts.ReservedLabels...)
 	for _, id := range sortedIDs(before) {
 		b := before[id]
 		a, ok := after[id]
@@ -229,11 +232,12 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 				for _, c := range removedComments(b, a) {
 					vs = append(vs, Violation{Kind: CommentRemoved, IssueID: id, Comment: c, Rule: rule})
 				}
-			}
-		}
-		for _, l := range opts.ReservedLabels {
-			if a.HasLabel(l) && !b.HasLabel(l) {
-				vs = append(vs, Violation{Kind: ReservedLabelAdded, IssueID: id, Label: l})
+			case guard.FieldReservedLabels:
+				for _, l := range reserved {
+					if a.HasLabel(l) && !b.HasLabel(l) {
+						vs = append(vs, Violation{Kind: ReservedLabelAdded, IssueID: id, Label: l, Rule: rule})
+					}
+				}
 			}
 		}
 		// A close in this iteration must carry a reason with evidence.

@@ -208,10 +208,11 @@ func TestRevert(t *testing.T) {
 	})
 }
 
-// A label only ralphd adds (its stuck label) is a violation when BUILD
-// adds it, and only then; its revert removes it.
+// A label only ralphd adds (its stuck label, from the guard's table, and
+// any the options add) is a violation when BUILD adds it, and only then;
+// its revert removes it.
 func TestReservedLabelAdded(t *testing.T) {
-	opts := Options{ReservedLabels: []string{"ralph:stuck"}}
+	opts := Options{ReservedLabels: []string{"ralph:extra"}}
 	labelled := func(ls ...string) func(*beads.Issue) { return func(i *beads.Issue) { i.Labels = ls } }
 	tests := []struct {
 		name          string
@@ -223,7 +224,9 @@ func TestReservedLabelAdded(t *testing.T) {
 		{"added beside others", issue("a-1", 1, labelled("x")), issue("a-1", 1, labelled("x", "y", "ralph:stuck")), opts, []Kind{ReservedLabelAdded}},
 		{"there before", issue("a-1", 1, labelled("ralph:stuck")), issue("a-1", 1, labelled("ralph:stuck", "y")), opts, nil},
 		{"another label", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck2", "RALPH:STUCK")), opts, nil},
-		{"none reserved", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck")), Options{}, nil},
+		{"reserved by the guard without options", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck")), Options{}, []Kind{ReservedLabelAdded}},
+		{"reserved by the options", issue("a-1", 1), issue("a-1", 1, labelled("ralph:extra")), opts, []Kind{ReservedLabelAdded}},
+		{"the options' label without them", issue("a-1", 1), issue("a-1", 1, labelled("ralph:extra")), Options{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,11 +241,15 @@ func TestReservedLabelAdded(t *testing.T) {
 			if len(vs) == 0 {
 				return
 			}
-			is.Equal(vs[0].String(), `label "ralph:stuck", which only ralphd adds, was added to a-1`)
+			l := vs[0].Label
+			is.Equal(vs[0].String(), `label "`+l+`", which only ralphd adds, was added to a-1`)
+			if l == guard.StuckLabel {
+				is.Equal(vs[0].Rule, guard.RuleReservedLabel) // the rule that refuses it through the guard
+			}
 			m := &memTracker{}
 			rs := Revert(context.Background(), m, before, vs)
 			is.True(rs[0].Reverted)
-			is.Equal(m.calls, []string{"label remove a-1 ralph:stuck", "note a-1"})
+			is.Equal(m.calls, []string{"label remove a-1 " + l, "note a-1"})
 		})
 	}
 }
