@@ -137,7 +137,11 @@ var rules = []Rule{
 	{RuleLabelAdd, "BUILD may add labels", "", nil},
 	{RuleDepAdd, "BUILD may add dependencies", "", nil},
 	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", "", nil},
-	{RuleReopen, "BUILD may reopen issues", "", nil},
+	// Reopening is a status change, which BUILD may make (RuleUpdate: `bd
+	// update --status open` reopens a closed issue too). It puts work back;
+	// it never makes unproven work count as done, and the next close is
+	// judged like any other. So the tamper diff does not judge it either.
+	{RuleReopen, "BUILD may reopen issues: a reopen puts work back in the queue, and its next close is judged like any other", "", nil},
 	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", "", nil},
 
 	{RuleDelete, "deleting issues is PLANNING's power",

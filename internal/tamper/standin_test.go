@@ -99,7 +99,7 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 	}
 }
 
-func seed(t *testing.T, bin string) (*beads.Client, string, string) {
+func seed(t testing.TB, bin string) (*beads.Client, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "BEADS_ACTOR=tester"}
@@ -130,7 +130,7 @@ func seed(t *testing.T, bin string) (*beads.Client, string, string) {
 	return bd, target.ID, other.ID
 }
 
-func snap(t *testing.T, bd *beads.Client) Snapshot {
+func snap(t testing.TB, bd *beads.Client) Snapshot {
 	t.Helper()
 	ctx := context.Background()
 	issues, err := bd.List(ctx, beads.ListOptions{All: true})
