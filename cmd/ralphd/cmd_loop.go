@@ -48,6 +48,11 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 	if done {
 		return code
 	}
+	if mode == modes.ModePlan {
+		if code := planAlone(a, fs); code != exitOK {
+			return code
+		}
+	}
 	maxIter := defaultN
 	switch len(pos) {
 	case 0:
@@ -79,6 +84,24 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 		_, err = ls.loop.Plan(ctx, maxIter)
 	}
 	return loopExit(a, err)
+}
+
+// planAlone refuses `ralphd plan --workers N` for N other than 1:
+// PLANNING runs alone, so it would ignore the flag, and the user asked for
+// something else. It says what to run instead.
+func planAlone(a *app, fs *flag.FlagSet) int {
+	code := exitOK
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "workers" || f.Value.String() == "1" {
+			return
+		}
+		n := f.Value.String()
+		errorf(a.stderr, "PLANNING runs alone, so `ralphd plan` takes no --workers (got %s)", n)
+		hintf(a.stderr, "run `ralphd plan` without --workers, then `ralphd build --workers %s`; "+
+			"or `ralphd daemon --workers %s`, which drains its BUILD workers before PLANNING runs", n, n)
+		code = exitUsage
+	})
+	return code
 }
 
 // loopExit maps a run's error to the exit code, with a hint where one helps.
