@@ -196,6 +196,14 @@ func command(ctx context.Context, dir string, sets [][2]string, args []string) *
 	return cmd
 }
 
+// Env returns env with the settings every ralphd git call runs with (no
+// hooks, no fsmonitor, no pager, no external diff, no signing, no ext::
+// remotes, no object substitution), for a program that runs git itself
+// where the agent may have written the repository: the real bd the guard
+// runs for a BUILD agent. Filter and merge drivers, which a repository
+// names itself, are not turned off.
+func Env(env []string) []string { return configEnv(env, fixed) }
+
 // configEnv returns env with sets added as GIT_CONFIG_KEY_n/VALUE_n
 // after any such entries env already has, and with variables that keep
 // git from prompting, taking locks it does not need, or reading planted

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/broker"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/state"
 )
@@ -74,11 +75,17 @@ func writeClient(path string, s Setup) error {
 
 // handle serves one call that reached the broker.
 func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, stdout, stderr io.Writer) int {
-	var bdEnv []string
-	if s.setup.Env != nil {
+	bdEnv := s.setup.Env
+	if s.setup.Mode == ModeBuild {
+		if bdEnv == nil {
+			bdEnv = os.Environ()
+		}
+		bdEnv = append(gitsafe.Env(bdEnv), buildBDEnv...)
+	}
+	if bdEnv != nil {
 		// As under the exec wrapper, the real bd can tell it runs for an
 		// agent (the benchmark's recorder looks).
-		bdEnv = append(slices.Clip(s.setup.Env), EnvMode+"="+string(s.setup.Mode))
+		bdEnv = append(slices.Clip(bdEnv), EnvMode+"="+string(s.setup.Mode))
 	}
 	env := GuardEnv{
 		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, Env: bdEnv,
@@ -95,6 +102,20 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 	}
 	return RunGuard(ctx, c.Argv, env, stdin, stdout, stderr)
 }
+
+// buildBDEnv is added to the real bd's environment for a BUILD agent's
+// call. The broker runs bd outside the sandbox, in the directory the agent
+// names, where the agent may have made a git repository and a tracker of
+// its own (a copy of the real one will do), with their config and hooks.
+// So bd must run no code but its own there: none of the tracker's hooks
+// (.beads/hooks/on_create, on_update, on_close), none of git's (`bd hooks
+// run` chains <hooks dir>/<hook>.old: gitsafe.Env points core.hooksPath
+// at /dev/null, and turns fsmonitor off), and no `git add` of an export,
+// which would run the repository's filters. Nor does a git hook shim
+// import .beads/issues.jsonl (import.auto, on by default): that is a bulk
+// change, which BUILD may not make. bd reads these settings from the
+// environment before its config files.
+var buildBDEnv = []string{"BD_NO_HOOKS=true", "BD_IMPORT_AUTO=false", "BD_EXPORT_GIT_ADD=false"}
 
 // SetLeader tells a served session the agent's pid: only it and its
 // descendants are served. It does nothing for an installed wrapper.

@@ -115,3 +115,65 @@ func TestServeLinksTheClientBinary(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(target, client)
 }
+
+// The broker runs the real bd outside the sandbox, in the directory the
+// agent names. Real bd 1.0.5 runs code found there: `bd hooks run
+// pre-commit` runs <hooks dir>/pre-commit.old, with the hooks dir from
+// git's core.hooksPath, and a write runs the tracker's .beads/hooks. An
+// agent makes a repository of its own whose hooks dir it wrote, and calls
+// bd there. In BUILD, bd's git sees no hooks dir and bd is told to run no
+// hooks, import nothing and add nothing to git; in PLAN, which runs
+// unsandboxed anyway, the stand-in for bd's chaining does run the hook,
+// which shows the test can see it.
+func TestServeBuildRunsNoCodeOfTheAgentsRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	// What bd 1.0.5 does on `hooks run pre-commit` (runChainedHook), and
+	// what it reads from its environment.
+	realBD := filepath.Join(t.TempDir(), "bd")
+	script := `#!/bin/sh
+hooks=$(git config --get core.hooksPath) || hooks=.git/hooks
+if [ -x "$hooks/pre-commit.old" ]; then "$hooks/pre-commit.old"; fi
+echo "hooks=$hooks fsmonitor=$(git config --get core.fsmonitor) no_hooks=$BD_NO_HOOKS import_auto=$BD_IMPORT_AUTO export_git_add=$BD_EXPORT_GIT_ADD"
+`
+	if err := os.WriteFile(realBD, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode    Mode
+		escapes bool
+	}{{ModeBuild, false}, {ModePlan, true}} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			is := is.New(t)
+			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: realBD})
+			is.NoErr(err)
+			defer g.Close()
+			g.SetLeader(os.Getpid())
+
+			// The agent's own repository, hooks and all.
+			repo := t.TempDir()
+			escaped := filepath.Join(t.TempDir(), "escaped")
+			for _, args := range [][]string{{"init", "-q"}, {"config", "core.hooksPath", "myhooks"}, {"config", "core.fsmonitor", "touch " + escaped}} {
+				is.NoErr(exec.Command("git", append([]string{"-C", repo}, args...)...).Run()) // git set-up
+			}
+			is.NoErr(os.Mkdir(filepath.Join(repo, "myhooks"), 0o755))
+			is.NoErr(os.WriteFile(filepath.Join(repo, "myhooks", "pre-commit.old"), []byte("#!/bin/sh\ntouch "+escaped+"\n"), 0o755))
+
+			cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "hooks", "run", "pre-commit")
+			cmd.Dir = repo
+			cmd.Env = append(os.Environ(), g.Env()...)
+			out, err := cmd.Output()
+			is.NoErr(err)
+			_, statErr := os.Stat(escaped)
+			is.Equal(statErr == nil, tt.escapes) // the agent's hook ran outside the sandbox
+			if tt.mode == ModeBuild {
+				is.Equal(strings.TrimSpace(string(out)), "hooks=/dev/null fsmonitor=false no_hooks=true import_auto=false export_git_add=false")
+			}
+		})
+	}
+}
