@@ -104,12 +104,15 @@ func decide(mode Mode, args []arg) Decision {
 func checkFlags(d Decision, pol commandPolicy, p parsedCall) (Decision, bool) {
 	for _, u := range p.uses {
 		name := u.spec.long
-		if isGlobalFlag(name) {
-			continue
-		}
 		what := fmt.Sprintf("`%s` on `%s`", u.written, commandName(p.cmd.path))
 		if u.written != "--"+name && !strings.HasPrefix(u.written, "--"+name+"=") {
 			what = fmt.Sprintf("`%s` (--%s) on `%s`", u.written, name, commandName(p.cmd.path))
+		}
+		if slices.Contains(trackerFlags, name) && !p.cmd.local[name] {
+			return d.refuse(RuleElsewhere, what), true
+		}
+		if isGlobalFlag(name) {
+			continue
 		}
 		if rule, ok := pol.refuse[name]; ok {
 			return d.refuse(rule, what), true

@@ -72,8 +72,20 @@ var decideCases = []struct {
 	{"close several ids and reasons", ModeBuild, []string{"close", "a", "b", "--reason", "x", "--reason", "y"}, true, RuleClose},
 	{"close alias done", ModeBuild, []string{"done", "a", "-r", "ok"}, true, RuleClose},
 	{"reopen", ModeBuild, []string{"reopen", "a", "-r", "regression"}, true, RuleReopen},
-	{"global flags before command", ModeBuild, []string{"--actor", "agent", "-C", "/tmp", "--db", "/x/.beads", "-q", "-v",
+	{"global flags before command", ModeBuild, []string{"--actor", "agent", "-q", "-v",
 		"--sandbox", "--readonly", "--dolt-auto-commit", "on", "--profile", "update", "a", "--status", "open"}, true, RuleUpdate},
+
+	// BUILD: another tracker than the work tree's.
+	{"db", ModeBuild, []string{"--db", "/x/.beads", "update", "a", "--status", "open"}, false, RuleElsewhere},
+	{"db joined", ModeBuild, []string{"update", "a", "--db=/x/.beads/beads.db", "--notes", "n"}, false, RuleElsewhere},
+	{"directory short", ModeBuild, []string{"-C", "/tmp", "update", "a", "--status", "open"}, false, RuleElsewhere},
+	{"directory short attached", ModeBuild, []string{"-C/home/u/other", "close", "a", "--reason", "done"}, false, RuleElsewhere},
+	{"directory long", ModeBuild, []string{"--directory=../other", "show", "a"}, false, RuleElsewhere},
+	{"directory on a read", ModeBuild, []string{"-C", "/repo", "ready", "--json"}, false, RuleElsewhere},
+	{"global db", ModeBuild, []string{"--global", "create", "t"}, false, RuleElsewhere},
+	{"global db after positionals", ModeBuild, []string{"create", "t", "--global"}, false, RuleElsewhere},
+	{"db on bare bd", ModeBuild, []string{"--db", "/x"}, false, RuleElsewhere},
+	{"db in plan", ModePlan, []string{"--db", "/x/.beads", "update", "a", "-p", "0"}, true, RulePlanAll},
 	{"global flag after positionals", ModeBuild, []string{"update", "a", "--status", "open", "--actor", "x"}, true, RuleUpdate},
 	{"flag value that looks like a flag", ModeBuild, []string{"update", "--notes", "--priority", "a"}, true, RuleUpdate},
 	{"forbidden flag after -- is an id", ModeBuild, []string{"update", "a", "--", "--priority", "0"}, true, RuleUpdate},
@@ -386,6 +398,7 @@ func TestRecordedCommands(t *testing.T) {
 		RuleCreateFlag:     1, // create --id
 		RuleLabelRemove:    1,
 		RuleNotAllowed:     1, // bd export
+		RuleElsewhere:      2, // --db /repo/.beads ready, -C /repo ready
 	} {
 		is.Equal(refusedBy[rule], want) // recorded calls refused by this rule
 		delete(refusedBy, rule)

@@ -47,6 +47,7 @@ const (
 	RuleFlag           = "build-flag"
 	RuleBadArgv        = "build-bad-argv"
 	RuleDynamic        = "build-dynamic"
+	RuleElsewhere      = "build-other-tracker"
 )
 
 // Rule is one named rule of the policy: why a call is allowed or refused,
@@ -202,6 +203,10 @@ var rules = []Rule{
 		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead, nil},
 	{RuleBadArgv, "the command line is malformed; bd would reject it and ralphd cannot check it",
 		"write it as `bd <command> [flags] [ids]`", nil},
+	{RuleElsewhere, "BUILD works on this project's tracker only: --db, --directory (-C) and --global, " +
+		"or a call made from outside the work tree, can open another one, where ralphd judges nothing and whose " +
+		"own files and hooks the agent may have written",
+		"run bd from the work tree, without --db, -C or --global", nil},
 	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
 		"input) where ralphd must read it to decide",
 		"write the command name, the flag names and the values of --status and --reason literally", nil},
@@ -423,10 +428,15 @@ func reservedIn(v string) string {
 }
 
 // isGlobalFlag reports whether the long flag name is one of bd's global
-// flags (or the root's --version), which BUILD may always use.
+// flags (or the root's --version), which BUILD may use but for
+// trackerFlags.
 func isGlobalFlag(name string) bool {
 	return name == "version" || globalFlagNames[name]
 }
+
+// trackerFlags are the global flags that choose another tracker than the
+// one bd finds from the work tree (RuleElsewhere).
+var trackerFlags = []string{"db", "directory", "global"}
 
 // globalFlagNames is the set of bd's global flag names. It is never modified.
 var globalFlagNames = func() map[string]bool {

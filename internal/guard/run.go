@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +50,10 @@ type GuardEnv struct {
 	Now func() time.Time
 	// Dir is the real bd's working directory; empty means the caller's.
 	Dir string
+	// WorkTree, when set, is the agent's work tree: in BUILD a call made
+	// from outside it is refused (RuleElsewhere), since bd would find
+	// another tracker from there.
+	WorkTree string
 	// Env is the real bd's environment; nil means the caller's.
 	Env []string
 	// ForwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
@@ -93,6 +98,11 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 	}
 	start := now()
 	d := Decide(env.Mode, args)
+	if d.Allowed && env.Mode == ModeBuild && env.WorkTree != "" {
+		if where, ok := within(env.Dir, env.WorkTree); !ok {
+			d = d.refuse(RuleElsewhere, fmt.Sprintf("a call from %s, outside the work tree %s", where, env.WorkTree))
+		}
+	}
 	rec := state.BDCall{
 		Argv: append([]string(nil), args...), Mode: string(env.Mode),
 		Allowed: d.Allowed, Rule: d.Rule, ExitCode: ExitRefused,
@@ -127,6 +137,29 @@ func audit(ctx context.Context, env GuardEnv, at time.Time, rec state.BDCall, st
 	if err := env.Audit(ctx, at, rec); err != nil {
 		fmt.Fprintf(stderr, "ralphd guard: audit bd call: %v\n", err)
 	}
+}
+
+// within reports whether dir (the caller's working directory when empty)
+// is the work tree or inside it, links resolved, and returns dir as
+// resolved. A directory that cannot be resolved is not within.
+func within(dir, workTree string) (string, bool) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "?", false
+		}
+		dir = wd
+	}
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return dir, false
+	}
+	w, err := filepath.EvalSymlinks(workTree)
+	if err != nil {
+		return d, false
+	}
+	rel, err := filepath.Rel(w, d)
+	return d, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // checkRealBD refuses a real bd path that is missing, relative, not

@@ -88,7 +88,7 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 		bdEnv = append(slices.Clip(bdEnv), EnvMode+"="+string(s.setup.Mode))
 	}
 	env := GuardEnv{
-		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, Env: bdEnv,
+		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, WorkTree: s.setup.WorkTree, Env: bdEnv,
 		Audit: func(_ context.Context, at time.Time, call state.BDCall) error {
 			call.Iteration = s.setup.Iteration
 			s.mu.Lock()

@@ -177,3 +177,56 @@ echo "hooks=$hooks fsmonitor=$(git config --get core.fsmonitor) no_hooks=$BD_NO_
 		})
 	}
 }
+
+// The broker runs bd where the agent asks, and bd finds its tracker from
+// there: from another project, or a link out of the work tree, it would
+// write a tracker ralphd does not judge. BUILD's calls are served from
+// the work tree only; PLAN's from anywhere.
+func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, other := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode    Mode
+		dir     string
+		allowed bool
+	}{
+		{ModeBuild, work, true},
+		{ModeBuild, filepath.Join(work, "sub"), true},
+		{ModeBuild, other, false},
+		{ModeBuild, filepath.Join(work, "link"), false},
+		{ModeBuild, filepath.Dir(work), false},
+		{ModePlan, other, true},
+	} {
+		t.Run(string(tt.mode)+" "+strings.TrimPrefix(tt.dir, filepath.Dir(work)), func(t *testing.T) {
+			is := is.New(t)
+			bd := newFakeBD(t, 0, "")
+			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: bd.path, WorkTree: work})
+			is.NoErr(err)
+			defer g.Close()
+			g.SetLeader(os.Getpid())
+			cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "update", "x-1", "--status", "in_progress")
+			cmd.Dir = tt.dir
+			cmd.Env = append(os.Environ(), "PWD="+tt.dir) // as a shell that cd'd there says
+			cmd.Env = append(cmd.Env, g.Env()...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err = cmd.Run()
+			is.Equal(err == nil, tt.allowed)
+			is.Equal(bd.ran(t) != nil, tt.allowed) // the real bd ran
+			if !tt.allowed {
+				is.True(strings.Contains(errb.String(), "rule "+RuleElsewhere))
+				is.True(strings.Contains(errb.String(), "Instead: run bd from the work tree"))
+				is.Equal(g.Calls()[0].Rule, RuleElsewhere) // audited
+			}
+		})
+	}
+}

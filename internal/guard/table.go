@@ -30,7 +30,7 @@ func Table() []TableRow {
 			rows = append(rows, refusedFlagRows(p)...)
 		}
 	}
-	for _, id := range []string{RuleNotAllowed, RuleFlag, RuleUnknownCommand, RuleUnknownFlag, RuleBadArgv, RuleDynamic} {
+	for _, id := range []string{RuleElsewhere, RuleNotAllowed, RuleFlag, RuleUnknownCommand, RuleUnknownFlag, RuleBadArgv, RuleDynamic} {
 		r := ruleByID(id)
 		rows = append(rows, TableRow{Command: catchAll[id], Build: "refused", Plan: "allowed", Rule: id,
 			Note: sentence(r.Reason)})
@@ -46,6 +46,7 @@ var flagGroup = map[string]string{
 
 // catchAll names the calls the catch-all rules cover.
 var catchAll = map[string]string{
+	RuleElsewhere:      "bd --db, --directory/-C or --global, or any bd call from outside the work tree",
 	RuleNotAllowed:     "any other bd command",
 	RuleFlag:           "any other flag of a limited command",
 	RuleUnknownCommand: "a command bd does not have",

@@ -42,6 +42,9 @@ type Setup struct {
 	LogPath   string // the run's JSONL log; "" when logging is off
 
 	// For Serve only:
+	// WorkTree is the agent's work tree: in BUILD a call made from
+	// outside it is refused. Empty: calls are served from anywhere.
+	WorkTree string
 	// Env is the real bd's environment (nil: ralphd's own). The agent's
 	// environment does not reach the real bd.
 	Env []string

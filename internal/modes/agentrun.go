@@ -45,7 +45,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	var logMu sync.Mutex
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Client: l.BDClient, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
-		Iteration: r.iteration, StateDir: l.State.Dir(),
+		Iteration: r.iteration, StateDir: l.State.Dir(), WorkTree: l.Dir,
 		Env: append(slices.Clip(l.environ()), agent.RalphEnv(agent.Invocation{Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt})...),
 		OnCall: func(_ time.Time, call state.BDCall) {
 			logMu.Lock()

@@ -89,7 +89,7 @@ func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEn
 	defer os.RemoveAll(scratch)
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Mode: guard.ModeBuild, RealBD: l.RealBD, RunID: l.RunID,
-		Iteration: iteration, StateDir: l.State.Dir(), Env: l.environ(),
+		Iteration: iteration, StateDir: l.State.Dir(), WorkTree: l.Dir, Env: l.environ(),
 		OnCall: func(_ time.Time, call state.BDCall) { l.event(logjsonl.EventBDCall, call) },
 	})
 	if err != nil {
