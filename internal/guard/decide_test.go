@@ -405,3 +405,66 @@ func TestRecordedCommands(t *testing.T) {
 	}
 	is.Equal(len(refusedBy), 0) // and nothing else is refused
 }
+
+// Every route the stand-in's `bd --help` and the contract offer for a
+// bulk, raw or administrative change, in the spellings an agent would try
+// (global flags first, aliases, subcommands of subcommands, JSONL from
+// stdin), is refused in BUILD; none is refused in PLAN.
+func TestBuildRefusesBulkAndAdminRoutes(t *testing.T) {
+	routes := []struct {
+		argv []string
+		rule string
+	}{
+		{[]string{"--json", "sql", "UPDATE issues SET priority = 0"}, RuleRaw},
+		{[]string{"-q", "sql", "--", "DELETE FROM dependencies"}, RuleRaw},
+		{[]string{"import", "-i", ".beads/issues.jsonl"}, RuleRaw},
+		{[]string{"import", "--dedup"}, RuleRaw}, // JSONL on stdin
+		{[]string{"import", "-"}, RuleRaw},
+		{[]string{"restore", "t-1"}, RuleRaw},
+		{[]string{"batch", "-f", "ops.txt"}, RuleRaw},
+		{[]string{"edit", "t-1", "--title"}, RuleEdit},
+		{[]string{"config", "set", "import.auto", "true"}, RuleRaw},
+		{[]string{"config", "set", "no-hooks", "false"}, RuleRaw},
+		{[]string{"config", "unset", "export.path"}, RuleRaw},
+		{[]string{"config", "set-many", "a=b"}, RuleRaw},
+		{[]string{"config", "apply"}, RuleRaw},
+		{[]string{"--actor", "ralphd", "config", "set", "status.custom", "x"}, RuleRaw},
+		{[]string{"init", "--force"}, RuleRaw},
+		{[]string{"migrate"}, RuleRaw},
+		{[]string{"compact", "--all"}, RuleRaw},
+		{[]string{"rename-prefix", "x"}, RuleRaw},
+		{[]string{"admin", "cleanup"}, RuleRaw},
+		{[]string{"purge"}, RuleRaw},
+		{[]string{"dolt", "sql", "-q", "DELETE FROM issues"}, RuleNotAllowed},
+		{[]string{"dolt", "commit"}, RuleNotAllowed},
+		{[]string{"vc", "commit", "-m", "x"}, RuleNotAllowed},
+		{[]string{"branch", "evil"}, RuleNotAllowed},
+		{[]string{"backup", "restore"}, RuleNotAllowed},
+		{[]string{"export", "-o", ".beads/issues.jsonl"}, RuleNotAllowed},
+		{[]string{"federation", "sync"}, RuleNotAllowed},
+		{[]string{"kv", "set", "k", "v"}, RuleNotAllowed},
+		{[]string{"set-state", "t-1", "stuck=yes"}, RuleNotAllowed},
+		{[]string{"label", "propagate", "t-1", "ralph:stuck"}, RuleNotAllowed},
+		{[]string{"supersede", "t-1", "--with", "t-2"}, RuleNotAllowed},
+		{[]string{"duplicate", "t-1", "--of", "t-2"}, RuleNotAllowed},
+		{[]string{"promote", "t-1"}, RuleNotAllowed},
+		{[]string{"gate", "resolve", "g-1"}, RuleNotAllowed},
+		{[]string{"mol", "burn", "m-1"}, RuleNotAllowed},
+		{[]string{"hooks", "install", "--force"}, RuleNotAllowed},
+		{[]string{"doctor", "--fix"}, RuleNotAllowed},
+		{[]string{"bootstrap"}, RuleNotAllowed},
+		{[]string{"epic", "close-eligible"}, RuleNotAllowed},
+		{[]string{"mail", "send"}, RuleNotAllowed},
+		{[]string{"upgrade"}, RuleNotAllowed},
+	}
+	for _, r := range routes {
+		t.Run(strings.Join(r.argv, " "), func(t *testing.T) {
+			is := is.New(t)
+			d := Decide(ModeBuild, r.argv)
+			is.True(!d.Allowed)
+			is.Equal(d.Rule, r.rule)
+			is.True(d.Instead != "") // the refusal says what to do instead
+			is.True(Decide(ModePlan, r.argv).Allowed)
+		})
+	}
+}

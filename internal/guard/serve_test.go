@@ -230,3 +230,27 @@ func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
 		})
 	}
 }
+
+// The agent knows every variable bd reads. None of them reaches the real
+// bd the broker runs: not the tracker's location (BEADS_DIR, BEADS_DB, the
+// server's address), nor a setting that undoes buildBDEnv.
+func TestServeBDGetsNoneOfTheAgentsTrackerVariables(t *testing.T) {
+	is := is.New(t)
+	realBD := filepath.Join(t.TempDir(), "bd")
+	script := "#!/bin/sh\necho \"dir=$BEADS_DIR db=$BEADS_DB host=$BEADS_DOLT_SERVER_HOST actor=$BEADS_ACTOR import=$BD_IMPORT_AUTO hooks=$BD_NO_HOOKS\"\n"
+	is.NoErr(os.WriteFile(realBD, []byte(script), 0o755))
+	self, err := os.Executable()
+	is.NoErr(err)
+	g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: ModeBuild, RealBD: realBD,
+		Env: []string{"PATH=/usr/bin:/bin", "BEADS_ACTOR=ralphd/w1"}})
+	is.NoErr(err)
+	defer g.Close()
+	g.SetLeader(os.Getpid())
+	cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "list")
+	cmd.Env = append(os.Environ(), "BEADS_DIR=/tmp/evil/.beads", "BEADS_DB=/tmp/evil.db", "BEADS_DOLT_SERVER_HOST=evil",
+		"BEADS_ACTOR=ralphd/w2", "BD_IMPORT_AUTO=true", "BD_NO_HOOKS=false")
+	cmd.Env = append(cmd.Env, g.Env()...)
+	out, err := cmd.Output()
+	is.NoErr(err)
+	is.Equal(strings.TrimSpace(string(out)), "dir= db= host= actor=ralphd/w1 import=false hooks=true")
+}

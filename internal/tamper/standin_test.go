@@ -21,23 +21,25 @@ func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) }
 
 // aroundGuard is, for each field a guard rule protects, a change to it made
 // around the guard: with the real bd by its absolute path, or by editing
-// bd's data. "T" stands for the target issue, "P" for another one.
+// bd's data (dataEdits, as an agent writing .beads/ directly would). "T"
+// stands for the target issue, "P" for another one.
 var aroundGuard = map[string][][]string{
-	guard.FieldIssue:          {{"delete", "T", "--force"}},
-	guard.FieldTitle:          {{"update", "T", "--title", "an easier issue"}},
-	guard.FieldPriority:       {{"update", "T", "--priority", "0"}},
-	guard.FieldType:           {{"update", "T", "--type", "chore"}},
-	guard.FieldAcceptance:     {{"update", "T", "--acceptance", "nothing"}},
-	guard.FieldStatus:         {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}},
-	guard.FieldParent:         {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
-	guard.FieldDeferUntil:     {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
-	guard.FieldDueAt:          {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
-	guard.FieldExternalRef:    {{"update", "T", "--external-ref", "gh-9"}},
-	guard.FieldEstimate:       {{"update", "T", "--estimate", "600"}},
-	guard.FieldLabels:         {{"label", "remove", "T", "keep"}},
-	guard.FieldDependencies:   {{"dep", "remove", "T", "P"}},
-	guard.FieldComments:       {{"edit-data: drop comments"}},
-	guard.FieldReservedLabels: {{"label", "add", "T", guard.StuckLabel}, {"update", "T", "--add-label", "x," + guard.StuckLabel}},
+	guard.FieldIssue:        {{"delete", "T", "--force"}, {"edit-data: drop issue"}},
+	guard.FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
+	guard.FieldPriority:     {{"update", "T", "--priority", "0"}, {"edit-data: priority"}},
+	guard.FieldType:         {{"update", "T", "--type", "chore"}},
+	guard.FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
+	guard.FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}, {"edit-data: status"}},
+	guard.FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
+	guard.FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
+	guard.FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
+	guard.FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
+	guard.FieldEstimate:     {{"update", "T", "--estimate", "600"}},
+	guard.FieldLabels:       {{"label", "remove", "T", "keep"}, {"edit-data: drop labels"}},
+	guard.FieldDependencies: {{"dep", "remove", "T", "P"}, {"edit-data: drop dependencies"}},
+	guard.FieldComments:     {{"edit-data: drop comments"}},
+	guard.FieldReservedLabels: {{"label", "add", "T", guard.StuckLabel}, {"update", "T", "--add-label", "x," + guard.StuckLabel},
+		{"edit-data: stuck label"}},
 }
 
 // TestProtectedFieldsAroundTheGuard walks the guard's table: for every
@@ -74,8 +76,8 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 					is.True(!d.Allowed) // the guard refuses it in BUILD
 				}
 				before := snap(t, bd)
-				if strings.HasPrefix(op[0], "edit-data") {
-					dropComments(t, bd.Dir)
+				if edit, ok := dataEdits[op[0]]; ok {
+					editData(t, bd.Dir, func(db map[string]any) { edit(db, target) })
 				} else {
 					_, err := bd.RunJSON(context.Background(), argv...)
 					is.NoErr(err)
@@ -147,9 +149,40 @@ func snap(t testing.TB, bd *beads.Client) Snapshot {
 	return NewSnapshot(issues)
 }
 
-// dropComments deletes every comment by editing the stand-in's data file,
-// as an agent editing bd's database would.
-func dropComments(t *testing.T, dir string) {
+// dataEdits are changes made by editing the stand-in's data file, as an
+// agent editing bd's database would, to the target issue's fields, its
+// edges, or every comment.
+var dataEdits = map[string]func(db map[string]any, target string){
+	"edit-data: drop comments":     func(db map[string]any, _ string) { db["comments"] = []any{} },
+	"edit-data: drop dependencies": func(db map[string]any, _ string) { db["dependencies"] = []any{} },
+	"edit-data: drop issue": func(db map[string]any, target string) {
+		var kept []any
+		for _, is := range db["issues"].([]any) {
+			if is.(map[string]any)["id"] != target {
+				kept = append(kept, is)
+			}
+		}
+		db["issues"] = kept
+	},
+	"edit-data: priority":    setField("priority", 0),
+	"edit-data: status":      setField("status", "deferred"),
+	"edit-data: drop labels": setField("labels", []any{}),
+	"edit-data: stuck label": setField("labels", []any{"keep", guard.StuckLabel}),
+}
+
+// setField sets one field of the target issue in the stand-in's data.
+func setField(name string, v any) func(db map[string]any, target string) {
+	return func(db map[string]any, target string) {
+		for _, is := range db["issues"].([]any) {
+			if m := is.(map[string]any); m["id"] == target {
+				m[name] = v
+			}
+		}
+	}
+}
+
+// editData edits the stand-in's data file in place.
+func editData(t *testing.T, dir string, edit func(db map[string]any)) {
 	t.Helper()
 	var matches []string
 	_ = filepath.WalkDir(filepath.Join(dir, ".beads"), func(path string, d os.DirEntry, err error) error {
@@ -165,11 +198,11 @@ func dropComments(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var db map[string]json.RawMessage
+	var db map[string]any
 	if err := json.Unmarshal(b, &db); err != nil {
 		t.Fatal(err)
 	}
-	db["comments"] = json.RawMessage("[]")
+	edit(db)
 	out, err := json.Marshal(db)
 	if err != nil {
 		t.Fatal(err)
