@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/broker"
@@ -80,7 +81,7 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 		if bdEnv == nil {
 			bdEnv = os.Environ()
 		}
-		bdEnv = append(gitsafe.Env(bdEnv), buildBDEnv...)
+		bdEnv = append(gitsafe.Env(withoutBDActor(bdEnv)), buildBDEnv...)
 	}
 	if bdEnv != nil {
 		// As under the exec wrapper, the real bd can tell it runs for an
@@ -114,8 +115,32 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 // which would run the repository's filters. Nor does a git hook shim
 // import .beads/issues.jsonl (import.auto, on by default): that is a bulk
 // change, which BUILD may not make. bd reads these settings from the
-// environment before its config files.
+// environment before its config files. (withoutBDActor keeps bd from
+// rewriting a file the agent names.)
 var buildBDEnv = []string{"BD_NO_HOOKS=true", "BD_IMPORT_AUTO=false", "BD_EXPORT_GIT_ADD=false"}
+
+// withoutBDActor returns env without BD_ACTOR, bd's old name for
+// BEADS_ACTOR: given it, `bd hooks run prepare-commit-msg FILE` rewrites
+// FILE, any file the agent names, outside the sandbox (to add an
+// Executed-By trailer). Its value moves to BEADS_ACTOR when that is
+// unset, so bd's actor stays the same (bd prefers BEADS_ACTOR).
+func withoutBDActor(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	var old string
+	beads := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "BD_ACTOR="); ok {
+			old = v
+			continue
+		}
+		beads = beads || strings.HasPrefix(kv, "BEADS_ACTOR=")
+		out = append(out, kv)
+	}
+	if old != "" && !beads {
+		out = append(out, "BEADS_ACTOR="+old)
+	}
+	return out
+}
 
 // SetLeader tells a served session the agent's pid: only it and its
 // descendants are served. It does nothing for an installed wrapper.

@@ -254,3 +254,42 @@ func TestServeBDGetsNoneOfTheAgentsTrackerVariables(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(strings.TrimSpace(string(out)), "dir= db= host= actor=ralphd/w1 import=false hooks=true")
 }
+
+// Given BD_ACTOR, real bd's `hooks run prepare-commit-msg FILE` rewrites
+// FILE, which the agent names and the broker writes outside the sandbox.
+// BUILD's bd gets no BD_ACTOR; its value moves to BEADS_ACTOR, which bd
+// prefers anyway, so the actor is the same.
+func TestServeBuildBDHasNoBDActor(t *testing.T) {
+	realBD := filepath.Join(t.TempDir(), "bd")
+	if err := os.WriteFile(realBD, []byte("#!/bin/sh\necho \"bd_actor=$BD_ACTOR beads_actor=$BEADS_ACTOR\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode Mode
+		env  []string
+		want string
+	}{
+		{ModeBuild, []string{"BD_ACTOR=alice"}, "bd_actor= beads_actor=alice"},
+		{ModeBuild, []string{"BD_ACTOR=alice", "BEADS_ACTOR=ralphd/h/w1"}, "bd_actor= beads_actor=ralphd/h/w1"},
+		{ModeBuild, []string{"BEADS_ACTOR=bob"}, "bd_actor= beads_actor=bob"},
+		{ModePlan, []string{"BD_ACTOR=alice"}, "bd_actor=alice beads_actor="},
+	} {
+		t.Run(string(tt.mode)+" "+strings.Join(tt.env, " "), func(t *testing.T) {
+			is := is.New(t)
+			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: realBD,
+				Env: append([]string{"PATH=/usr/bin:/bin"}, tt.env...)})
+			is.NoErr(err)
+			defer g.Close()
+			g.SetLeader(os.Getpid())
+			cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "hooks", "run", "prepare-commit-msg", "/home/u/.bashrc")
+			cmd.Env = append(os.Environ(), g.Env()...)
+			out, err := cmd.Output()
+			is.NoErr(err)
+			is.Equal(strings.TrimSpace(string(out)), tt.want)
+		})
+	}
+}
