@@ -99,8 +99,8 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 	start := now()
 	d := Decide(env.Mode, args)
 	if d.Allowed && env.Mode == ModeBuild && env.WorkTree != "" {
-		if where, ok := within(env.Dir, env.WorkTree); !ok {
-			d = d.refuse(RuleElsewhere, fmt.Sprintf("a call from %s, outside the work tree %s", where, env.WorkTree))
+		if why := elsewhere(env.Dir, env.WorkTree); why != "" {
+			d = d.refuse(RuleElsewhere, why)
 		}
 	}
 	rec := state.BDCall{
@@ -139,27 +139,39 @@ func audit(ctx context.Context, env GuardEnv, at time.Time, rec state.BDCall, st
 	}
 }
 
-// within reports whether dir (the caller's working directory when empty)
-// is the work tree or inside it, links resolved, and returns dir as
-// resolved. A directory that cannot be resolved is not within.
-func within(dir, workTree string) (string, bool) {
+// elsewhere says why bd, run in dir (the caller's working directory when
+// empty), may open another tracker than the work tree's, or returns "":
+// dir, links resolved, is outside the work tree, or below a .beads or
+// .git of its own inside it, which bd would take for the project's.
+func elsewhere(dir, workTree string) string {
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return "?", false
+			return fmt.Sprintf("a call from a directory ralphd cannot find: %v", err)
 		}
 		dir = wd
 	}
 	d, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return dir, false
+		return fmt.Sprintf("a call from %s, which ralphd cannot resolve", dir)
 	}
 	w, err := filepath.EvalSymlinks(workTree)
 	if err != nil {
-		return d, false
+		return fmt.Sprintf("a call while the work tree %s cannot be resolved", workTree)
 	}
 	rel, err := filepath.Rel(w, d)
-	return d, err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Sprintf("a call from %s, outside the work tree %s", d, workTree)
+	}
+	for sub := d; sub != w && len(sub) > len(w); sub = filepath.Dir(sub) {
+		for _, name := range []string{".beads", ".git"} {
+			if _, err := os.Lstat(filepath.Join(sub, name)); err == nil {
+				return fmt.Sprintf("a call from %s, below %s, a tracker or repository of its own inside the work tree",
+					d, filepath.Join(sub, name))
+			}
+		}
+	}
+	return ""
 }
 
 // checkRealBD refuses a real bd path that is missing, relative, not

@@ -179,9 +179,10 @@ echo "hooks=$hooks fsmonitor=$(git config --get core.fsmonitor) no_hooks=$BD_NO_
 }
 
 // The broker runs bd where the agent asks, and bd finds its tracker from
-// there: from another project, or a link out of the work tree, it would
-// write a tracker ralphd does not judge. BUILD's calls are served from
-// the work tree only; PLAN's from anywhere.
+// there: from another project, a link out of the work tree, or below a
+// tracker or repository the agent made inside it, bd would open a tracker
+// ralphd does not judge, with config and hooks the agent wrote. BUILD's
+// calls are served from the work tree's own only; PLAN's from anywhere.
 func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -194,6 +195,20 @@ func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
 	if err := os.Symlink(other, filepath.Join(work, "link")); err != nil {
 		t.Fatal(err)
 	}
+	// A tracker and a repository the agent made inside the work tree: bd
+	// would open the first from there, or follow the second's git dir.
+	for _, p := range []string{"mine/.beads", "mine/deep", "linked/deep"} {
+		if err := os.MkdirAll(filepath.Join(work, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "linked", ".git"), []byte("gitdir: "+other+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The project's own at the root are the project's.
+	if err := os.Mkdir(filepath.Join(work, ".beads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		mode    Mode
 		dir     string
@@ -204,7 +219,11 @@ func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
 		{ModeBuild, other, false},
 		{ModeBuild, filepath.Join(work, "link"), false},
 		{ModeBuild, filepath.Dir(work), false},
+		{ModeBuild, filepath.Join(work, "mine"), false},
+		{ModeBuild, filepath.Join(work, "mine", "deep"), false},
+		{ModeBuild, filepath.Join(work, "linked", "deep"), false},
 		{ModePlan, other, true},
+		{ModePlan, filepath.Join(work, "mine"), true},
 	} {
 		t.Run(string(tt.mode)+" "+strings.TrimPrefix(tt.dir, filepath.Dir(work)), func(t *testing.T) {
 			is := is.New(t)
