@@ -37,6 +37,27 @@ func served(t *testing.T, mode Mode) (*Session, fakeBD, *[]state.BDCall) {
 	return g, bd, &seen
 }
 
+// servedScript starts a broker session in mode whose real bd is the shell
+// script body, run with env (nil: this process's).
+func servedScript(t *testing.T, mode Mode, body string, env []string) *Session {
+	t.Helper()
+	realBD := filepath.Join(t.TempDir(), "bd")
+	if err := os.WriteFile(realBD, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: mode, RealBD: realBD, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetLeader(os.Getpid())
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
 // Through the broker, the agent sees what the guard says, byte for byte:
 // the real bd's output and exit code, or the refusal's message; ralphd
 // audits both.
@@ -131,29 +152,17 @@ func TestServeBuildRunsNoCodeOfTheAgentsRepository(t *testing.T) {
 	}
 	// What bd 1.0.5 does on `hooks run pre-commit` (runChainedHook), and
 	// what it reads from its environment.
-	realBD := filepath.Join(t.TempDir(), "bd")
-	script := `#!/bin/sh
-hooks=$(git config --get core.hooksPath) || hooks=.git/hooks
+	script := `hooks=$(git config --get core.hooksPath) || hooks=.git/hooks
 if [ -x "$hooks/pre-commit.old" ]; then "$hooks/pre-commit.old"; fi
 echo "hooks=$hooks fsmonitor=$(git config --get core.fsmonitor) no_hooks=$BD_NO_HOOKS import_auto=$BD_IMPORT_AUTO export_git_add=$BD_EXPORT_GIT_ADD"
 `
-	if err := os.WriteFile(realBD, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		mode    Mode
 		escapes bool
 	}{{ModeBuild, false}, {ModePlan, true}} {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			is := is.New(t)
-			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: realBD})
-			is.NoErr(err)
-			defer g.Close()
-			g.SetLeader(os.Getpid())
+			g := servedScript(t, tt.mode, script, nil)
 
 			// The agent's own repository, hooks and all.
 			repo := t.TempDir()
@@ -255,16 +264,8 @@ func TestServeBuildOnlyFromTheWorkTree(t *testing.T) {
 // server's address), nor a setting that undoes buildBDEnv.
 func TestServeBDGetsNoneOfTheAgentsTrackerVariables(t *testing.T) {
 	is := is.New(t)
-	realBD := filepath.Join(t.TempDir(), "bd")
-	script := "#!/bin/sh\necho \"dir=$BEADS_DIR db=$BEADS_DB host=$BEADS_DOLT_SERVER_HOST actor=$BEADS_ACTOR import=$BD_IMPORT_AUTO hooks=$BD_NO_HOOKS\"\n"
-	is.NoErr(os.WriteFile(realBD, []byte(script), 0o755))
-	self, err := os.Executable()
-	is.NoErr(err)
-	g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: ModeBuild, RealBD: realBD,
-		Env: []string{"PATH=/usr/bin:/bin", "BEADS_ACTOR=ralphd/w1"}})
-	is.NoErr(err)
-	defer g.Close()
-	g.SetLeader(os.Getpid())
+	g := servedScript(t, ModeBuild, "echo \"dir=$BEADS_DIR db=$BEADS_DB host=$BEADS_DOLT_SERVER_HOST actor=$BEADS_ACTOR import=$BD_IMPORT_AUTO hooks=$BD_NO_HOOKS\"\n",
+		[]string{"PATH=/usr/bin:/bin", "BEADS_ACTOR=ralphd/w1"})
 	cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "list")
 	cmd.Env = append(os.Environ(), "BEADS_DIR=/tmp/evil/.beads", "BEADS_DB=/tmp/evil.db", "BEADS_DOLT_SERVER_HOST=evil",
 		"BEADS_ACTOR=ralphd/w2", "BD_IMPORT_AUTO=true", "BD_NO_HOOKS=false")
@@ -279,14 +280,6 @@ func TestServeBDGetsNoneOfTheAgentsTrackerVariables(t *testing.T) {
 // BUILD's bd gets no BD_ACTOR; its value moves to BEADS_ACTOR, which bd
 // prefers anyway, so the actor is the same.
 func TestServeBuildBDHasNoBDActor(t *testing.T) {
-	realBD := filepath.Join(t.TempDir(), "bd")
-	if err := os.WriteFile(realBD, []byte("#!/bin/sh\necho \"bd_actor=$BD_ACTOR beads_actor=$BEADS_ACTOR\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		mode Mode
 		env  []string
@@ -299,11 +292,8 @@ func TestServeBuildBDHasNoBDActor(t *testing.T) {
 	} {
 		t.Run(string(tt.mode)+" "+strings.Join(tt.env, " "), func(t *testing.T) {
 			is := is.New(t)
-			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: realBD,
-				Env: append([]string{"PATH=/usr/bin:/bin"}, tt.env...)})
-			is.NoErr(err)
-			defer g.Close()
-			g.SetLeader(os.Getpid())
+			g := servedScript(t, tt.mode, "echo \"bd_actor=$BD_ACTOR beads_actor=$BEADS_ACTOR\"\n",
+				append([]string{"PATH=/usr/bin:/bin"}, tt.env...))
 			cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "hooks", "run", "prepare-commit-msg", "/home/u/.bashrc")
 			cmd.Env = append(os.Environ(), g.Env()...)
 			out, err := cmd.Output()
