@@ -2,8 +2,9 @@
 //
 // In BUILD mode an agent may read the tracker, create issues, add
 // dependencies, set status (but not to closed), write notes, comments,
-// description and design, claim or assign, add labels, close with a reason
-// and reopen. Everything else (deleting, removing dependencies, changing
+// description and design, claim or assign, add labels (but not ralphd's
+// own, StuckLabel), close with a reason and reopen, on the work tree's
+// tracker only. Everything else (deleting, removing dependencies, changing
 // priority, type, title or acceptance criteria, raw and bulk changes, and any
 // command or flag ralphd does not know) belongs to PLANNING, which may run
 // any bd command.
@@ -16,8 +17,11 @@
 //     (ParseArgs), applies the policy (Decide), audits the call (a
 //     state.BDCall, into the session's audit file and the run log), and
 //     either runs the real bd or refuses with a message the agent can act
-//     on. Session.Calls reads the audit back. This protocol (wrapper.go,
-//     audit.go, run.go) is the one way an agent's bd calls reach ralphd.
+//     on. Under Serve the real bd runs in ralphd, outside the sandbox, so
+//     for BUILD it runs only from the work tree and with no hooks or other
+//     code of the agent's (serve.go). Session.Calls reads the audit back.
+//     This protocol (wrapper.go, audit.go, run.go) is the one way an
+//     agent's bd calls reach ralphd.
 //   - Layer 2, the agent's own permission system: DenyPrefixes compiles the
 //     policy table into the refused command prefixes that each agent
 //     backend turns into its own deny rules, and Hook is a PreToolUse hook
