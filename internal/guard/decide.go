@@ -96,7 +96,38 @@ func decide(mode Mode, args []arg) Decision {
 	if p.wild && (pol.restricted() || len(p.cmd.children) > 0) {
 		return d.refuse(RuleDynamic, fmt.Sprintf("arguments of `%s` are only known at run time", commandName(p.cmd.path)))
 	}
+	if rule, ok := hiddenAfterDash(mode, args); ok {
+		return d.refuse(rule, "a flag after `--`, which bd takes for an issue id, not a flag")
+	}
 	return d.allow(pol.rule, "`"+commandName(p.cmd.path)+"`")
+}
+
+// genericRules refuse a call for its form, not for what it would change.
+var genericRules = []string{RuleUnknownFlag, RuleFlag, RuleBadArgv, RuleDynamic, RuleUnknownCommand, RuleNotAllowed}
+
+// hiddenAfterDash reports the rule that would refuse args were their
+// `--` separators not there, when that rule protects something. After
+// `--` bd reads `--priority 0` as two issue ids and changes nothing, but
+// the agent meant the change, and a bd that parsed it differently would
+// make it: the guard refuses it, with the advice for the change meant.
+// A call refused only for its form (`-- -5 degrees`: no flag -5) is what
+// `--` is for, and stays allowed.
+func hiddenAfterDash(mode Mode, args []arg) (string, bool) {
+	var without []arg
+	for _, a := range args {
+		if a.kind == argStatic && a.text == "--" {
+			continue
+		}
+		without = append(without, a)
+	}
+	if len(without) == len(args) {
+		return "", false
+	}
+	d := decide(mode, without)
+	if d.Allowed || slices.Contains(genericRules, d.Rule) {
+		return "", false
+	}
+	return d.Rule, true
 }
 
 // checkFlags applies the per-flag rules. It returns the refusal and true

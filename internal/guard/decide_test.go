@@ -88,7 +88,6 @@ var decideCases = []struct {
 	{"db in plan", ModePlan, []string{"--db", "/x/.beads", "update", "a", "-p", "0"}, true, RulePlanAll},
 	{"global flag after positionals", ModeBuild, []string{"update", "a", "--status", "open", "--actor", "x"}, true, RuleUpdate},
 	{"flag value that looks like a flag", ModeBuild, []string{"update", "--notes", "--priority", "a"}, true, RuleUpdate},
-	{"forbidden flag after -- is an id", ModeBuild, []string{"update", "a", "--", "--priority", "0"}, true, RuleUpdate},
 	{"combined bool and status", ModeBuild, []string{"update", "a", "-qs", "open"}, true, RuleUpdate},
 
 	// BUILD: refused.
@@ -126,6 +125,17 @@ var decideCases = []struct {
 	{"remove label", ModeBuild, []string{"update", "a", "--remove-label", "x"}, false, RuleLabelRemove},
 	{"set labels", ModeBuild, []string{"update", "a", "--set-labels", "x"}, false, RuleLabelRemove},
 	{"label remove", ModeBuild, []string{"label", "remove", "a", "x"}, false, RuleLabelRemove},
+
+	// BUILD: flags hidden after `--` (bd takes them for issue ids).
+	{"priority after --", ModeBuild, []string{"update", "a", "--", "--priority", "0"}, false, RulePriority},
+	{"ids after -- then priority", ModeBuild, []string{"update", "--", "a", "-p0"}, false, RulePriority},
+	{"-- first", ModeBuild, []string{"--", "update", "a", "--priority", "0"}, false, RuleUnknownCommand},
+	{"status closed after --", ModeBuild, []string{"update", "a", "--", "--status=closed"}, false, RuleStatusClosed},
+	{"stuck label after --", ModeBuild, []string{"update", "a", "--", "--add-label", "ralph:stuck"}, false, RuleReservedLabel},
+	{"db after --", ModeBuild, []string{"update", "a", "--status", "open", "--", "--db", "/x"}, false, RuleElsewhere},
+	{"a note that starts with a dash", ModeBuild, []string{"note", "a", "--", "-5 degrees is too cold"}, true, RuleNote},
+	{"an allowed flag after --", ModeBuild, []string{"update", "a", "--", "--notes", "x"}, true, RuleUpdate},
+	{"-- as a note's value", ModeBuild, []string{"update", "a", "--notes", "--"}, true, RuleUpdate},
 
 	// BUILD: ralphd's own label, however it is spelled or carried.
 	{"stuck label add", ModeBuild, []string{"label", "add", "a", "ralph:stuck"}, false, RuleReservedLabel},
