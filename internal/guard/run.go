@@ -54,6 +54,10 @@ type GuardEnv struct {
 	// from outside it is refused (RuleElsewhere), since bd would find
 	// another tracker from there.
 	WorkTree string
+	// GitLink is what the work tree's .git was when the session began
+	// (gitLink): in BUILD a call is refused once it differs, since bd
+	// follows a linked worktree's .git file to the tracker.
+	GitLink string
 	// Env is the real bd's environment; nil means the caller's.
 	Env []string
 	// ForwardSignals passes SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to
@@ -99,7 +103,7 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 	start := now()
 	d := Decide(env.Mode, args)
 	if d.Allowed && env.Mode == ModeBuild && env.WorkTree != "" {
-		if why := elsewhere(env.Dir, env.WorkTree); why != "" {
+		if why := elsewhere(env.Dir, env.WorkTree, env.GitLink); why != "" {
 			d = d.refuse(RuleElsewhere, why)
 		}
 	}
@@ -142,8 +146,12 @@ func audit(ctx context.Context, env GuardEnv, at time.Time, rec state.BDCall, st
 // elsewhere says why bd, run in dir (the caller's working directory when
 // empty), may open another tracker than the work tree's, or returns "":
 // dir, links resolved, is outside the work tree, or below a .beads or
-// .git of its own inside it, which bd would take for the project's.
-func elsewhere(dir, workTree string) string {
+// .git of its own inside it, which bd would take for the project's; or
+// the work tree's .git is no longer link, what it was.
+func elsewhere(dir, workTree, link string) string {
+	if now := gitLink(workTree); now != link {
+		return fmt.Sprintf("a call after the work tree's .git changed (it was %s, it is %s): bd would follow it to another tracker", link, now)
+	}
 	if dir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -172,6 +180,27 @@ func elsewhere(dir, workTree string) string {
 		}
 	}
 	return ""
+}
+
+// gitLink describes the work tree's .git, by which bd finds a linked
+// worktree's tracker (git's common dir): a directory, or a file or link
+// with what it points at.
+func gitLink(workTree string) string {
+	p := filepath.Join(workTree, ".git")
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return "missing"
+	case fi.IsDir():
+		return "a directory"
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(p)
+		return fmt.Sprintf("a link to %q", target)
+	case fi.Mode().IsRegular() && fi.Size() <= 4096:
+		b, _ := os.ReadFile(p)
+		return fmt.Sprintf("a file saying %q", strings.TrimSpace(string(b)))
+	}
+	return fmt.Sprintf("a %s", fi.Mode().Type())
 }
 
 // checkRealBD refuses a real bd path that is missing, relative, not

@@ -49,6 +49,9 @@ func Serve(ctx context.Context, dir string, s Setup) (*Session, error) {
 		return nil, fmt.Errorf("install the bd guard: %w", err)
 	}
 	sess := &Session{setup: s, bin: bin}
+	if s.WorkTree != "" {
+		sess.gitLink = gitLink(s.WorkTree)
+	}
 	srv, err := broker.Listen(dir, sess.handle)
 	if err != nil {
 		return nil, fmt.Errorf("install the bd guard: %w", err)
@@ -89,7 +92,7 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 		bdEnv = append(slices.Clip(bdEnv), EnvMode+"="+string(s.setup.Mode))
 	}
 	env := GuardEnv{
-		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, WorkTree: s.setup.WorkTree, Env: bdEnv,
+		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, WorkTree: s.setup.WorkTree, GitLink: s.gitLink, Env: bdEnv,
 		Audit: func(_ context.Context, at time.Time, call state.BDCall) error {
 			call.Iteration = s.setup.Iteration
 			s.mu.Lock()

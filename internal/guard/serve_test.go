@@ -302,3 +302,49 @@ func TestServeBuildBDHasNoBDActor(t *testing.T) {
 		})
 	}
 }
+
+// A worker's work tree is a linked worktree: bd follows its .git file to
+// git's common dir, and to the tracker beside it. An agent that rewrites
+// that file (it may write the work tree) would have bd open a tracker it
+// made. Once the .git the session began with changes, BUILD's calls are
+// refused; PLAN's are not.
+func TestServeBuildRefusesOnceTheGitLinkMoves(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		mode    Mode
+		allowed bool
+	}{{ModeBuild, false}, {ModePlan, true}} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			is := is.New(t)
+			work := t.TempDir()
+			dotgit := filepath.Join(work, ".git")
+			is.NoErr(os.WriteFile(dotgit, []byte("gitdir: /repo/.git/worktrees/w1\n"), 0o644))
+			bd := newFakeBD(t, 0, "")
+			g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: tt.mode, RealBD: bd.path, WorkTree: work})
+			is.NoErr(err)
+			defer g.Close()
+			g.SetLeader(os.Getpid())
+			call := func() (string, error) {
+				cmd := exec.Command(filepath.Join(g.BinDir(), "bd"), "update", "x-1", "--notes", "n")
+				cmd.Dir = work
+				cmd.Env = append(os.Environ(), g.Env()...)
+				var errb bytes.Buffer
+				cmd.Stderr = &errb
+				err := cmd.Run()
+				return errb.String(), err
+			}
+			_, err = call()
+			is.NoErr(err) // as the session began: served
+			is.NoErr(os.WriteFile(dotgit, []byte("gitdir: /tmp/mine/.git/worktrees/x\n"), 0o644))
+			stderr, err := call()
+			is.Equal(err == nil, tt.allowed)
+			if !tt.allowed {
+				is.True(strings.Contains(stderr, "rule "+RuleElsewhere))
+				is.True(strings.Contains(stderr, "work tree's .git changed"))
+			}
+		})
+	}
+}

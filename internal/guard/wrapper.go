@@ -70,10 +70,12 @@ type Session struct {
 	bin       string
 	auditFile string
 
-	// Set by Serve: the broker and the calls it audited.
-	server *broker.Server
-	mu     sync.Mutex
-	calls  []state.BDCall
+	// Set by Serve: the broker and the calls it audited, and what the
+	// work tree's .git was when it began (gitLink).
+	server  *broker.Server
+	gitLink string
+	mu      sync.Mutex
+	calls   []state.BDCall
 }
 
 // Install writes the guard's `bd` wrapper and prepares its audit file
