@@ -62,7 +62,7 @@ func (r scaleRun) kinds() string {
 }
 
 // measureWorkerScale runs the K=1 and K=8 builds on copies of one project,
-// recording bd calls with bdrec.
+// recording ralphd's bd calls with bdrec (its git calls run unrecorded).
 func measureWorkerScale(ctx context.Context, e *benchEnv, say func(string, ...any)) ([]scaleRun, error) {
 	tpl := filepath.Join(e.work, "tpl-workers-scale")
 	say("workers: a %d-issue project for the scaling run", scaleIssues)
@@ -77,7 +77,12 @@ func measureWorkerScale(ctx context.Context, e *benchEnv, say func(string, ...an
 			return nil, err
 		}
 		callLog := filepath.Join(e.work, fmt.Sprintf("calls-workers-%d.jsonl", k))
-		env := e.recordEnv(callLog, e.pathWith(e.recBin), "RALPH_STATE_DIR="+filepath.Join(e.work, "state-workers-"+strconv.Itoa(k)), "RALPH_SANDBOX=off")
+		// bd is recorded (--bd names bdrec), git is not: bdrec on PATH as
+		// git would add a process to each of ralphd's git calls, and the
+		// workers make several times as many per iteration as one loop
+		// does, so the recorder would weigh on K = 8 more than on K = 1.
+		// No figure here counts git calls (1d does, in the single loop).
+		env := e.recordEnv(callLog, "RALPH_STATE_DIR="+filepath.Join(e.work, "state-workers-"+strconv.Itoa(k)), "RALPH_SANDBOX=off")
 		cmd := command(ctx, env, dir, e.ralphd(), "build", "0", "--workers", strconv.Itoa(k), "--bd", filepath.Join(e.recBin, "bd"), "--agent-cmd", scaleAgent)
 		m, err := measure(cmd, measureOptions{Capture: true})
 		if err != nil {
