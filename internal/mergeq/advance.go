@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -91,15 +92,19 @@ func (q *Queue) checkout(ctx context.Context) (string, error) {
 // two-way read-tree (git's own fast-forward of index and files, which
 // keeps unrelated local changes such as bd's .beads files and refuses to
 // overwrite anything else), then the ref, under a journal for Recover.
+//
+// Its git calls share one drivers lookup: verify, the last code to run,
+// has ended.
 func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
-	out, err := workertree.Git(ctx, dir, nil, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
+	run := gitsafe.NewRunner(dir)
+	out, err := workertree.GitIn(ctx, run, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
 	if err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
 	if len(strings.TrimSpace(string(out))) > 0 {
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, ErrTargetDirty)
 	}
-	if err := q.shift(ctx, dir, old, tip, "ralphd: integrate"); err != nil {
+	if err := q.shift(ctx, run, dir, old, tip, "ralphd: integrate"); err != nil {
 		return err
 	}
 	if q.want != "" {
@@ -110,8 +115,9 @@ func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 
 // shift moves the target's checkout in dir, and then the target's ref,
 // from old to tip, under the journal: a two-way read-tree (which refuses
-// to overwrite local changes), then a compare-and-swap of the ref.
-func (q *Queue) shift(ctx context.Context, dir, old, tip, why string) error {
+// to overwrite local changes), then a compare-and-swap of the ref. Its
+// git calls in dir run through run.
+func (q *Queue) shift(ctx context.Context, run *gitsafe.Runner, dir, old, tip, why string) error {
 	jpath, err := q.journalPath(ctx)
 	if err != nil {
 		return err
@@ -119,13 +125,13 @@ func (q *Queue) shift(ctx context.Context, dir, old, tip, why string) error {
 	if err := writeAtomic(jpath, []byte(dir+"\n"+old+"\n"+tip+"\n")); err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+	if _, err := workertree.GitIn(ctx, run, "read-tree", "-m", "-u", old, tip); err != nil {
 		_ = os.Remove(jpath) // read-tree checks before it writes: nothing moved
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, err)
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := workertree.GitIn(ctx, run, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
 		// Someone committed meanwhile: put the files back.
-		if _, uerr := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", tip, old); uerr != nil {
+		if _, uerr := workertree.GitIn(ctx, run, "read-tree", "-m", "-u", tip, old); uerr != nil {
 			return fmt.Errorf("advance %s: %w: %w (and the checkout could not be put back: %w; Recover will)", q.Target, errMoved, err, uerr)
 		}
 		_ = os.Remove(jpath)

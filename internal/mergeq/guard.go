@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -301,7 +302,7 @@ func (q *Queue) putBack(ctx context.Context, got string) (string, error) {
 		}
 	}
 	if q.home != "" && got != "" && indexAt(ctx, q.home, got) && !indexAt(ctx, q.home, q.want) {
-		if err := q.shift(ctx, q.home, got, q.want, "ralphd: put back"); err != nil {
+		if err := q.shift(ctx, gitsafe.NewRunner(q.home), q.home, got, q.want, "ralphd: put back"); err != nil {
 			return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
 		}
 		return kept, nil

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -92,8 +93,9 @@ type Queue struct {
 	want, home string
 	// locks are the lock files that block a move of the target (guard).
 	locks []string
-	// tree is the queue's worktree once it is known to be registered.
-	tree string
+	// tree is the queue's worktree once it is known to be registered;
+	// treeGitDir its git dir, once looked up ("" until then).
+	tree, treeGitDir string
 	// cleanAt is when (Unix nanoseconds) the last check that found the
 	// target in place began (CleanAt).
 	cleanAt atomic.Int64
@@ -111,6 +113,10 @@ type Request struct {
 	// Tip, when set, is where the worker's pool left the branch: a HEAD
 	// or branch found elsewhere is put back first, and reported to Moved.
 	Tip string
+	// Checked says that the caller found HEAD and the branch at Tip just
+	// before, with nothing of its own in between (a window's end): Hand
+	// does not look again.
+	Checked bool
 	// Admit, when set, is asked once the queue's checks are done and
 	// before anything moves; an error returns at once, the work left
 	// where it was (a pool refuses work whose window saw a forbidden move).
@@ -180,19 +186,37 @@ func (q *Queue) now() time.Time {
 
 // Hand hands a worker's work over to the queue: it puts the worker's
 // HEAD and branch back where the pool left them (req.Tip) when something
-// else moved them, commits what the worker left uncommitted (outside
-// .beads/), and returns the branch's tip, which is the work from then on:
+// else moved them (unless req.Checked and nothing is left to commit),
+// commits what the worker left uncommitted (outside .beads/), and returns
+// the branch's tip, which is the work from then on:
 // the worker's worktree and branch are free for its next issue. It does
 // not wait for an integration under way.
 func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 	if req.Dir == "" || req.Branch == "" {
 		return "", errors.New("hand over: request without a worktree or branch")
 	}
-	if err := q.checkRequest(ctx, req); err != nil {
-		return "", err
+	check := !req.Checked
+	if !check {
+		// Looked at just before: again only if there is something to
+		// commit, which goes wherever HEAD points.
+		left, err := q.leftovers(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		check = left
 	}
-	if err := q.commitLeftovers(ctx, req); err != nil {
-		return "", err
+	committed := false
+	if check {
+		if err := q.checkRequest(ctx, req); err != nil {
+			return "", err
+		}
+		var err error
+		if committed, err = q.commitLeftovers(ctx, req); err != nil {
+			return "", err
+		}
+	}
+	if !committed && req.Tip != "" {
+		return req.Tip, nil // where the branch was found, or put back
 	}
 	tip, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+req.Branch+"^{commit}")
 	if err != nil {
@@ -226,6 +250,9 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 		if _, err := q.guard(ctx); err != nil {
 			return res, err
 		}
+		// The queue worktree's git calls up to verify share one drivers
+		// lookup: no code runs there before verify (see gitsafe.Runner).
+		var run *gitsafe.Runner
 		if res.Rounds == 1 {
 			if req.Admit != nil {
 				if err := req.Admit(); err != nil {
@@ -233,15 +260,17 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 				}
 			}
 			var err error
-			if dir, err = q.checkoutWork(ctx, req.Commit); err != nil {
+			if dir, run, err = q.checkoutWork(ctx, req.Commit); err != nil {
 				return res, err
 			}
+		} else {
+			run = gitsafe.NewRunner(dir)
 		}
 		base, err := q.base(ctx)
 		if err != nil {
 			return res, err
 		}
-		conflicts, err := q.rebase(ctx, dir, req, base)
+		conflicts, err := q.rebase(ctx, run, dir, req, base)
 		if err != nil {
 			return res, err
 		}
@@ -258,7 +287,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 			res.Empty, res.Commit = true, base
 			return res, nil
 		}
-		if res.Tracker, err = trackerFiles(ctx, dir, base, tip); err != nil || len(res.Tracker) > 0 {
+		if res.Tracker, err = trackerFiles(ctx, run, base, tip); err != nil || len(res.Tracker) > 0 {
 			if err == nil {
 				res.Kept, err = q.keep(ctx, dir, req)
 			}
@@ -346,30 +375,37 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 const fetchTries = 5
 
 // commitLeftovers commits what the worker left uncommitted, so that the
-// rebase takes it along instead of refusing.
-func (q *Queue) commitLeftovers(ctx context.Context, req Request) error {
-	out, err := workertree.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
-	if err != nil {
-		return fmt.Errorf("integrate %s: %w", req.Branch, err)
-	}
-	if len(strings.TrimSpace(string(out))) == 0 {
-		return nil
+// rebase takes it along instead of refusing. It reports whether it made a
+// commit.
+func (q *Queue) commitLeftovers(ctx context.Context, req Request) (bool, error) {
+	if left, err := q.leftovers(ctx, req); err != nil || !left {
+		return false, err
 	}
 	if _, err := workertree.Git(ctx, req.Dir, nil, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
-		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	msg := fmt.Sprintf("ralphd: work %s left uncommitted on %s", req.Worker, req.Issue)
 	if _, err := workertree.Git(ctx, req.Dir, nil, "commit", "-q", "--no-verify", "-m", msg); err != nil {
-		return fmt.Errorf("integrate %s: %w", req.Branch, err)
+		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
-	return nil
+	return true, nil
+}
+
+// leftovers reports whether the worker left changes uncommitted (outside
+// .beads/).
+func (q *Queue) leftovers(ctx context.Context, req Request) (bool, error) {
+	out, err := workertree.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
+	if err != nil {
+		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
+	}
+	return len(strings.TrimSpace(string(out))) > 0, nil
 }
 
 // rebase rebases the work checked out in the queue's worktree dir onto
 // base. On a conflict it lists the conflicting files and aborts, which
 // puts the work back where it was.
-func (q *Queue) rebase(ctx context.Context, dir string, req Request, base string) ([]string, error) {
-	_, err := workertree.Git(ctx, dir, nil, "rebase", "-q", "--no-autostash", base)
+func (q *Queue) rebase(ctx context.Context, run *gitsafe.Runner, dir string, req Request, base string) ([]string, error) {
+	_, err := workertree.GitIn(ctx, run, "rebase", "-q", "--no-autostash", base)
 	if err == nil {
 		return nil, nil
 	}
@@ -377,7 +413,7 @@ func (q *Queue) rebase(ctx context.Context, dir string, req Request, base string
 		_, _ = workertree.Git(context.WithoutCancel(ctx), dir, nil, "rebase", "--abort")
 		return nil, fmt.Errorf("rebase the work on %s: %w", req.Issue, ctx.Err())
 	}
-	out, derr := workertree.Git(ctx, dir, nil, "diff", "--name-only", "--diff-filter=U")
+	out, derr := workertree.GitIn(ctx, run, "diff", "--name-only", "--diff-filter=U")
 	conflicts := strings.Fields(string(out))
 	if _, aerr := workertree.Git(ctx, dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
 		return nil, fmt.Errorf("rebase the work on %s: %w; and abort: %w", req.Issue, err, aerr)
@@ -390,8 +426,8 @@ func (q *Queue) rebase(ctx context.Context, dir string, req Request, base string
 
 // trackerFiles lists the files under .beads/ that differ between base and
 // tip, but for bd's interactions.jsonl, which bd appends to itself.
-func trackerFiles(ctx context.Context, dir, base, tip string) ([]string, error) {
-	out, err := workertree.Git(ctx, dir, nil, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
+func trackerFiles(ctx context.Context, run *gitsafe.Runner, base, tip string) ([]string, error) {
+	out, err := workertree.GitIn(ctx, run, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
 	if err != nil {
 		return nil, fmt.Errorf("list the tracker files the work changes: %w", err)
 	}

@@ -537,3 +537,50 @@ func TestIntegrateRefusesNonCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestHandChecked: a request whose refs the caller has just checked
+// (Checked) is handed over at Tip without another look, even when the
+// branch moves after the check: the work is the commit checked, not what
+// the branch names now. With changes left to commit, which go wherever
+// HEAD points, Hand looks again: a HEAD moved to another branch is put
+// back and reported, and the leftovers land on the worker's branch.
+func TestHandChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		left  bool // the worker left a change uncommitted
+		moves bool // a HEAD move is reported
+	}{
+		{"nothing left", false, false},
+		{"leftovers", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			var moves []workertree.Move
+			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			req := f.work("w1", map[string]string{"a.txt": "a\n"})
+			req.Tip = sh(t, req.Dir, "git", "rev-parse", "HEAD")
+			req.Checked = true
+			// After the check: another agent points the worker's HEAD
+			// at a branch of its own, at the same commit.
+			sh(t, req.Dir, "git", "branch", "other", req.Tip)
+			sh(t, req.Dir, "git", "symbolic-ref", "HEAD", "refs/heads/other")
+			if tc.left {
+				write(t, filepath.Join(req.Dir, "left.txt"), "uncommitted\n")
+			}
+			commit, err := q.Hand(ctx, req)
+			is.NoErr(err)
+			is.Equal(len(moves) > 0, tc.moves)
+			if !tc.left {
+				is.Equal(commit, req.Tip) // the commit checked
+				return
+			}
+			is.Equal(sh(t, req.Dir, "git", "symbolic-ref", "HEAD"), "refs/heads/"+req.Branch) // put back
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "refs/heads/"+req.Branch), commit)
+			is.Equal(sh(t, f.repo, "git", "rev-parse", commit+"^"), req.Tip) // the leftovers, on the work
+			sh(t, f.repo, "git", "cat-file", "-e", commit+":left.txt")
+			is.Equal(sh(t, f.repo, "git", "rev-parse", "other"), req.Tip) // not on the other branch
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -34,40 +35,48 @@ func (q *Queue) treePath(ctx context.Context) (string, error) {
 // ralphd holds its lock, and agents cannot write it), and files a verify
 // left untracked are removed. A worktree this queue did not make in this
 // run, or one it cannot reset, is dropped (dropTree) and made afresh. It
-// returns the worktree.
-func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, error) {
+// returns the worktree, and a gitsafe.Runner for the git calls there that
+// follow before any code runs in it.
+func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, *gitsafe.Runner, error) {
 	dir, err := q.treePath(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
+	run := gitsafe.NewRunner(dir)
 	if q.tree == dir {
-		if err := q.resetTree(ctx, dir, commit); err == nil {
-			return dir, nil
+		if err := q.resetTree(ctx, run, dir, commit); err == nil {
+			return dir, run, nil
 		}
 	}
 	if err := q.dropTree(ctx); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
-		return "", fmt.Errorf("merge queue worktree: %w", err)
+		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", fmt.Errorf("merge queue worktree: %w", err)
+		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
-		return "", fmt.Errorf("merge queue worktree: %w", err)
+		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
-	q.tree = dir
-	return dir, nil
+	q.tree, q.treeGitDir = dir, ""
+	return dir, gitsafe.NewRunner(dir), nil
 }
 
 // resetTree puts the registered queue worktree dir at commit, detached,
-// clean.
-func (q *Queue) resetTree(ctx context.Context, dir, commit string) error {
-	gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return fmt.Errorf("merge queue worktree: %w", err)
+// clean, through run.
+func (q *Queue) resetTree(ctx context.Context, run *gitsafe.Runner, dir, commit string) error {
+	if q.treeGitDir == "" {
+		// The worktree's git dir stays where git made it: looked up once
+		// per worktree.
+		gitDir, err := line(ctx, dir, "rev-parse", "--absolute-git-dir")
+		if err != nil {
+			return fmt.Errorf("merge queue worktree: %w", err)
+		}
+		q.treeGitDir = gitDir
 	}
+	gitDir := q.treeGitDir
 	for _, l := range []string{"index.lock", "HEAD.lock"} {
 		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("merge queue worktree: %w", err)
@@ -75,16 +84,16 @@ func (q *Queue) resetTree(ctx context.Context, dir, commit string) error {
 	}
 	for _, d := range []string{"rebase-merge", "rebase-apply"} {
 		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
-			if _, err := workertree.Git(ctx, dir, nil, "rebase", "--quit"); err != nil {
+			if _, err := workertree.GitIn(ctx, run, "rebase", "--quit"); err != nil {
 				return fmt.Errorf("merge queue worktree: %w", err)
 			}
 			break
 		}
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "checkout", "-q", "--force", "--detach", commit); err != nil {
+	if _, err := workertree.GitIn(ctx, run, "checkout", "-q", "--force", "--detach", commit); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "clean", "-fdq"); err != nil {
+	if _, err := workertree.GitIn(ctx, run, "clean", "-fdq"); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
 	return nil
@@ -99,7 +108,7 @@ func (q *Queue) RemoveTree(ctx context.Context) error {
 		return nil
 	}
 	dir := q.tree
-	q.tree = ""
+	q.tree, q.treeGitDir = "", ""
 	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
 		return fmt.Errorf("remove the merge queue worktree: %w", err)
 	}
@@ -115,7 +124,7 @@ func (q *Queue) dropTree(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	q.tree = ""
+	q.tree, q.treeGitDir = "", ""
 	all, err := workertree.List(ctx, q.Repo)
 	if err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)

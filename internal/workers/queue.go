@@ -42,19 +42,20 @@ type job struct {
 	done   chan struct{} // closed when the job has ended
 }
 
-// awaitQueued waits until worker has no work in the queue.
-func (p *Pool) awaitQueued(ctx context.Context, worker string) error {
+// awaitQueued waits until worker has no work in the queue, and reports
+// whether it had to wait.
+func (p *Pool) awaitQueued(ctx context.Context, worker string) (bool, error) {
 	p.mu.Lock()
 	j := p.queued[worker]
 	p.mu.Unlock()
 	if j == nil {
-		return nil
+		return false, nil
 	}
 	select {
 	case <-j.done:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 }
 

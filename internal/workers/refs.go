@@ -77,25 +77,31 @@ func (p *Pool) openWindow(worker, issue string, t workertree.Tree, base string) 
 	return w
 }
 
-// setBusy marks worker's refs as being moved by ralphd (true) or settles
-// them at the branch's current tip (false).
-func (p *Pool) setBusy(ctx context.Context, worker string, busy bool) {
+// setBusy marks worker's refs as being moved by ralphd.
+func (p *Pool) setBusy(worker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.refs[worker]; r != nil {
+		r.busy, r.running = true, false
+	}
+}
+
+// settleRefs settles worker's refs with its branch at tip, where ralphd
+// just found or left it; with tip "", where the branch is now.
+func (p *Pool) settleRefs(ctx context.Context, worker, tip string) {
 	p.mu.Lock()
 	r := p.refs[worker]
 	p.mu.Unlock()
 	if r == nil {
 		return
 	}
-	tip := ""
-	if !busy {
+	if tip == "" {
 		tip, _ = workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+r.branch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r.busy, r.running = busy, false
-	if !busy {
-		r.tip, r.since = tip, time.Now()
-	}
+	r.busy, r.running = false, false
+	r.tip, r.since = tip, time.Now()
 }
 
 // charged returns why w's attempt fails, or "".
@@ -111,23 +117,30 @@ func (p *Pool) charged(w *window) string {
 // the worktree), and every other settled worker's refs and the target
 // must be where the pool left them. It returns the tip the worker's work
 // is at, for the queue.
+//
+// The worker's own refs are its alone while its window is open (no check
+// looks at a running worker's), so that check runs beside the others'.
+// The check of the others' refs and the target is shared: any check that
+// began after the window ended will do, so the workers whose windows end
+// together wait for one check, not for one each (checkAfter).
 func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, error) {
-	p.checking.Lock()
-	defer p.checking.Unlock()
 	p.mu.Lock()
 	w.end = time.Now()
+	end := w.end
 	r := p.refs[w.worker]
 	p.mu.Unlock()
 	var errs []error
+	tip := ""
 	if r != nil {
-		if err := p.checkGrowth(ctx, w.worker, r, done); err != nil {
+		var err error
+		if tip, err = p.checkGrowth(ctx, w.worker, r, done); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, p.checkOthers(ctx, w.worker))
-	p.setBusy(ctx, w.worker, false)
+	errs = append(errs, p.checkAfter(ctx, end))
+	p.settleRefs(ctx, w.worker, tip)
 	p.mu.Lock()
-	tip := ""
+	tip = ""
 	if r != nil {
 		tip = r.tip
 	}
@@ -136,30 +149,34 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 }
 
 // checkGrowth checks a worker's refs at the end of its own window: HEAD
-// names its branch, and the branch holds the base.
-func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done bool) error {
+// names its branch, and the branch holds the base. It returns where it
+// found or left the branch ("" when it cannot tell).
+func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done bool) (string, error) {
 	ref := "refs/heads/" + r.branch
 	if _, err := p.checkHead(ctx, worker, r, r.base); err != nil {
-		return err
+		return "", err
 	}
 	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if got != "" {
 		if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", r.base, got); err == nil {
-			return nil // the agent's own commits, or nothing
+			return got, nil // the agent's own commits, or nothing
 		}
 		if !done {
 			if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", got, r.base); err == nil {
-				return nil // rewound to where the issue's attempts began
+				return got, nil // rewound to where the issue's attempts began
 			}
 		}
 	}
 	m := workertree.Move{Worker: worker, Ref: ref, Want: r.base, Got: got}
 	m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.base, got, worker, time.Now())
 	p.moved(m, r.since)
-	return nil
+	if m.Err != nil {
+		return "", nil
+	}
+	return r.base, nil
 }
 
 // checkHead puts worker's HEAD back on its branch when something else
@@ -181,13 +198,34 @@ func (p *Pool) checkHead(ctx context.Context, worker string, r *refState, base s
 	return true, nil
 }
 
-// checkOthers checks the target and every settled worker's refs but
-// self's. The workers' refs and HEADs are read in two git calls; a ref
+// checkAfter returns the outcome of a check of the target and every
+// settled worker's refs (checkOthers) that began at or after t: the last
+// one, when it did, or a new one. Checks run one at a time, so the
+// windows that end while one runs share the next.
+func (p *Pool) checkAfter(ctx context.Context, t time.Time) error {
+	p.checking.Lock()
+	defer p.checking.Unlock()
+	p.mu.Lock()
+	last, err := p.lastCheck, p.lastCheckErr
+	p.mu.Unlock()
+	if !last.IsZero() && !last.Before(t) {
+		return err
+	}
+	started := time.Now()
+	err = p.checkOthers(ctx)
+	p.mu.Lock()
+	p.lastCheck, p.lastCheckErr = started, err
+	p.mu.Unlock()
+	return err
+}
+
+// checkOthers checks the target and every settled worker's refs (a
+// running worker's are checked at its window's end, by checkGrowth). The workers' refs and HEADs are read in two git calls; a ref
 // found out of place is then looked at again, and put back, on its own.
 // The target is checked only when the merge queue is not integrating (an
 // integration checks it itself first, under the queue's lock, before it
 // admits any work), so that a window's end never waits for a verify.
-func (p *Pool) checkOthers(ctx context.Context, self string) error {
+func (p *Pool) checkOthers(ctx context.Context) error {
 	started := time.Now()
 	moves, checked, err := p.Queue.TryCheck(ctx)
 	if err != nil {
@@ -197,7 +235,7 @@ func (p *Pool) checkOthers(ctx context.Context, self string) error {
 	p.mu.Lock()
 	var others []string
 	for name, r := range p.refs {
-		if name != self && !r.running && !r.busy && r.tip != "" {
+		if !r.running && !r.busy && r.tip != "" {
 			others = append(others, name)
 		}
 	}
@@ -345,7 +383,7 @@ func (p *Pool) integrated(w *window) {
 func (p *Pool) finish(ctx context.Context) error {
 	p.checking.Lock()
 	defer p.checking.Unlock()
-	return p.checkOthers(ctx, "")
+	return p.checkOthers(ctx)
 }
 
 // chargedError refuses the work of an iteration charged with a move.

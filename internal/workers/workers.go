@@ -212,12 +212,14 @@ type Pool struct {
 	status     map[string]WorkerStatus
 
 	// checking serialises the checks of the refs (refs.go); windows,
-	// refs and clean (when they were last all found in place) are
-	// guarded by mu.
-	checking sync.Mutex
-	windows  []*window
-	refs     map[string]*refState
-	clean    time.Time
+	// refs, clean (when they were last all found in place), and when the
+	// last check began and what it returned, are guarded by mu.
+	checking     sync.Mutex
+	windows      []*window
+	refs         map[string]*refState
+	clean        time.Time
+	lastCheck    time.Time
+	lastCheckErr error
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
@@ -647,15 +649,12 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 			base = tip
 		}
 	}
-	p.setBusy(ctx, worker, true)
+	p.setBusy(worker)
 	tree, saved, err := p.Trees.Open(ctx, worker, base)
 	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
-	opened, err := workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+tree.Branch)
-	if err != nil {
-		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
-	}
+	opened := tree.Base // the window checks the branch against it
 	p.mu.Lock()
 	p.sum.Saved = append(p.sum.Saved, saved...)
 	p.mu.Unlock()
@@ -691,13 +690,15 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 		return nil, p.fail(ctx, a, Failure{Why: charge, Integration: true})
 	}
 	// One piece of work per worker in the queue: a worker that finishes
-	// faster than the queue integrates waits here for its last one.
-	if err := p.awaitQueued(ctx, worker); err != nil {
+	// faster than the queue integrates waits here for its last one. The
+	// hand-over looks at the refs again only when it waited.
+	waited, err := p.awaitQueued(ctx, worker)
+	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
 	}
-	p.setBusy(ctx, worker, true)
-	commit, err := p.Queue.Hand(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch, Tip: tip})
-	p.setBusy(context.WithoutCancel(ctx), worker, false)
+	p.setBusy(worker)
+	commit, err := p.Queue.Hand(ctx, mergeq.Request{Worker: worker, Issue: is.ID, Dir: tree.Dir, Branch: tree.Branch, Tip: tip, Checked: !waited && tip != ""})
+	p.settleRefs(context.WithoutCancel(ctx), worker, commit) // commit "" (an error): read back
 	switch {
 	case ctx.Err() != nil:
 		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: the work stays on the worker's branch

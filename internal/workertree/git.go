@@ -21,6 +21,14 @@ func Git(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 	return gitsafe.OutputEnv(ctx, dir, env, args...)
 }
 
+// GitIn is Git through run, a gitsafe.Runner shared by the git calls of
+// one step in one directory (see gitsafe.Runner for when that is safe).
+func GitIn(ctx context.Context, run *gitsafe.Runner, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	return run.OutputEnv(ctx, nil, args...)
+}
+
 func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
 	out, err := Git(ctx, dir, nil, args...)
 	return strings.TrimSpace(string(out)), err

@@ -248,6 +248,11 @@ func RemoveStaleLock(ctx context.Context, repo, ref string) error {
 	if err != nil {
 		return fmt.Errorf("find the lock of %s: %w", ref, err)
 	}
+	return removeLockIn(common, ref)
+}
+
+// removeLockIn removes ref's lock file in the common git dir common.
+func removeLockIn(common, ref string) error {
 	p := filepath.Join(common, filepath.FromSlash(ref)+".lock")
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove a stale lock: %w", err)

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/worktree"
 )
 
@@ -53,6 +54,29 @@ type Manager struct {
 	// at (Handed); open, the workers whose worktree this Manager opened.
 	handed map[string]string
 	open   map[string]bool
+
+	// common is the repository's common git dir, once looked up
+	// (commonDir); guarded by commonMu, not mu, which a reset does not
+	// take.
+	commonMu sync.Mutex
+	common   string
+}
+
+// commonDir returns the repository's common git dir. It is looked up
+// once: where the main repository keeps its git dir does not change
+// while ralphd holds it.
+func (m *Manager) commonDir(ctx context.Context) (string, error) {
+	m.commonMu.Lock()
+	defer m.commonMu.Unlock()
+	if m.common != "" {
+		return m.common, nil
+	}
+	c, err := gitLine(ctx, m.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", fmt.Errorf("find the repository's git dir: %w", err)
+	}
+	m.common = c
+	return c, nil
 }
 
 // Handed records that worker's work up to commit, its branch's tip, was
@@ -72,6 +96,8 @@ type Tree struct {
 	Worker string
 	Dir    string
 	Branch string
+	// Base is the commit Open checked the branch out at.
+	Base string
 }
 
 // Saved is work kept on a wip branch.
@@ -131,6 +157,7 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 		return Tree{}, nil, fmt.Errorf("open worktree for %s: base %q: %w", worker, base, err)
 	}
 	t := m.tree(worker)
+	t.Base = baseCommit
 	m.mu.Lock()
 	handed, open := m.handed[worker], m.open[worker]
 	delete(m.handed, worker)
@@ -197,38 +224,50 @@ func (m *Manager) markOpen(worker string) {
 // reset puts a registered worktree back at base on its branch, after
 // finishing any interrupted rebase and saving its work (but for the
 // commits handed over up to handed, when it is set).
+//
+// Its git calls in the worktree share one lookup of the drivers: nothing
+// of the worker's runs between its hand-over and its next agent. Another
+// worker's agent, when unsandboxed (sandboxed, the shared git config is
+// read-only to it), could add a driver in between, as it could between
+// the lookup and the start of any single gitsafe call.
 func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
-	saved, err := m.settle(ctx, t, base, handed)
+	run := gitsafe.NewRunner(t.Dir)
+	saved, err := m.settle(ctx, t, run, base, handed)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Git(ctx, t.Dir, nil, "checkout", "-q", "--force", "-B", t.Branch, base); err != nil {
+	if _, err := GitIn(ctx, run, "checkout", "-q", "--force", "-B", t.Branch, base); err != nil {
 		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
 	}
-	if _, err := Git(ctx, t.Dir, nil, "clean", "-fdq"); err != nil {
+	if _, err := GitIn(ctx, run, "clean", "-fdq"); err != nil {
 		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
 	}
 	return saved, nil
 }
 
 // settle readies t to be reset or removed: a stale lock on its branch
-// goes, an interrupted rebase is aborted, and its work is saved.
-func (m *Manager) settle(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
-	if err := RemoveStaleLock(ctx, m.Repo, "refs/heads/"+t.Branch); err != nil {
+// goes, an interrupted rebase is aborted, and its work is saved. Its git
+// calls in t.Dir run through run.
+func (m *Manager) settle(ctx context.Context, t Tree, run *gitsafe.Runner, base, handed string) ([]Saved, error) {
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := removeLockIn(common, "refs/heads/"+t.Branch); err != nil {
 		return nil, err
 	}
 	if err := abortRebase(ctx, t.Dir); err != nil {
 		return nil, err
 	}
-	return m.save(ctx, t, base, handed)
+	return m.save(ctx, t, run, base, handed)
 }
 
 // save keeps the work in t that base lacks (commits and uncommitted
 // changes) on a wip branch. It returns nothing when there is none, or
 // when HEAD is handed (non-empty: work handed over, which another keeps)
 // and nothing is uncommitted.
-func (m *Manager) save(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
-	r := worktree.Repo{Dir: t.Dir}
+func (m *Manager) save(ctx context.Context, t Tree, run *gitsafe.Runner, base, handed string) ([]Saved, error) {
+	r := worktree.Repo{Dir: t.Dir}.InStep(run)
 	head, err := r.Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
@@ -282,7 +321,7 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	saved, err := m.settle(ctx, t, base, "")
+	saved, err := m.settle(ctx, t, gitsafe.NewRunner(t.Dir), base, "")
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ func TestOpenCreatesAndReuses(t *testing.T) {
 	is.Equal(tr.Dir, filepath.Join(m.root(), "w1"))
 	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/workers/w1/work")
 	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
+	is.Equal(tr.Base, sh(t, repo, "git", "rev-parse", "main"))
 
 	// The worker commits something and leaves a change; main moves on.
 	write(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
@@ -88,7 +89,10 @@ func TestOpenCreatesAndReuses(t *testing.T) {
 
 	tr2, saved, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
-	is.Equal(tr2, tr)
+	is.Equal(tr2.Dir, tr.Dir)
+	is.Equal(tr2.Branch, tr.Branch)
+	is.Equal(tr2.Base, sh(t, repo, "git", "rev-parse", "main")) // the new base
+	is.True(tr2.Base != tr.Base)
 	is.Equal(len(saved), 1) // the work went to a wip branch
 	is.True(strings.HasPrefix(saved[0].Branch, "wip/w1/"))
 	files := sh(t, repo, "git", "ls-tree", "-r", "--name-only", saved[0].Branch)

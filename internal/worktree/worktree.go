@@ -31,9 +31,19 @@ type Repo struct {
 
 // inStep returns r for one step of git calls that run back to back with
 // no code but ralphd's running (the agent's and the checks' process trees
-// ended): they share one lookup of the repository's drivers.
+// ended): they share one lookup of the repository's drivers. A Repo that
+// is already in a step (InStep) stays in it.
 func (r Repo) inStep() Repo {
-	r.run = gitsafe.NewRunner(r.Dir)
+	if r.run == nil {
+		r.run = gitsafe.NewRunner(r.Dir)
+	}
+	return r
+}
+
+// InStep returns r with its git calls run by run, a gitsafe.Runner for
+// r.Dir shared with the caller's own git calls of the same step.
+func (r Repo) InStep(run *gitsafe.Runner) Repo {
+	r.run = run
 	return r
 }
 
