@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/workertree"
@@ -77,8 +78,12 @@ func (p *Pool) openWindow(worker, issue string, t workertree.Tree, base string) 
 	return w
 }
 
-// setBusy marks worker's refs as being moved by ralphd.
+// setBusy marks worker's refs as being moved by ralphd. It waits for a
+// check that is putting them back (recheck).
 func (p *Pool) setBusy(worker string) {
+	lk := p.refLock(worker)
+	lk.Lock()
+	defer lk.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.refs[worker]; r != nil {
@@ -232,11 +237,18 @@ func (p *Pool) checkOthers(ctx context.Context) error {
 		return err
 	}
 	found := len(moves) > 0 || !checked
+	// The settled workers, as they are now: a worker may go on (busy,
+	// then running) while the check reads git, and is then not checked.
+	type settled struct {
+		name string
+		r    *refState
+		st   refState
+	}
+	var others []settled
 	p.mu.Lock()
-	var others []string
 	for name, r := range p.refs {
 		if !r.running && !r.busy && r.tip != "" {
-			others = append(others, name)
+			others = append(others, settled{name, r, *r})
 		}
 	}
 	p.mu.Unlock()
@@ -256,31 +268,19 @@ func (p *Pool) checkOthers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range others {
-		p.mu.Lock()
-		r := *p.refs[name]
-		p.mu.Unlock()
-		ref := "refs/heads/" + r.branch
-		if !onBranch(trees, r.dir, r.branch) {
-			moved, err := p.checkHead(ctx, name, &r, r.tip)
+	for _, o := range others {
+		ref := "refs/heads/" + o.st.branch
+		if !onBranch(trees, o.st.dir, o.st.branch) || refs[ref] != o.st.tip {
+			// Out of place, or moved on by its own worker since: look
+			// again, the worker kept from moving its refs meanwhile.
+			moved, err := p.recheck(ctx, o.name, o.r, o.st)
 			if err != nil {
 				return err
 			}
 			found = found || moved
 		}
-		if got := refs[ref]; got != r.tip {
-			if got, err = workertree.RefAt(ctx, p.Queue.Repo, ref); err != nil {
-				return err
-			}
-			if got != r.tip {
-				found = true
-				m := workertree.Move{Worker: name, Ref: ref, Want: r.tip, Got: got}
-				m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.tip, got, name, time.Now())
-				p.moved(m, r.since)
-			}
-		}
 		p.mu.Lock()
-		if cur := p.refs[name]; cur != nil && !cur.running && !cur.busy {
+		if cur := p.refs[o.name]; cur == o.r && !cur.running && !cur.busy {
 			cur.since = started
 		}
 		p.mu.Unlock()
@@ -291,6 +291,55 @@ func (p *Pool) checkOthers(ctx context.Context) error {
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// recheck looks again at the refs of a settled worker that a check found
+// out of place, and puts back what moved. It holds the worker's refLock,
+// so that the worker cannot start to move them itself (setBusy) while
+// they are looked at and put back; a worker no longer settled where st
+// says (it went on since the check read git) is left alone.
+func (p *Pool) recheck(ctx context.Context, name string, r *refState, st refState) (bool, error) {
+	lk := p.refLock(name)
+	lk.Lock()
+	defer lk.Unlock()
+	p.mu.Lock()
+	still := p.refs[name] == r && !r.running && !r.busy && r.tip == st.tip
+	p.mu.Unlock()
+	if !still {
+		return false, nil
+	}
+	moved, err := p.checkHead(ctx, name, &st, st.tip)
+	if err != nil {
+		return false, err
+	}
+	ref := "refs/heads/" + st.branch
+	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
+	if err != nil {
+		return false, err
+	}
+	if got != st.tip {
+		moved = true
+		m := workertree.Move{Worker: name, Ref: ref, Want: st.tip, Got: got}
+		m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, st.tip, got, name, time.Now())
+		p.moved(m, st.since)
+	}
+	return moved, nil
+}
+
+// refLock is worker's lock against a check putting back its refs while
+// the worker starts to move them (see recheck).
+func (p *Pool) refLock(worker string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refLocks == nil {
+		p.refLocks = map[string]*sync.Mutex{}
+	}
+	lk := p.refLocks[worker]
+	if lk == nil {
+		lk = &sync.Mutex{}
+		p.refLocks[worker] = lk
+	}
+	return lk
 }
 
 // onBranch reports whether the worktree dir, as git lists it, has branch

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,4 +158,48 @@ func TestMoveAfterTheLastIntegration(t *testing.T) {
 	is.Equal(len(moves[0].Suspects), 0) // every agent had stopped when the refs were last found in place
 	is.Equal(sh(t, p.repo, "git", "rev-list", "--count", "main"), "2")
 	is.Equal(sh(t, p.repo, "git", "status", "--porcelain", "--", ".", ":(exclude).beads"), "")
+}
+
+// TestCleanRunChargesNothing: eight workers with quick agents that only
+// commit their own file and close their issue. Windows end, worktrees
+// are reset and work is handed over all at once, so the checks of the
+// refs run while workers move their own refs on; none of that may read
+// as a move behind ralphd's back. (A check that read a worker's refs as
+// settled, then compared git with the state the worker had gone on to,
+// charged it with a move "from nothing".)
+func TestCleanRunChargesNothing(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	const n = 32
+	for i := range n {
+		p.create(fmt.Sprintf("issue %d", i))
+	}
+	var (
+		mu    sync.Mutex
+		moves []RefMove
+	)
+	pool := p.pool(8, func(ctx context.Context, a Assignment) (bool, error) {
+		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(a.Issue.ID+"\n"), 0o644); err != nil {
+			return false, err
+		}
+		if a.AgentEnded != nil {
+			a.AgentEnded()
+		}
+		return commitAndClose(ctx, a)
+	})
+	pool.RefMoved = func(m RefMove) {
+		mu.Lock()
+		defer mu.Unlock()
+		moves = append(moves, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := pool.Run(ctx)
+	is.NoErr(err)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range moves {
+		t.Errorf("charged with a move no one made: %s", m.String())
+	}
+	is.Equal(len(sum.Integrated), n)
 }

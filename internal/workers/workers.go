@@ -220,6 +220,9 @@ type Pool struct {
 	clean        time.Time
 	lastCheck    time.Time
 	lastCheckErr error
+	// refLocks are the workers' locks against a check putting back their
+	// refs while they start to move them (recheck).
+	refLocks map[string]*sync.Mutex
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
