@@ -238,20 +238,11 @@ func (m *Manager) Reserve(ctx context.Context, workers []string, base string) er
 	return nil
 }
 
-// RemoveStaleLock removes the lock file a git killed while it updated ref
-// (a full name) left beside it, which would make every later update of
-// the ref fail. Call it only when no git of ralphd's can be updating ref
-// (recovery at start, or a worktree's reset by its own worker): git dies
-// with ralphd (gitsafe), so its locks outlive it.
-func RemoveStaleLock(ctx context.Context, repo, ref string) error {
-	common, err := gitLine(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return fmt.Errorf("find the lock of %s: %w", ref, err)
-	}
-	return removeLockIn(common, ref)
-}
-
-// removeLockIn removes ref's lock file in the common git dir common.
+// removeLockIn removes the lock file a git killed while it updated ref
+// (a full name) left beside it in the common git dir common, which would
+// make every later update of the ref fail. Call it only when no git of
+// ralphd's can be updating ref (a worktree's reset by its own worker):
+// git dies with ralphd (gitsafe), so its locks outlive it.
 func removeLockIn(common, ref string) error {
 	p := filepath.Join(common, filepath.FromSlash(ref)+".lock")
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
