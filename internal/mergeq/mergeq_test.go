@@ -584,3 +584,44 @@ func TestHandChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverUnfinishedTreeAdd: a kill mid `git worktree add` of the
+// queue's worktree can leave it registered and locked, with a .git file
+// git does not take for one, which `git worktree remove --force --force`
+// refuses. Recover forgets it anyway, and the next integration makes the
+// worktree afresh.
+func TestRecoverUnfinishedTreeAdd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		git  string // what the worktree's .git holds
+	}{
+		{"empty .git", ""},
+		{"garbage .git", "not a gitdir line\n"},
+		{"no .git", "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			tree := filepath.Join(t.TempDir(), "mergeq")
+			q := &Queue{Repo: f.repo, Target: "main", Tree: tree}
+			sh(t, f.repo, "git", "worktree", "add", "-q", "--detach", tree, "main")
+			sh(t, f.repo, "git", "worktree", "lock", "--reason", "initializing", tree)
+			if tc.git == "-" {
+				is.NoErr(os.Remove(filepath.Join(tree, ".git")))
+			} else {
+				write(t, filepath.Join(tree, ".git"), tc.git)
+			}
+			_, err := q.Recover(ctx)
+			is.NoErr(err)
+			is.True(!strings.Contains(sh(t, f.repo, "git", "worktree", "list", "--porcelain"), tree)) // forgotten
+			if _, err := os.Stat(tree); !os.IsNotExist(err) {
+				t.Fatalf("the worktree's directory is still there: %v", err)
+			}
+			req := f.work("w1", map[string]string{"a.txt": "a\n"})
+			res, err := q.Integrate(ctx, req)
+			is.NoErr(err)
+			is.True(res.Integrated)
+		})
+	}
+}

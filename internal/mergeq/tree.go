@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -132,7 +134,11 @@ func (q *Queue) dropTree(ctx context.Context) error {
 	for _, w := range all {
 		if sameDir(w.Dir, dir) {
 			if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
-				return fmt.Errorf("remove the merge queue worktree: %w", err)
+				// git refuses a worktree whose .git file a kill mid `worktree
+				// add` left unfinished ("not a .git file"): forget it by hand.
+				if ferr := q.forgetTree(ctx, dir); ferr != nil {
+					return fmt.Errorf("remove the merge queue worktree: %w; and forget it: %w", err, ferr)
+				}
 			}
 		}
 	}
@@ -140,4 +146,30 @@ func (q *Queue) dropTree(ctx context.Context) error {
 		return fmt.Errorf("remove the merge queue worktree: %w", err)
 	}
 	return nil
+}
+
+// forgetTree removes git's record of the worktree at dir (its entry in
+// the common dir's worktrees/, found by the gitdir file that points at
+// dir/.git), as `git worktree remove` would, for a worktree git refuses to
+// remove. The caller removes dir itself.
+func (q *Queue) forgetTree(ctx context.Context, dir string) error {
+	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		admin := filepath.Join(common, "worktrees", e.Name())
+		b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), 64<<10)
+		if err != nil {
+			continue
+		}
+		if sameDir(filepath.Dir(strings.TrimSpace(string(b))), dir) {
+			return os.RemoveAll(admin)
+		}
+	}
+	return fmt.Errorf("no record of %s in %s", dir, filepath.Join(common, "worktrees"))
 }
