@@ -58,7 +58,13 @@ func (p *Pool) awaitBlocker(ctx context.Context, worker, actor, id string, d bea
 			}
 			return "", nil
 		}
-		if !unfinished || (d.Type != "" && d.Type != beads.DepBlocks) {
+		if d.Type != "" && d.Type != beads.DepBlocks {
+			return "", nil
+		}
+		if !unfinished {
+			if p.Queue.Remote != "" {
+				return p.awaitRemoteBlocker(ctx, worker, actor, id, d)
+			}
 			return "", nil
 		}
 		// Reopened here, unless someone closed it since.

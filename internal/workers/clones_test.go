@@ -109,3 +109,124 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 	list := sh(t, filepath.Join(root, "clone-a"), bin, "--quiet", "list", "--all", "--json")
 	is.Equal(strings.Count(list, `"status": "closed"`), n)
 }
+
+// TestDependentWaitsForBlockerOnRemote: across clones, bd counts a
+// blocker closed as soon as the other clone's agent closes it, but its
+// work reaches the remote only when that clone's queue pushes it. Clone
+// b claims the dependent while clone a is still verifying the blocker:
+// b waits, and its worker starts from a remote target that has the
+// blocker's work. Clone a notes where the work went on the blocker.
+func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
+	is := is.New(t)
+	bin, err := standintest.Binary()
+	is.NoErr(err)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	is.NoErr(err)
+	setEnv(t, filepath.Join(root, "home"))
+	servers := filepath.Join(root, "servers")
+	is.NoErr(os.MkdirAll(filepath.Join(servers, "127.0.0.1_45022"), 0o755))
+	t.Setenv("BD_STANDIN_SERVER_ROOT", servers)
+
+	seed, remote := filepath.Join(root, "seed"), filepath.Join(root, "remote.git")
+	is.NoErr(os.MkdirAll(seed, 0o755))
+	sh(t, seed, "git", "init", "-q", "-b", "main")
+	sh(t, seed, bin, "init", "--prefix", "rb", "--quiet", "--server", "--server-host", "127.0.0.1", "--server-port", "45022", "--external")
+	is.NoErr(os.WriteFile(filepath.Join(seed, "README.md"), []byte("two clones\n"), 0o644))
+	sh(t, seed, "git", "add", "-A")
+	sh(t, seed, "git", "commit", "-q", "-m", "base")
+	sh(t, root, "git", "clone", "-q", "--bare", seed, remote)
+	blocker := sh(t, seed, bin, "--quiet", "create", "blocker", "--silent")
+	dependent := sh(t, seed, bin, "--quiet", "create", "dependent", "--silent")
+	sh(t, seed, bin, "--quiet", "dep", "add", dependent, blocker)
+	sh(t, seed, bin, "--quiet", "label", "add", dependent, "for-b")
+
+	verifying := make(chan struct{})
+	release := make(chan struct{})
+	var (
+		mu      sync.Mutex
+		sawWork = map[string]bool{} // dependent's worktree had the blocker's file
+		events  []Event
+	)
+	pool := func(c string, verify func(context.Context, string) error, exclude string) *Pool {
+		dir := filepath.Join(root, "clone-"+c)
+		sh(t, root, "git", "clone", "-q", remote, dir)
+		return &Pool{
+			Workers: 1, Target: "main", Idle: 50 * time.Millisecond,
+			Trees: &workertree.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
+			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin", Verify: verify},
+			Client: func(actor, d string) *beads.Client {
+				return &beads.Client{Bin: bin, Dir: d, Actor: actor, Timeout: time.Minute}
+			},
+			Actor:      func(w string) string { return "ralphd/clone-" + c + "/" + w },
+			StuckLabel: exclude,
+			Log: func(e Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, e)
+			},
+			Iterate: func(ctx context.Context, a Assignment) (bool, error) {
+				if a.Issue.ID == dependent {
+					_, err := os.Stat(filepath.Join(a.Dir, blocker+".txt"))
+					mu.Lock()
+					sawWork[c] = err == nil
+					mu.Unlock()
+				}
+				if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte(c+"\n"), 0o644); err != nil {
+					return false, err
+				}
+				return commitAndClose(ctx, a)
+			},
+		}
+	}
+	var once sync.Once
+	a := pool("a", func(ctx context.Context, dir string) error {
+		once.Do(func() { close(verifying) })
+		select {
+		case <-release:
+		case <-time.After(time.Minute):
+		}
+		return nil
+	}, "for-b") // a leaves the dependent to b
+	b := pool("b", nil, "ralph:stuck")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := a.Run(ctx); err != nil {
+			t.Errorf("clone a: %v", err)
+		}
+	}()
+	select { // a has closed the blocker and is verifying it
+	case <-verifying:
+	case <-ctx.Done():
+		t.Fatal("clone a never verified the blocker")
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := b.Run(ctx); err != nil {
+			t.Errorf("clone b: %v", err)
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // b claims the dependent, and must wait
+	close(release)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	waited := false
+	for _, e := range events {
+		if e.Kind == "waiting" && e.Issue == dependent && strings.Contains(e.Detail, blocker) {
+			waited = true
+		}
+	}
+	is.True(waited)           // b waited for the blocker's work
+	is.True(sawWork["b"])     // and its worker started with it
+	is.Equal(len(sawWork), 1) // the dependent was worked once, by b
+	shown := sh(t, seed, bin, "--quiet", "show", blocker, "--json")
+	is.True(strings.Contains(shown, "ralphd: integrated into origin/main at "))
+	files := sh(t, remote, "git", "ls-tree", "--name-only", "main")
+	is.True(strings.Contains(files, blocker+".txt") && strings.Contains(files, dependent+".txt"))
+}

@@ -120,6 +120,11 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 	if res.Integrated {
 		p.integrated(j.win)
 	}
+	if p.Queue.Remote != "" && res.Commit != "" {
+		// For a dependent another clone claims (remote.go); work that
+		// was empty is "at" the remote's target it started from.
+		p.noteIntegrated(ctx, a.Worker, a.Actor, id, res.Commit)
+	}
 	if err := p.ledger.Integrated(id); err != nil {
 		return fmt.Errorf("worker %s: %w", a.Worker, err)
 	}

@@ -176,6 +176,10 @@ type Pool struct {
 	// others still work, for want of an event in the pool (see idle.go)
 	// before it asks bd again; zero means DefaultIdle.
 	Idle time.Duration
+	// RemoteWait bounds, with a remote, the wait for the work of a
+	// blocker another clone's ralphd closed (remote.go); zero means
+	// DefaultRemoteWait.
+	RemoteWait time.Duration
 	// ReadBack, when set, is the workers' claim read-back (see
 	// claim.Claimer.ReadBack); nil means `bd show`.
 	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
@@ -943,9 +947,11 @@ func (p *Pool) release(id string, h *holding) {
 // instead ("" to go on): a blocker whose work did not reach the target
 // (its issue is reopened, so is is not ready after all), or one whose
 // last handling here ended so, after bd called is ready (blockers.go).
+// With a remote, it also waits for the work of a blocker another clone's
+// ralphd closed to reach the remote (remote.go).
 func (p *Pool) awaitBlockers(ctx context.Context, worker, actor string, is beads.Issue) (string, error) {
 	deps := is.Dependencies
-	if len(deps) < is.DependencyCount && (p.othersHold(is.ID) || p.anyUnfinished()) {
+	if len(deps) < is.DependencyCount && (p.othersHold(is.ID) || p.anyUnfinished() || p.Queue.Remote != "") {
 		// The claim's read-back did not carry the edges: read them.
 		shown, err := p.Client(actor, p.Queue.Repo).Show(ctx, is.ID)
 		if err != nil {
