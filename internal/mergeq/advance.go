@@ -34,8 +34,9 @@ var errMoved = errors.New("the target branch moved during the integration")
 
 // advance fast-forwards the local target to tip. When the target is
 // checked out, its checkout moves along. With a remote, a local target
-// that is not an ancestor of tip (the user's own commits) stays put.
-func (q *Queue) advance(ctx context.Context, tip string) error {
+// that is not an ancestor of tip (the user's own commits) stays put. base,
+// when set, is a commit tip is known to hold (what it was rebased onto).
+func (q *Queue) advance(ctx context.Context, tip, base string) error {
 	ref := "refs/heads/" + q.Target
 	old, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", ref)
 	if err != nil {
@@ -47,11 +48,13 @@ func (q *Queue) advance(ctx context.Context, tip string) error {
 	if q.want != "" && old != q.want {
 		return fmt.Errorf("advance %s: %w", q.Target, errMoved) // the next round's guard puts it back
 	}
-	if _, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
-		if q.Remote != "" {
-			return nil // the remote has the work; the local branch has commits of its own
+	if old != base { // else tip was rebased onto it: a fast-forward
+		if _, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
+			if q.Remote != "" {
+				return nil // the remote has the work; the local branch has commits of its own
+			}
+			return fmt.Errorf("advance %s: %w", q.Target, errMoved)
 		}
-		return fmt.Errorf("advance %s: %w", q.Target, errMoved)
 	}
 	// While the queue watches, its guard has just found the target checked
 	// out where Watch found it (home); otherwise, ask git.

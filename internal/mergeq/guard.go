@@ -177,7 +177,7 @@ func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 	behind := q.ancestor(ctx, local, remote)
 	switch {
 	case behind:
-		if err := q.advance(ctx, remote); err != nil {
+		if err := q.advance(ctx, remote, ""); err != nil {
 			notes = append(notes, fmt.Sprintf("the local %s is behind %s/%s and could not follow it: %v", q.Target, q.Remote, q.Target, err))
 		} else {
 			notes = append(notes, fmt.Sprintf("the local %s was behind %s/%s (work pushed before a stop, or another clone's): fast-forwarded to %s", q.Target, q.Remote, q.Target, remote[:12]))

@@ -317,7 +317,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 				continue // someone else got there first
 			}
 		}
-		err = q.advance(ctx, tip)
+		err = q.advance(ctx, tip, base)
 		switch {
 		case q.Remote != "" && err != nil:
 			// The remote has the work; the local branch could not follow.

@@ -381,7 +381,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	// worker's first claim, they would start one worktree apart, and
 	// stay apart (see queue.go).
 	for _, w := range names {
-		_, saved, err := p.Trees.Open(ctx, w, p.Target)
+		saved, err := p.Trees.Prepare(ctx, w, p.Target)
 		p.sum.Saved = append(p.sum.Saved, saved...)
 		if err != nil {
 			return p.sum, fmt.Errorf("workers: %w", err)

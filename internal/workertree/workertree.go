@@ -54,6 +54,9 @@ type Manager struct {
 	// at (Handed); open, the workers whose worktree this Manager opened.
 	handed map[string]string
 	open   map[string]bool
+	// fresh is, per worker, the base Prepare left its worktree at, until
+	// the worker's next Open.
+	fresh map[string]string
 
 	// common is the repository's common git dir, once looked up
 	// (commonDir); guarded by commonMu, not mu, which a reset does not
@@ -159,9 +162,15 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 	t := m.tree(worker)
 	t.Base = baseCommit
 	m.mu.Lock()
-	handed, open := m.handed[worker], m.open[worker]
+	handed, open, fresh := m.handed[worker], m.open[worker], m.fresh[worker]
 	delete(m.handed, worker)
+	delete(m.fresh, worker)
 	m.mu.Unlock()
+	if open && fresh == baseCommit && handed == "" {
+		// Prepared at this base, and not worked in since: nothing to keep
+		// or reset.
+		return t, nil, nil
+	}
 	if open {
 		// This Manager made or reset it: reset it again, beside the
 		// other workers (a reset touches only the worker's own worktree
@@ -210,6 +219,24 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 	}
 	m.markOpen(worker)
 	return t, saved, nil
+}
+
+// Prepare opens worker's worktree at base, as Open does, ahead of the
+// worker's first issue: the worker's next Open, at the same base commit
+// and with nothing handed over in between, finds it ready and does no
+// more.
+func (m *Manager) Prepare(ctx context.Context, worker, base string) ([]Saved, error) {
+	t, saved, err := m.Open(ctx, worker, base)
+	if err != nil {
+		return saved, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fresh == nil {
+		m.fresh = map[string]string{}
+	}
+	m.fresh[worker] = t.Base
+	return saved, nil
 }
 
 // markOpen records that worker's worktree is registered and was opened by

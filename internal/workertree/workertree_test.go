@@ -287,3 +287,36 @@ func FuzzCheckWorker(f *testing.F) {
 		}
 	})
 }
+
+// TestPrepareThenOpen: a worktree Prepare made is handed to the worker's
+// first Open at the same base as it is; any later Open resets it (the
+// worker has worked in it), and a Prepare followed by a move of the base
+// resets it too.
+func TestPrepareThenOpen(t *testing.T) {
+	is := is.New(t)
+	m, repo := newRepo(t)
+	ctx := context.Background()
+	_, err := m.Prepare(ctx, "w1", "main")
+	is.NoErr(err)
+	tr, _, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(tr.Base, sh(t, repo, "git", "rev-parse", "main"))
+	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/workers/w1/work")
+
+	// The worker works; its next Open keeps the work and resets.
+	write(t, filepath.Join(tr.Dir, "left.txt"), "work\n")
+	_, saved, err := m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(len(saved), 1)
+	is.Equal(sh(t, tr.Dir, "git", "status", "--porcelain"), "")
+
+	// Prepared, then the base moves: the first Open resets to it.
+	_, err = m.Prepare(ctx, "w1", "main")
+	is.NoErr(err)
+	write(t, filepath.Join(repo, "m.txt"), "m\n")
+	sh(t, repo, "git", "add", "m.txt")
+	sh(t, repo, "git", "commit", "-q", "-m", "m")
+	tr, _, err = m.Open(ctx, "w1", "main")
+	is.NoErr(err)
+	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
+}
