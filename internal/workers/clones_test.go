@@ -18,30 +18,48 @@ import (
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
+// sharedTracker makes a seed repository whose tracker is in the stand-in's
+// server mode (issue ids prefixed prefix), and a bare remote cloned from
+// it: what clones of one project on several machines share. It returns
+// the stand-in bd and the three directories.
+func sharedTracker(t *testing.T, prefix string) (bin, root, seed, remote string) {
+	t.Helper()
+	bin, err := standintest.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root, err = filepath.EvalSymlinks(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t, filepath.Join(root, "home"))
+	servers := filepath.Join(root, "servers")
+	if err := os.MkdirAll(filepath.Join(servers, "127.0.0.1_45021"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BD_STANDIN_SERVER_ROOT", servers)
+	seed, remote = filepath.Join(root, "seed"), filepath.Join(root, "remote.git")
+	if err := os.MkdirAll(seed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, seed, "git", "init", "-q", "-b", "main")
+	sh(t, seed, bin, "init", "--prefix", prefix, "--quiet", "--server", "--server-host", "127.0.0.1", "--server-port", "45021", "--external")
+	if err := os.WriteFile(filepath.Join(seed, "README.md"), []byte("two clones\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, seed, "git", "add", "-A")
+	sh(t, seed, "git", "commit", "-q", "-m", "base")
+	sh(t, root, "git", "clone", "-q", "--bare", seed, remote)
+	return bin, root, seed, remote
+}
+
 // TestTwoClonesOneTrackerBareRemote: two clones, each with its own pool
 // of 2 workers, share one tracker (the stand-in's server mode) and a bare
 // remote that refuses non-fast-forward updates. Every issue is closed and
 // integrated once, every commit reaches the remote, and nothing is forced.
 func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 	is := is.New(t)
-	bin, err := standintest.Binary()
-	is.NoErr(err)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	is.NoErr(err)
-	setEnv(t, filepath.Join(root, "home"))
-	servers := filepath.Join(root, "servers")
-	is.NoErr(os.MkdirAll(filepath.Join(servers, "127.0.0.1_45021"), 0o755))
-	t.Setenv("BD_STANDIN_SERVER_ROOT", servers)
 	t.Setenv("BD_STANDIN_TXN_WINDOW", "5ms")
-
-	seed, remote := filepath.Join(root, "seed"), filepath.Join(root, "remote.git")
-	is.NoErr(os.MkdirAll(seed, 0o755))
-	sh(t, seed, "git", "init", "-q", "-b", "main")
-	sh(t, seed, bin, "init", "--prefix", "tc", "--quiet", "--server", "--server-host", "127.0.0.1", "--server-port", "45021", "--external")
-	is.NoErr(os.WriteFile(filepath.Join(seed, "README.md"), []byte("two clones\n"), 0o644))
-	sh(t, seed, "git", "add", "-A")
-	sh(t, seed, "git", "commit", "-q", "-m", "base")
-	sh(t, root, "git", "clone", "-q", "--bare", seed, remote)
+	bin, root, seed, remote := sharedTracker(t, "tc")
 	sh(t, remote, "git", "config", "receive.denyNonFastForwards", "true")
 	sh(t, remote, "git", "config", "receive.denyDeletes", "true")
 	const n = 12
@@ -118,23 +136,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 // blocker's work. Clone a notes where the work went on the blocker.
 func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 	is := is.New(t)
-	bin, err := standintest.Binary()
-	is.NoErr(err)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	is.NoErr(err)
-	setEnv(t, filepath.Join(root, "home"))
-	servers := filepath.Join(root, "servers")
-	is.NoErr(os.MkdirAll(filepath.Join(servers, "127.0.0.1_45022"), 0o755))
-	t.Setenv("BD_STANDIN_SERVER_ROOT", servers)
-
-	seed, remote := filepath.Join(root, "seed"), filepath.Join(root, "remote.git")
-	is.NoErr(os.MkdirAll(seed, 0o755))
-	sh(t, seed, "git", "init", "-q", "-b", "main")
-	sh(t, seed, bin, "init", "--prefix", "rb", "--quiet", "--server", "--server-host", "127.0.0.1", "--server-port", "45022", "--external")
-	is.NoErr(os.WriteFile(filepath.Join(seed, "README.md"), []byte("two clones\n"), 0o644))
-	sh(t, seed, "git", "add", "-A")
-	sh(t, seed, "git", "commit", "-q", "-m", "base")
-	sh(t, root, "git", "clone", "-q", "--bare", seed, remote)
+	bin, root, seed, remote := sharedTracker(t, "rb")
 	blocker := sh(t, seed, bin, "--quiet", "create", "blocker", "--silent")
 	dependent := sh(t, seed, bin, "--quiet", "create", "dependent", "--silent")
 	sh(t, seed, bin, "--quiet", "dep", "add", dependent, blocker)
