@@ -1,0 +1,450 @@
+// Package gitscrub removes what an agent can plant where git opens a
+// file, before ralphd's own git calls read there.
+//
+// git opens its own files (loose refs, reflogs, HEAD, the index,
+// packed-refs, config, loose objects, info/*) with a plain blocking
+// open and reads them to their end. An agent that runs as the user can
+// put a FIFO there (every git call that reads it blocks until ralphd's
+// timeout), a symlink to /dev/zero (git reads until it runs out of
+// memory), a huge file in a loose ref's place, or a directory where git
+// wants HEAD. git has no setting that makes it open these non-blocking:
+// refs/files-backend.c lstat()s a loose ref, then open()s anything that
+// is neither a directory nor a "refs/..." symlink, and reads it whole.
+//
+// So, at the points where an agent's code has just run, ralphd calls
+// [Repo.Scrub], which walks those places with lstat and readdir only
+// (never opening anything it has not first found to be a small regular
+// file) and removes what git could block or choke on. Each finding is
+// returned for the caller to report as tamper.
+package gitscrub
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
+)
+
+// MaxRef is the largest file Scrub leaves in a loose ref's place (and in
+// HEAD's, and the other files git reads as one ref or one path): a ref is
+// one object id or "ref: " and a name git caps at a path's length.
+const MaxRef = 64 << 10
+
+// Planted is one thing Scrub found where git opens a file.
+type Planted struct {
+	// Path is where it was.
+	Path string
+	// What says what was there: "a FIFO", "a symlink to /dev/zero (a
+	// device)", "a directory", "a 1 GiB file".
+	What string
+	// Fix says what Scrub did about it: "removed", or "removed; HEAD
+	// written back as ref: refs/heads/main".
+	Fix string
+	// Err says why the fix failed; nil when it did not.
+	Err error
+}
+
+// String describes the finding for a log line or a note.
+func (p Planted) String() string {
+	s := fmt.Sprintf("%s: %s, where git opens a file", p.Path, p.What)
+	if p.Err != nil {
+		return s + "; it could not be removed: " + p.Err.Error()
+	}
+	return s + "; " + p.Fix
+}
+
+// Repo names the git directories of one repository and what its work
+// trees' HEADs hold.
+type Repo struct {
+	// Common is the repository's common git directory (the main work
+	// tree's .git), absolute. Every work tree's git directory is under
+	// its worktrees/.
+	Common string
+	// Heads says, by work tree directory (absolute, as git lists it),
+	// what that work tree's HEAD holds: "ref: refs/heads/<branch>" or a
+	// commit id. A HEAD found planted is written back with it (without
+	// an entry it is only removed, and git then refuses that work tree),
+	// and each of these work trees' .git file is checked to lead to its
+	// own git directory.
+	Heads map[string]string
+
+	mu sync.Mutex // one scrub at a time: another would see this one's removals as deletions
+}
+
+// skip are the directories of a git directory that Scrub does not walk:
+// git runs nothing from hooks/ (ralphd's git has no hooks), modules/
+// holds submodules' repositories, which ralphd's git does not enter,
+// lfs/ is read by git-lfs only, and worktrees/ is walked one work tree's
+// git directory at a time.
+var skip = []string{"hooks", "modules", "lfs", "worktrees"}
+
+// fileNames are the names, at the top of a git directory, of files git
+// reads: a directory there is planted.
+var fileNames = []string{"HEAD", "index", "config", "config.worktree", "packed-refs", "commondir", "gitdir",
+	"shallow", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD",
+	"AUTO_MERGE", "BISECT_HEAD", "locked"}
+
+// Scrub walks the places git opens files in r (the common directory, each
+// work tree's git directory, each known work tree's .git file) and
+// removes anything there git could block or choke on: a FIFO, a device,
+// a symlink that leads to neither a regular file nor (in refs/ and for
+// HEAD, as git allows) names a ref, a directory where git reads a file,
+// and a file over MaxRef where git reads one ref. Sockets are left: git
+// never opens one. What a work tree cannot do without (its HEAD, and for
+// a work tree of Heads its git directory's commondir and gitdir, and its
+// .git file) is written back. It returns what it found; the error says
+// why a place could not be looked at.
+func (r *Repo) Scrub() ([]Planted, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &scrubber{}
+	if err := s.gitDir(r.Common, r.Common); err != nil {
+		return s.found, err
+	}
+	s.writeBack(filepath.Join(r.Common, "HEAD"), r.head(filepath.Dir(r.Common)))
+	admin, err := os.ReadDir(filepath.Join(r.Common, "worktrees"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return s.found, fmt.Errorf("look at %s: %w", filepath.Join(r.Common, "worktrees"), err)
+	}
+	trees := map[string]string{} // work tree -> its git directory
+	for _, e := range admin {
+		dir := filepath.Join(r.Common, "worktrees", e.Name())
+		if !e.IsDir() {
+			s.remove(dir, e.Type())
+			continue
+		}
+		if err := s.gitDir(dir, r.Common); err != nil {
+			return s.found, err
+		}
+		if tree := workTree(dir); tree != "" {
+			trees[tree] = dir
+		}
+	}
+	for tree, head := range r.Heads {
+		dir, ok := trees[tree]
+		for t, d := range trees {
+			if !ok && sameDir(t, tree) {
+				tree, dir, ok = t, d, true
+			}
+		}
+		if !ok {
+			// Its gitdir file was planted (and removed): its .git file
+			// still names its git directory.
+			if dir = adminOf(tree, r.Common); dir == "" {
+				continue
+			}
+			s.writeBack(filepath.Join(dir, "gitdir"), filepath.Join(tree, ".git"))
+		}
+		s.writeBack(filepath.Join(dir, "HEAD"), head)
+		s.writeBack(filepath.Join(dir, "commondir"), "../..")
+		s.dotGit(tree, dir)
+	}
+	return s.found, nil
+}
+
+// head returns what Heads says tree's HEAD holds, "" when it says nothing.
+func (r *Repo) head(tree string) string {
+	if h, ok := r.Heads[tree]; ok {
+		return h
+	}
+	for t, h := range r.Heads {
+		if sameDir(t, tree) {
+			return h
+		}
+	}
+	return ""
+}
+
+// scrubber collects what Scrub finds.
+type scrubber struct {
+	found []Planted
+}
+
+// gitDir scrubs the git directory g (the common one, or one of a work
+// tree's).
+func (s *scrubber) gitDir(g, common string) error {
+	entries, err := os.ReadDir(g)
+	if err != nil {
+		return fmt.Errorf("look at %s: %w", g, err)
+	}
+	for _, e := range entries {
+		name, path := e.Name(), filepath.Join(g, e.Name())
+		switch {
+		case e.IsDir() && slices.Contains(fileNames, name):
+			s.remove(path, e.Type())
+		case e.IsDir() && (g == common && slices.Contains(skip, name)):
+		case e.IsDir():
+			if err := s.walk(path, name == "refs"); err != nil {
+				return err
+			}
+		default:
+			s.file(path, e.Type(), refLike(name), name == "HEAD")
+		}
+	}
+	return nil
+}
+
+// refLike reports whether git reads the top-level file name as one ref or
+// one path (so that more than MaxRef there is planted).
+func refLike(name string) bool {
+	return name == "commondir" || name == "gitdir" || name == "locked" ||
+		strings.HasSuffix(name, "HEAD") && name != "FETCH_HEAD"
+}
+
+// walk scrubs the directory dir, all the way down; refs is true under
+// refs/, where every file is one ref and git reads a symlink that names a
+// ref as that name.
+func (s *scrubber) walk(dir string, refs bool) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone since it was listed: git's own doing
+		}
+		return fmt.Errorf("look at %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			if err := s.walk(path, refs); err != nil {
+				return err
+			}
+			continue
+		}
+		s.file(path, e.Type(), refs, refs)
+	}
+	return nil
+}
+
+// file looks at the non-directory at path, of type typ as its directory
+// listed it. small means git reads it as one ref; symref that git reads a
+// symlink there that names a ref as that name, without opening it.
+func (s *scrubber) file(path string, typ fs.FileMode, small, symref bool) {
+	switch {
+	case typ&fs.ModeSocket != 0:
+		return // open() fails on a socket at once
+	case typ.IsRegular():
+		if small {
+			fi, err := os.Lstat(path)
+			if err == nil && fi.Mode().IsRegular() && fi.Size() > MaxRef {
+				s.removeWhat(path, "a "+size(fi.Size())+" file")
+			}
+		}
+		return
+	case typ&fs.ModeSymlink != 0:
+		s.symlink(path, small, symref)
+		return
+	}
+	s.remove(path, typ)
+}
+
+// symlink looks at the symlink at path: it stays when git would read it
+// as a ref's name (symref), or when it leads to a regular file (of at
+// most MaxRef where small).
+func (s *scrubber) symlink(path string, small, symref bool) {
+	to, err := os.Readlink(path)
+	if err != nil {
+		return // gone since it was listed
+	}
+	if symref && strings.HasPrefix(to, "refs/") {
+		return
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		s.removeWhat(path, fmt.Sprintf("a symlink to %s, which cannot be read", to))
+	case !fi.Mode().IsRegular():
+		if fi.Mode()&fs.ModeNamedPipe != 0 {
+			unblock(path, 0)
+		}
+		s.removeWhat(path, fmt.Sprintf("a symlink to %s (%s)", to, atomicfile.Describe(fi.Mode())))
+	case small && fi.Size() > MaxRef:
+		s.removeWhat(path, fmt.Sprintf("a symlink to %s (a %s file)", to, size(fi.Size())))
+	}
+}
+
+// remove removes what is at path, of type typ. A git already blocked
+// on a FIFO there is let go first.
+func (s *scrubber) remove(path string, typ fs.FileMode) {
+	if typ&fs.ModeNamedPipe != 0 {
+		unblock(path, syscall.O_NOFOLLOW)
+	}
+	s.removeWhat(path, atomicfile.Describe(typ))
+}
+
+// unblock lets go of whoever waits in open() on the FIFO at path (flags
+// add O_NOFOLLOW, or not to follow a symlink to it): opened for reading
+// and writing, which never blocks, it has both ends, so that a git
+// waiting to read it or to append to it gets through its open. Closed
+// again at once, the reader then reads the end of the file, and the
+// writer fails. Removing the FIFO alone would leave them waiting.
+func unblock(path string, flags int) {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK|flags, 0)
+	if err != nil {
+		return
+	}
+	_ = f.Close()
+}
+
+// removeWhat removes what is at path, described as what.
+func (s *scrubber) removeWhat(path, what string) {
+	p := Planted{Path: path, What: what, Fix: "removed"}
+	if err := os.RemoveAll(path); err != nil {
+		p.Err = err
+	}
+	s.found = append(s.found, p)
+}
+
+// writeBack writes the file at path back as content when this scrub
+// removed it, or when it is missing; content "" leaves it.
+func (s *scrubber) writeBack(path, content string) {
+	if content == "" {
+		return
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !s.has(path) {
+		s.found = append(s.found, Planted{Path: path, What: "nothing (deleted)"})
+	}
+	for i := range s.found {
+		p := &s.found[i]
+		if p.Path != path || p.Err != nil {
+			continue
+		}
+		if err := atomicfile.Write(path, []byte(content+"\n"), 0o644); err != nil {
+			p.Err = fmt.Errorf("%s could not be written back: %w", filepath.Base(path), err)
+			return
+		}
+		w := "written back as " + content
+		if p.Fix != "" {
+			w = p.Fix + "; " + w
+		}
+		p.Fix = w
+		return
+	}
+}
+
+// adminOf returns the git directory under common's worktrees/ that tree's
+// .git file names, or "".
+func adminOf(tree, common string) string {
+	b, err := atomicfile.Read(filepath.Join(tree, ".git"), MaxRef)
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(tree, dir)
+	}
+	dir = filepath.Clean(dir)
+	if filepath.Dir(dir) != filepath.Join(common, "worktrees") {
+		return ""
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return dir
+}
+
+// has reports whether this scrub found something at path.
+func (s *scrubber) has(path string) bool {
+	for _, p := range s.found {
+		if p.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// workTree returns the work tree whose git directory is admin, as its
+// gitdir file names it ("" when it cannot be read).
+func workTree(admin string) string {
+	b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), MaxRef)
+	if err != nil {
+		return ""
+	}
+	dotGit := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(dotGit) {
+		dotGit = filepath.Join(admin, dotGit)
+	}
+	return filepath.Dir(filepath.Clean(dotGit))
+}
+
+// dotGit checks that tree's .git file leads to admin, its git directory,
+// and writes it back when it does not: an agent can point it at another
+// repository, where ralphd's git would then read and commit.
+func (s *scrubber) dotGit(tree, admin string) {
+	path := filepath.Join(tree, ".git")
+	want := "gitdir: " + admin
+	b, err := atomicfile.Read(path, MaxRef)
+	var what string
+	switch {
+	case err == nil:
+		got := strings.TrimSpace(string(b))
+		dir, ok := strings.CutPrefix(got, "gitdir: ")
+		if ok && !filepath.IsAbs(dir) {
+			dir = filepath.Join(tree, dir)
+		}
+		if ok && sameDir(dir, admin) {
+			return
+		}
+		what = fmt.Sprintf("a .git file that reads %q", truncate(got))
+	case errors.Is(err, fs.ErrNotExist):
+		what = "nothing (the .git file was deleted)"
+	default:
+		fi, lerr := os.Lstat(path)
+		if lerr != nil {
+			return
+		}
+		what = atomicfile.Describe(fi.Mode())
+		if fi.Mode()&fs.ModeNamedPipe != 0 {
+			unblock(path, syscall.O_NOFOLLOW)
+		}
+		if fi.Mode().IsRegular() {
+			what = "a " + size(fi.Size()) + " .git file"
+		}
+	}
+	p := Planted{Path: path, What: what, Fix: "written back as " + want}
+	if err := os.RemoveAll(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		p.Err = err
+	} else if err := atomicfile.Write(path, []byte(want+"\n"), 0o644); err != nil {
+		p.Err = err
+	}
+	s.found = append(s.found, p)
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+func truncate(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// size renders a byte count for a person.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d-byte", n)
+}

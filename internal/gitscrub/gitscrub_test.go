@@ -1,0 +1,366 @@
+package gitscrub
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+)
+
+// bound is how long one git call may take in these tests before it
+// counts as hung: far more than any of them needs, far less than CI's.
+const bound = 20 * time.Second
+
+// repo is a repository with one commit on main and a linked work tree
+// on branch b1.
+type repo struct {
+	dir, tree, common, admin string
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	// Memory capped: a git that reads /dev/zero fails instead of taking
+	// the machine's memory.
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `ulimit -v 4000000 && exec git "$@"`, "git"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("git %v in %s hung (killed after %s)", args, dir, bound)
+	}
+	if err != nil {
+		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func newRepo(t testing.TB) repo {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repo{dir: filepath.Join(root, "repo"), tree: filepath.Join(root, "w1")}
+	r.common = filepath.Join(r.dir, ".git")
+	r.admin = filepath.Join(r.common, "worktrees", "w1")
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.dir, "init", "-q", "-b", "main")
+	git(t, r.dir, "add", "a.txt")
+	git(t, r.dir, "commit", "-q", "-m", "base")
+	git(t, r.dir, "worktree", "add", "-q", "-b", "b1", r.tree)
+	return r
+}
+
+func (r repo) scrub() *Repo {
+	return &Repo{Common: r.common, Heads: map[string]string{r.dir: "ref: refs/heads/main", r.tree: "ref: refs/heads/b1"}}
+}
+
+// usable runs the git calls ralphd makes in both work trees, each bounded,
+// and checks that each work tree is still on its branch.
+func (r repo) usable(t *testing.T) {
+	t.Helper()
+	is := is.New(t)
+	git(t, r.dir, "for-each-ref")
+	git(t, r.dir, "worktree", "list", "--porcelain")
+	git(t, r.dir, "status", "--porcelain")
+	git(t, r.tree, "status", "--porcelain")
+	git(t, r.tree, "log", "-1", "--format=%H")
+	git(t, r.tree, "commit", "-q", "--allow-empty", "-m", "after")
+	is.Equal(git(t, r.dir, "symbolic-ref", "HEAD"), "refs/heads/main")
+	is.Equal(git(t, r.tree, "symbolic-ref", "HEAD"), "refs/heads/b1")
+	is.Equal(git(t, r.tree, "rev-parse", "--absolute-git-dir"), r.admin)
+}
+
+func mkfifo(t testing.TB, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t testing.TB, to, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(to, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A planted route: plant puts something where git opens a file and
+// returns where.
+type route struct {
+	name  string
+	plant func(t *testing.T, r repo) string
+}
+
+// fifo is a route that puts a FIFO at rel in the git directory dir(r).
+func fifo(name string, dir func(repo) string, rel string) route {
+	return route{name, func(t *testing.T, r repo) string {
+		p := filepath.Join(dir(r), rel)
+		mkfifo(t, p)
+		return p
+	}}
+}
+
+func common(r repo) string { return r.common }
+func admin(r repo) string  { return r.admin }
+
+// routes are the plantings that make git block, read forever, or refuse
+// a work tree; every one was seen to do so with git 2.39 (see
+// TestGitHangsWithoutScrub for the hangs).
+func routes() []route {
+	rs := []route{}
+	for _, rel := range []string{"refs/heads/x", "refs/tags/t", "refs/heads/ralphd/workers/w1/work", "logs/HEAD",
+		"logs/refs/heads/main", "packed-refs", "config", "HEAD", "info/attributes", "info/exclude",
+		"objects/info/alternates", "objects/info/commit-graph", "shallow", "index", "FETCH_HEAD", "remotes/origin"} {
+		rs = append(rs, fifo("FIFO at common "+rel, common, rel))
+	}
+	for _, rel := range []string{"HEAD", "index", "commondir", "gitdir", "locked", "ORIG_HEAD", "MERGE_HEAD",
+		"logs/HEAD", "rebase-merge/head-name", "refs/bisect/bad"} {
+		rs = append(rs, fifo("FIFO at worktree's "+rel, admin, rel))
+	}
+	return append(rs,
+		route{"FIFO in a loose object's place", func(t *testing.T, r repo) string {
+			blob := git(t, r.dir, "rev-parse", "HEAD:a.txt")
+			p := filepath.Join(r.common, "objects", blob[:2], blob[2:])
+			mkfifo(t, p)
+			return p
+		}},
+		route{"symlink to /dev/zero as a loose ref", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.common, "refs", "heads", "z")
+			symlink(t, "/dev/zero", p)
+			return p
+		}},
+		route{"symlink to a FIFO outside as a reflog", func(t *testing.T, r repo) string {
+			out := filepath.Join(t.TempDir(), "fifo")
+			mkfifo(t, out)
+			p := filepath.Join(r.common, "logs", "refs", "heads", "main")
+			symlink(t, out, p)
+			return p
+		}},
+		route{"symlink to a huge file as a loose ref", func(t *testing.T, r repo) string {
+			big := filepath.Join(t.TempDir(), "big")
+			write(t, big, make([]byte, 2*MaxRef))
+			p := filepath.Join(r.common, "refs", "heads", "big")
+			symlink(t, big, p)
+			return p
+		}},
+		route{"huge file as a loose ref", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.common, "refs", "tags", "big")
+			write(t, p, make([]byte, 2*MaxRef))
+			return p
+		}},
+		route{"symlinked directory of FIFOs in refs", func(t *testing.T, r repo) string {
+			out := t.TempDir()
+			mkfifo(t, filepath.Join(out, "x"))
+			p := filepath.Join(r.common, "refs", "heads", "d")
+			symlink(t, out, p)
+			return p
+		}},
+		route{"dangling symlink as a loose ref", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.common, "refs", "heads", "later")
+			symlink(t, filepath.Join(t.TempDir(), "not-yet"), p)
+			return p
+		}},
+		route{"directory as the worktree's HEAD", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.admin, "HEAD")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(p, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		route{"directory as the index", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.common, "index")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		route{"worktree's HEAD deleted", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.admin, "HEAD")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}},
+		route{"a gitdir: file leading to another repository", func(t *testing.T, r repo) string {
+			other := filepath.Join(t.TempDir(), "other")
+			git(t, t.TempDir(), "init", "-q", "-b", "b1", other)
+			git(t, other, "commit", "-q", "--allow-empty", "-m", "decoy")
+			p := filepath.Join(r.tree, ".git")
+			write(t, p, []byte("gitdir: "+filepath.Join(other, ".git")+"\n"))
+			return p
+		}},
+		route{"a FIFO as the worktree's .git", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.tree, ".git")
+			mkfifo(t, p)
+			return p
+		}},
+		route{"a repository as the worktree's .git", func(t *testing.T, r repo) string {
+			p := filepath.Join(r.tree, ".git")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			git(t, r.tree, "init", "-q", "-b", "b1")
+			return p
+		}},
+	)
+}
+
+// TestScrubRemovesEveryRoute: after each planting, Scrub reports it, and
+// every git call ralphd makes then ends, in both work trees, each still
+// on its branch.
+func TestScrubRemovesEveryRoute(t *testing.T) {
+	for _, rt := range routes() {
+		t.Run(rt.name, func(t *testing.T) {
+			is := is.New(t)
+			r := newRepo(t)
+			where := rt.plant(t, r)
+			found, err := r.scrub().Scrub()
+			is.NoErr(err)
+			paths := []string{}
+			for _, p := range found {
+				is.NoErr(p.Err)
+				is.True(p.What != "" && p.Fix != "")
+				is.True(strings.Contains(p.String(), p.Path))
+				paths = append(paths, p.Path)
+			}
+			is.True(len(found) >= 1)
+			is.Equal(paths[0], where) // reported where it was planted
+			r.usable(t)
+			again, err := r.scrub().Scrub()
+			is.NoErr(err)
+			is.Equal(again, []Planted(nil)) // nothing left
+		})
+	}
+}
+
+// TestScrubLeavesWhatGitMakes: a repository as git and a person leave it
+// (a ref that is a symlink naming a ref, a socket such as fsmonitor's, a
+// config symlinked to a file elsewhere, packed refs, a long reflog, an
+// ongoing rebase's files, a stash) holds nothing planted.
+func TestScrubLeavesWhatGitMakes(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	git(t, r.dir, "branch", "side")
+	git(t, r.dir, "tag", "-a", "-m", "v", "v1")
+	git(t, r.dir, "pack-refs", "--all")
+	git(t, r.dir, "branch", "loose")
+	for range 400 { // a reflog over MaxRef
+		git(t, r.dir, "update-ref", "-m", strings.Repeat("x", 200), "refs/heads/loose", "HEAD")
+	}
+	symlink(t, "refs/heads/main", filepath.Join(r.common, "refs", "heads", "alias"))
+	cfg := filepath.Join(t.TempDir(), "config")
+	b, err := os.ReadFile(filepath.Join(r.common, "config"))
+	is.NoErr(err)
+	write(t, cfg, b)
+	symlink(t, cfg, filepath.Join(r.common, "config"))
+	l, err := net.Listen("unix", filepath.Join(r.common, "fsmonitor--daemon.ipc"))
+	is.NoErr(err)
+	defer l.Close()
+	write(t, filepath.Join(r.tree, "a.txt"), []byte("changed\n"))
+	git(t, r.tree, "stash")
+	git(t, r.dir, "gc", "-q")
+
+	found, err := r.scrub().Scrub()
+	is.NoErr(err)
+	is.Equal(found, []Planted(nil))
+	r.usable(t)
+}
+
+// TestGitHangsWithoutScrub shows the hang Scrub exists for, so that a git
+// that stops blocking is noticed: a FIFO as a loose ref blocks
+// for-each-ref, and a FIFO as a work tree's HEAD blocks status there.
+func TestGitHangsWithoutScrub(t *testing.T) {
+	r := newRepo(t)
+	mkfifo(t, filepath.Join(r.common, "refs", "heads", "x"))
+	mkfifo(t, filepath.Join(r.admin, "index"))
+	for _, c := range []struct{ dir, args string }{{r.dir, "for-each-ref"}, {r.tree, "status --porcelain"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		cmd := exec.CommandContext(ctx, "git", strings.Fields(c.args)...)
+		cmd.Dir = c.dir
+		err := cmd.Run()
+		cancel()
+		if ctx.Err() == nil {
+			t.Errorf("git %s ended (%v) with a FIFO planted: git no longer blocks there", c.args, err)
+		}
+	}
+}
+
+// TestScrubLetsGoOfAWaitingGit: a git already blocked on a planted FIFO
+// (reading a loose ref, or appending to a reflog) gets through once Scrub
+// removes it, instead of waiting for its timeout.
+func TestScrubLetsGoOfAWaitingGit(t *testing.T) {
+	for _, tc := range []struct{ rel, args string }{
+		{"refs/heads/x", "for-each-ref"},
+		{"logs/refs/heads/main", "-c user.name=t -c user.email=t@x commit -q --allow-empty -m x"},
+		{"packed-refs", "rev-parse --verify -q refs/heads/nothing"},
+	} {
+		t.Run(tc.rel, func(t *testing.T) {
+			is := is.New(t)
+			r := newRepo(t)
+			mkfifo(t, filepath.Join(r.common, tc.rel))
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "git", strings.Fields(tc.args)...)
+			cmd.Dir = r.dir
+			is.NoErr(cmd.Start())
+			ended := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(ended) }()
+			select {
+			case <-ended:
+				t.Fatalf("git %s did not block on the FIFO", tc.args)
+			case <-time.After(300 * time.Millisecond):
+			}
+			found, err := r.scrub().Scrub()
+			is.NoErr(err)
+			is.Equal(len(found), 1)
+			select {
+			case <-ended:
+				is.True(ctx.Err() == nil) // let go, not killed
+			case <-ctx.Done():
+				t.Fatalf("git %s still blocked after the scrub", tc.args)
+			}
+			r.usable(t)
+		})
+	}
+}
