@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/gitscrub"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -86,6 +87,10 @@ type Queue struct {
 	// called with the queue's lock held, and from Hand concurrently with
 	// an integration: it must not call the queue.
 	Moved func(workertree.Move)
+	// Scrub, when set, names the repository's git directories: before
+	// Hand's and each integration's git work, what an agent planted there
+	// (a FIFO, a link to /dev/zero) is removed and reported to Moved.
+	Scrub *gitscrub.Repo
 
 	mu sync.Mutex
 	// want is where the queue left the target ("" until Watch); home is
@@ -195,6 +200,9 @@ func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 	if req.Dir == "" || req.Branch == "" {
 		return "", errors.New("hand over: request without a worktree or branch")
 	}
+	if err := q.scrub(); err != nil {
+		return "", err
+	}
 	check := !req.Checked
 	if !check {
 		// Looked at just before: again only if there is something to
@@ -240,6 +248,9 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.scrub(); err != nil {
+		return res, err
+	}
 	tries := q.MaxPushTries
 	if tries <= 0 {
 		tries = DefaultMaxPushTries

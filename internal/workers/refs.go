@@ -134,7 +134,7 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 	end := w.end
 	r := p.refs[w.worker]
 	p.mu.Unlock()
-	var errs []error
+	errs := []error{p.scrub()}
 	tip := ""
 	if r != nil {
 		var err error
@@ -362,6 +362,13 @@ func (p *Pool) lastClean() time.Time {
 // targetMoved is the queue's Moved: a move of the target, or of a
 // worker's refs found by the queue.
 func (p *Pool) targetMoved(m workertree.Move) {
+	if m.Planted != "" {
+		p.mu.Lock()
+		since := p.scrubbed
+		p.mu.Unlock()
+		p.moved(m, since)
+		return
+	}
 	since := p.lastClean()
 	if c := p.Queue.CleanAt(); m.Worker == "" && c.After(since) {
 		since = c // the target was last found in place then

@@ -30,6 +30,7 @@ import (
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/claim"
+	"github.com/ralphd/ralphd/internal/gitscrub"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -227,6 +228,10 @@ type Pool struct {
 	// refLocks are the workers' locks against a check putting back their
 	// refs while they start to move them (recheck).
 	refLocks map[string]*sync.Mutex
+	// scrubRepo names the git directories to scrub (planted.go);
+	// scrubbed is when a scrub last found nothing planted.
+	scrubRepo *gitscrub.Repo
+	scrubbed  time.Time
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
@@ -348,6 +353,11 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	}
 	p.sum = Summary{Failed: map[string][]string{}}
 	p.probe, p.emptyIn = make(chan struct{}, 1), -1
+	stopScrub, err := p.prepareScrub(ctx)
+	if err != nil {
+		return p.sum, err
+	}
+	defer stopScrub()
 	if _, err := p.Queue.Recover(ctx); err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}

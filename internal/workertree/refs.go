@@ -36,10 +36,17 @@ type Move struct {
 	// are then unused): no git of ralphd's held it, and while it stays
 	// every move of Ref fails. It was removed unless Err says why not.
 	Lock string
+	// Planted, when set, says what was found where git opens a file (a
+	// FIFO, a link to a device; see gitscrub) and what was done about it;
+	// Ref is then the path, and Want, Got and Lock are unused.
+	Planted string
 }
 
 // String describes the move for a log line or a note.
 func (m Move) String() string {
+	if m.Planted != "" {
+		return m.Planted
+	}
 	if m.Lock != "" {
 		s := fmt.Sprintf("%s was locked by something other than ralphd (%s left in place)", m.Ref, m.Lock)
 		if m.Err != nil {

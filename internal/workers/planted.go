@@ -1,0 +1,96 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/gitscrub"
+	"github.com/ralphd/ralphd/internal/workertree"
+)
+
+// An agent can plant a FIFO, or a link to /dev/zero, where git opens a
+// file (a loose ref, a reflog, a worktree's HEAD or index): every git
+// call that reads it would then block for its timeout, again and again.
+// The pool removes what is planted there (gitscrub) at the start, at
+// each window's end, and, through the queue, before each hand-over and
+// integration, and charges it like a move of a ref: to every iteration
+// whose window was open since a scrub last found nothing.
+//
+// Those scrubs come after the agent whose window ends, but the other
+// workers' agents run meanwhile: one can plant a FIFO just before another
+// worker's git call. So the pool also scrubs every scrubEvery while it
+// runs; a scrub lets go of a git already waiting on a FIFO it removes,
+// which bounds such a wait to about scrubEvery.
+
+// scrubEvery is how often the pool scrubs while it runs.
+const scrubEvery = 2 * time.Second
+
+// prepareScrub names the repository's git directories and what each of
+// the pool's worktrees' HEAD holds, for the scrubs, and scrubs once
+// before the pool's first git work (what is found then is reported, and
+// charged to nobody). Then it scrubs every scrubEvery until stop is
+// called.
+func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
+	common, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("workers: find the git directory: %w", err)
+	}
+	r := &gitscrub.Repo{Common: strings.TrimSpace(string(common)), Heads: map[string]string{}}
+	// The main checkout's HEAD as it is now, before any agent ran.
+	if head, err := atomicfile.Read(filepath.Join(r.Common, "HEAD"), gitscrub.MaxRef); err == nil {
+		r.Heads[p.Queue.Repo] = strings.TrimSpace(string(head))
+	}
+	for i := 1; i <= max(1, p.Workers); i++ {
+		r.Heads[filepath.Join(p.Trees.Root, Name(i))] = "ref: refs/heads/" + workertree.Branch(Name(i))
+	}
+	p.scrubRepo = r
+	p.scrubbed = time.Now()
+	if err := p.scrub(); err != nil {
+		return nil, fmt.Errorf("workers: %w", err)
+	}
+	p.Queue.Scrub = r
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(scrubEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := p.scrub(); err != nil {
+					p.log(Event{Kind: "planted", Detail: err.Error()})
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-ended }, nil
+}
+
+// scrub removes what is planted where git opens files, and charges each
+// finding like a move of a ref.
+func (p *Pool) scrub() error {
+	if p.scrubRepo == nil {
+		return nil
+	}
+	started := time.Now()
+	found, err := p.scrubRepo.Scrub()
+	p.mu.Lock()
+	since := p.scrubbed
+	if len(found) == 0 && err == nil {
+		p.scrubbed = started
+	}
+	p.mu.Unlock()
+	for _, f := range found {
+		p.moved(workertree.Move{Ref: f.Path, Planted: f.String(), Err: f.Err}, since)
+	}
+	if err != nil {
+		return fmt.Errorf("remove what was planted in the git directory: %w", err)
+	}
+	return nil
+}
