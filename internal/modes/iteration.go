@@ -383,6 +383,7 @@ func (l *Loop) trackerReplaced(res *Result, it *buildIter) error {
 // agent's code changed is put back as ralphd left it, and recorded as a
 // violation.
 func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
+	planted := l.scrubGit(res, it) // first: the git calls below would block on a FIFO
 	restored, err := l.State.Unseal()
 	if err != nil {
 		l.human().Error("could not restore ralphd's state files", "err", err)
@@ -407,6 +408,7 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 		all = append(all, logTamper)
 	}
 	all = append(all, changes...)
+	all = append(all, planted...)
 	if len(all) > 0 {
 		note := "ralphd: restored what BUILD may not change: " + strings.Join(all, "; ") +
 			". ralphd's state and .ralph/ belong to ralphd and PLANNING; leave a note instead."

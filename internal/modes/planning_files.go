@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/dirsnap"
 	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/gitscrub"
 )
 
 // planningFiles is what BUILD may not change outside the tracker, held
@@ -30,6 +32,9 @@ type planningFiles struct {
 	// The work tree's git dirs as found, for the sandbox to protect; ""
 	// when git could not say.
 	gitDir, gitCommonDir string
+	// headRef is what the work tree's HEAD file held ("ref: refs/heads/x"
+	// or a commit), to write it back when it is found planted.
+	headRef string
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
@@ -66,6 +71,9 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	}
 	p.head, p.ralphTree = where.Head, where.Tree
 	p.gitDir, p.gitCommonDir = where.GitDir, where.CommonDir
+	if b, err := atomicfile.Read(filepath.Join(where.GitDir, "HEAD"), gitscrub.MaxRef); err == nil {
+		p.headRef = strings.TrimSpace(string(b))
+	}
 	if p.git, err = gitsafe.SnapshotAt(where.CommonDir); err != nil {
 		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
 	}

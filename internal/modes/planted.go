@@ -1,0 +1,38 @@
+package modes
+
+import (
+	"github.com/ralphd/ralphd/internal/gitscrub"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+)
+
+// scrubGit removes what the iteration's code planted where git opens a
+// file (a FIFO as a loose ref, a link to /dev/zero as a reflog, a
+// directory as HEAD: see gitscrub), before the judgement's git calls,
+// which would block or read without end there, and records each as a
+// violation of the iteration. It returns one line for each. Workers
+// scrub in the pool (internal/workers), which charges every window that
+// was open, as it does a move of a ref.
+func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
+	if l.shared != nil || it.held.gitCommonDir == "" {
+		return nil
+	}
+	r := &gitscrub.Repo{Common: it.held.gitCommonDir}
+	if it.held.headRef != "" {
+		r.Heads = map[string]string{l.Dir: it.held.headRef}
+	}
+	found, err := r.Scrub()
+	if err != nil {
+		l.human().Error("could not look for what was planted in the git directory", "err", err)
+	}
+	var lines []string
+	for _, f := range found {
+		d := f.String()
+		it.fixed = append(it.fixed, "removed: "+d)
+		it.rec.Violations = append(it.rec.Violations, d)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "git_planted", Detail: d})
+		l.human().Warn("something was planted where git opens a file: removed", "detail", d)
+		lines = append(lines, d)
+	}
+	return lines
+}
