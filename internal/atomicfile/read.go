@@ -26,6 +26,19 @@ var ErrTooLarge = errors.New("file too large")
 // and never blocks on a FIFO put there between its check and its open. A
 // missing file gives an error that wraps [fs.ErrNotExist].
 func Read(path string, max int64) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAtMost(f, path, max)
+}
+
+// Open opens the file at path for reading, as [Read] does: only a regular
+// file, never through a symlink, never blocking on a FIFO, and without
+// opening a device. Anything else is an error wrapping [ErrNotRegular].
+// For streaming a file someone else can replace, such as a log.
+func Open(path string) (*os.File, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
@@ -40,14 +53,14 @@ func Read(path string, max int64) ([]byte, error) {
 		}
 		return nil, err
 	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
+	if fi, err = f.Stat(); err == nil {
+		err = regular(path, fi.Mode())
+	}
+	if err != nil {
+		_ = f.Close()
 		return nil, err
 	}
-	if err := regular(path, fi.Mode()); err != nil {
-		return nil, err
-	}
-	return readAtMost(f, path, max)
+	return f, nil
 }
 
 // ReadFollow reads the file at path as [Read] does, but follows a symlink

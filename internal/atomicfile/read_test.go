@@ -44,14 +44,26 @@ func TestRead(t *testing.T) {
 			done := make(chan struct{})
 			var got []byte
 			var err error
+			var openErr error
 			go func() {
 				defer close(done)
 				got, err = Read(path, 16)
+				var f *os.File
+				if f, openErr = Open(path); openErr == nil {
+					_ = f.Close()
+				}
 			}()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatal("Read blocked")
+				t.Fatal("Read or Open blocked")
+			}
+			wantOpen := tt.wantErr // Open refuses what Read refuses, but for the size
+			if wantOpen == ErrTooLarge {
+				wantOpen = nil
+			}
+			if (wantOpen == nil) != (openErr == nil) || wantOpen != nil && !errors.Is(openErr, wantOpen) {
+				t.Fatalf("Open error = %v; want %v", openErr, tt.wantErr)
 			}
 			if tt.wantErr == nil {
 				if err != nil || string(got) != tt.want {

@@ -59,7 +59,9 @@ func (f Files) add(path, rel string, fi fs.FileInfo) error {
 		f[rel] = File{Mode: fi.Mode()}
 		return nil
 	}
-	data, err := os.ReadFile(path)
+	// Not os.ReadFile: the directory is an agent's to write, and a FIFO
+	// put in the file's place since the Lstat would block the read.
+	data, err := atomicfile.Read(path, maxBytes)
 	if err != nil {
 		return err
 	}

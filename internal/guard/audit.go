@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/state"
@@ -74,7 +76,9 @@ func appendAudit(path string, call state.BDCall) error {
 	if err != nil {
 		return fmt.Errorf("encode audit record: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Non-blocking: a FIFO in the file's place fails the open (no reader)
+	// instead of holding the bd call.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("open audit file: %w", err)
 	}
@@ -90,9 +94,15 @@ func appendAudit(path string, call state.BDCall) error {
 	return nil
 }
 
+// maxAudit is the largest audit file readAudit reads: over a million bd
+// calls' records.
+const maxAudit = 256 << 20
+
 // readAudit reads an audit file; see Session.Calls.
+// Only a regular file of at most maxAudit bytes is read: a FIFO, or a
+// link to /dev/zero, in its place would hang the judgement.
 func readAudit(path string) []state.BDCall {
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.Read(path, maxAudit)
 	if err != nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package logjsonl
 import (
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -29,7 +30,9 @@ func AppendMeta(path string, event string, data any, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	// Non-blocking: a FIFO in the log's place fails the open (no reader)
+	// instead of holding the guard's bd call.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("open run log: %w", err)
 	}

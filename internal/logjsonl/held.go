@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // MaxHeld bounds the copy of its own log a Writer keeps in memory to put
@@ -135,7 +137,10 @@ func (w *Writer) Verify() *Tamper {
 	var data []byte
 	big := fi != nil && fi.Size() > maxVerifyRead
 	if t.Detail != "deleted" && !big {
-		data, _ = os.ReadFile(w.path)
+		// Not os.ReadFile: a FIFO, or a link to /dev/zero, put in the
+		// log's place would hang it; what is not a regular file is
+		// put back from the held copy alone.
+		data, _ = atomicfile.Read(w.path, maxVerifyRead)
 	}
 	if t.Detail == "" && big {
 		t.Detail = fmt.Sprintf("changed (grown to %d bytes)", fi.Size())
@@ -168,7 +173,7 @@ const maxForeignLine = 1 << 20
 
 // sumFile streams the log at path through sumLines.
 func sumFile(path string) (sum []byte, n int64, ok bool, err error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -322,7 +327,7 @@ func (w *Writer) restore(content []byte) error {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("restore run log: %w", err)
 	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("reopen restored run log: %w", err)
 	}

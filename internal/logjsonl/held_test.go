@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -315,4 +316,62 @@ func FuzzLineSum(f *testing.F) {
 			t.Fatalf("written %x/%d/%v, read %x/%d/%v (%v)", sum, n, okNL, rsum, rn, rok, err)
 		}
 	})
+}
+
+// TestVerifyPlantedInPlace: the log replaced by a FIFO, or by a link to
+// one, is put back from the held copy, and neither Verify nor the
+// guard's AppendMeta blocks on it.
+func TestVerifyPlantedInPlace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+	}{
+		{"FIFO", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"link to a FIFO", func(t *testing.T, path string) {
+			fifo := filepath.Join(t.TempDir(), "fifo")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(fifo, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, want := heldLog(t)
+			tc.plant(t, w.Path())
+			done := make(chan struct{})
+			var got *Tamper
+			var appendErr error
+			go func() {
+				defer close(done)
+				appendErr = AppendMeta(w.Path(), EventBDCall, map[string]string{"argv": "bd list"}, time.Now())
+				got = w.Verify()
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("AppendMeta or Verify blocked on what was planted in the log's place")
+			}
+			if appendErr == nil {
+				t.Error("AppendMeta wrote into what was planted in the log's place")
+			}
+			if got == nil || !got.Restored || got.Err != nil || got.Detail != "replaced by another file" {
+				t.Fatalf("Verify = %+v, want restored, replaced by another file", got)
+			}
+			if after := read(t, w.Path()); !bytes.Equal(ralphdOnly(after), ralphdOnly(want)) {
+				t.Fatalf("restored log:\n%s\nwant ralphd's records of:\n%s", after, want)
+			}
+		})
+	}
 }

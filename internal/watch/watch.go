@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // ignored reports whether a file or directory name under .beads/ changes
@@ -75,8 +77,8 @@ func Fingerprint(dir string) (string, error) {
 			return nil
 		}
 		sum, err := fileSum(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, atomicfile.ErrNotRegular) {
+			return nil // removed, or no longer a regular file, since listed
 		}
 		if err != nil {
 			return err
@@ -96,8 +98,11 @@ func Fingerprint(dir string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
+// fileSum sums the regular file at path. It never blocks on a FIFO put
+// in the file's place since it was listed (an agent can write .beads/):
+// that is an error wrapping atomicfile.ErrNotRegular.
 func fileSum(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -2,14 +2,18 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // fakeDolt lays out files the way bd 1.0.5's embedded Dolt store does.
@@ -190,4 +194,33 @@ func FuzzIgnored(f *testing.F) {
 		_ = w.relevant(filepath.Join("/x/.beads", name))
 		_ = ignored(name)
 	})
+}
+
+// TestFileSumNeverBlocks: a file of .beads/ swapped for a FIFO (or a link
+// to /dev/zero) after Fingerprint listed it is refused at once, not read:
+// the FIFO would block the read, /dev/zero never end.
+func TestFileSumNeverBlocks(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "journal.idx"), filepath.Join(dir, "manifest")
+	must(t, syscall.Mkfifo(fifo, 0o644))
+	must(t, os.Symlink("/dev/zero", link))
+	done := make(chan error, 2)
+	go func() {
+		_, err := fileSum(fifo)
+		done <- err
+		_, err = fileSum(link)
+		done <- err
+	}()
+	for range 2 {
+		select {
+		case err := <-done:
+			is.True(errors.Is(err, atomicfile.ErrNotRegular))
+		case <-time.After(20 * time.Second):
+			t.Fatal("fileSum blocked")
+		}
+	}
+	sum, err := Fingerprint(dir)
+	is.NoErr(err)
+	is.True(sum != "")
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/worktree"
 )
@@ -514,7 +515,7 @@ func abortRebase(ctx context.Context, dir string) error {
 		// A rebase killed while it was starting has a state git cannot
 		// abort. The branch itself moves only when a rebase ends, so it
 		// still has the work: drop the state and check the branch out.
-		headName, _ := os.ReadFile(filepath.Join(state, "head-name"))
+		headName, _ := atomicfile.Read(filepath.Join(state, "head-name"), 4096) // the agent's to write
 		if _, err := Git(ctx, dir, nil, "rebase", "--quit"); err != nil {
 			if err := os.RemoveAll(state); err != nil {
 				return fmt.Errorf("drop the interrupted rebase in %s: %w", dir, err)
