@@ -25,6 +25,9 @@ const maxBytes = 16 << 20
 type File struct {
 	Data []byte      `json:"data"` // base64 in JSON
 	Mode fs.FileMode `json:"mode"`
+	// unread: found, but not read (past the walk's budget, or no longer a
+	// regular file when opened); it reads as changed.
+	unread bool
 }
 
 // Files are held paths, by path relative to the directory they were read
@@ -74,7 +77,7 @@ func (f Files) add(path, rel string, fi fs.FileInfo) error {
 func Changed(was, now Files) []string {
 	var changed []string
 	for p, f := range now {
-		if old, ok := was[p]; !ok || old.Mode != f.Mode || string(old.Data) != string(f.Data) {
+		if old, ok := was[p]; !ok || f.unread || old.Mode != f.Mode || string(old.Data) != string(f.Data) {
 			changed = append(changed, p)
 		}
 	}
@@ -194,14 +197,19 @@ type Snapshot struct {
 // Take reads every file under dir, up to 16 MiB in all. Anything but a
 // regular file or a directory (a symlink, say) is held by its mode alone.
 func Take(dir string) (*Snapshot, error) {
-	files, err := walk(dir)
+	files, err := walk(dir, true)
 	if err != nil {
 		return nil, err
 	}
 	return &Snapshot{dir: dir, files: files}, nil
 }
 
-func walk(dir string) (Files, error) {
+// walk reads every file under dir. Holding (Take), past maxBytes in all
+// is an error; otherwise (what is there now, to compare) a file past that
+// budget, or one that is no longer a regular file when it is opened, is
+// not read and reads as changed: what the agent left there can then
+// neither keep Restore from running nor fill ralphd's memory.
+func walk(dir string, holding bool) (Files, error) {
 	files := Files{}
 	total := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -224,10 +232,18 @@ func walk(dir string) (Files, error) {
 		}
 		if fi.Mode().IsRegular() {
 			if total += int(fi.Size()); total > maxBytes {
-				return fmt.Errorf("more than %d bytes under %s", maxBytes, dir)
+				if holding {
+					return fmt.Errorf("more than %d bytes under %s", maxBytes, dir)
+				}
+				files[rel] = File{Mode: fi.Mode(), unread: true}
+				return nil
 			}
 		}
-		return files.add(path, rel, fi)
+		err = files.add(path, rel, fi)
+		if !holding && (errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge)) {
+			files[rel], err = File{Mode: fi.Mode(), unread: true}, nil
+		}
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
@@ -241,7 +257,7 @@ func (s *Snapshot) Dir() string { return s.dir }
 // Changed returns the files (relative to the directory) whose content or
 // mode differs now, that appeared, or that went away, sorted.
 func (s *Snapshot) Changed() ([]string, error) {
-	now, err := walk(s.dir)
+	now, err := walk(s.dir, false)
 	if err != nil {
 		return nil, err
 	}

@@ -284,3 +284,29 @@ func TestRestoreRootSwappedForALinkOut(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(string(got), "held")
 }
+
+// TestRestorePastTheBudget: the agent edits a held file and adds a file
+// past Take's budget beside it. Restore still runs (it does not read the
+// big file): the edit is put back, the big file removed.
+func TestRestorePastTheBudget(t *testing.T) {
+	is := is.New(t)
+	dir := filepath.Join(t.TempDir(), ".ralph")
+	is.NoErr(os.MkdirAll(dir, 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_stuck": 3}`), 0o644))
+	s, err := Take(dir)
+	is.NoErr(err)
+
+	is.NoErr(os.WriteFile(filepath.Join(dir, "aaa.bin"), make([]byte, maxBytes+1), 0o644))
+	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_stuck": 50}`), 0o644))
+	ch, err := s.Restore()
+	is.NoErr(err)
+	is.Equal(ch, []string{"aaa.bin", "config.json"})
+	got, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	is.NoErr(err)
+	is.Equal(string(got), `{"max_stuck": 3}`)
+	_, err = os.Lstat(filepath.Join(dir, "aaa.bin"))
+	is.True(os.IsNotExist(err))
+	ch, err = s.Changed()
+	is.NoErr(err)
+	is.Equal(len(ch), 0)
+}
