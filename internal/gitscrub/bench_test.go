@@ -3,7 +3,9 @@ package gitscrub
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +46,39 @@ func BenchmarkScrub(b *testing.B) {
 	b.ReportMetric(float64(scrub.Nanoseconds())/float64(b.N), "scrub-ns/op")
 	b.ReportMetric(float64(refs.Nanoseconds())/float64(b.N), "for-each-ref-ns/op")
 	b.ReportMetric(float64(scrub)/float64(refs), "scrub/for-each-ref")
+}
+
+// BenchmarkScrubTree measures one ScrubTree of a work tree of 200
+// directories and 2,000 files against one `git status --porcelain` of it
+// in the same run, and reports their ratio (scrub/status).
+func BenchmarkScrubTree(b *testing.B) {
+	r := newRepo(b)
+	for d := range 200 {
+		dir := filepath.Join(r.tree, fmt.Sprintf("d%03d", d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 10 {
+			write(b, filepath.Join(dir, fmt.Sprintf("f%d.txt", f)), []byte("x\n"))
+		}
+	}
+	git(b, r.tree, "add", "-A")
+	git(b, r.tree, "commit", "-q", "-m", "tree")
+	var scrub, status time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		found, err := ScrubTree(r.tree)
+		if err != nil || len(found) != 0 {
+			b.Fatal(found, err)
+		}
+		t1 := time.Now()
+		if _, err := exec.Command("git", "-C", r.tree, "status", "--porcelain").Output(); err != nil {
+			b.Fatal(err)
+		}
+		scrub, status = scrub+t1.Sub(t0), status+time.Since(t1)
+	}
+	b.ReportMetric(float64(scrub.Nanoseconds())/float64(b.N), "scrub-ns/op")
+	b.ReportMetric(float64(status.Nanoseconds())/float64(b.N), "status-ns/op")
+	b.ReportMetric(float64(scrub)/float64(status), "scrub/status")
 }

@@ -448,3 +448,40 @@ func size(n int64) string {
 	}
 	return fmt.Sprintf("%d-byte", n)
 }
+
+// treeFiles are the files git opens in a work tree besides the tracked
+// ones: per-directory ignore rules (read by status, add and clean, which
+// walk the tree), attributes, and the top's .mailmap and .gitmodules.
+var treeFiles = []string{".gitignore", ".gitattributes", ".mailmap", ".gitmodules"}
+
+// ScrubTree walks the work tree dir (not its .git) and removes each FIFO
+// or device named like a file git reads there (.gitignore,
+// .gitattributes, .mailmap, .gitmodules): git opens those with a
+// blocking open, so that one FIFO .gitignore anywhere holds status, add
+// and clean. A symlink there is left: git does not follow one. It costs
+// one directory listing per directory of the tree, as git status does.
+func ScrubTree(dir string) ([]Planted, error) {
+	s := &scrubber{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path != dir {
+				return nil // gone since it was listed
+			}
+			return err
+		}
+		switch {
+		case d.IsDir() && d.Name() == ".git" && path != dir:
+			return filepath.SkipDir
+		case d.IsDir(), !slices.Contains(treeFiles, d.Name()):
+			return nil
+		}
+		if t := d.Type(); t&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			s.remove(path, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.found, fmt.Errorf("look at %s: %w", dir, err)
+	}
+	return s.found, nil
+}

@@ -364,3 +364,33 @@ func TestScrubLetsGoOfAWaitingGit(t *testing.T) {
 		})
 	}
 }
+
+// TestScrubTree: a FIFO .gitignore deep in the work tree (which blocks
+// git status, add and clean) and a FIFO .gitattributes are removed; a
+// regular .gitignore, a symlinked one (git does not follow it) and a FIFO
+// under .git are left to Scrub.
+func TestScrubTree(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	deep := filepath.Join(r.tree, "a", "b")
+	is.NoErr(os.MkdirAll(deep, 0o755))
+	write(t, filepath.Join(r.tree, ".gitignore"), []byte("*.o\n"))
+	symlink(t, "/dev/zero", filepath.Join(r.tree, "a", ".gitignore"))
+	mkfifo(t, filepath.Join(deep, ".gitignore"))
+	mkfifo(t, filepath.Join(r.tree, ".gitattributes"))
+	mkfifo(t, filepath.Join(deep, "data.fifo")) // git skips it
+	found, err := ScrubTree(r.tree)
+	is.NoErr(err)
+	var paths []string
+	for _, p := range found {
+		is.NoErr(p.Err)
+		paths = append(paths, p.Path)
+	}
+	is.Equal(paths, []string{filepath.Join(r.tree, ".gitattributes"), filepath.Join(deep, ".gitignore")})
+	git(t, r.tree, "status", "--porcelain")
+	git(t, r.tree, "add", "-A")
+	git(t, r.tree, "clean", "-n")
+	again, err := ScrubTree(r.tree)
+	is.NoErr(err)
+	is.Equal(again, []Planted(nil))
+}

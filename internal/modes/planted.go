@@ -6,8 +6,9 @@ import (
 )
 
 // scrubGit removes what the iteration's code planted where git opens a
-// file (a FIFO as a loose ref, a link to /dev/zero as a reflog, a
-// directory as HEAD: see gitscrub), before the judgement's git calls,
+// file (a FIFO as a loose ref or a .gitignore, a link to /dev/zero as a
+// reflog, a directory as HEAD: see gitscrub), before the judgement's git
+// calls,
 // which would block or read without end there, and records each as a
 // violation of the iteration. It returns one line for each. Workers
 // scrub in the pool (internal/workers), which charges every window that
@@ -21,6 +22,11 @@ func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
 		r.Heads = map[string]string{l.Dir: it.held.headRef}
 	}
 	found, err := r.Scrub()
+	if err == nil {
+		var inTree []gitscrub.Planted
+		inTree, err = gitscrub.ScrubTree(l.Dir)
+		found = append(found, inTree...)
+	}
 	if err != nil {
 		l.human().Error("could not look for what was planted in the git directory", "err", err)
 	}

@@ -49,7 +49,7 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 	}
 	p.scrubRepo = r
 	p.scrubbed = time.Now()
-	if err := p.scrub(); err != nil {
+	if err := p.scrub(""); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	p.Queue.Scrub = r
@@ -63,7 +63,7 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 			case <-done:
 				return
 			case <-t.C:
-				if err := p.scrub(); err != nil {
+				if err := p.scrub(""); err != nil {
 					p.log(Event{Kind: "planted", Detail: err.Error()})
 				}
 			}
@@ -73,13 +73,20 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 }
 
 // scrub removes what is planted where git opens files, and charges each
-// finding like a move of a ref.
-func (p *Pool) scrub() error {
+// finding like a move of a ref. With a worker named, that worker's work
+// tree is walked too (gitscrub.ScrubTree): the hand-over's add and the
+// judgement's status read every .gitignore there.
+func (p *Pool) scrub(worker string) error {
 	if p.scrubRepo == nil {
 		return nil
 	}
 	started := time.Now()
 	found, err := p.scrubRepo.Scrub()
+	if worker != "" && err == nil {
+		var inTree []gitscrub.Planted
+		inTree, err = gitscrub.ScrubTree(filepath.Join(p.Trees.Root, worker))
+		found = append(found, inTree...)
+	}
 	p.mu.Lock()
 	since := p.scrubbed
 	if len(found) == 0 && err == nil {

@@ -15,7 +15,7 @@ import (
 
 // TestPlantedFIFOsDoNotStallThePool: an agent plants a FIFO where git
 // opens a file (a loose ref in the common directory, its worktree's
-// index, another worker's reflog). Without the scrub, the pool's next git
+// index or HEAD, the target's reflog, a .gitignore of its work tree). Without the scrub, the pool's next git
 // call there blocks for its two-minute timeout, again and again; with it,
 // the pool ends well within a minute, each planting is reported as a move
 // and charged to the window, and the retried work is integrated.
@@ -35,6 +35,9 @@ func TestPlantedFIFOsDoNotStallThePool(t *testing.T) {
 		}},
 		{"own worktree's HEAD", func(common string, a Assignment) string {
 			return filepath.Join(common, "worktrees", filepath.Base(a.Dir), "HEAD")
+		}},
+		{"a .gitignore in the work tree", func(_ string, a Assignment) string {
+			return filepath.Join(a.Dir, ".gitignore")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -134,7 +134,7 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 	end := w.end
 	r := p.refs[w.worker]
 	p.mu.Unlock()
-	errs := []error{p.scrub()}
+	errs := []error{p.scrub(w.worker)}
 	tip := ""
 	if r != nil {
 		var err error
