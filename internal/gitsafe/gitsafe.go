@@ -36,6 +36,7 @@ package gitsafe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ralphd/ralphd/internal/proc"
 )
@@ -124,8 +127,9 @@ func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([
 // ended); a new one for each such step. Command alone has the same
 // exposure between its lookup and its git's start.
 type Runner struct {
-	dir  string
-	sets [][2]string // fixed and the drivers' overrides, once looked up
+	dir     string
+	sets    [][2]string // fixed and the drivers' overrides, once looked up
+	maxData uint64      // a test's lower cap; 0 means maxData
 }
 
 // NewRunner returns a Runner for git commands in dir.
@@ -157,7 +161,7 @@ func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([
 	cmd.Env = append(cmd.Env, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := output(cmd, cmp.Or(r.maxData, maxData))
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, msg)
@@ -165,6 +169,29 @@ func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([
 		return out, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return out, nil
+}
+
+// maxData caps the memory (RLIMIT_DATA) of each git OutputEnv runs. A
+// loose ref that is a link to /dev/zero, planted by an agent just before
+// a git of ralphd's reads it (gitscrub removes it at the next scrub), has
+// git read until the machine runs out of memory; capped, git fails with
+// "Out of memory" at this size. No git call of ralphd's needs near it:
+// packs are mapped from their files, which the cap does not count.
+const maxData = 4 << 30
+
+// output is cmd.Output for a git whose memory limit (RLIMIT_DATA) is
+// lowered to max bytes just after it starts, before it can have read
+// much.
+func output(cmd *exec.Cmd, max uint64) ([]byte, error) {
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	lim := unix.Rlimit{Cur: max, Max: max}
+	_ = unix.Prlimit(cmd.Process.Pid, unix.RLIMIT_DATA, &lim, nil)
+	err := cmd.Wait()
+	return stdout.Bytes(), err
 }
 
 // withDrivers returns the fixed settings and those that turn off the
@@ -272,7 +299,7 @@ func drivers(ctx context.Context, dir string) (filters, merges []string, err err
 	cmd := command(ctx, dir, fixed, []string{"config", "-z", "--name-only", "--get-regexp", `^(filter|merge)\.`})
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := output(cmd, maxData)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 1 && stderr.Len() == 0 {
