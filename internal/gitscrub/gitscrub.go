@@ -110,7 +110,7 @@ func (r *Repo) Scrub() ([]Planted, error) {
 	}
 	s.writeBack(filepath.Join(r.Common, "HEAD"), r.head(filepath.Dir(r.Common)))
 	admin, err := os.ReadDir(filepath.Join(r.Common, "worktrees"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return s.found, fmt.Errorf("look at %s: %w", filepath.Join(r.Common, "worktrees"), err)
 	}
 	trees := map[string]string{} // work tree -> its git directory
@@ -177,9 +177,15 @@ func (s *scrubber) gitDir(g, common string) error {
 	for _, e := range entries {
 		name, path := e.Name(), filepath.Join(g, e.Name())
 		switch {
+		case g == common && slices.Contains(skip, name):
+			// Not walked, whatever it is (a hooks/ linked to a person's
+			// dotfiles is theirs), but for a FIFO, which git would open
+			// as a directory and block on.
+			if e.Type()&fs.ModeNamedPipe != 0 {
+				s.remove(path, e.Type())
+			}
 		case e.IsDir() && slices.Contains(fileNames, name):
 			s.remove(path, e.Type())
-		case e.IsDir() && (g == common && slices.Contains(skip, name)):
 		case e.IsDir():
 			if err := s.walk(path, name == "refs"); err != nil {
 				return err
@@ -246,7 +252,10 @@ func (s *scrubber) file(path string, typ fs.FileMode, small, symref bool) {
 
 // symlink looks at the symlink at path: it stays when git would read it
 // as a ref's name (symref), or when it leads to a regular file (of at
-// most MaxRef where small).
+// most MaxRef where small). A link to a directory stays, and is not
+// walked (git-new-workdir links a git directory's refs, logs/refs and
+// objects to another's; walking a link could walk the whole disk), but
+// in refs/ (symref), where git makes none and would walk it for refs.
 func (s *scrubber) symlink(path string, small, symref bool) {
 	to, err := os.Readlink(path)
 	if err != nil {
@@ -259,6 +268,7 @@ func (s *scrubber) symlink(path string, small, symref bool) {
 	switch {
 	case err != nil:
 		s.removeWhat(path, fmt.Sprintf("a symlink to %s, which cannot be read", to))
+	case fi.IsDir() && !symref:
 	case !fi.Mode().IsRegular():
 		if fi.Mode()&fs.ModeNamedPipe != 0 {
 			unblock(path, 0)

@@ -276,8 +276,9 @@ func TestScrubRemovesEveryRoute(t *testing.T) {
 
 // TestScrubLeavesWhatGitMakes: a repository as git and a person leave it
 // (a ref that is a symlink naming a ref, a socket such as fsmonitor's, a
-// config symlinked to a file elsewhere, packed refs, a long reflog, an
-// ongoing rebase's files, a stash) holds nothing planted.
+// config symlinked to a file elsewhere, logs/refs and hooks linked to
+// directories elsewhere, packed refs, a long reflog, a stash) holds
+// nothing planted.
 func TestScrubLeavesWhatGitMakes(t *testing.T) {
 	is := is.New(t)
 	r := newRepo(t)
@@ -294,6 +295,13 @@ func TestScrubLeavesWhatGitMakes(t *testing.T) {
 	is.NoErr(err)
 	write(t, cfg, b)
 	symlink(t, cfg, filepath.Join(r.common, "config"))
+	// git-new-workdir's links to another git directory's, and a person's
+	// hooks kept elsewhere.
+	elsewhere := t.TempDir()
+	is.NoErr(os.MkdirAll(filepath.Join(elsewhere, "hooks"), 0o755))
+	is.NoErr(os.Rename(filepath.Join(r.common, "logs", "refs"), filepath.Join(elsewhere, "logs-refs")))
+	symlink(t, filepath.Join(elsewhere, "logs-refs"), filepath.Join(r.common, "logs", "refs"))
+	symlink(t, filepath.Join(elsewhere, "hooks"), filepath.Join(r.common, "hooks"))
 	l, err := net.Listen("unix", filepath.Join(r.common, "fsmonitor--daemon.ipc"))
 	is.NoErr(err)
 	defer l.Close()
