@@ -32,7 +32,7 @@ func BenchmarkScrub(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		found, err := s.Scrub()
+		found, err := s.Scrub(r.tree)
 		if err != nil || len(found) != 0 {
 			b.Fatal(found, err)
 		}

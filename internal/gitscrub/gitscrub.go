@@ -91,24 +91,29 @@ var fileNames = []string{"HEAD", "index", "config", "config.worktree", "packed-r
 	"shallow", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "REBASE_HEAD",
 	"AUTO_MERGE", "BISECT_HEAD", "locked"}
 
-// Scrub walks the places git opens files in r (the common directory, each
-// work tree's git directory, each known work tree's .git file) and
-// removes anything there git could block or choke on: a FIFO, a device,
-// a symlink that leads to neither a regular file nor (in refs/ and for
-// HEAD, as git allows) names a ref, a directory where git reads a file,
-// and a file over MaxRef where git reads one ref. Sockets are left: git
-// never opens one. What a work tree cannot do without (its HEAD, and for
-// a work tree of Heads its git directory's commondir and gitdir, and its
-// .git file) is written back. It returns what it found; the error says
-// why a place could not be looked at.
-func (r *Repo) Scrub() ([]Planted, error) {
+// Scrub walks the places git opens files in r (the common directory and
+// each work tree's git directory) and removes anything there git could
+// block or choke on: a FIFO, a device, a symlink that leads to neither a
+// regular file nor (in refs/ and for HEAD, as git allows) names a ref, a
+// directory where git reads a file, and a file over MaxRef where git
+// reads one ref. Sockets are left: git never opens one. A HEAD, and a
+// work tree's commondir and gitdir, that it removes are written back
+// (HEAD as Heads says).
+//
+// The work trees in owned are the caller's to check whole: no git of its
+// own adds or removes them meanwhile (git writes a new work tree's files
+// one by one). For those, a HEAD, commondir or gitdir found missing is
+// written back too, and the work tree's .git file must lead to its git
+// directory (see dotGit). It returns what it found; the error says why a
+// place could not be looked at.
+func (r *Repo) Scrub(owned ...string) ([]Planted, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &scrubber{}
 	if err := s.gitDir(r.Common, r.Common); err != nil {
 		return s.found, err
 	}
-	s.writeBack(filepath.Join(r.Common, "HEAD"), r.head(filepath.Dir(r.Common)))
+	s.writeBack(filepath.Join(r.Common, "HEAD"), r.head(filepath.Dir(r.Common)), isOwned(owned, filepath.Dir(r.Common)))
 	admin, err := os.ReadDir(filepath.Join(r.Common, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return s.found, fmt.Errorf("look at %s: %w", filepath.Join(r.Common, "worktrees"), err)
@@ -117,7 +122,7 @@ func (r *Repo) Scrub() ([]Planted, error) {
 	for _, e := range admin {
 		dir := filepath.Join(r.Common, "worktrees", e.Name())
 		if !e.IsDir() {
-			s.remove(dir, e.Type())
+			s.file(dir, e.Type(), false, false)
 			continue
 		}
 		if err := s.gitDir(dir, r.Common); err != nil {
@@ -134,19 +139,27 @@ func (r *Repo) Scrub() ([]Planted, error) {
 				tree, dir, ok = t, d, true
 			}
 		}
+		whole := isOwned(owned, tree)
 		if !ok {
-			// Its gitdir file was planted (and removed): its .git file
-			// still names its git directory.
+			// Its gitdir file was planted (and removed), or is missing:
+			// its .git file still names its git directory.
 			if dir = adminOf(tree, r.Common); dir == "" {
 				continue
 			}
-			s.writeBack(filepath.Join(dir, "gitdir"), filepath.Join(tree, ".git"))
+			s.writeBack(filepath.Join(dir, "gitdir"), filepath.Join(tree, ".git"), whole)
 		}
-		s.writeBack(filepath.Join(dir, "HEAD"), head)
-		s.writeBack(filepath.Join(dir, "commondir"), "../..")
-		s.dotGit(tree, dir)
+		s.writeBack(filepath.Join(dir, "HEAD"), head, whole)
+		s.writeBack(filepath.Join(dir, "commondir"), "../..", whole)
+		if whole {
+			s.dotGit(tree, dir)
+		}
 	}
 	return s.found, nil
+}
+
+// isOwned reports whether tree is one of owned.
+func isOwned(owned []string, tree string) bool {
+	return slices.ContainsFunc(owned, func(o string) bool { return sameDir(o, tree) })
 }
 
 // head returns what Heads says tree's HEAD holds, "" when it says nothing.
@@ -312,12 +325,12 @@ func (s *scrubber) removeWhat(path, what string) {
 }
 
 // writeBack writes the file at path back as content when this scrub
-// removed it, or when it is missing; content "" leaves it.
-func (s *scrubber) writeBack(path, content string) {
+// removed it, or, with missing, when it is missing; content "" leaves it.
+func (s *scrubber) writeBack(path, content string, missing bool) {
 	if content == "" {
 		return
 	}
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) && !s.has(path) {
+	if _, err := os.Lstat(path); missing && errors.Is(err, fs.ErrNotExist) && !s.has(path) {
 		s.found = append(s.found, Planted{Path: path, What: "nothing (deleted)"})
 	}
 	for i := range s.found {

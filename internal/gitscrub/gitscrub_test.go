@@ -255,7 +255,7 @@ func TestScrubRemovesEveryRoute(t *testing.T) {
 			is := is.New(t)
 			r := newRepo(t)
 			where := rt.plant(t, r)
-			found, err := r.scrub().Scrub()
+			found, err := r.scrub().Scrub(r.dir, r.tree)
 			is.NoErr(err)
 			paths := []string{}
 			for _, p := range found {
@@ -267,7 +267,7 @@ func TestScrubRemovesEveryRoute(t *testing.T) {
 			is.True(len(found) >= 1)
 			is.Equal(paths[0], where) // reported where it was planted
 			r.usable(t)
-			again, err := r.scrub().Scrub()
+			again, err := r.scrub().Scrub(r.dir, r.tree)
 			is.NoErr(err)
 			is.Equal(again, []Planted(nil)) // nothing left
 		})
@@ -309,9 +309,34 @@ func TestScrubLeavesWhatGitMakes(t *testing.T) {
 	git(t, r.tree, "stash")
 	git(t, r.dir, "gc", "-q")
 
+	found, err := r.scrub().Scrub(r.dir, r.tree)
+	is.NoErr(err)
+	is.Equal(found, []Planted(nil))
+	r.usable(t)
+}
+
+// TestScrubLeavesAWorkTreeBeingMade: while git adds a work tree, it
+// writes its git directory's files and its .git file one by one. A scrub
+// that does not own that work tree (the pool's, beside another worker's
+// git) neither writes back nor reports what is not there yet; one that
+// owns it does.
+func TestScrubLeavesAWorkTreeBeingMade(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	for _, f := range []string{"HEAD", "commondir"} {
+		is.NoErr(os.Remove(filepath.Join(r.admin, f)))
+	}
+	is.NoErr(os.Remove(filepath.Join(r.tree, ".git")))
 	found, err := r.scrub().Scrub()
 	is.NoErr(err)
 	is.Equal(found, []Planted(nil))
+	_, err = os.Lstat(filepath.Join(r.admin, "HEAD"))
+	is.True(os.IsNotExist(err)) // left to git
+
+	write(t, filepath.Join(r.tree, ".git"), []byte("gitdir: "+r.admin+"\n"))
+	found, err = r.scrub().Scrub(r.tree)
+	is.NoErr(err)
+	is.Equal(len(found), 2) // HEAD and commondir, written back
 	r.usable(t)
 }
 

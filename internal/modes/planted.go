@@ -21,7 +21,7 @@ func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
 	if it.held.headRef != "" {
 		r.Heads = map[string]string{l.Dir: it.held.headRef}
 	}
-	found, err := r.Scrub()
+	found, err := r.Scrub(l.Dir)
 	if err == nil {
 		var inTree []gitscrub.Planted
 		inTree, err = gitscrub.ScrubTree(l.Dir)

@@ -73,18 +73,24 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 }
 
 // scrub removes what is planted where git opens files, and charges each
-// finding like a move of a ref. With a worker named, that worker's work
-// tree is walked too (gitscrub.ScrubTree): the hand-over's add and the
-// judgement's status read every .gitignore there.
+// finding like a move of a ref. With a worker named (at its window's end,
+// when no git of the pool's adds or removes its worktree), that worker's
+// worktree is checked whole: its HEAD, git directory and .git file, and
+// its files (gitscrub.ScrubTree): the hand-over's add and the judgement's
+// status read every .gitignore there.
 func (p *Pool) scrub(worker string) error {
 	if p.scrubRepo == nil {
 		return nil
 	}
 	started := time.Now()
-	found, err := p.scrubRepo.Scrub()
+	var owned []string
+	if worker != "" {
+		owned = append(owned, filepath.Join(p.Trees.Root, worker))
+	}
+	found, err := p.scrubRepo.Scrub(owned...)
 	if worker != "" && err == nil {
 		var inTree []gitscrub.Planted
-		inTree, err = gitscrub.ScrubTree(filepath.Join(p.Trees.Root, worker))
+		inTree, err = gitscrub.ScrubTree(owned[0])
 		found = append(found, inTree...)
 	}
 	p.mu.Lock()
