@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,6 +115,7 @@ func (r *Repo) Scrub(owned ...string) ([]Planted, error) {
 		return s.found, err
 	}
 	s.writeBack(filepath.Join(r.Common, "HEAD"), r.head(filepath.Dir(r.Common)), isOwned(owned, filepath.Dir(r.Common)))
+	s.alternates(filepath.Join(r.Common, "objects"), map[string]bool{})
 	admin, err := os.ReadDir(filepath.Join(r.Common, "worktrees"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 		return s.found, fmt.Errorf("look at %s: %w", filepath.Join(r.Common, "worktrees"), err)
@@ -507,4 +509,111 @@ func ScrubTree(dir string) ([]Planted, error) {
 		return s.found, fmt.Errorf("look at %s: %w", dir, err)
 	}
 	return s.found, nil
+}
+
+// maxAlternates is how deep git follows object stores named by another's
+// objects/info/alternates (sha1-file.c: 5).
+const maxAlternates = 5
+
+// alternates looks at the object stores that objects/info/alternates in
+// objects names (and those their own alternates name): git reads an
+// object it lacks from there, with a blocking open. Files there are not
+// the repository's, so Scrub removes none: a store holding a FIFO or a
+// device where git would open an object is dropped from the alternates
+// file instead (git then fails to find what was only there), and a git
+// already waiting on the FIFO is let go.
+func (s *scrubber) alternates(objects string, seen map[string]bool) {
+	if len(seen) >= maxAlternates {
+		return
+	}
+	path := filepath.Join(objects, "info", "alternates")
+	b, err := atomicfile.Read(path, MaxRef)
+	if err != nil {
+		return // none, or planted itself (then Scrub removes it)
+	}
+	var keep []string
+	dropped := false
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		dir := strings.TrimSpace(line)
+		if uq, err := strconv.Unquote(dir); err == nil && strings.HasPrefix(dir, `"`) {
+			dir = uq
+		}
+		if dir == "" || strings.HasPrefix(dir, "#") {
+			keep = append(keep, line)
+			continue
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(objects, dir)
+		}
+		dir = filepath.Clean(dir)
+		if seen[dir] {
+			keep = append(keep, line)
+			continue
+		}
+		seen[dir] = true
+		if bad := blockingObjects(dir); len(bad) > 0 {
+			for _, f := range bad {
+				unblock(f, 0)
+				s.found = append(s.found, Planted{Path: f, What: "a FIFO or device in the object store " + path + " names",
+					Fix: "left where it is; " + dir + " dropped from " + path})
+			}
+			dropped = true
+			continue
+		}
+		keep = append(keep, line)
+		s.alternates(dir, seen)
+	}
+	if dropped {
+		if err := atomicfile.Write(path, []byte(strings.Join(keep, "\n")+"\n"), 0o644); err != nil {
+			s.found[len(s.found)-1].Err = err
+		}
+	}
+}
+
+// blockingObjects returns the FIFOs and devices (or links to them) where
+// git opens an object in the object store dir: a loose object (xx/...) or
+// a pack's files (pack/). It lists only those directories, whatever dir
+// is (an alternates file can name any).
+func blockingObjects(dir string) []string {
+	var bad []string
+	subs, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, sub := range subs {
+		if !sub.IsDir() || !(sub.Name() == "pack" || isFanout(sub.Name())) {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(dir, sub.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			p := filepath.Join(dir, sub.Name(), f.Name())
+			t := f.Type()
+			if t&fs.ModeSymlink != 0 {
+				if fi, err := os.Stat(p); err == nil {
+					t = fi.Mode().Type()
+				}
+			}
+			if t&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+				bad = append(bad, p)
+			}
+		}
+	}
+	return bad
+}
+
+// isFanout reports whether name is a loose object directory's: two hex
+// digits.
+func isFanout(name string) bool {
+	if len(name) != 2 {
+		return false
+	}
+	for _, c := range name {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

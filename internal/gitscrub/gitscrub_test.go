@@ -427,3 +427,38 @@ func TestScrubTree(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(again, []Planted(nil))
 }
+
+// TestScrubDropsABlockingAlternate: the agent deletes a loose object and
+// names, in objects/info/alternates, a store that holds a FIFO in its
+// place, before one with a real copy: git would block on the FIFO. Scrub
+// drops that store from the file (removing nothing outside the
+// repository), keeps the other, and git then reads the object from it.
+func TestScrubDropsABlockingAlternate(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	tree := git(t, r.dir, "rev-parse", "HEAD^{tree}")
+	loose := filepath.Join("objects", tree[:2], tree[2:])
+	good := filepath.Join(t.TempDir(), "objects")
+	is.NoErr(os.MkdirAll(filepath.Join(good, tree[:2]), 0o755))
+	b, err := os.ReadFile(filepath.Join(r.common, loose))
+	is.NoErr(err)
+	write(t, filepath.Join(good, "..", loose), b) // a real copy: a store worth keeping
+	evil := filepath.Join(t.TempDir(), "objects")
+	mkfifo(t, filepath.Join(evil, tree[:2], tree[2:]))
+	is.NoErr(os.Remove(filepath.Join(r.common, loose)))
+	alternates := filepath.Join(r.common, "objects", "info", "alternates")
+	write(t, alternates, []byte(evil+"\n"+good+"\n"))
+
+	found, err := r.scrub().Scrub()
+	is.NoErr(err)
+	is.Equal(len(found), 1)
+	is.Equal(found[0].Path, filepath.Join(evil, tree[:2], tree[2:]))
+	b, err = os.ReadFile(alternates)
+	is.NoErr(err)
+	is.Equal(string(b), good+"\n") // the blocking store dropped, the other kept
+	fi, err := os.Lstat(found[0].Path)
+	is.NoErr(err)
+	is.True(fi.Mode()&os.ModeNamedPipe != 0) // nothing outside the repository removed
+	is.Equal(git(t, r.dir, "rev-parse", "HEAD^{tree}"), tree)
+	git(t, r.dir, "status", "--porcelain") // reads the tree from the kept store
+}
