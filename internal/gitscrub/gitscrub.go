@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 )
@@ -50,6 +51,9 @@ type Planted struct {
 	Fix string
 	// Err says why the fix failed; nil when it did not.
 	Err error
+	// Since is when the last scrub of the same Repo that found nothing
+	// began (zero when none did): it was planted after that.
+	Since time.Time
 }
 
 // String describes the finding for a log line or a note.
@@ -77,6 +81,8 @@ type Repo struct {
 	Heads map[string]string
 
 	mu sync.Mutex // one scrub at a time: another would see this one's removals as deletions
+	// clean is when the last scrub that found nothing began (Since).
+	clean time.Time
 }
 
 // skip are the directories of a git directory that Scrub does not walk:
@@ -110,7 +116,16 @@ var fileNames = []string{"HEAD", "index", "config", "config.worktree", "packed-r
 func (r *Repo) Scrub(owned ...string) ([]Planted, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	started := time.Now()
 	s := &scrubber{}
+	defer func() {
+		for i := range s.found {
+			s.found[i].Since = r.clean
+		}
+		if len(s.found) == 0 {
+			r.clean = started
+		}
+	}()
 	if err := s.gitDir(r.Common, r.Common); err != nil {
 		return s.found, err
 	}

@@ -462,3 +462,25 @@ func TestScrubDropsABlockingAlternate(t *testing.T) {
 	is.Equal(git(t, r.dir, "rev-parse", "HEAD^{tree}"), tree)
 	git(t, r.dir, "status", "--porcelain") // reads the tree from the kept store
 }
+
+// TestSince: a finding carries when the last scrub that found nothing
+// began, so that it is charged to the windows open since then only.
+func TestSince(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	s := r.scrub()
+	before := time.Now()
+	found, err := s.Scrub()
+	is.NoErr(err)
+	is.Equal(len(found), 0)
+	after := time.Now()
+	mkfifo(t, filepath.Join(r.common, "refs", "heads", "x"))
+	found, err = s.Scrub()
+	is.NoErr(err)
+	is.Equal(len(found), 1)
+	is.True(!found[0].Since.Before(before) && !found[0].Since.After(after))
+	mkfifo(t, filepath.Join(r.common, "refs", "heads", "y"))
+	again, err := s.Scrub()
+	is.NoErr(err)
+	is.Equal(again[0].Since, found[0].Since) // no clean scrub in between
+}

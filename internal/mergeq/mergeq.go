@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/gitscrub"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
 
@@ -87,10 +86,12 @@ type Queue struct {
 	// called with the queue's lock held, and from Hand concurrently with
 	// an integration: it must not call the queue.
 	Moved func(workertree.Move)
-	// Scrub, when set, names the repository's git directories: before
-	// Hand's and each integration's git work, what an agent planted there
-	// (a FIFO, a link to /dev/zero) is removed and reported to Moved.
-	Scrub *gitscrub.Repo
+	// Scrub, when set, is called before Hand's and each integration's git
+	// work: a pool removes there what an agent planted where git opens a
+	// file (a FIFO, a link to /dev/zero: see gitscrub) and charges it. Its
+	// error stops the hand-over or integration. Like Moved, it may be
+	// called with the queue's lock held and must not call the queue.
+	Scrub func() error
 
 	mu sync.Mutex
 	// want is where the queue left the target ("" until Watch); home is

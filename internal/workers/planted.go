@@ -48,11 +48,10 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 		r.Heads[filepath.Join(p.Trees.Root, Name(i))] = "ref: refs/heads/" + workertree.Branch(Name(i))
 	}
 	p.scrubRepo = r
-	p.scrubbed = time.Now()
 	if err := p.scrub(""); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
-	p.Queue.Scrub = r
+	p.Queue.Scrub = func() error { return p.scrub("") }
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -82,28 +81,39 @@ func (p *Pool) scrub(worker string) error {
 	if p.scrubRepo == nil {
 		return nil
 	}
-	started := time.Now()
 	var owned []string
 	if worker != "" {
 		owned = append(owned, filepath.Join(p.Trees.Root, worker))
 	}
 	found, err := p.scrubRepo.Scrub(owned...)
 	if worker != "" && err == nil {
-		var inTree []gitscrub.Planted
-		inTree, err = gitscrub.ScrubTree(owned[0])
-		found = append(found, inTree...)
+		found, err = p.scrubTree(worker, owned[0], found)
 	}
-	p.mu.Lock()
-	since := p.scrubbed
-	if len(found) == 0 && err == nil {
-		p.scrubbed = started
-	}
-	p.mu.Unlock()
 	for _, f := range found {
-		p.moved(workertree.Move{Ref: f.Path, Planted: f.String(), Err: f.Err}, since)
+		p.moved(workertree.Move{Ref: f.Path, Planted: f.String(), Err: f.Err}, f.Since)
 	}
 	if err != nil {
 		return fmt.Errorf("remove what was planted in the git directory: %w", err)
 	}
 	return nil
+}
+
+// scrubTree adds to found what gitscrub.ScrubTree finds in worker's
+// worktree, dir; each is charged from when a scrub of that worktree last
+// found nothing there (its files are looked at only at its windows' ends).
+func (p *Pool) scrubTree(worker, dir string, found []gitscrub.Planted) ([]gitscrub.Planted, error) {
+	started := time.Now()
+	inTree, err := gitscrub.ScrubTree(dir)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.treeClean == nil {
+		p.treeClean = map[string]time.Time{}
+	}
+	for i := range inTree {
+		inTree[i].Since = p.treeClean[worker]
+	}
+	if len(inTree) == 0 && err == nil {
+		p.treeClean[worker] = started
+	}
+	return append(found, inTree...), err
 }

@@ -362,13 +362,6 @@ func (p *Pool) lastClean() time.Time {
 // targetMoved is the queue's Moved: a move of the target, or of a
 // worker's refs found by the queue.
 func (p *Pool) targetMoved(m workertree.Move) {
-	if m.Planted != "" {
-		p.mu.Lock()
-		since := p.scrubbed
-		p.mu.Unlock()
-		p.moved(m, since)
-		return
-	}
 	since := p.lastClean()
 	if c := p.Queue.CleanAt(); m.Worker == "" && c.After(since) {
 		since = c // the target was last found in place then

@@ -229,9 +229,10 @@ type Pool struct {
 	// refs while they start to move them (recheck).
 	refLocks map[string]*sync.Mutex
 	// scrubRepo names the git directories to scrub (planted.go);
-	// scrubbed is when a scrub last found nothing planted.
+	// treeClean is, per worker, when a scrub of its worktree last found
+	// nothing planted.
 	scrubRepo *gitscrub.Repo
-	scrubbed  time.Time
+	treeClean map[string]time.Time
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
