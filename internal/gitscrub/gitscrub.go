@@ -83,6 +83,9 @@ type Repo struct {
 	mu sync.Mutex // one scrub at a time: another would see this one's removals as deletions
 	// clean is when the last scrub that found nothing began (Since).
 	clean time.Time
+	// seen is, for each directory found clean, holding only regular files,
+	// its change time (ctime) then; see leafClean.
+	seen map[string]int64
 }
 
 // skip are the directories of a git directory that Scrub does not walk:
@@ -117,7 +120,10 @@ func (r *Repo) Scrub(owned ...string) ([]Planted, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	started := time.Now()
-	s := &scrubber{}
+	if r.seen == nil {
+		r.seen = map[string]int64{}
+	}
+	s := &scrubber{seen: r.seen, start: started}
 	defer func() {
 		for i := range s.found {
 			s.found[i].Since = r.clean
@@ -195,7 +201,17 @@ func (r *Repo) head(tree string) string {
 // scrubber collects what Scrub finds.
 type scrubber struct {
 	found []Planted
+	// seen is the Repo's record of directories found clean (see leafClean);
+	// nil for no record. start is when the scrub began.
+	seen  map[string]int64
+	start time.Time
 }
+
+// racy is how recent a directory's change may be for its listing not to
+// be trusted later: file times come from a clock that moves in ticks of a
+// few milliseconds, so a change in the same tick as the listing could
+// leave the time as it was.
+const racy = 100 * time.Millisecond
 
 // gitDir scrubs the git directory g (the common one, or one of a work
 // tree's).
@@ -238,12 +254,20 @@ func refLike(name string) bool {
 // refs/, where every file is one ref and git reads a symlink that names a
 // ref as that name.
 func (s *scrubber) walk(dir string, refs bool) error {
+	ctime, known := s.leafClean(dir, refs)
+	if known {
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone since it was listed: git's own doing
 		}
 		return fmt.Errorf("look at %s: %w", dir, err)
+	}
+	if ctime != 0 && !refs && time.Unix(0, ctime).Before(s.start.Add(-racy)) &&
+		!slices.ContainsFunc(entries, func(e fs.DirEntry) bool { return !e.Type().IsRegular() }) {
+		s.seen[dir] = ctime // only regular files, none of them read: clean
 	}
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
@@ -256,6 +280,34 @@ func (s *scrubber) walk(dir string, refs bool) error {
 		s.file(path, e.Type(), refs, refs)
 	}
 	return nil
+}
+
+// leafClean reports whether dir is as an earlier scrub found it clean:
+// a directory of regular files only (a loose objects directory, say)
+// whose change time has not moved since. Adding, removing or renaming an
+// entry moves it, and so does every change of the directory's times,
+// which an agent can set but not to hide the change time. Under refs/,
+// where a file's size matters, it is never trusted. It returns dir's
+// change time, for the record (0 when unknown).
+func (s *scrubber) leafClean(dir string, refs bool) (int64, bool) {
+	if s.seen == nil || refs {
+		return 0, false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	ctime := st.Ctim.Nano()
+	c, ok := s.seen[dir]
+	if ok && c != ctime {
+		delete(s.seen, dir)
+		ok = false
+	}
+	return ctime, ok
 }
 
 // file looks at the non-directory at path, of type typ as its directory

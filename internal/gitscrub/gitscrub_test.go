@@ -484,3 +484,30 @@ func TestSince(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(again[0].Since, found[0].Since) // no clean scrub in between
 }
+
+// TestScrubTrustsNoStaleListing: a loose objects directory found clean
+// is not listed again while its change time stays; a FIFO planted there
+// later is still found, even with the directory's times set back as they
+// were (the change time cannot be set back).
+func TestScrubTrustsNoStaleListing(t *testing.T) {
+	is := is.New(t)
+	r := newRepo(t)
+	blob := git(t, r.dir, "rev-parse", "HEAD:a.txt")
+	dir := filepath.Join(r.common, "objects", blob[:2])
+	before, err := os.Lstat(dir)
+	is.NoErr(err)
+	time.Sleep(2 * racy) // past the racy window: the listing is trusted
+	s := r.scrub()
+	found, err := s.Scrub()
+	is.NoErr(err)
+	is.Equal(len(found), 0)
+	_, cached := s.seen[dir]
+	is.True(cached)
+
+	mkfifo(t, filepath.Join(dir, strings.Repeat("0", len(blob)-2)))
+	is.NoErr(os.Chtimes(dir, before.ModTime(), before.ModTime()))
+	found, err = s.Scrub()
+	is.NoErr(err)
+	is.Equal(len(found), 1)
+	is.Equal(found[0].Path, filepath.Join(dir, strings.Repeat("0", len(blob)-2)))
+}
