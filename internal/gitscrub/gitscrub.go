@@ -216,7 +216,7 @@ const racy = 100 * time.Millisecond
 // gitDir scrubs the git directory g (the common one, or one of a work
 // tree's).
 func (s *scrubber) gitDir(g, common string) error {
-	entries, err := os.ReadDir(g)
+	entries, err := s.readDir(g)
 	if err != nil {
 		return fmt.Errorf("look at %s: %w", g, err)
 	}
@@ -258,7 +258,7 @@ func (s *scrubber) walk(dir string, refs bool) error {
 	if known {
 		return nil
 	}
-	entries, err := os.ReadDir(dir)
+	entries, err := s.readDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone since it was listed: git's own doing
@@ -280,6 +280,29 @@ func (s *scrubber) walk(dir string, refs bool) error {
 		s.file(path, e.Type(), refs, refs)
 	}
 	return nil
+}
+
+// readDir lists dir. A directory the agent made unlistable (chmod 000,
+// or 300: git still opens a path it knows there) is made listable
+// again, and reported: failing the scrub for it would stop every worker.
+// One that stays unlistable is reported with the error, and read as
+// empty.
+func (s *scrubber) readDir(dir string) ([]fs.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if !errors.Is(err, fs.ErrPermission) {
+		return entries, err
+	}
+	p := Planted{Path: dir, What: "a directory ralphd may not list", Fix: "made listable"}
+	if fi, serr := os.Lstat(dir); serr != nil {
+		p.Err = serr
+	} else if p.Err = os.Chmod(dir, fi.Mode().Perm()|0o700); p.Err == nil {
+		entries, p.Err = os.ReadDir(dir)
+	}
+	s.found = append(s.found, p)
+	if p.Err != nil {
+		return nil, nil
+	}
+	return entries, nil
 }
 
 // leafClean reports whether dir is as an earlier scrub found it clean:
@@ -556,8 +579,12 @@ func ScrubTree(dir string) ([]Planted, error) {
 	s := &scrubber{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && path != dir {
+			switch {
+			case errors.Is(err, fs.ErrNotExist) && path != dir:
 				return nil // gone since it was listed
+			case errors.Is(err, fs.ErrPermission) && path != dir:
+				// git cannot list it either, so reads no .gitignore there.
+				return filepath.SkipDir
 			}
 			return err
 		}
