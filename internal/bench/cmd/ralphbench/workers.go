@@ -371,8 +371,9 @@ becomes the work), the queue checks that commit out in its own worktree, rebases
 and fast-forwards main's checkout; with 8 workers handing over at once a
 hand-over waits for the ones ahead of it, so the median is mostly queueing; each integration holds the queue for
 %s on average (wall time ÷ integrations). 6e-6f: `+"`ralphd build 0 --workers K`"+` over copies of one
-40-issue project, K = 1 then K = 8, bd recorded by bdrec; 6f counts the bd calls whose parent is ralphd (the
-agents' calls come through the guard and are not counted).
+40-issue project, K = 1 then K = 8, bd recorded by bdrec and git not (a recorder in front of each git call would
+weigh on K = 8, which makes more git calls per iteration, more than on K = 1); 6f counts the bd calls whose parent
+is ralphd (the agents' calls come through the guard and are not counted).
 `, fmtDur(w.ClaimWall), fmtDur(time.Duration(int64(w.MergeWall)/int64(max(1, w.MergeOK))))) + "\n" + scaleBody(w.Scale)
 	return s
 }
