@@ -91,13 +91,15 @@ func (p *Pool) eventLocked() {
 }
 
 // endedLocked is a worker's issue handled: integrated (closed for good),
-// or released or reopened. Work may have become ready, which is an event,
-// unless the issue was integrated and had no dependents when it was
-// claimed: its close unblocks nothing. When the last busy worker is done
-// it is an event all the same, so that the pool asks bd once more before
-// it ends (an agent may have created work, which the pool does not see;
-// while others work, the Idle fallback covers it). The caller holds p.mu.
+// or released or reopened; the worker no longer counts as busy with it.
+// Work may have become ready, which is an event, unless the issue was
+// integrated and had no dependents when it was claimed: its close
+// unblocks nothing. When the last busy worker is done it is an event all
+// the same, so that the pool asks bd once more before it ends (an agent
+// may have created work, which the pool does not see; while others work,
+// the Idle fallback covers it). The caller holds p.mu.
 func (p *Pool) endedLocked(is beads.Issue, integrated bool) {
+	p.busy--
 	if integrated && is.DependentCount == 0 && p.busy > 0 {
 		return
 	}

@@ -80,7 +80,6 @@ func (p *Pool) enqueue(ctx context.Context, j *job) {
 			delete(p.queued, j.a.Worker)
 			p.writeStatusLocked()
 		}
-		p.busy--
 		p.endedLocked(j.issue, err == nil && j.h.integrated)
 		p.mu.Unlock()
 		close(j.done)

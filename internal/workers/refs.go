@@ -92,13 +92,14 @@ func (p *Pool) setBusy(worker string) {
 }
 
 // settleRefs settles worker's refs with its branch at tip, where ralphd
-// just found or left it; with tip "", where the branch is now.
-func (p *Pool) settleRefs(ctx context.Context, worker, tip string) {
+// just found or left it; with tip "", where the branch is now. It returns
+// the tip it settled them at ("" when the worker has no refs yet).
+func (p *Pool) settleRefs(ctx context.Context, worker, tip string) string {
 	p.mu.Lock()
 	r := p.refs[worker]
 	p.mu.Unlock()
 	if r == nil {
-		return
+		return ""
 	}
 	if tip == "" {
 		tip, _ = workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+r.branch)
@@ -107,6 +108,7 @@ func (p *Pool) settleRefs(ctx context.Context, worker, tip string) {
 	defer p.mu.Unlock()
 	r.busy, r.running = false, false
 	r.tip, r.since = tip, time.Now()
+	return tip
 }
 
 // charged returns why w's attempt fails, or "".
@@ -143,14 +145,7 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 		}
 	}
 	errs = append(errs, p.checkAfter(ctx, end))
-	p.settleRefs(ctx, w.worker, tip)
-	p.mu.Lock()
-	tip = ""
-	if r != nil {
-		tip = r.tip
-	}
-	p.mu.Unlock()
-	return tip, errors.Join(errs...)
+	return p.settleRefs(ctx, w.worker, tip), errors.Join(errs...)
 }
 
 // checkGrowth checks a worker's refs at the end of its own window: HEAD
@@ -225,8 +220,9 @@ func (p *Pool) checkAfter(ctx context.Context, t time.Time) error {
 }
 
 // checkOthers checks the target and every settled worker's refs (a
-// running worker's are checked at its window's end, by checkGrowth). The workers' refs and HEADs are read in two git calls; a ref
-// found out of place is then looked at again, and put back, on its own.
+// running worker's are checked at its window's end, by checkGrowth). The
+// workers' refs and HEADs are read in two git calls; a ref found out of
+// place is then looked at again, and put back, on its own.
 // The target is checked only when the merge queue is not integrating (an
 // integration checks it itself first, under the queue's lock, before it
 // admits any work), so that a window's end never waits for a verify.

@@ -539,7 +539,6 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		}
 		p.release(res.Issue.ID, h)
 		p.mu.Lock()
-		p.busy--
 		p.endedLocked(res.Issue, false)
 		p.mu.Unlock()
 		if err != nil {
@@ -628,7 +627,6 @@ func (p *Pool) dropClaim(ctx context.Context, actor string, n *nextClaim) {
 	}
 	_ = p.giveUp(ctx, actor, res.Issue.ID, nil)
 	p.mu.Lock()
-	p.busy--
 	p.endedLocked(res.Issue, false)
 	p.mu.Unlock()
 }
