@@ -8,9 +8,8 @@ import (
 // scrubGit removes what the iteration's code planted where git opens a
 // file (a FIFO as a loose ref or a .gitignore, a link to /dev/zero as a
 // reflog, a directory as HEAD: see gitscrub), before the judgement's git
-// calls,
-// which would block or read without end there, and records each as a
-// violation of the iteration. It returns one line for each. Workers
+// calls, which would block or read without end there, and records each
+// as a violation of the iteration. It returns one line for each. Workers
 // scrub in the pool (internal/workers), which charges every window that
 // was open, as it does a move of a ref.
 func (l *Loop) scrubGit(res *Result, it *buildIter) []string {

@@ -134,9 +134,7 @@ func (sh *pool) agentStarted() func() {
 	if sh == nil {
 		return func() {}
 	}
-	sh.agents.Add(1)
-	var once sync.Once
-	return func() { once.Do(func() { sh.agents.Add(-1) }) }
+	return countUntil(&sh.agents)
 }
 
 // judgementDue counts a worker whose agent has ended as about to ask for
@@ -146,9 +144,14 @@ func (sh *pool) judgementDue() func() {
 	if sh == nil {
 		return func() {}
 	}
-	sh.judgingSoon.Add(1)
+	return countUntil(&sh.judgingSoon)
+}
+
+// countUntil adds one to c until the returned func is first called.
+func countUntil(c *atomic.Int32) func() {
+	c.Add(1)
 	var once sync.Once
-	return func() { once.Do(func() { sh.judgingSoon.Add(-1) }) }
+	return func() { once.Do(func() { c.Add(-1) }) }
 }
 
 // readingDebounce is how long a reading of the tracker waits for agents
