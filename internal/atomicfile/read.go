@@ -22,9 +22,9 @@ var ErrTooLarge = errors.New("file too large")
 // with an error that wraps [ErrNotRegular] or [ErrTooLarge] and names what
 // is there, for the caller to say what to do: a FIFO would block the read
 // forever, a symlink to /dev/zero would never end, and a directory cannot
-// be read. Read never follows a symlink
-// and never blocks on a FIFO put there between its check and its open. A
-// missing file gives an error that wraps [fs.ErrNotExist].
+// be read. Read never follows a symlink and never blocks on a FIFO put
+// there between its check and its open. A missing file gives an error
+// that wraps [fs.ErrNotExist].
 func Read(path string, max int64) ([]byte, error) {
 	f, err := Open(path)
 	if err != nil {
@@ -53,14 +53,7 @@ func Open(path string) (*os.File, error) {
 		}
 		return nil, err
 	}
-	if fi, err = f.Stat(); err == nil {
-		err = regular(path, fi.Mode())
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return f, nil
+	return onlyRegular(f, path)
 }
 
 // ReadFollow reads the file at path as [Read] does, but follows a symlink
@@ -86,6 +79,12 @@ func OpenFollow(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return onlyRegular(f, path)
+}
+
+// onlyRegular returns f, opened from path, when it is a regular file;
+// otherwise it closes f and returns an error wrapping [ErrNotRegular].
+func onlyRegular(f *os.File, path string) (*os.File, error) {
 	fi, err := f.Stat()
 	if err == nil {
 		err = regular(path, fi.Mode())
