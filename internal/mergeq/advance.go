@@ -147,11 +147,11 @@ func (q *Queue) shift(ctx context.Context, run *gitsafe.Runner, dir, old, tip, w
 }
 
 // Recover removes the queue's worktree a run that did not end left, and
-// finishes a move of the target's checkout that a crash interrupted: the journal names the checkout and the old and new tips.
-// If the ref moved, only the journal is left to remove; if not, the files
-// the interrupted read-tree may have half-written are put back to the old
-// tip and the move is done again. It reports whether there was anything
-// to recover.
+// finishes a move of the target's checkout that a crash interrupted: the
+// journal names the checkout and the old and new tips. If the ref moved,
+// only the journal is left to remove; if not, the files the interrupted
+// read-tree may have half-written are put back to the old tip and the
+// move is done again. It reports whether there was anything to recover.
 func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -304,7 +304,7 @@ func (q *Queue) journalPath(ctx context.Context) (string, error) {
 	if q.Journal != "" {
 		return q.Journal, nil
 	}
-	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := workertree.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return "", fmt.Errorf("merge queue journal: %w", err)
 	}

@@ -443,7 +443,7 @@ const lockPoll = 20 * time.Millisecond
 // index's. A lock on packed-refs does not: the queue never deletes the
 // target, and only a deletion rewrites packed-refs.
 func (q *Queue) lockPaths(ctx context.Context, home string) ([]string, error) {
-	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := workertree.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("find the locks of %s: %w", q.Target, err)
 	}
@@ -510,12 +510,8 @@ func lockStays(ctx context.Context, p string, mod time.Time) (bool, error) {
 		if wait <= 0 {
 			return true, nil
 		}
-		t := time.NewTimer(min(wait, lockPoll))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, fmt.Errorf("wait for the lock %s: %w", p, ctx.Err())
-		case <-t.C:
+		if err := pause(ctx, min(wait, lockPoll)); err != nil {
+			return false, fmt.Errorf("wait for the lock %s: %w", p, err)
 		}
 	}
 }

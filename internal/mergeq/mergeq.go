@@ -194,9 +194,9 @@ func (q *Queue) now() time.Time {
 // HEAD and branch back where the pool left them (req.Tip) when something
 // else moved them (unless req.Checked and nothing is left to commit),
 // commits what the worker left uncommitted (outside .beads/), and returns
-// the branch's tip, which is the work from then on:
-// the worker's worktree and branch are free for its next issue. It does
-// not wait for an integration under way.
+// the branch's tip, which is the work from then on: the worker's worktree
+// and branch are free for its next issue. It does not wait for an
+// integration under way.
 func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 	if req.Dir == "" || req.Branch == "" {
 		return "", errors.New("hand over: request without a worktree or branch")
@@ -204,25 +204,23 @@ func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 	if err := q.scrub(); err != nil {
 		return "", err
 	}
-	check := !req.Checked
-	if !check {
+	if req.Checked && req.Tip != "" {
 		// Looked at just before: again only if there is something to
 		// commit, which goes wherever HEAD points.
 		left, err := q.leftovers(ctx, req)
 		if err != nil {
 			return "", err
 		}
-		check = left
+		if !left {
+			return req.Tip, nil
+		}
 	}
-	committed := false
-	if check {
-		if err := q.checkRequest(ctx, req); err != nil {
-			return "", err
-		}
-		var err error
-		if committed, err = q.commitLeftovers(ctx, req); err != nil {
-			return "", err
-		}
+	if err := q.checkRequest(ctx, req); err != nil {
+		return "", err
+	}
+	committed, err := q.commitLeftovers(ctx, req)
+	if err != nil {
+		return "", err
 	}
 	if !committed && req.Tip != "" {
 		return req.Tip, nil // where the branch was found, or put back
@@ -372,12 +370,8 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 		if try == fetchTries {
 			break
 		}
-		t := time.NewTimer(time.Duration(try) * 100 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("fetch %s: %w", q.Remote, errors.Join(err, ctx.Err()))
-		case <-t.C:
+		if perr := pause(ctx, time.Duration(try)*100*time.Millisecond); perr != nil {
+			return "", fmt.Errorf("fetch %s: %w", q.Remote, errors.Join(err, perr))
 		}
 	}
 	return "", fmt.Errorf("fetch %s: %w", q.Remote, err)

@@ -24,7 +24,7 @@ func (q *Queue) treePath(ctx context.Context) (string, error) {
 	if q.Tree != "" {
 		return filepath.Clean(q.Tree), nil
 	}
-	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := workertree.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return "", fmt.Errorf("merge queue worktree: %w", err)
 	}
@@ -153,7 +153,7 @@ func (q *Queue) dropTree(ctx context.Context) error {
 // dir/.git), as `git worktree remove` would, for a worktree git refuses to
 // remove. The caller removes dir itself.
 func (q *Queue) forgetTree(ctx context.Context, dir string) error {
-	common, err := line(ctx, q.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := workertree.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,11 @@ const scrubEvery = 2 * time.Second
 // charged to nobody). Then it scrubs every scrubEvery until stop is
 // called.
 func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
-	common, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := workertree.CommonDir(ctx, p.Queue.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("workers: find the git directory: %w", err)
 	}
-	r := &gitscrub.Repo{Common: strings.TrimSpace(string(common)), Heads: map[string]string{}}
+	r := &gitscrub.Repo{Common: common, Heads: map[string]string{}}
 	// The main checkout's HEAD as it is now, before any agent ran.
 	if head, err := atomicfile.Read(filepath.Join(r.Common, "HEAD"), gitscrub.MaxRef); err == nil {
 		r.Heads[p.Queue.Repo] = strings.TrimSpace(string(head))

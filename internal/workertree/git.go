@@ -29,6 +29,12 @@ func GitIn(ctx context.Context, run *gitsafe.Runner, args ...string) ([]byte, er
 	return run.OutputEnv(ctx, nil, args...)
 }
 
+// CommonDir returns the absolute path of the common git directory of the
+// repository whose work tree (or one of its worktrees) is repo.
+func CommonDir(ctx context.Context, repo string) (string, error) {
+	return gitLine(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+}
+
 func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
 	out, err := Git(ctx, dir, nil, args...)
 	return strings.TrimSpace(string(out)), err

@@ -261,7 +261,7 @@ func removeLockIn(common, ref string) error {
 // locked reports whether ref has a lock file beside it (a git updating
 // it, or one killed while it did): such a name is not free.
 func locked(ctx context.Context, repo, ref string) bool {
-	common, err := gitLine(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := CommonDir(ctx, repo)
 	if err != nil {
 		return false
 	}

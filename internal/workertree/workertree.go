@@ -75,7 +75,7 @@ func (m *Manager) commonDir(ctx context.Context) (string, error) {
 	if m.common != "" {
 		return m.common, nil
 	}
-	c, err := gitLine(ctx, m.Repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	c, err := CommonDir(ctx, m.Repo)
 	if err != nil {
 		return "", fmt.Errorf("find the repository's git dir: %w", err)
 	}
