@@ -13,8 +13,8 @@ import (
 	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
 	"github.com/ralphd/ralphd/internal/demo"
 	"github.com/ralphd/ralphd/internal/proc"
-	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/standin"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Hidden subcommands the demo runs itself as.
@@ -87,7 +87,7 @@ it is removed at the end unless --keep is given.`)
 		fmt.Fprintf(a.stdout, "demo: using your bd (%s)\n", bd)
 	} else {
 		bd = filepath.Join(bin, "bd")
-		if err := os.WriteFile(bd, []byte("#!/bin/sh\nexec "+shellquote.Quote(a.argv0)+" "+demoBDCommand+" \"$@\"\n"), 0o755); err != nil {
+		if err := os.WriteFile(bd, []byte("#!/bin/sh\nexec "+text.ShellQuote(a.argv0)+" "+demoBDCommand+" \"$@\"\n"), 0o755); err != nil {
 			return reportErr(a, err)
 		}
 		fmt.Fprintln(a.stdout, "demo: bd is not installed, so the demo uses ralphd's built-in stand-in for it")
@@ -128,7 +128,7 @@ it is removed at the end unless --keep is given.`)
 		buildArgs = append(buildArgs, "--agent", "claude")
 		fmt.Fprintf(a.stdout, "demo: the agent is the real Claude Code (%s) talking to a scripted model on %s\n", claude, srv.URL())
 	} else {
-		buildArgs = append(buildArgs, "--agent-cmd", shellquote.Quote(a.argv0)+" "+demoAgentCommand)
+		buildArgs = append(buildArgs, "--agent-cmd", text.ShellQuote(a.argv0)+" "+demoAgentCommand)
 		fmt.Fprintln(a.stdout, "demo: claude is not installed, so the agent is ralphd's built-in scripted agent")
 	}
 	fmt.Fprintf(a.stdout, "demo: project %s\n\n$ ralphd %s\n", project, strings.Join(buildArgs[:shown], " "))

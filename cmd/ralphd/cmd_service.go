@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // unitName is the template unit's file name.
@@ -276,9 +276,9 @@ line to follow it. Running it again updates the unit in place.`)
 	} else {
 		fmt.Fprintf(w, "Start ralphd for %s, now and at every login:\n", project)
 		fmt.Fprintln(w, "  systemctl --user daemon-reload")
-		fmt.Fprintf(w, "  systemctl --user enable --now %s\n", shellquote.Quote(instance))
+		fmt.Fprintf(w, "  systemctl --user enable --now %s\n", text.ShellQuote(instance))
 		fmt.Fprintln(w, "Follow its log:")
-		fmt.Fprintf(w, "  journalctl --user -u %s -f\n", shellquote.Quote(instance))
+		fmt.Fprintf(w, "  journalctl --user -u %s -f\n", text.ShellQuote(instance))
 	}
 	if verb == "updated" {
 		fmt.Fprintln(w, "Restart running instances to use the new unit (after daemon-reload):")
@@ -310,7 +310,7 @@ instance is still enabled, it removes nothing and prints the
 	if len(enabled) > 0 {
 		fmt.Fprintln(a.stdout, "Stop and disable ralphd for each project first:")
 		for _, name := range enabled {
-			fmt.Fprintf(a.stdout, "  systemctl --user disable --now %s\n", shellquote.Quote(name))
+			fmt.Fprintf(a.stdout, "  systemctl --user disable --now %s\n", text.ShellQuote(name))
 		}
 		errorf(a.stderr, "%s is still enabled for %d project(s); nothing removed", unitName, len(enabled))
 		hintf(a.stderr, "run the lines above, then `ralphd service uninstall` again")

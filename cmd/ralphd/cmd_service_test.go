@@ -12,7 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // repoUnit is the repository's copy of the unit, relative to this package.
@@ -194,10 +194,10 @@ func TestServicePATH(t *testing.T) {
 
 func TestShellQuote(t *testing.T) {
 	is := is.New(t)
-	is.Equal(shellquote.Quote("ralphd@home-u-app.service"), "ralphd@home-u-app.service")
-	is.Equal(shellquote.Quote(`ralphd@a\x20b.service`), `'ralphd@a\x20b.service'`)
-	is.Equal(shellquote.Quote("it's"), `'it'\''s'`)
-	is.Equal(shellquote.Quote(""), "''")
+	is.Equal(text.ShellQuote("ralphd@home-u-app.service"), "ralphd@home-u-app.service")
+	is.Equal(text.ShellQuote(`ralphd@a\x20b.service`), `'ralphd@a\x20b.service'`)
+	is.Equal(text.ShellQuote("it's"), `'it'\''s'`)
+	is.Equal(text.ShellQuote(""), "''")
 }
 
 // serviceEnv is a test's world for `ralphd service`: a config home, a
@@ -273,8 +273,8 @@ func TestServiceInstall(t *testing.T) {
 	instance := "ralphd@" + esc + ".service"
 	out := stdout.String()
 	is.True(strings.HasPrefix(out, "wrote "+e.unitFile()+" (ExecStart="+e.bin+" daemon)\n"))
-	is.True(strings.Contains(out, "\n  systemctl --user daemon-reload\n  systemctl --user enable --now "+shellquote.Quote(instance)+"\n"))
-	is.True(strings.Contains(out, "\n  journalctl --user -u "+shellquote.Quote(instance)+" -f\n"))
+	is.True(strings.Contains(out, "\n  systemctl --user daemon-reload\n  systemctl --user enable --now "+text.ShellQuote(instance)+"\n"))
+	is.True(strings.Contains(out, "\n  journalctl --user -u "+text.ShellQuote(instance)+" -f\n"))
 
 	// Again: the same unit, reported as unchanged.
 	a, stdout, _ = e.app()
@@ -301,7 +301,7 @@ func TestServiceInstallSubdirUsesTopLevel(t *testing.T) {
 	is.Equal(cmdService(context.Background(), a, []string{"install", "--project", sub}), exitOK)
 	esc, err := escapePath(e.project)
 	is.NoErr(err)
-	is.True(strings.Contains(stdout.String(), "enable --now "+shellquote.Quote("ralphd@"+esc+".service")+"\n"))
+	is.True(strings.Contains(stdout.String(), "enable --now "+text.ShellQuote("ralphd@"+esc+".service")+"\n"))
 }
 
 func TestServiceInstallNotAProject(t *testing.T) {
@@ -354,7 +354,7 @@ func TestServiceUninstall(t *testing.T) {
 
 	a, stdout, stderr := e.app()
 	is.Equal(cmdService(context.Background(), a, []string{"uninstall"}), exitError)
-	is.True(strings.Contains(stdout.String(), "  systemctl --user disable --now "+shellquote.Quote(instance)+"\n"))
+	is.True(strings.Contains(stdout.String(), "  systemctl --user disable --now "+text.ShellQuote(instance)+"\n"))
 	is.True(strings.Contains(stderr.String(), "still enabled for 1 project"))
 	_, err = os.Stat(e.unitFile())
 	is.NoErr(err) // kept

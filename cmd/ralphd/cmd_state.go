@@ -12,8 +12,8 @@ import (
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 func cmdStatus(ctx context.Context, a *app, args []string) int {
@@ -124,7 +124,7 @@ loop's docs call "rm attempts.txt".`)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		fmt.Fprintf(a.stdout, "reset %s (was %s)\n", id, plural.Count(cleared[id], "attempt"))
+		fmt.Fprintf(a.stdout, "reset %s (was %s)\n", id, text.Count(cleared[id], "attempt"))
 	}
 	if len(ids) == 0 {
 		fmt.Fprintln(a.stdout, "no attempt counters to reset")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/guard"
-	suggestpkg "github.com/ralphd/ralphd/internal/suggest"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // app carries what every subcommand needs from the process: its streams and
@@ -171,7 +171,7 @@ func suggest(name string) string {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	return suggestpkg.Closest(name, names)
+	return text.Closest(name, names)
 }
 
 // newFlags returns a flag set for one subcommand. Its Usage prints the
@@ -214,7 +214,7 @@ func parseFlags(a *app, fs *flag.FlagSet, args []string) (code int, done bool) {
 		errorf(a.stderr, "%s has no flag --%s", fs.Name(), name)
 		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		if s := suggestpkg.Closest(name, names); s != "" {
+		if s := text.Closest(name, names); s != "" {
 			hintf(a.stderr, "did you mean --%s?", s)
 		}
 	} else {

@@ -12,8 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/relazy"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // DefaultTransientBackoff is how long a Claude run that failed with a
@@ -167,7 +166,7 @@ func claudeSettings(hookArgv, allow, deny []string) ([]byte, error) {
 		s.Hooks = map[string][]matcher{
 			"PreToolUse": {{
 				Matcher: "Bash",
-				Hooks:   []hook{{Type: "command", Command: shellquote.Join(hookArgv), Timeout: 30}},
+				Hooks:   []hook{{Type: "command", Command: text.ShellJoin(hookArgv), Timeout: 30}},
 			}},
 		}
 	}
@@ -182,12 +181,12 @@ func claudeSettings(hookArgv, allow, deny []string) ([]byte, error) {
 // between versions, so these are matched case-insensitively and only when
 // the stream did not already decide.
 var (
-	reClaudeAuth = relazy.New(`(?i)not logged in|please run /login|invalid api key|` +
+	reClaudeAuth = text.LazyRegexp(`(?i)not logged in|please run /login|invalid api key|` +
 		`authentication_error|oauth token (?:has expired|revoked)`)
-	reClaudeBilling   = relazy.New(`(?i)credit balance is too low`)
-	reClaudeNested    = relazy.New(`(?i)cannot be launched inside another claude code session`)
-	reClaudeLimit     = relazy.New(`(?i)hit your (?:usage |weekly |session )?limit|usage limit|rate limit|limit reached`)
-	reClaudeTransient = relazy.New(`(?i)overloaded|internal server error|api error: 5\d\d|\b529\b`)
+	reClaudeBilling   = text.LazyRegexp(`(?i)credit balance is too low`)
+	reClaudeNested    = text.LazyRegexp(`(?i)cannot be launched inside another claude code session`)
+	reClaudeLimit     = text.LazyRegexp(`(?i)hit your (?:usage |weekly |session )?limit|usage limit|rate limit|limit reached`)
+	reClaudeTransient = text.LazyRegexp(`(?i)overloaded|internal server error|api error: 5\d\d|\b529\b`)
 )
 
 // claudeParser parses Claude Code's stream-json output (also Amp's, which

@@ -13,7 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // fixedNow is the clock of the parser tests: 2026-11-21 10:00 UTC, before
@@ -449,8 +449,8 @@ func TestClaudeCommand(t *testing.T) {
 
 func TestShellJoin(t *testing.T) {
 	is := is.New(t)
-	is.Equal(shellquote.Join([]string{"/bin/ralphd", "hook", "pre-tool-use"}), "/bin/ralphd hook pre-tool-use")
-	is.Equal(shellquote.Join([]string{"/a b/ralphd", "", "$X", "a;b"}), `'/a b/ralphd' '' '$X' 'a;b'`)
+	is.Equal(text.ShellJoin([]string{"/bin/ralphd", "hook", "pre-tool-use"}), "/bin/ralphd hook pre-tool-use")
+	is.Equal(text.ShellJoin([]string{"/a b/ralphd", "", "$X", "a;b"}), `'/a b/ralphd' '' '$X' 'a;b'`)
 }
 
 func TestParseResetText(t *testing.T) {

@@ -3,7 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -257,7 +257,7 @@ var codexTexts = providerTexts{label: "Codex", login: "log in with `codex login`
 
 // reCodexNotice matches top-level error events that are progress notices
 // of a retry, not failures ("Reconnecting... 1/5").
-var reCodexNotice = relazy.New(`(?i)^\s*re-?connecting|retrying`)
+var reCodexNotice = text.LazyRegexp(`(?i)^\s*re-?connecting|retrying`)
 
 // codexParser parses `codex exec --json` lines (exec_events.rs: ThreadEvent
 // and ThreadItem; older builds' item_type/assistant_message too).

@@ -2,7 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strings"
 	"time"
 
@@ -141,10 +141,10 @@ var geminiTexts = providerTexts{label: "Gemini CLI",
 	login: "log in by running `gemini` once, or set GEMINI_API_KEY (GOOGLE_API_KEY for Vertex AI)", pkg: "@google/gemini-cli"}
 
 // reGeminiTurnLimit matches the notice of an exhausted turn budget.
-var reGeminiTurnLimit = relazy.New(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
+var reGeminiTurnLimit = text.LazyRegexp(`(?i)max(?:imum)? (?:session )?turns|turn limit`)
 
 // reGeminiDenied matches a tool error of the policy engine.
-var reGeminiDenied = relazy.New(`(?i)polic|denied|rejected|not allowed`)
+var reGeminiDenied = text.LazyRegexp(`(?i)polic|denied|rejected|not allowed`)
 
 // geminiParser parses Gemini CLI's stream-json events (core/output/types.ts).
 type geminiParser struct {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 
 	"github.com/tidwall/gjson"
 )
@@ -132,7 +132,7 @@ var opencodeTexts = providerTexts{label: "opencode",
 
 // reOpencodeDenied matches the error of a tool call opencode's permission
 // system refused.
-var reOpencodeDenied = relazy.New(`(?i)rule which prevents you|rejected permission|permission (?:was )?(?:denied|rejected)|auto-reject`)
+var reOpencodeDenied = text.LazyRegexp(`(?i)rule which prevents you|rejected permission|permission (?:was )?(?:denied|rejected)|auto-reject`)
 
 // opencodeParser parses opencode's JSON event lines: envelopes
 // {type, timestamp, sessionID, part|error}.

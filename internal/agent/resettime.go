@@ -1,7 +1,7 @@
 package agent
 
 import (
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strconv"
 	"strings"
 	"time"
@@ -12,15 +12,15 @@ import (
 // back to its own backoff.
 var (
 	// "Claude AI usage limit reached|1795366800" (older Claude Code).
-	reEpochReset = relazy.New(`(?i)limit reached\|(\d{9,11})\b`)
+	reEpochReset = text.LazyRegexp(`(?i)limit reached\|(\d{9,11})\b`)
 	// "resets 3pm (Europe/Berlin)", "resets at 3:30 pm", "resets Nov 22, 3pm (UTC)",
 	// "try again at 3:04 PM". A clock time needs am/pm or minutes.
-	reClockReset = relazy.New(`(?i)(?:resets?|try again|retry)\s+(?:at\s+|on\s+)?` +
+	reClockReset = text.LazyRegexp(`(?i)(?:resets?|try again|retry)\s+(?:at\s+|on\s+)?` +
 		`(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?` +
 		`(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(([^)\s]+)\))?`)
 	// "try again in 4 days 20 hours", "resets in 2h 5m", "retry in 30s".
-	reRelReset = relazy.New(`(?i)(?:resets?|try again|retry)\s+in\s+((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
-	reRelPart  = relazy.New(`(?i)(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	reRelReset = text.LazyRegexp(`(?i)(?:resets?|try again|retry)\s+in\s+((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	reRelPart  = text.LazyRegexp(`(?i)(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
 )
 
 var monthIndex = map[string]time.Month{

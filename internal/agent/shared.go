@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // This file holds what the Codex, opencode and Gemini backends share: the
@@ -21,14 +21,14 @@ import (
 // messages only (never against tool output), in the order auth, model,
 // limit, transient.
 var (
-	reAuthText = relazy.New(`(?i)unauthori[sz]ed|unauthenticated|invalid[ _-]?api[ _-]?key|incorrect api key|api key not valid|` +
+	reAuthText = text.LazyRegexp(`(?i)unauthori[sz]ed|unauthenticated|invalid[ _-]?api[ _-]?key|incorrect api key|api key not valid|` +
 		`api[ _-]?key (?:is )?(?:missing|required|not set|not found)|no api key|not logged in|please (?:run )?\S*log ?in|` +
 		`login required|authentication (?:failed|required|error)|invalid[ _]grant|(?:access|refresh) token|token (?:has )?expired`)
-	reModelText = relazy.New(`(?i)model[_ ]?not[_ ]?found|unknown model|` +
+	reModelText = text.LazyRegexp(`(?i)model[_ ]?not[_ ]?found|unknown model|` +
 		`model\b[^\n]{0,80}\b(?:does not exist|is not supported|not found|not available)`)
-	reLimitText = relazy.New(`(?i)usage[ _]limit|hit your (?:\w+ )?limit|rate[ _-]?limit|too many requests|` +
+	reLimitText = text.LazyRegexp(`(?i)usage[ _]limit|hit your (?:\w+ )?limit|rate[ _-]?limit|too many requests|` +
 		`quota|resource[ _]exhausted|limit[ _]reached`)
-	reTransientText = relazy.New(`(?i)overloaded|internal server error|service unavailable|bad gateway|` +
+	reTransientText = text.LazyRegexp(`(?i)overloaded|internal server error|service unavailable|bad gateway|` +
 		`gateway time-?out|server error|stream disconnected|connection (?:reset|refused|closed)|(?:status|http)[: ]+5\d\d\b`)
 )
 
@@ -70,7 +70,7 @@ type providerTexts struct {
 // reUnknownFlag matches an argument parser's complaint about an option
 // (clap, yargs, commander wordings): an agent CLI too old for the command
 // line ralphd builds.
-var reUnknownFlag = relazy.New(`(?i)unknown (?:argument|option|flag)s?|unexpected argument|unrecognized (?:argument|option)`)
+var reUnknownFlag = text.LazyRegexp(`(?i)unknown (?:argument|option|flag)s?|unexpected argument|unrecognized (?:argument|option)`)
 
 // usageVerdict reports a CLI that rejected ralphd's command line, judging
 // from its stderr.
@@ -106,11 +106,11 @@ func (pt providerTexts) verdict(class textClass, msg string, now time.Time, back
 // Reset times as the non-Claude agents phrase them.
 var (
 	// Codex's usage_limit_reached error body: "resets_in_seconds": 1234.
-	reResetsIn = relazy.New(`"?resets_in_seconds"?\s*[:=]\s*(\d{1,9})\b`)
+	reResetsIn = text.LazyRegexp(`"?resets_in_seconds"?\s*[:=]\s*(\d{1,9})\b`)
 	// ... or "resets_at": 1795366800 (unix seconds).
-	reResetsAt = relazy.New(`"?resets_at"?\s*[:=]\s*(\d{9,11})\b`)
+	reResetsAt = text.LazyRegexp(`"?resets_at"?\s*[:=]\s*(\d{9,11})\b`)
 	// Gemini: "Please retry in 32.5s.", "Your quota will reset after 17h36m21s."
-	reRetryDuration = relazy.New(`(?i)(?:retry|reset|try again)\s+(?:in|after)\s+(\d[\dhms.]*)`)
+	reRetryDuration = text.LazyRegexp(`(?i)(?:retry|reset|try again)\s+(?:in|after)\s+(\d[\dhms.]*)`)
 )
 
 // resetFromText finds when a limit resets in an error message: the fields

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/suggest"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // member is one key of a config file's top-level object, with where it
@@ -139,7 +139,7 @@ func (c *Config) loadFile(path string) error {
 		f, ok := lookupField(m.key)
 		if !ok {
 			msg := "unknown key"
-			if s := suggest.Closest(m.key, knownKeys()); s != "" {
+			if s := text.Closest(m.key, knownKeys()); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			} else {
 				msg += "; `ralphd config` lists the known keys"

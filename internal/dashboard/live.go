@@ -9,8 +9,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // lastEvents is how many events the "now" panel lists.
@@ -192,7 +192,7 @@ func describe(ev observe.Event) string {
 		}
 		return s
 	case logjsonl.Stuck:
-		return fmt.Sprintf("%s is STUCK after %s", d.IssueID, plural.Count(d.Attempts, "attempt"))
+		return fmt.Sprintf("%s is STUCK after %s", d.IssueID, text.Count(d.Attempts, "attempt"))
 	case logjsonl.Violation:
 		return fmt.Sprintf("violation %s on %s reverted: %s", d.Kind, d.IssueID, d.Detail)
 	case logjsonl.Decision:
@@ -200,7 +200,7 @@ func describe(ev observe.Event) string {
 	case logjsonl.QuotaWaitStart:
 		return fmt.Sprintf("waiting %ds for the agent's quota", d.WaitSeconds)
 	case logjsonl.RunEnd:
-		return fmt.Sprintf("run ended: %s (%s, %d closed)", d.Outcome, plural.Count(d.Iterations, "iteration"), d.IssuesClosed)
+		return fmt.Sprintf("run ended: %s (%s, %d closed)", d.Outcome, text.Count(d.Iterations, "iteration"), d.IssuesClosed)
 	case state.BDCall:
 		verdict := "allowed"
 		if !d.Allowed {

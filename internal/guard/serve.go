@@ -12,8 +12,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/broker"
 	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // ClientCommand is the hidden ralphd subcommand the `bd` on an agent's
@@ -73,7 +73,7 @@ func writeClient(path string, s Setup) error {
 		return os.Symlink(s.Client, path)
 	}
 	script := "#!/bin/sh\n# ralphd's bd: a client of the running ralphd, which decides and runs each call.\n" +
-		"exec " + shellquote.Quote(s.Self) + " " + ClientCommand + " \"$@\"\n"
+		"exec " + text.ShellQuote(s.Self) + " " + ClientCommand + " \"$@\"\n"
 	return os.WriteFile(path, []byte(script), 0o700)
 }
 

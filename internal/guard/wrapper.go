@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/broker"
-	"github.com/ralphd/ralphd/internal/shellquote"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // This file is the ralphd side of the bd guard protocol: how an agent's bd
@@ -94,8 +94,8 @@ func Install(dir string, s Setup) (*Session, error) {
 		return nil, fmt.Errorf("install the bd guard: %w", err)
 	}
 	script := "#!/bin/sh\n# ralphd's bd guard: applies the " + string(s.Mode) + " policy, then runs the real bd.\n" +
-		EnvMode + "=" + shellquote.Quote(string(s.Mode)) + " " + EnvRealBD + "=" + shellquote.Quote(s.RealBD) +
-		" exec " + shellquote.Quote(s.Self) + " " + Command + " \"$@\"\n"
+		EnvMode + "=" + text.ShellQuote(string(s.Mode)) + " " + EnvRealBD + "=" + text.ShellQuote(s.RealBD) +
+		" exec " + text.ShellQuote(s.Self) + " " + Command + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "bd"), []byte(script), 0o700); err != nil {
 		return nil, fmt.Errorf("install the bd guard: %w", err)
 	}

@@ -1,7 +1,7 @@
 package judge
 
 import (
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strconv"
 	"strings"
 )
@@ -16,11 +16,11 @@ type Check struct {
 }
 
 var (
-	listMarkerRe = relazy.New(`^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?`)
-	checkboxRe   = relazy.New(`^\[[ xX]\]\s*`)
-	separatorRe  = relazy.New(`^:?-+:?$`)
-	exitRe       = relazy.New(`(?i)^(?:(?:exits?|exit[ -]?(?:code|status)|returns?|code|status)\s*(?:with\s+)?(?:code\s+)?[:=]?\s*)?(\d{1,3})(?:\s*(?:\(.*\))?)?$`)
-	manualRe     = relazy.New(`(?i)^(manual|n/?a|none|tbd|todo|-|—|–)$`)
+	listMarkerRe = text.LazyRegexp(`^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s*)?`)
+	checkboxRe   = text.LazyRegexp(`^\[[ xX]\]\s*`)
+	separatorRe  = text.LazyRegexp(`^:?-+:?$`)
+	exitRe       = text.LazyRegexp(`(?i)^(?:(?:exits?|exit[ -]?(?:code|status)|returns?|code|status)\s*(?:with\s+)?(?:code\s+)?[:=]?\s*)?(\d{1,3})(?:\s*(?:\(.*\))?)?$`)
+	manualRe     = text.LazyRegexp(`(?i)^(manual|n/?a|none|tbd|todo|-|—|–)$`)
 )
 
 // ParseAcceptance extracts the acceptance commands from an issue's

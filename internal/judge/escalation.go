@@ -5,8 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/plural"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Tier is the escalation level for one issue's next attempt.
@@ -290,14 +289,14 @@ const (
 )
 
 var (
-	missingFileRe   = relazy.New(`(?i)no such file or directory|file not found|cannot find the (file|path)|\bENOENT\b|FileNotFoundError|could not open file|can't open file|cannot open (source )?file|does not exist: `)
-	missingModuleRe = relazy.New(`(?i)ModuleNotFoundError|\bImportError\b|No module named|Cannot find module|cannot find package|no required module provides package|is not in std|could not import|unresolved import|failed to resolve|module not found|can't find crate|\bE04(32|33)\b|\bTS2307\b|cannot import name`)
-	missingNameRe   = relazy.New(`(?i)\bundefined: |\bNameError\b|\bReferenceError\b|is not defined\b|cannot find (value|function|type|macro|struct|trait|name|symbol)\b|\bE04(12|25)\b|\bTS2304\b|undefined reference to|undeclared (name|identifier)|not declared in this scope|uninitialized constant|undefined (method|variable|function|name|symbol|constant)|module '[^']*' has no attribute`)
+	missingFileRe   = text.LazyRegexp(`(?i)no such file or directory|file not found|cannot find the (file|path)|\bENOENT\b|FileNotFoundError|could not open file|can't open file|cannot open (source )?file|does not exist: `)
+	missingModuleRe = text.LazyRegexp(`(?i)ModuleNotFoundError|\bImportError\b|No module named|Cannot find module|cannot find package|no required module provides package|is not in std|could not import|unresolved import|failed to resolve|module not found|can't find crate|\bE04(32|33)\b|\bTS2307\b|cannot import name`)
+	missingNameRe   = text.LazyRegexp(`(?i)\bundefined: |\bNameError\b|\bReferenceError\b|is not defined\b|cannot find (value|function|type|macro|struct|trait|name|symbol)\b|\bE04(12|25)\b|\bTS2304\b|undefined reference to|undeclared (name|identifier)|not declared in this scope|uninitialized constant|undefined (method|variable|function|name|symbol|constant)|module '[^']*' has no attribute`)
 
-	fileRefRe = relazy.New(`(?:^|[\s'"(\x60])((?:\.{1,2}/|/|~/)?[\w@.+-][\w@.+/-]*\.[A-Za-z]\w*)(?::\d+|\(\d+,\d+\))`)
-	quotedRe  = relazy.New("'([^'\\s]+)'|\"([^\"\\s]+)\"|`([^`\\s]+)`")
-	openRe    = relazy.New(`(?:open|stat|lstat|read|access) ([^\s:'"]+): `)
-	extRe     = relazy.New(`\.([A-Za-z0-9]{1,6})$`)
+	fileRefRe = text.LazyRegexp(`(?:^|[\s'"(\x60])((?:\.{1,2}/|/|~/)?[\w@.+-][\w@.+/-]*\.[A-Za-z]\w*)(?::\d+|\(\d+,\d+\))`)
+	quotedRe  = text.LazyRegexp("'([^'\\s]+)'|\"([^\"\\s]+)\"|`([^`\\s]+)`")
+	openRe    = text.LazyRegexp(`(?:open|stat|lstat|read|access) ([^\s:'"]+): `)
+	extRe     = text.LazyRegexp(`\.([A-Za-z0-9]{1,6})$`)
 )
 
 // sourceExts are the file extensions a bare name needs to count as a file.
@@ -383,13 +382,13 @@ func looksLikePath(p string) bool {
 // recommended next action. It starts with "STUCK:".
 func StuckNote(issue string, d Decision, autoFixed []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "STUCK: ralphd stopped working on %s after %s", issue, plural.Count(d.Attempts, "attempt"))
+	fmt.Fprintf(&b, "STUCK: ralphd stopped working on %s after %s", issue, text.Count(d.Attempts, "attempt"))
 	switch {
 	case d.Count == 0:
 	case d.Reason == ReasonRepeatedFingerprint:
-		fmt.Fprintf(&b, ": the same error %s in a row", plural.Count(d.Count, "time"))
+		fmt.Fprintf(&b, ": the same error %s in a row", text.Count(d.Count, "time"))
 	case d.Reason == ReasonNoProgress:
-		fmt.Fprintf(&b, ": no progress %s in a row", plural.Count(d.Count, "time"))
+		fmt.Fprintf(&b, ": no progress %s in a row", text.Count(d.Count, "time"))
 	}
 	fmt.Fprintf(&b, ", after %d strategy shifts (reason: %s).\n", d.Shift, d.Reason)
 	if len(d.Fingerprints) > 0 {

@@ -1,33 +1,33 @@
 package judge
 
 import (
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strings"
 )
 
-var evidenceRes = []*relazy.Regexp{
+var evidenceRes = []*text.Regexp{
 	// A command or output in backticks.
-	relazy.New("`[^`\\n]*[^`\\s][^`\\n]*`"),
+	text.LazyRegexp("`[^`\\n]*[^`\\s][^`\\n]*`"),
 	// A verb saying something was run or checked by a command.
-	relazy.New(`(?i)\b(ran|re-?ran|executed)\b`),
+	text.LazyRegexp(`(?i)\b(ran|re-?ran|executed)\b`),
 	// Tests, builds and linters reported as passing.
-	relazy.New(`(?i)\b(tests?|specs?|checks?|suites?|builds?|lint(er|ing)?|vet|typecheck(ing)?|ci)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?|clean|ok)\b`),
-	relazy.New(`(?i)\b(all|\d+)\s+(tests?|checks?|specs?)\b[^.\n]{0,20}\bpass`),
-	relazy.New(`(?i)\b\d+ (passed|passing)\b|\b0 (failures|failed|errors)\b`),
+	text.LazyRegexp(`(?i)\b(tests?|specs?|checks?|suites?|builds?|lint(er|ing)?|vet|typecheck(ing)?|ci)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?|clean|ok)\b`),
+	text.LazyRegexp(`(?i)\b(all|\d+)\s+(tests?|checks?|specs?)\b[^.\n]{0,20}\bpass`),
+	text.LazyRegexp(`(?i)\b\d+ (passed|passing)\b|\b0 (failures|failed|errors)\b`),
 	// A test or build command named without backticks.
-	relazy.New(`(?i)\b(go (test|build|vet|run)|cargo (test|build|check|clippy)|npm (test|run \S+)|npx \S+|yarn (test|run \S+)|pnpm (test|run \S+)|pytest|python3? -m \S+|make (test|check|build|lint|all|ci|verify|[\w-]+-test)|tox|mvn \S+|gradle \S+|bun test|deno test|tsc|eslint|ruff|mypy|golangci-lint|shellcheck|bd (show|list|ready|close)|curl \S+)\b`),
+	text.LazyRegexp(`(?i)\b(go (test|build|vet|run)|cargo (test|build|check|clippy)|npm (test|run \S+)|npx \S+|yarn (test|run \S+)|pnpm (test|run \S+)|pytest|python3? -m \S+|make (test|check|build|lint|all|ci|verify|[\w-]+-test)|tox|mvn \S+|gradle \S+|bun test|deno test|tsc|eslint|ruff|mypy|golangci-lint|shellcheck|bd (show|list|ready|close)|curl \S+)\b`),
 	// Exit statuses.
-	relazy.New(`(?i)\bexit(ed|s)?( with)?( code| status)?:? ?-?\d+\b|\b(exit|return) (code|status):? ?\d+`),
+	text.LazyRegexp(`(?i)\bexit(ed|s)?( with)?( code| status)?:? ?-?\d+\b|\b(exit|return) (code|status):? ?\d+`),
 	// A commit sha: 7 to 40 hex digits with a letter and a digit (checked
 	// in code), or after the word commit.
-	relazy.New(`(?i)\bcommit(ted)?( as| in)? [0-9a-f]{7,40}\b`),
+	text.LazyRegexp(`(?i)\bcommit(ted)?( as| in)? [0-9a-f]{7,40}\b`),
 	// A file path with a directory or a source extension, or path:line.
-	relazy.New(`(?:^|[\s(])(?:\.{0,2}/[\w.-]+|[\w.-]+/[\w.-]+/)[\w./-]*|\b[\w-]+\.(go|py|js|ts|tsx|jsx|rs|rb|java|kt|c|h|cc|cpp|cs|swift|php|sh|sql|md|json|yaml|yml|toml)\b|\b\S+\.\w+:\d+\b`),
+	text.LazyRegexp(`(?:^|[\s(])(?:\.{0,2}/[\w.-]+|[\w.-]+/[\w.-]+/)[\w./-]*|\b[\w-]+\.(go|py|js|ts|tsx|jsx|rs|rb|java|kt|c|h|cc|cpp|cs|swift|php|sh|sql|md|json|yaml|yml|toml)\b|\b\S+\.\w+:\d+\b`),
 	// Verification output quoted in the reason.
-	relazy.New(`(?m)^(ok|PASS|--- PASS|test result: ok|=+ \d+ passed)\b`),
+	text.LazyRegexp(`(?m)^(ok|PASS|--- PASS|test result: ok|=+ \d+ passed)\b`),
 }
 
-var shaRe = relazy.New(`\b[0-9a-f]{7,40}\b`)
+var shaRe = text.LazyRegexp(`\b[0-9a-f]{7,40}\b`)
 
 // CitesEvidence reports whether a close reason cites a command or other
 // evidence that the work is done, rather than only claiming it.

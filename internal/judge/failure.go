@@ -1,7 +1,7 @@
 package judge
 
 import (
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,52 +22,52 @@ const (
 var (
 	// ansiRe matches CSI and OSC escape sequences; stray ESC bytes are
 	// dropped separately.
-	ansiRe = relazy.New(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?`)
+	ansiRe = text.LazyRegexp(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?`)
 
 	// noiseRes are lines that never identify a failure: progress, timing
 	// and summary lines, stack frames, hints.
-	noiseRes = []*relazy.Regexp{
-		relazy.New(`^(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP):|PASS$|ok\s)`),
-		relazy.New(`^\s*at\s`), // JS stack frame
-		relazy.New(`^\s*File "`),
-		relazy.New(`^Ran \d+ tests? in `),
-		relazy.New(`^[=_!-]{3,}.*\b(passed|failed|errors?|skipped|in [\d.]+s)\b.*[=_!-]{3,}$`),
-		relazy.New(`^\s*(Test Suites|Tests|Test Files|Snapshots|Time|Duration|Start at|Ran all test suites)\b`),
-		relazy.New(`^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)\b`),
-		relazy.New(`^\s*(Compiling|Finished|Running|Doc-tests|Downloaded|Downloading|Updating|Locking)\s`),
-		relazy.New(`(?i)^\s*(warning|note|help|hint)(\[\w+\])?:`),
-		relazy.New(`^(npm (WARN|notice)|Node\.js v\d)`),
-		relazy.New(`^\s*(running \d+ tests?|failures:)$`),
-		relazy.New(`(?i)^\s*(Some errors have detailed explanations|For more information about (this|an) error)`),
+	noiseRes = []*text.Regexp{
+		text.LazyRegexp(`^(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP):|PASS$|ok\s)`),
+		text.LazyRegexp(`^\s*at\s`), // JS stack frame
+		text.LazyRegexp(`^\s*File "`),
+		text.LazyRegexp(`^Ran \d+ tests? in `),
+		text.LazyRegexp(`^[=_!-]{3,}.*\b(passed|failed|errors?|skipped|in [\d.]+s)\b.*[=_!-]{3,}$`),
+		text.LazyRegexp(`^\s*(Test Suites|Tests|Test Files|Snapshots|Time|Duration|Start at|Ran all test suites)\b`),
+		text.LazyRegexp(`^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms)\b`),
+		text.LazyRegexp(`^\s*(Compiling|Finished|Running|Doc-tests|Downloaded|Downloading|Updating|Locking)\s`),
+		text.LazyRegexp(`(?i)^\s*(warning|note|help|hint)(\[\w+\])?:`),
+		text.LazyRegexp(`^(npm (WARN|notice)|Node\.js v\d)`),
+		text.LazyRegexp(`^\s*(running \d+ tests?|failures:)$`),
+		text.LazyRegexp(`(?i)^\s*(Some errors have detailed explanations|For more information about (this|an) error)`),
 	}
 
-	compileRe    = relazy.New(`(?:^|\s)[^\s:]*\.[A-Za-z]\w*:\d+:\d+: +\S`)
-	compileWarn  = relazy.New(`:\d+:\d+: +(warning|note|info)\b`)
-	tscRe        = relazy.New(`\.[A-Za-z]\w*\(\d+,\d+\): +error\b`)
-	goPanicRe    = relazy.New(`^(panic: |fatal error: )`)
-	pytestERe    = relazy.New(`^E\s+\S`)
-	rustCodeRe   = relazy.New(`^error\[E\d+\]: `)
-	rustPanicRe  = relazy.New(`^thread '[^']*'.* panicked at `)
-	excRe        = relazy.New(`^\s*(?:Uncaught\s+)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?:\s*\[[A-Za-z0-9_]+\])?: +\S`)
-	jestBulletRe = relazy.New(`^\s*● `)
-	tapErrorRe   = relazy.New(`^\s+error: +(\S.*)$`)
-	goFailRe     = relazy.New(`^(\s*)--- FAIL: (\S+)`)
-	goMsgRe      = relazy.New(`^\s+\S+\.go:\d+: `)
-	goRunRe      = relazy.New(`^=== RUN\s+(\S+)`)
+	compileRe    = text.LazyRegexp(`(?:^|\s)[^\s:]*\.[A-Za-z]\w*:\d+:\d+: +\S`)
+	compileWarn  = text.LazyRegexp(`:\d+:\d+: +(warning|note|info)\b`)
+	tscRe        = text.LazyRegexp(`\.[A-Za-z]\w*\(\d+,\d+\): +error\b`)
+	goPanicRe    = text.LazyRegexp(`^(panic: |fatal error: )`)
+	pytestERe    = text.LazyRegexp(`^E\s+\S`)
+	rustCodeRe   = text.LazyRegexp(`^error\[E\d+\]: `)
+	rustPanicRe  = text.LazyRegexp(`^thread '[^']*'.* panicked at `)
+	excRe        = text.LazyRegexp(`^\s*(?:Uncaught\s+)?(?:[A-Za-z_$][\w$]*\.)*(?:[A-Z][\w$]*)?(?:Error|Exception)(?:\s*\[[A-Za-z0-9_]+\])?: +\S`)
+	jestBulletRe = text.LazyRegexp(`^\s*● `)
+	tapErrorRe   = text.LazyRegexp(`^\s+error: +(\S.*)$`)
+	goFailRe     = text.LazyRegexp(`^(\s*)--- FAIL: (\S+)`)
+	goMsgRe      = text.LazyRegexp(`^\s+\S+\.go:\d+: `)
+	goRunRe      = text.LazyRegexp(`^=== RUN\s+(\S+)`)
 
-	testRes = []*relazy.Regexp{
-		relazy.New(`^\s*--- FAIL: `),
-		relazy.New(`^FAILED \S`),
-		relazy.New(`^\s*FAIL {1,2}\S`),
-		relazy.New(`^test \S+ \.\.\. FAILED$`),
-		relazy.New(`^\S.* \.\.\. (FAIL|ERROR)$`),
-		relazy.New(`^not ok \d+`),
-		relazy.New(`^(FAIL|ERROR): \S`),
+	testRes = []*text.Regexp{
+		text.LazyRegexp(`^\s*--- FAIL: `),
+		text.LazyRegexp(`^FAILED \S`),
+		text.LazyRegexp(`^\s*FAIL {1,2}\S`),
+		text.LazyRegexp(`^test \S+ \.\.\. FAILED$`),
+		text.LazyRegexp(`^\S.* \.\.\. (FAIL|ERROR)$`),
+		text.LazyRegexp(`^not ok \d+`),
+		text.LazyRegexp(`^(FAIL|ERROR): \S`),
 	}
-	fileLineMsgRe = relazy.New(`^\S*\.[A-Za-z]\w*:\d+: +\S`)
-	goTestLogRe   = relazy.New(`_test\.go:\d+: `)
+	fileLineMsgRe = text.LazyRegexp(`^\S*\.[A-Za-z]\w*:\d+: +\S`)
+	goTestLogRe   = text.LazyRegexp(`_test\.go:\d+: `)
 
-	genericRe = relazy.New(`(?i)(^|[^\w-])(error|errors|fatal|failed|failure|fail|panic|exception)([^\w-]|$)`)
+	genericRe = text.LazyRegexp(`(?i)(^|[^\w-])(error|errors|fatal|failed|failure|fail|panic|exception)([^\w-]|$)`)
 )
 
 // cleanLine strips terminal escapes and carriage returns and makes the line

@@ -3,7 +3,7 @@ package judge
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -24,44 +24,44 @@ const (
 )
 
 var (
-	uuidRe = relazy.New(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	uuidRe = text.LazyRegexp(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 
-	timeRes = []*relazy.Regexp{
+	timeRes = []*text.Regexp{
 		// RFC 3339 / ISO 8601, with optional fraction and zone.
-		relazy.New(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?`),
+		text.LazyRegexp(`\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?`),
 		// Go log package: 2026/11/21 18:31:47.123456.
-		relazy.New(`\b\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?`),
+		text.LazyRegexp(`\b\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?`),
 		// Common log format: 21/Nov/2026:18:31:47 +0000.
-		relazy.New(`\b\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?: [+-]\d{4})?`),
+		text.LazyRegexp(`\b\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2}(?: [+-]\d{4})?`),
 		// RFC 1123 / RFC 822: Sat, 21 Nov 2026 18:31:47 GMT.
-		relazy.New(`\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5}| [+-]\d{4})?`),
+		text.LazyRegexp(`\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun),? \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5}| [+-]\d{4})?`),
 		// ANSI C / Unix date: Sat Nov 21 18:31:47 UTC 2026, and syslog: Nov 21 18:31:47.
-		relazy.New(`\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5})?(?: \d{4})?`),
+		text.LazyRegexp(`\b(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}\d{1,2} \d{2}:\d{2}:\d{2}(?: [A-Z]{2,5})?(?: \d{4})?`),
 		// A bare date, then a bare time of day.
-		relazy.New(`\b\d{4}-\d{2}-\d{2}\b`),
-		relazy.New(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`),
+		text.LazyRegexp(`\b\d{4}-\d{2}-\d{2}\b`),
+		text.LazyRegexp(`\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b`),
 	}
 
 	// genericIssueRe is a bd issue id when no prefix is known: a lowercase
 	// prefix, a hyphen, a base36 hash with both a letter and a digit, and
 	// optional child suffixes. The letter-and-digit test is in code.
-	genericIssueRe = relazy.New(`\b[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*-([0-9a-z]{3,8})((?:\.\d+)*)\b`)
+	genericIssueRe = text.LazyRegexp(`\b[a-z][a-z0-9]*(?:-[a-z][a-z0-9]*)*-([0-9a-z]{3,8})((?:\.\d+)*)\b`)
 
-	addrRe     = relazy.New(`\b0[xX][0-9a-fA-F]{6,}\b`)
-	hexRe      = relazy.New(`\b[0-9a-fA-F]{7,}\b`)
-	goroutRe   = relazy.New(`\bgoroutine \d+\b`)
-	threadRe   = relazy.New(`(thread '[^']*') \(\d+\)`)
-	pidRe      = relazy.New(`(?i)\b(pid|process|ppid)(\s*[=:#]\s*|\s+)\d+\b`)
-	pidBrackRe = relazy.New(`\b([A-Za-z][\w.-]*)\[\d+\]:`)
-	hostPortRe = relazy.New(`(?i)(\blocalhost|\b\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:]*\]):\d{1,5}\b`)
-	portRe     = relazy.New(`(?i)\b(port)(\s*[=:]?\s*)\d{2,5}\b`)
-	fileLineRe = relazy.New(`(\.[A-Za-z][A-Za-z0-9_]*):\d+(?::\d+)?\b`)
-	tscPosRe   = relazy.New(`(\.[A-Za-z][A-Za-z0-9_]*)\(\d+,\d+\)`)
-	lineColRe  = relazy.New(`:\d+:\d+\b`)
-	lineWordRe = relazy.New(`(?i)\b(line|ln|col|column)(\s*:?\s*)\d+\b`)
-	durRe      = relazy.New(`\b(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s))+\b|\b\d+(?:\.\d+)? ?(?:seconds?|secs?|milliseconds?|msecs?|ms)\b|\b\d+\.\d+ s\b`)
-	goBuildRe  = relazy.New(`\bgo-build\d+`)
-	longNumRe  = relazy.New(`\b\d{10,}\b`)
+	addrRe     = text.LazyRegexp(`\b0[xX][0-9a-fA-F]{6,}\b`)
+	hexRe      = text.LazyRegexp(`\b[0-9a-fA-F]{7,}\b`)
+	goroutRe   = text.LazyRegexp(`\bgoroutine \d+\b`)
+	threadRe   = text.LazyRegexp(`(thread '[^']*') \(\d+\)`)
+	pidRe      = text.LazyRegexp(`(?i)\b(pid|process|ppid)(\s*[=:#]\s*|\s+)\d+\b`)
+	pidBrackRe = text.LazyRegexp(`\b([A-Za-z][\w.-]*)\[\d+\]:`)
+	hostPortRe = text.LazyRegexp(`(?i)(\blocalhost|\b\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:]*\]):\d{1,5}\b`)
+	portRe     = text.LazyRegexp(`(?i)\b(port)(\s*[=:]?\s*)\d{2,5}\b`)
+	fileLineRe = text.LazyRegexp(`(\.[A-Za-z][A-Za-z0-9_]*):\d+(?::\d+)?\b`)
+	tscPosRe   = text.LazyRegexp(`(\.[A-Za-z][A-Za-z0-9_]*)\(\d+,\d+\)`)
+	lineColRe  = text.LazyRegexp(`:\d+:\d+\b`)
+	lineWordRe = text.LazyRegexp(`(?i)\b(line|ln|col|column)(\s*:?\s*)\d+\b`)
+	durRe      = text.LazyRegexp(`\b(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s))+\b|\b\d+(?:\.\d+)? ?(?:seconds?|secs?|milliseconds?|msecs?|ms)\b|\b\d+\.\d+ s\b`)
+	goBuildRe  = text.LazyRegexp(`\bgo-build\d+`)
+	longNumRe  = text.LazyRegexp(`\b\d{10,}\b`)
 )
 
 // tempRoots are the directories whose contents are per-run. A path under
@@ -284,7 +284,7 @@ func replaceTempPaths(s string) string {
 	return b.String()
 }
 
-var fileNameRe = relazy.New(`^[\w.+-]*[\w-]\.[A-Za-z][A-Za-z0-9]{0,5}$`)
+var fileNameRe = text.LazyRegexp(`^[\w.+-]*[\w-]\.[A-Za-z][A-Za-z0-9]{0,5}$`)
 
 // looksLikeFileName reports whether a path element is a file name with a
 // short extension, such as main.go or config.yaml, and not a random

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Limits of the attempt record.
@@ -229,9 +229,9 @@ func fenceFor(text string) string {
 }
 
 var (
-	outputHeadRe = relazy.New(`^#### (\S+) \(exit (-?\d+)\)(?:: (".*"))?$`)
-	fenceOpenRe  = relazy.New("^(`{3,})text$")
-	listItemRe   = relazy.New(`^  - (.*)$`)
+	outputHeadRe = text.LazyRegexp(`^#### (\S+) \(exit (-?\d+)\)(?:: (".*"))?$`)
+	fenceOpenRe  = text.LazyRegexp("^(`{3,})text$")
+	listItemRe   = text.LazyRegexp(`^  - (.*)$`)
 )
 
 func corrupt(line int, format string, args ...any) error {

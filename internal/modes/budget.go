@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"strings"
 	"time"
 
@@ -86,7 +86,7 @@ func (l *Loop) checkClean(ctx context.Context) error {
 }
 
 // branchSafe makes an issue id usable in a branch name.
-var branchUnsafe = relazy.New(`[^A-Za-z0-9._-]+`)
+var branchUnsafe = text.LazyRegexp(`[^A-Za-z0-9._-]+`)
 
 // keepFailedWork commits the work done on an issue ralphd gave up on (or
 // that the cap interrupted) to wip/ralph-fail-<issue>-<YYYYMMDD-HHMMSS>,

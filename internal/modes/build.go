@@ -11,9 +11,9 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Build runs BUILD iterations until no ready work is left, maxIter
@@ -72,7 +72,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 			return res.stop(StopAllSkipped, fmt.Sprintf("all ready work is stuck and skipped: %s; PLANNING or `ralphd reset ID` puts it back", strings.Join(res.Skipped, ", ")), nil)
 		}
 		if maxIter > 0 && res.Iterations >= maxIter {
-			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", plural.Count(maxIter, "iteration"), plural.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
+			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", text.Count(maxIter, "iteration"), text.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
 		}
 		if l.pausedNow != nil && l.pausedNow() {
 			continue // paused while picking: hold, then pick afresh
@@ -125,9 +125,9 @@ func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
 // stuckWhy is the reason a stuck issue is skipped, for the log.
 func stuckWhy(r state.IssueRecord, cause judge.StuckCause) string {
 	if cause == judge.StuckHardStop {
-		return fmt.Sprintf("stuck after %s: the escalation's hard stop (%s)", plural.Count(r.Count, "attempt"), r.Judgement.Escalation.StopReason)
+		return fmt.Sprintf("stuck after %s: the escalation's hard stop (%s)", text.Count(r.Count, "attempt"), r.Judgement.Escalation.StopReason)
 	}
-	return "stuck after " + plural.Count(r.Count, "attempt")
+	return "stuck after " + text.Count(r.Count, "attempt")
 }
 
 // markStuck appends the STUCK note (appending: plain --notes would erase

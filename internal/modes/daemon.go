@@ -7,8 +7,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 	"github.com/ralphd/ralphd/internal/watch"
 )
 
@@ -167,7 +167,7 @@ func remaining(n int) string {
 	if n == 1 {
 		return "1 issue remains"
 	}
-	return plural.Count(n, "issue") + " remain"
+	return text.Count(n, "issue") + " remain"
 }
 
 // setupError reports whether err is one that no amount of waiting can fix,
@@ -204,13 +204,13 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	}
 	switch {
 	case d.stuckSincePlan > 0:
-		return "plan", fmt.Sprintf("%s stuck since the last plan", plural.Count(d.stuckSincePlan, "issue")), fp, nil
+		return "plan", fmt.Sprintf("%s stuck since the last plan", text.Count(d.stuckSincePlan, "issue")), fp, nil
 	case d.Config.PlanEvery > 0 && d.buildsSincePlan >= d.Config.PlanEvery:
-		return "plan", fmt.Sprintf("%s since the last plan (plan_every %d)", plural.Count(d.buildsSincePlan, "BUILD iteration"), d.Config.PlanEvery), fp, nil
+		return "plan", fmt.Sprintf("%s since the last plan (plan_every %d)", text.Count(d.buildsSincePlan, "BUILD iteration"), d.Config.PlanEvery), fp, nil
 	case workable == 0 && st.Open+st.InProgress > 0 && fp != d.planFP:
 		return "plan", fmt.Sprintf("nothing ready while %s open and the graph changed since the last plan", remaining(st.Open+st.InProgress)), fp, nil
 	case workable > 0:
-		return "build", plural.Count(workable, "ready issue"), fp, nil
+		return "build", text.Count(workable, "ready issue"), fp, nil
 	}
 	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), fp, nil
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // citesEvidence is the test a close reason must pass in BUILD mode.
@@ -187,10 +187,10 @@ func (l *Loop) escalation(j state.Judgement) string {
 	var b strings.Builder
 	switch d.Reason {
 	case judge.ReasonRepeatedFingerprint:
-		fmt.Fprintf(&b, "The previous approach failed the same way %s in a row. The error, verbatim:\n\n    %s\n\n", plural.Count(d.Count, "time"), d.Error)
+		fmt.Fprintf(&b, "The previous approach failed the same way %s in a row. The error, verbatim:\n\n    %s\n\n", text.Count(d.Count, "time"), d.Error)
 		fmt.Fprintf(&b, "Do not repeat that approach. Anything that leads to this failure again is forbidden:\n\n    %s\n\n", d.Forbidden)
 	default:
-		fmt.Fprintf(&b, "The last %s made no progress: no commit, no change to the working tree, no check that started passing, no change to the issue.\n", plural.Count(d.Count, "attempt"))
+		fmt.Fprintf(&b, "The last %s made no progress: no commit, no change to the working tree, no check that started passing, no change to the issue.\n", text.Count(d.Count, "attempt"))
 		if d.Error != "" {
 			fmt.Fprintf(&b, "The last error, verbatim:\n\n    %s\n\n", d.Error)
 		}
@@ -253,7 +253,7 @@ func (l *Loop) excerpts(paths []string) string {
 // (fingerprints per attempt, the last error, what was auto-fixed, what to
 // do next).
 func (l *Loop) stuckNote(r state.IssueRecord) string {
-	note := fmt.Sprintf("STUCK: Failed after %s at %s. Moving to next issue.", plural.Count(r.Count, "attempt"), l.now().UTC().Format("2006-01-02T15:04:05Z"))
+	note := fmt.Sprintf("STUCK: Failed after %s at %s. Moving to next issue.", text.Count(r.Count, "attempt"), l.now().UTC().Format("2006-01-02T15:04:05Z"))
 	j := r.Judgement
 	if j.Escalation.Attempts == 0 {
 		return note

@@ -11,9 +11,9 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // The outcome strings are what history.jsonl and the run log have always
@@ -300,7 +300,7 @@ func TestStuckDecisions(t *testing.T) {
 			if tt.wantNote != "" {
 				l := &Loop{Now: fixedNow}
 				note := l.stuckNote(r)
-				is.True(strings.HasPrefix(note, fmt.Sprintf("STUCK: Failed after %s at 2026-01-02T03:04:05Z. Moving to next issue.\nWhy: %s.\n", plural.Count(len(tt.want), "attempt"), tt.wantNote)))
+				is.True(strings.HasPrefix(note, fmt.Sprintf("STUCK: Failed after %s at 2026-01-02T03:04:05Z. Moving to next issue.\nWhy: %s.\n", text.Count(len(tt.want), "attempt"), tt.wantNote)))
 			}
 		})
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/text"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -40,7 +40,7 @@ func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
 			return res.stop(StopSuccess, "planning complete: the planner ended with "+PlanPromise, nil)
 		}
 	}
-	return res.stop(StopMaxIterations, "ran "+plural.Count(res.Iterations, "planning iteration"), nil)
+	return res.stop(StopMaxIterations, "ran "+text.Count(res.Iterations, "planning iteration"), nil)
 }
 
 // planIteration runs the planner once and records what it changed. done

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/config"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 	"github.com/ralphd/ralphd/internal/usage"
 )
 
@@ -105,7 +105,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 			ri.Warnings = append(ri.Warnings, fmt.Sprintf("%d forbidden tracker change(s) reverted", n))
 		}
 		if n := noProgress[t.IssueID]; n > 0 {
-			ri.Warnings = append(ri.Warnings, plural.Count(n, "iteration")+" with no progress")
+			ri.Warnings = append(ri.Warnings, text.Count(n, "iteration")+" with no progress")
 		}
 		if ri.Closed && t.LastGate == GateAgent {
 			ri.Warnings = append(ri.Warnings, "closed without a verification gate (no verify command, no acceptance commands)")

@@ -12,8 +12,8 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/gitsafe"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/plural"
 	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Sweep cleans up after a ralphd that died mid-iteration (SIGKILL, OOM,
@@ -136,7 +136,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 		msg += fmt.Sprintf("reverted %d forbidden change(s)", len(details))
 	}
 	if reopened > 0 {
-		msg += fmt.Sprintf("; reopened %s no check ran on", plural.Count(reopened, "close"))
+		msg += fmt.Sprintf("; reopened %s no check ran on", text.Count(reopened, "close"))
 	}
 	return msg, nil
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/observe"
-	"github.com/ralphd/ralphd/internal/plural"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // Event kinds, the "event" key of a notification. Each is on by default.
@@ -260,7 +260,7 @@ func FromLoop(ev observe.Event) (Event, bool) {
 	switch d := ev.Data.(type) {
 	case logjsonl.Stuck:
 		e.Kind, e.IssueID = KindStuck, d.IssueID
-		e.Summary = fmt.Sprintf("%s is STUCK after %s", d.IssueID, plural.Count(d.Attempts, "attempt"))
+		e.Summary = fmt.Sprintf("%s is STUCK after %s", d.IssueID, text.Count(d.Attempts, "attempt"))
 		e.Detail = d.Reason
 	case logjsonl.Violation:
 		e.Kind, e.IssueID = KindViolation, d.IssueID
@@ -286,7 +286,7 @@ func FromLoop(ev observe.Event) (Event, bool) {
 			e.Summary = "the agent cannot run"
 		default:
 			e.Kind = KindRunEnd
-			e.Summary = fmt.Sprintf("run ended (%s): %s, %d closed, %d stuck", d.Outcome, plural.Count(d.Iterations, "iteration"), d.IssuesClosed, d.Stuck)
+			e.Summary = fmt.Sprintf("run ended (%s): %s, %d closed, %d stuck", d.Outcome, text.Count(d.Iterations, "iteration"), d.IssuesClosed, d.Stuck)
 			if d.CostUSD != nil {
 				e.Summary += fmt.Sprintf(", $%.2f", *d.CostUSD)
 			}

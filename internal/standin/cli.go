@@ -4,7 +4,7 @@ import (
 	"embed"
 	"encoding/csv"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"sort"
 	"strconv"
 	"strings"
@@ -367,10 +367,10 @@ func removeFirstWord(fs *flagSet, args []string, word string) []string {
 }
 
 // flagLine matches one pflag usage line.
-var flagLine = relazy.New(`^  (?:-(\S), |    )--([\w-]+)(?: (string|int|strings|stringArray|duration))?\s{2,}(.*)$`)
+var flagLine = text.LazyRegexp(`^  (?:-(\S), |    )--([\w-]+)(?: (string|int|strings|stringArray|duration))?\s{2,}(.*)$`)
 
 // defaultRe finds a trailing pflag default.
-var defaultRe = relazy.New(` \(default (.*)\)$`)
+var defaultRe = text.LazyRegexp(` \(default (.*)\)$`)
 
 // parseFlagSection reads the flags listed under header in a help text.
 func parseFlagSection(help, header string) []*flagSpec {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 func runRootHelp(inv *invocation) int {
@@ -156,8 +156,8 @@ func runContext(inv *invocation) int {
 }
 
 var (
-	prefixRe    = relazy.New(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-	nonPrefixRe = relazy.New(`[^A-Za-z0-9-]+`)
+	prefixRe    = text.LazyRegexp(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+	nonPrefixRe = text.LazyRegexp(`[^A-Za-z0-9-]+`)
 )
 
 // runInit creates .beads/ with the embedded-Dolt-shaped layout. Unlike

@@ -1,7 +1,7 @@
 package standin
 
 import (
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"sort"
 	"strings"
 )
@@ -26,7 +26,7 @@ func globalBlock() string {
 	return strings.TrimRight(h[i+len("\nGlobal Flags:\n"):], "\n")
 }
 
-var rootCommandLine = relazy.New(`^  ([a-z][a-z0-9-]*) +(.*)$`)
+var rootCommandLine = text.LazyRegexp(`^  ([a-z][a-z0-9-]*) +(.*)$`)
 
 // set builds a lookup set.
 func set(names ...string) map[string]bool {

@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/ralphd/ralphd/internal/proc"
-	"github.com/ralphd/ralphd/internal/relazy"
+	"github.com/ralphd/ralphd/internal/text"
 	"io"
 	"math/big"
 	"os/exec"
@@ -60,7 +60,7 @@ func newUUIDv7(now time.Time, rnd io.Reader) (string, error) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }
 
-var relTime = relazy.New(`^\+(\d+)([smhdw])$`)
+var relTime = text.LazyRegexp(`^\+(\d+)([smhdw])$`)
 
 // parseWhen parses bd's date forms: +6h, +1d, +2w, tomorrow, next monday,
 // 2025-01-15, RFC3339.
@@ -139,7 +139,7 @@ func gitTopLevel(ctx context.Context, dir string, env []string) string {
 }
 
 // testTitle matches titles bd treats as test data.
-var testTitle = relazy.New(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
+var testTitle = text.LazyRegexp(`^(test|benchmark|sample|tmp|temp|debug|dummy)[-_\s]`)
 
 // uniqueSorted returns the distinct non-empty values of in, sorted.
 func uniqueSorted(in []string) []string {

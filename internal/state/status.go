@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/judge"
-	"github.com/ralphd/ralphd/internal/plural"
+	"github.com/ralphd/ralphd/internal/text"
 	"github.com/ralphd/ralphd/internal/usage"
 )
 
@@ -311,7 +311,7 @@ func (st Status) WriteText(w io.Writer) error {
 	} else {
 		r := st.LastRun
 		line("Last run", "%s (%s mode), %s to %s", r.RunID, r.Mode, fmtTime(r.StartedAt), fmtTime(r.EndedAt))
-		more("%s on %s%s", plural.Count(r.Iterations, "iteration"), plural.Count(len(r.Issues), "issue"), fmtOutcomes(r.Outcomes))
+		more("%s on %s%s", text.Count(r.Iterations, "iteration"), text.Count(len(r.Issues), "issue"), fmtOutcomes(r.Outcomes))
 		switch {
 		case r.Ended:
 			more("stopped: %s", r.StopReason)
@@ -328,7 +328,7 @@ func (st Status) WriteText(w io.Writer) error {
 			more("BUILD agent NOT sandboxed (see `ralphd doctor`)")
 		}
 		if st.Totals.Runs > 1 {
-			line("All runs", "%s, %s; %s", plural.Count(st.Totals.Runs, "run"), plural.Count(st.Totals.Iterations, "iteration"), fmtCost(st.Totals.CostUSD, st.Totals.Tokens))
+			line("All runs", "%s, %s; %s", text.Count(st.Totals.Runs, "run"), text.Count(st.Totals.Iterations, "iteration"), fmtCost(st.Totals.CostUSD, st.Totals.Tokens))
 		}
 	}
 	if len(st.Issues) > 0 {
@@ -342,7 +342,7 @@ func (st Status) WriteText(w io.Writer) error {
 			if t.LastGate != "" {
 				last += " at " + t.LastGate
 			}
-			more("%-*s %s, last %s; %s", width, t.IssueID, plural.Count(t.Iterations, "iteration"), last, fmtCost(t.CostUSD, t.Tokens))
+			more("%-*s %s, last %s; %s", width, t.IssueID, text.Count(t.Iterations, "iteration"), last, fmtCost(t.CostUSD, t.Tokens))
 		}
 	}
 	if st.LatestReport != "" {
@@ -353,7 +353,7 @@ func (st Status) WriteText(w io.Writer) error {
 	if len(st.Logs) == 0 {
 		line("Logs", "none yet")
 	} else {
-		line("Logs", "%s in %s", plural.Count(len(st.Logs), "file"), filepath.Dir(st.Logs[0].Path))
+		line("Logs", "%s in %s", text.Count(len(st.Logs), "file"), filepath.Dir(st.Logs[0].Path))
 		const shown = 5
 		start := max(len(st.Logs)-shown, 0)
 		if start > 0 {

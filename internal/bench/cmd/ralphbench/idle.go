@@ -14,7 +14,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/bench"
 	"github.com/ralphd/ralphd/internal/proc"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // idleResult is what section 4 measured.
@@ -37,7 +37,7 @@ type idleResult struct {
 // idleAgent records when it starts (to the nanosecond), then closes its
 // issue.
 func idleAgent(starts string) string {
-	return fmt.Sprintf("date +%%s.%%N >> %s && %s", shellquote.Quote(starts), agentCmd)
+	return fmt.Sprintf("date +%%s.%%N >> %s && %s", text.ShellQuote(starts), agentCmd)
 }
 
 // measureIdle runs section 4: a daemon over an empty tracker, idle for
@@ -56,7 +56,7 @@ func measureIdle(ctx context.Context, e *benchEnv, window time.Duration, wakes i
 	}
 	defer logf.Close()
 	args := []string{"daemon", "--bd", filepath.Join(e.recBin, "bd"), "--agent-cmd", idleAgent(starts), "--poll", "60s"}
-	res := &idleResult{Window: window, Command: "ralphd daemon --bd <counting bd> --agent-cmd " + shellquote.Quote(idleAgent("starts.txt")) + " --poll 60s"}
+	res := &idleResult{Window: window, Command: "ralphd daemon --bd <counting bd> --agent-cmd " + text.ShellQuote(idleAgent("starts.txt")) + " --poll 60s"}
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := command(dctx, e.recordEnv(callLog), dir, e.ralphd(), args...)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // liveHeap is what the live-heap subcommand found: the live heap (after a
@@ -68,7 +68,7 @@ func measureLiveHeap(ctx context.Context, jsonlgen, dir string, size int64) (liv
 			res.Live = append(res.Live, int64(ms.HeapAlloc))
 		},
 	}
-	backend := agent.Command{Line: shellquote.Quote(jsonlgen) + " " + strconv.FormatInt(size, 10)}
+	backend := agent.Command{Line: text.ShellQuote(jsonlgen) + " " + strconv.FormatInt(size, 10)}
 	inv := agent.Invocation{Mode: "build", IssueID: "b-1", Iteration: 1, Attempt: 1, Dir: dir, ScratchDir: dir}
 	out, err := agent.Run(ctx, backend, inv, opts)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/bench"
 	"github.com/ralphd/ralphd/internal/logjsonl/logjsonltest"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // truncateAbove is the largest input whose run log is kept whole; above
@@ -179,7 +179,7 @@ func measureLogs(ctx context.Context, e *benchEnv, sizes []int64, cpuSize int64,
 	stateDir := filepath.Join(e.work, "logs-profile-state")
 	defer os.RemoveAll(stateDir)
 	args := []string{"build", "1", "--log", "--bd", e.bd(), "--agent-cmd", logAgent(lp.ProfileSize)}
-	display := "ralphd build 1 --log --bd bd --agent-cmd " + shellquote.Quote(logAgent(lp.ProfileSize))
+	display := "ralphd build 1 --log --bd bd --agent-cmd " + text.ShellQuote(logAgent(lp.ProfileSize))
 	lp.Profile = e.perfProfile(ctx, dir, e.env("XDG_STATE_HOME="+stateDir), 1, args, display)
 	lp.Profile.Per = "run"
 	return lp, nil

@@ -13,7 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/bench"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 func TestParseEpoch(t *testing.T) {
@@ -49,10 +49,10 @@ func TestFormatting(t *testing.T) {
 	is.Equal(fmtDur(6660*time.Microsecond), "6.66 ms")
 	is.Equal(fmtDur(41*time.Microsecond), "41 µs")
 	is.Equal(fmtDur(2910*time.Millisecond), "2.91 s")
-	is.Equal(shellquote.Quote("plain-arg_1.2"), "plain-arg_1.2")
-	is.Equal(shellquote.Quote(`bd close "$X"`), `'bd close "$X"'`)
-	is.Equal(shellquote.Quote("it's"), `'it'\''s'`)
-	is.Equal(shellquote.Quote(""), "''")
+	is.Equal(text.ShellQuote("plain-arg_1.2"), "plain-arg_1.2")
+	is.Equal(text.ShellQuote(`bd close "$X"`), `'bd close "$X"'`)
+	is.Equal(text.ShellQuote("it's"), `'it'\''s'`)
+	is.Equal(text.ShellQuote(""), "''")
 }
 
 func TestArgvCounts(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // perfFreq is the sampling frequency: one sample is about a millisecond
@@ -58,7 +58,7 @@ func (e *benchEnv) profileBuild(ctx context.Context, tpl string, issues int) pro
 	}
 	defer os.RemoveAll(dir)
 	return e.perfProfile(ctx, dir, e.env(), issues, e.ralphdArgs(issues, e.bd()),
-		"ralphd "+shellquote.Join(e.ralphdArgs(issues, "bd")))
+		"ralphd "+text.ShellJoin(e.ralphdArgs(issues, "bd")))
 }
 
 // perfProfile runs ralphd with args in dir under `perf record -g` and

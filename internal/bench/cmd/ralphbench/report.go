@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/bench"
-	"github.com/ralphd/ralphd/internal/shellquote"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // facts describe the machine and the checkout a report was measured on.
@@ -137,8 +137,8 @@ func overheadSection(o *overhead) bench.Section {
 	it := float64(o.Iterations)
 	ratio := bench.Ratio(float64(p.wall), float64(p.denom))
 	bdPer := float64(len(o.RalphdBD)) / it
-	timed := fmt.Sprintf("ralphd build %d --bd \"$BIN/bd\" --agent-cmd %s   # %d timed runs, median", o.Issues, shellquote.Quote(agentCmd), o.Runs)
-	recorded := fmt.Sprintf("ralphd build %d --bd \"$WORK/recbin/bd\" --agent-cmd %s   # bdrec records every bd call (and git, first on PATH)", o.Issues, shellquote.Quote(agentCmd))
+	timed := fmt.Sprintf("ralphd build %d --bd \"$BIN/bd\" --agent-cmd %s   # %d timed runs, median", o.Issues, text.ShellQuote(agentCmd), o.Runs)
+	recorded := fmt.Sprintf("ralphd build %d --bd \"$WORK/recbin/bd\" --agent-cmd %s   # bdrec records every bd call (and git, first on PATH)", o.Issues, text.ShellQuote(agentCmd))
 	s := bench.Section{Title: "1. Per-iteration overhead"}
 	s.Figures = []bench.Figure{
 		{
@@ -320,9 +320,9 @@ func loopSection(o *overhead) bench.Section {
 	loopPer := float64(o.LoopBD) / float64(max(o.LoopIterations, 1))
 	leanPer := float64(o.LeanBD) / float64(max(o.LeanIterat, 1))
 	bdPer := float64(len(o.RalphdBD)) / it
-	loopCmd := fmt.Sprintf("bash internal/bench/loop.sh %d %s   # bd first on PATH; %d timed runs, median", o.Issues, shellquote.Quote(agentCmd), o.Runs)
+	loopCmd := fmt.Sprintf("bash internal/bench/loop.sh %d %s   # bd first on PATH; %d timed runs, median", o.Issues, text.ShellQuote(agentCmd), o.Runs)
 	leanCmd := "LOOP_LEAN=1 " + loopCmd
-	timed := fmt.Sprintf("ralphd build %d --bd \"$BIN/bd\" --agent-cmd %s", o.Issues, shellquote.Quote(agentCmd))
+	timed := fmt.Sprintf("ralphd build %d --bd \"$BIN/bd\" --agent-cmd %s", o.Issues, text.ShellQuote(agentCmd))
 	loopIter := loop / time.Duration(max(o.LoopIterations, 1))
 	ralphdOwn, loopOwn := p.wall-p.agent, loopIter-p.agent
 	ownRatio := bench.Ratio(float64(ralphdOwn), float64(loopOwn))
@@ -430,7 +430,7 @@ func logsSection(lp *logPass) bench.Section {
 	catCPU := lp.Cat.TotalCPU
 	ratio := bench.Ratio(float64(marginal), float64(catCPU))
 	agent := "jsonlgen SIZE && " + agentCmd
-	runCmd := fmt.Sprintf("ralphd build 1 --log --bd \"$BIN/bd\" --agent-cmd %s", shellquote.Quote(agent))
+	runCmd := fmt.Sprintf("ralphd build 1 --log --bd \"$BIN/bd\" --agent-cmd %s", text.ShellQuote(agent))
 	catCmd := fmt.Sprintf("jsonlgen %d | cat > file   # %d runs, the median CPU", lp.CPUSize, lp.CatRuns)
 	s.Figures = append(s.Figures, bench.Figure{
 		ID:      "3a",

@@ -1,11 +1,12 @@
-// Package relazy holds regular expressions that are compiled on first
+// LazyRegexp holds regular expressions that are compiled on first
 // use instead of at program start.
 //
 // Every ralphd process runs every package's initialisation, and the bd
 // guard starts one ralphd per bd call an agent makes: compiling the
 // judge's and the parsers' hundred-odd patterns there is pure start-up
-// cost. A package-level relazy.Regexp costs nothing until it is used.
-package relazy
+// cost. A package-level Regexp costs nothing until it is used.
+
+package text
 
 import (
 	"regexp"
@@ -20,10 +21,10 @@ type Regexp struct {
 	re   *regexp.Regexp
 }
 
-// New returns a Regexp for expr. Like regexp.MustCompile it panics on a
+// LazyRegexp returns a Regexp for expr. Like regexp.MustCompile it panics on a
 // bad expression, but at first use: tests that exercise each pattern
 // catch that, and the patterns are constants.
-func New(expr string) *Regexp { return &Regexp{src: expr} }
+func LazyRegexp(expr string) *Regexp { return &Regexp{src: expr} }
 
 // Get returns the compiled expression.
 func (r *Regexp) Get() *regexp.Regexp {

@@ -1,6 +1,7 @@
-// Package plural writes counts the way a person would: "1 issue",
+// Counts are written the way a person would: "1 issue",
 // "2 issues".
-package plural
+
+package text
 
 import "strconv"
 

@@ -1,4 +1,4 @@
-package relazy
+package text
 
 import (
 	"regexp"
@@ -11,7 +11,7 @@ import (
 func TestLazyMatchesEager(t *testing.T) {
 	is := is.New(t)
 	const expr = `(?P<word>[a-z]+)-(\d+)`
-	lazy, eager := New(expr), regexp.MustCompile(expr)
+	lazy, eager := LazyRegexp(expr), regexp.MustCompile(expr)
 	is.Equal(lazy.re, nil) // nothing compiled until used
 	for _, s := range []string{"", "abc-12 def-3", "x-1", "NOPE"} {
 		is.Equal(lazy.MatchString(s), eager.MatchString(s))
@@ -22,7 +22,7 @@ func TestLazyMatchesEager(t *testing.T) {
 }
 
 func TestConcurrentFirstUse(t *testing.T) {
-	r := New(`a+`)
+	r := LazyRegexp(`a+`)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

@@ -1,28 +1,29 @@
-// Package shellquote quotes words for a POSIX shell (sh, dash, bash): the
+// ShellQuote and ShellJoin quote words for a POSIX shell (sh, dash, bash): the
 // rule is single quotes around any word that holds anything but plainly
 // safe characters, with each ' written as '\”. It is for text ralphd
 // writes for a shell to run: the bd wrapper script, hook commands, unit
 // files' ExecStart lines, commands printed for the user to paste.
-package shellquote
+
+package text
 
 import "strings"
 
-// Quote returns s as one shell word: s itself when it is non-empty and
+// ShellQuote returns s as one shell word: s itself when it is non-empty and
 // holds only letters, digits and @%+=:,./_-, and s in single quotes
 // otherwise.
-func Quote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && !strings.ContainsFunc(s, unsafe) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Join quotes each element of argv with Quote and joins them with spaces,
+// ShellJoin quotes each element of argv with ShellQuote and joins them with spaces,
 // so that a shell splits the result back into argv.
-func Join(argv []string) string {
+func ShellJoin(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = Quote(a)
+		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }

@@ -1,4 +1,4 @@
-package shellquote
+package text
 
 import (
 	"os/exec"
@@ -26,7 +26,7 @@ func TestQuote(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			is.New(t).Equal(Quote(tt.in), tt.want)
+			is.New(t).Equal(ShellQuote(tt.in), tt.want)
 		})
 	}
 }
@@ -45,13 +45,13 @@ func FuzzQuote(f *testing.F) {
 		if !utf8.ValidString(a+b) || strings.ContainsRune(a+b, 0) {
 			t.Skip() // argv cannot hold NUL
 		}
-		out, err := exec.Command(sh, "-c", `for w in `+Join([]string{a, b})+`; do printf '%s\0' "$w"; done`).Output()
+		out, err := exec.Command(sh, "-c", `for w in `+ShellJoin([]string{a, b})+`; do printf '%s\0' "$w"; done`).Output()
 		if err != nil {
 			t.Fatalf("sh: %v", err)
 		}
 		got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 		if len(got) != 2 || got[0] != a || got[1] != b {
-			t.Fatalf("Join(%q, %q) came back from sh as %q", a, b, got)
+			t.Fatalf("ShellJoin(%q, %q) came back from sh as %q", a, b, got)
 		}
 	})
 }

@@ -1,6 +1,7 @@
-// Package suggest finds what a user probably meant by a mistyped word: a
+// Closest finds what a user probably meant by a mistyped word: a
 // command, a flag, a configuration key.
-package suggest
+
+package text
 
 import "strings"
 
