@@ -16,7 +16,6 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/runid"
@@ -133,7 +132,7 @@ type loopSetup struct {
 	// redact keeps the secrets of ralphd's environment out of the log,
 	// notes, state files, reports and the terminal.
 	redact *redact.Redactor
-	sinks  []observe.Sink // what the loop's Observer fans out to
+	sinks  []logjsonl.Sink // what the loop's Observer fans out to
 }
 
 func (ls *loopSetup) close() {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/notify"
-	"github.com/ralphd/ralphd/internal/observe"
 )
 
 func cmdNotify(ctx context.Context, a *app, args []string) int {
@@ -84,9 +84,9 @@ func newNotifier(a *app, cfg *config.Config, dir, project string) (*notify.Notif
 }
 
 // addSink makes the loop hand its events to s as well.
-func (ls *loopSetup) addSink(s observe.Sink) {
+func (ls *loopSetup) addSink(s logjsonl.Sink) {
 	ls.sinks = append(ls.sinks, s)
-	ls.loop.Observer = observe.Fanout(ls.sinks)
+	ls.loop.Observer = logjsonl.Fanout(ls.sinks)
 }
 
 // startNotifier hands the loop's events to notify_cmd and notify_url when

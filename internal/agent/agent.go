@@ -11,8 +11,6 @@ package agent
 
 import (
 	"time"
-
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // Status classifies how an iteration's agent run ended.
@@ -58,7 +56,7 @@ type Event struct {
 
 // Usage is what a backend reports of a run's tokens: usage.Tokens, the
 // one token count ralphd keeps.
-type Usage = usage.Tokens
+type Usage = Tokens
 
 // Outcome is the result of one agent run.
 type Outcome struct {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/bench/benchtest"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
-	"github.com/ralphd/ralphd/internal/tamper"
 )
 
 // scaleSizes are the tracker sizes of the scale benchmarks (issue 12, item
@@ -67,15 +67,15 @@ func BenchmarkScaleParseReady(b *testing.B) {
 // the evidence check BUILD uses: the full snapshot diff of one iteration,
 // from parsed issues.
 func BenchmarkScaleSnapshotDiff(b *testing.B) {
-	opts := tamper.Options{CitesEvidence: judge.CitesEvidence}
+	opts := guard.Options{CitesEvidence: judge.CitesEvidence}
 	for _, n := range scaleSizes {
 		b.Run(fmt.Sprintf("issues=%d", n), func(b *testing.B) {
 			_, issues := listInput(b, n)
-			before := tamper.NewSnapshot(issues)
+			before := guard.NewSnapshot(issues)
 			after := closeOne(issues)
 			b.ReportAllocs()
 			for b.Loop() {
-				if vs := tamper.Diff(before, tamper.NewSnapshot(after), opts); len(vs) != 0 {
+				if vs := guard.Diff(before, guard.NewSnapshot(after), opts); len(vs) != 0 {
 					b.Fatalf("unexpected violations: %v", vs)
 				}
 			}
@@ -86,11 +86,11 @@ func BenchmarkScaleSnapshotDiff(b *testing.B) {
 // BenchmarkScaleListParseSnapshotDiff is what BUILD does with the tracker
 // after every iteration: parse `bd list --all --json`, index it, diff it.
 func BenchmarkScaleListParseSnapshotDiff(b *testing.B) {
-	opts := tamper.Options{CitesEvidence: judge.CitesEvidence}
+	opts := guard.Options{CitesEvidence: judge.CitesEvidence}
 	for _, n := range scaleSizes {
 		b.Run(fmt.Sprintf("issues=%d", n), func(b *testing.B) {
 			data, issues := listInput(b, n)
-			before := tamper.NewSnapshot(closeOne(issues))
+			before := guard.NewSnapshot(closeOne(issues))
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -100,7 +100,7 @@ func BenchmarkScaleListParseSnapshotDiff(b *testing.B) {
 				}
 				// The before snapshot had one issue open that is closed
 				// now, as after an iteration; Diff walks every issue.
-				_ = tamper.Diff(before, tamper.NewSnapshot(parsed), opts)
+				_ = guard.Diff(before, guard.NewSnapshot(parsed), opts)
 			}
 		})
 	}

@@ -35,7 +35,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/observe"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -119,7 +119,7 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Observe feeds the "now" panel one loop event. It never blocks.
-func (s *Server) Observe(ev observe.Event) { s.live.Observe(ev) }
+func (s *Server) Observe(ev logjsonl.Event) { s.live.Observe(ev) }
 
 // HasDot reports whether graphs are laid out by Graphviz (else listed).
 func (s *Server) HasDot() bool { return s.graph.dot != "" }

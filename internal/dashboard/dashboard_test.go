@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 const evil = `<script>alert("x")</script>`
@@ -230,8 +229,8 @@ func TestSecurityHeaders(t *testing.T) {
 // Agent output and tracker text are shown as text, never as markup.
 func TestUntrustedTextIsEscaped(t *testing.T) {
 	s := newTest(t, Options{Live: true, Dot: "none"})
-	s.Observe(observe.Event{Name: "iteration_start", Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", IssueTitle: evil, Attempt: 1, MaxAttempts: 3}})
-	s.Observe(observe.Event{Name: "iteration_end", Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "agent_error", Reason: evil}})
+	s.Observe(logjsonl.Event{Name: "iteration_start", Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", IssueTitle: evil, Attempt: 1, MaxAttempts: 3}})
+	s.Observe(logjsonl.Event{Name: "iteration_end", Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "agent_error", Reason: evil}})
 	logPath := filepath.Join(s.opts.Sources.LogsDir, "2026-01-01T00-00-00.log")
 	w, err := logjsonl.CreateRun(s.opts.Sources.LogsDir, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Local().Format(logjsonl.FileTimeLayout), 10, logjsonl.Options{})
 	if err != nil {
@@ -328,7 +327,7 @@ func TestSSEPushesTheNowPanel(t *testing.T) {
 	if name, data := next(); name != "now" || !strings.Contains(data, `data-seq="0"`) {
 		t.Fatalf("first event %s: %s", name, data)
 	}
-	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", Attempt: 2, MaxAttempts: 3}})
+	s.Observe(logjsonl.Event{Time: time.Now(), Data: logjsonl.IterationStart{Iteration: 1, IssueID: "t-b", Mode: "build", Attempt: 2, MaxAttempts: 3}})
 	name, data := next()
 	if name != "now" || !strings.Contains(data, `data-seq="1"`) || !strings.Contains(data, "t-b") || !strings.Contains(data, "2/3") {
 		t.Fatalf("after iteration_start: %s: %s", name, data)
@@ -336,7 +335,7 @@ func TestSSEPushesTheNowPanel(t *testing.T) {
 	if name, _ := next(); name != "graph" {
 		t.Fatalf("an iteration start does not redraw the graph: %s", name)
 	}
-	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "closed", IssueClosed: true}})
+	s.Observe(logjsonl.Event{Time: time.Now(), Data: logjsonl.IterationEnd{Iteration: 1, IssueID: "t-b", Outcome: "closed", IssueClosed: true}})
 	if name, _ := next(); name != "now" {
 		t.Fatalf("got %s", name)
 	}
@@ -354,7 +353,7 @@ func TestGraphShowsTheWorkedIssueInProgress(t *testing.T) {
 	if b := body(t, get(t, h, "/graph")); !strings.Contains(b, `id="node-t-b" class="st-ready"`) {
 		t.Fatalf("t-b is not ready before its iteration:\n%s", b)
 	}
-	s.Observe(observe.Event{Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-b", Mode: "build", Attempt: 1}})
+	s.Observe(logjsonl.Event{Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-b", Mode: "build", Attempt: 1}})
 	if b := body(t, get(t, h, "/graph")); !strings.Contains(b, `id="node-t-b" class="st-in_progress"`) {
 		t.Fatalf("t-b is not in progress while a worker is on it:\n%s", b)
 	}
@@ -362,7 +361,7 @@ func TestGraphShowsTheWorkedIssueInProgress(t *testing.T) {
 
 func TestNowPanelHasASlotPerWorker(t *testing.T) {
 	s := newTest(t, Options{Live: true, Workers: 3})
-	s.Observe(observe.Event{Worker: "w2", Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-x", Mode: "build", Attempt: 1, MaxAttempts: 3}})
+	s.Observe(logjsonl.Event{Worker: "w2", Time: time.Now(), Data: logjsonl.IterationStart{IssueID: "t-x", Mode: "build", Attempt: 1, MaxAttempts: 3}})
 	n := s.live.snapshot()
 	if len(n.Workers) != 3 {
 		t.Fatalf("%d workers", len(n.Workers))
@@ -378,7 +377,7 @@ func TestRunsAndCost(t *testing.T) {
 	c1, c2 := 0.5, 0.25
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	recs := []state.Record{
-		{RunID: "r1", Mode: "build", IssueID: "t-a", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "closed", CostUSD: &c1, Tokens: usage.Tokens{InputTokens: 100, OutputTokens: 10}, Fingerprint: "abc123"},
+		{RunID: "r1", Mode: "build", IssueID: "t-a", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "closed", CostUSD: &c1, Tokens: agent.Tokens{InputTokens: 100, OutputTokens: 10}, Fingerprint: "abc123"},
 		{RunID: "r1", Mode: "build", IssueID: "t-b", Attempt: 1, StartedAt: t0.Add(time.Minute), EndedAt: t0.Add(2 * time.Minute), Outcome: "agent_error", CostUSD: &c2, Violations: []string{"priority_changed"}},
 		{RunID: "r1", Kind: state.KindRunEnd, Mode: "build", StartedAt: t0, EndedAt: t0.Add(2 * time.Minute), StopReason: "success", DurationSeconds: 120},
 		{RunID: "r2", Mode: "plan", StartedAt: t0.Add(25 * time.Hour), EndedAt: t0.Add(25*time.Hour + time.Minute), Outcome: "ok"},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
 )
@@ -62,13 +61,13 @@ type live struct {
 	mu      sync.Mutex
 	now     Now
 	workers map[string]*Worker
-	ring    *observe.Ring
+	ring    *logjsonl.Ring
 	subs    map[chan string]struct{}
 	clock   func() time.Time
 }
 
 func newLive(isLive bool, workers int, clock func() time.Time) *live {
-	l := &live{workers: map[string]*Worker{}, ring: observe.NewRing(lastEvents), subs: map[chan string]struct{}{}, clock: clock}
+	l := &live{workers: map[string]*Worker{}, ring: logjsonl.NewRing(lastEvents), subs: map[chan string]struct{}{}, clock: clock}
 	l.now.Live = isLive
 	for i := 1; i <= max(workers, 1); i++ {
 		name := workerName(i, workers)
@@ -86,7 +85,7 @@ func workerName(i, n int) string {
 }
 
 // Observe updates the panel from one loop event and wakes subscribers.
-func (l *live) Observe(ev observe.Event) {
+func (l *live) Observe(ev logjsonl.Event) {
 	l.ring.Observe(ev)
 	l.mu.Lock()
 	w := l.workers[ev.Worker]
@@ -173,7 +172,7 @@ func (l *live) subscribe() (<-chan string, func()) {
 
 // describe is one line about an event for a person. Its text may come from
 // the agent or the tracker: templates escape it.
-func describe(ev observe.Event) string {
+func describe(ev logjsonl.Event) string {
 	switch d := ev.Data.(type) {
 	case logjsonl.RunStart:
 		return fmt.Sprintf("%s run started (%s)", d.Mode, d.Agent)

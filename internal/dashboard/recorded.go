@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -19,7 +18,7 @@ const tailBytes = 4 << 20
 
 // recordedEvents returns the last n loop events of the newest run log in
 // dir, oldest first, for the "now" panel of `ralphd serve`.
-func recordedEvents(dir string, n int) []observe.Event {
+func recordedEvents(dir string, n int) []logjsonl.Event {
 	runs, err := logjsonl.ListRuns(dir)
 	if err != nil || len(runs) == 0 {
 		return nil
@@ -34,7 +33,7 @@ func recordedEvents(dir string, n int) []observe.Event {
 			return nil
 		}
 	}
-	ring := observe.NewRing(n)
+	ring := logjsonl.NewRing(n)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -61,9 +60,9 @@ var dataTypes = map[string]func() any{
 // parseMeta reads one run-log line as a loop event with typed data. Lines
 // that are not loop_meta records (agent output), or that do not parse, are
 // skipped.
-func parseMeta(line []byte) (observe.Event, bool) {
+func parseMeta(line []byte) (logjsonl.Event, bool) {
 	if !bytes.Contains(line, []byte(`"loop_meta"`)) {
-		return observe.Event{}, false
+		return logjsonl.Event{}, false
 	}
 	var rec struct {
 		Type      string          `json:"type"`
@@ -72,9 +71,9 @@ func parseMeta(line []byte) (observe.Event, bool) {
 		Data      json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != logjsonl.TypeMeta || rec.Event == "" {
-		return observe.Event{}, false
+		return logjsonl.Event{}, false
 	}
-	ev := observe.Event{Name: rec.Event, Time: rec.Timestamp}
+	ev := logjsonl.Event{Name: rec.Event, Time: rec.Timestamp}
 	mk, ok := dataTypes[rec.Event]
 	if !ok {
 		return ev, true

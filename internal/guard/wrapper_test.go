@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	"github.com/ralphd/ralphd/internal/standin/standintest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ClientCommand {
 		os.Exit(ClientMain(os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(standintest.Main(m.Run))
 }
 
 // installed installs a guard session for a fake real bd under a scratch

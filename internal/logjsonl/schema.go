@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/usage"
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 // SchemaVersion is the version of the event schema described in this file.
@@ -113,7 +113,7 @@ type IterationEnd struct {
 	Turns           int           `json:"turns,omitempty"`
 	ToolCalls       int           `json:"tool_calls,omitempty"`
 	CostUSD         *float64      `json:"cost_usd,omitempty"` // nil when the agent reports no cost
-	Tokens          *usage.Tokens `json:"tokens,omitempty"`
+	Tokens          *agent.Tokens `json:"tokens,omitempty"`
 	SessionID       string        `json:"session_id,omitempty"`
 }
 
@@ -172,7 +172,7 @@ type RunEnd struct {
 	Stuck           int           `json:"stuck,omitempty"`
 	Violations      int           `json:"violations,omitempty"`
 	CostUSD         *float64      `json:"cost_usd,omitempty"`
-	Tokens          *usage.Tokens `json:"tokens,omitempty"`
+	Tokens          *agent.Tokens `json:"tokens,omitempty"`
 }
 
 // Field is one key and value of an event's data.

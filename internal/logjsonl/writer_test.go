@@ -14,7 +14,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/usage"
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 var testTime = time.Date(2026, 1, 28, 15, 30, 0, 0, time.UTC)
@@ -42,7 +42,7 @@ func TestMetaLine(t *testing.T) {
 			event: EventIterationEnd,
 			ts:    testTime,
 			data: &IterationEnd{Iteration: 1, ExitCode: 0, DurationSeconds: 45, Outcome: "ok", Turns: 3,
-				CostUSD: &cost, Tokens: &usage.Tokens{InputTokens: 10, OutputTokens: 412}},
+				CostUSD: &cost, Tokens: &agent.Tokens{InputTokens: 10, OutputTokens: 412}},
 			want: `{"type":"loop_meta","event":"iteration_end","timestamp":"2026-01-28T15:30:00Z","data":{"iteration":1,"exit_code":0,"duration_seconds":45,"outcome":"ok","turns":3,"cost_usd":0.0871345,"tokens":{"input_tokens":10,"output_tokens":412}}}` + "\n",
 		},
 		{

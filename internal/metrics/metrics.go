@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 )
 
 // DaemonStates are the values of the ralphd_daemon_state gauge's "state"
@@ -159,7 +158,7 @@ func (m *Metrics) BDCall(_ []string, d time.Duration, err error) {
 }
 
 // Observe updates the metrics from one loop event.
-func (m *Metrics) Observe(ev observe.Event) {
+func (m *Metrics) Observe(ev logjsonl.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch d := ev.Data.(type) {

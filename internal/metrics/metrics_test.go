@@ -12,9 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -25,7 +24,7 @@ func feed(m *Metrics) {
 	for _, ev := range []any{
 		logjsonl.RunStart{Mode: "build", Agent: "command"},
 		logjsonl.IterationStart{Iteration: 1, IssueID: "a-1", Mode: "build", Attempt: 1},
-		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, DurationSeconds: 12, CostUSD: ptr(0.25), Tokens: &usage.Tokens{InputTokens: 100, OutputTokens: 7}},
+		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, DurationSeconds: 12, CostUSD: ptr(0.25), Tokens: &agent.Tokens{InputTokens: 100, OutputTokens: 7}},
 		logjsonl.IterationStart{Iteration: 2, IssueID: "a-2", Mode: "build", Attempt: 3},
 		logjsonl.Violation{Kind: "priority_changed"},
 		logjsonl.Violation{Kind: "priority_changed"},
@@ -35,7 +34,7 @@ func feed(m *Metrics) {
 		logjsonl.QuotaWaitEnd{WaitedSeconds: 42},
 		logjsonl.RunEnd{Iterations: 2, Outcome: "success"},
 	} {
-		m.Observe(observe.Event{Name: "x", Time: time.Now(), Data: ev})
+		m.Observe(logjsonl.Event{Name: "x", Time: time.Now(), Data: ev})
 	}
 }
 
@@ -77,12 +76,12 @@ func TestCountersAfterAKnownRun(t *testing.T) {
 
 func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
 	m := New(3)
-	m.Observe(observe.Event{Worker: "w1", Data: logjsonl.IterationStart{Mode: "build"}})
-	m.Observe(observe.Event{Worker: "w2", Data: logjsonl.IterationStart{Mode: "plan"}})
+	m.Observe(logjsonl.Event{Worker: "w1", Data: logjsonl.IterationStart{Mode: "build"}})
+	m.Observe(logjsonl.Event{Worker: "w2", Data: logjsonl.IterationStart{Mode: "plan"}})
 	if b, i := testutil.ToFloat64(m.workers.WithLabelValues("busy")), testutil.ToFloat64(m.workers.WithLabelValues("idle")); b != 2 || i != 1 {
 		t.Fatalf("busy %g idle %g, want 2 and 1", b, i)
 	}
-	m.Observe(observe.Event{Worker: "w2", Data: logjsonl.IterationEnd{Outcome: "ok"}})
+	m.Observe(logjsonl.Event{Worker: "w2", Data: logjsonl.IterationEnd{Outcome: "ok"}})
 	if got := testutil.ToFloat64(m.iterations.WithLabelValues("plan", "ok")); got != 1 {
 		t.Fatalf("the plan iteration was counted under another mode: %g", got)
 	}
@@ -90,11 +89,11 @@ func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
 
 func TestCostCapPausesTheDaemonState(t *testing.T) {
 	m := New(1)
-	m.Observe(observe.Event{Data: logjsonl.RunEnd{Outcome: "budget"}})
+	m.Observe(logjsonl.Event{Data: logjsonl.RunEnd{Outcome: "budget"}})
 	if got := testutil.ToFloat64(m.daemon.WithLabelValues("paused")); got != 1 {
 		t.Fatalf("paused = %g after a budget stop", got)
 	}
-	m.Observe(observe.Event{Data: logjsonl.Decision{Decision: "build"}})
+	m.Observe(logjsonl.Event{Data: logjsonl.Decision{Decision: "build"}})
 	if got := testutil.ToFloat64(m.daemon.WithLabelValues("paused")); got != 0 {
 		t.Fatalf("still paused after the next decision")
 	}

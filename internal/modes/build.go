@@ -9,10 +9,10 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -188,7 +188,7 @@ type iteration struct {
 // 1.0.5 has no closed issue in it, so whether its items carry
 // close_reason is not known; show's are recorded to. It costs a bd call
 // only in that case.
-func (l *Loop) confirmCloseReasons(ctx context.Context, before, after tamper.Snapshot) {
+func (l *Loop) confirmCloseReasons(ctx context.Context, before, after guard.Snapshot) {
 	for id, a := range after {
 		if a.Status != beads.StatusClosed || a.CloseReason != "" || before[id].Status == beads.StatusClosed {
 			continue
@@ -202,7 +202,7 @@ func (l *Loop) confirmCloseReasons(ctx context.Context, before, after tamper.Sna
 
 // revertViolations finds the forbidden changes between the snapshots and
 // reverts them with PLAN powers. It returns what it reverted.
-func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter, after tamper.Snapshot) []string {
+func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter, after guard.Snapshot) []string {
 	fixed, details := l.revertAgainst(ctx, it.before, after, it.rec.Iteration)
 	res.Violations += len(details)
 	it.rec.Violations = append(it.rec.Violations, details...)
@@ -212,20 +212,20 @@ func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter,
 // revertAgainst reverts the forbidden changes from before to after, logs
 // each as a violation of the given iteration and returns what it reverted
 // and what it found.
-func (l *Loop) revertAgainst(ctx context.Context, before, after tamper.Snapshot, iteration int) (fixed, details []string) {
-	vs := tamper.Diff(before, after, tamper.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}})
+func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, iteration int) (fixed, details []string) {
+	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}})
 	if sh := l.shared; sh != nil {
 		// ralphd's own stuck labels, which the pool's baseline may not
 		// have yet.
-		vs = slices.DeleteFunc(vs, func(v tamper.Violation) bool {
+		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool {
 			_, own := sh.ownStuck.Load(v.IssueID)
-			return v.Kind == tamper.ReservedLabelAdded && v.Label == StuckLabel && own
+			return v.Kind == guard.ReservedLabelAdded && v.Label == StuckLabel && own
 		})
 	}
 	if len(vs) == 0 {
 		return nil, nil
 	}
-	for _, r := range tamper.Revert(ctx, l.BD, before, vs) {
+	for _, r := range guard.Revert(ctx, l.BD, before, vs) {
 		detail := r.Violation.String()
 		if r.Err != nil {
 			detail += " (revert failed: " + r.Err.Error() + ")"

@@ -9,7 +9,6 @@ import (
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
-	"github.com/ralphd/ralphd/internal/watch"
 )
 
 // DaemonOptions tunes the daemon cycle. The batch sizes and the poll come
@@ -128,7 +127,7 @@ func (d *daemon) run(ctx context.Context) error {
 			d.human().Info("planning: " + why)
 			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.Plan(ctx, 1) })
 			d.stuckSincePlan, d.buildsSincePlan = 0, 0
-			d.planFP, _ = watch.Fingerprint(d.beadsDir())
+			d.planFP, _ = Fingerprint(d.beadsDir())
 		case "build":
 			d.human().Info("building: " + why)
 			err = d.batch(ctx, func(ctx context.Context) (*Result, error) {
@@ -187,7 +186,7 @@ func setupError(err error) bool {
 func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	// The fingerprint comes first: a change made while bd is read then
 	// differs from it, and wakes idle at once.
-	fp, _ = watch.Fingerprint(d.beadsDir())
+	fp, _ = Fingerprint(d.beadsDir())
 	ready, err := d.BD.Ready(ctx, beads.ReadyOptions{Parent: d.Config.Scope})
 	if err != nil {
 		return "", "", "", fmt.Errorf("list ready work: %w", err)
@@ -283,7 +282,7 @@ func (d *daemon) idle(ctx context.Context, fp string) error {
 			}
 		}()
 	}
-	w := &watch.Waiter{Dir: d.beadsDir(), Poll: d.Config.Poll}
+	w := &Waiter{Dir: d.beadsDir(), Poll: d.Config.Poll}
 	_, err := w.Wait(wctx, fp)
 	if ctx.Err() == nil && wctx.Err() != nil {
 		return nil // woken to reload, or a server-mode poll is up

@@ -13,7 +13,6 @@ import (
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -28,7 +27,7 @@ type buildIter struct {
 	started time.Time
 
 	// Before the agent ran.
-	before tamper.Snapshot   // the tracker
+	before guard.Snapshot    // the tracker
 	pre    preSignals        // git and the issue, for progress
 	record state.IssueRecord // the issue's attempt record
 
@@ -37,9 +36,9 @@ type buildIter struct {
 	calls []state.BDCall // bd calls the agent made through the guard
 
 	// After it: what judging found.
-	after   tamper.Snapshot // the tracker, forbidden changes reverted
-	fixed   []string        // forbidden changes reverted or flagged
-	checks  []check         // verify and acceptance results
+	after   guard.Snapshot // the tracker, forbidden changes reverted
+	fixed   []string       // forbidden changes reverted or flagged
+	checks  []check        // verify and acceptance results
 	verdict closeVerdict
 	outcome Outcome
 
@@ -233,7 +232,7 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 // attempt, the issues closed in its window that this judgement would have
 // checked: its own issue and the others no other worker is on. It
 // reports whether it reopened any.
-func (l *Loop) reopenUncheckedCloses(ctx context.Context, it *buildIter, after tamper.Snapshot) bool {
+func (l *Loop) reopenUncheckedCloses(ctx context.Context, it *buildIter, after guard.Snapshot) bool {
 	var ids []string
 	if a, ok := after[it.issue.ID]; ok && a.Status == beads.StatusClosed && it.before[it.issue.ID].Status != beads.StatusClosed {
 		ids = append(ids, it.issue.ID)
@@ -454,7 +453,7 @@ func (l *Loop) verifyLog() string {
 // closedOthers returns the issues, other than the picked one, that were
 // closed in the window, as the baseline had them (so their acceptance
 // commands are PLANNING's, not the agent's).
-func closedOthers(before, after tamper.Snapshot, picked string) []beads.Issue {
+func closedOthers(before, after guard.Snapshot, picked string) []beads.Issue {
 	var out []beads.Issue
 	for id, a := range after {
 		b, ok := before[id]
@@ -511,7 +510,7 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 // fails (bd busy, .beads/ made unreadable for a moment) is retried; if it
 // still fails, the baseline stays on disk, so the next start's sweep
 // judges the iteration.
-func (l *Loop) snapshotAfter(ctx context.Context) (tamper.Snapshot, error) {
+func (l *Loop) snapshotAfter(ctx context.Context) (guard.Snapshot, error) {
 	return l.snapshotSince(ctx, l.readMark())
 }
 
@@ -526,7 +525,7 @@ func (l *Loop) readMark() uint64 {
 
 // snapshotSince is snapshotAfter for a reading of the pool's that started
 // after mark (workers); outside workers, a fresh one.
-func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (tamper.Snapshot, error) {
+func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (guard.Snapshot, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		if try > 0 {
@@ -536,7 +535,7 @@ func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (tamper.Snapshot,
 			case <-time.After(time.Duration(try) * time.Second):
 			}
 		}
-		var s tamper.Snapshot
+		var s guard.Snapshot
 		if s, err = l.readSince(ctx, mark); err == nil {
 			return s, nil
 		}
@@ -617,13 +616,13 @@ func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
 
 // readTracker reads the tracker as it is now: a fresh snapshot, or for a
 // worker, a reading of the pool's that starts after this call.
-func (l *Loop) readTracker(ctx context.Context) (tamper.Snapshot, error) {
+func (l *Loop) readTracker(ctx context.Context) (guard.Snapshot, error) {
 	return l.readSince(ctx, l.readMark())
 }
 
 // readSince returns, for a worker, a reading of the pool's that started
 // after mark, and notes its number; outside workers, a fresh snapshot.
-func (l *Loop) readSince(ctx context.Context, mark uint64) (tamper.Snapshot, error) {
+func (l *Loop) readSince(ctx context.Context, mark uint64) (guard.Snapshot, error) {
 	if l.shared == nil || l.shared.view == nil {
 		return l.snapshotFresh(ctx)
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -39,14 +39,14 @@ type preSignals struct {
 	head, diff, issue string
 }
 
-func (l *Loop) takePreSignals(ctx context.Context, snap tamper.Snapshot, id string) preSignals {
+func (l *Loop) takePreSignals(ctx context.Context, snap guard.Snapshot, id string) preSignals {
 	st, _ := l.repo().Status(ctx)
 	return preSignals{head: st.Head, diff: st.Diff, issue: issueHash(snap, id)}
 }
 
 // issueHash is the part of an issue's record whose change counts as
 // progress: status (claiming aside), notes, children and blockers.
-func issueHash(s tamper.Snapshot, id string) string {
+func issueHash(s guard.Snapshot, id string) string {
 	is := s[id]
 	status := is.Status
 	if status == beads.StatusInProgress {

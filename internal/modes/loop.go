@@ -16,10 +16,8 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/usage"
 	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
 )
@@ -179,7 +177,7 @@ type Loop struct {
 	// Observer, when set, receives every loop_meta event as it is emitted,
 	// whether or not a run log is written (metrics, notifications, the
 	// dashboard). It must not block.
-	Observer observe.Sink
+	Observer logjsonl.Sink
 
 	snap snapshotCache
 	// beforeIteration, when set, runs before each iteration starts (the
@@ -271,7 +269,7 @@ func (l *Loop) status(format string, args ...any) {
 // the human log and otherwise ignored: losing the log must not stop the work.
 func (l *Loop) event(name string, data any) {
 	if l.Observer != nil {
-		l.Observer.Observe(observe.Event{Name: name, Time: l.now(), Data: data})
+		l.Observer.Observe(logjsonl.Event{Name: name, Time: l.now(), Data: data})
 	}
 	if l.Log == nil {
 		return
@@ -286,7 +284,7 @@ func (l *Loop) event(name string, data any) {
 }
 
 // tokensOf is u for a log event, which leaves out a run with no counts.
-func tokensOf(u usage.Tokens) *usage.Tokens {
+func tokensOf(u agent.Tokens) *agent.Tokens {
 	if u.IsZero() {
 		return nil
 	}

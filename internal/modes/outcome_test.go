@@ -10,9 +10,9 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -134,7 +134,7 @@ func TestDecideGate(t *testing.T) {
 // output, after the agent ran with status and toolCalls; work says whether
 // the attempt changed the working tree (against pre).
 func failedIter(prev state.Judgement, attempt int, output string, status agent.Status, toolCalls int) *buildIter {
-	snap := tamper.NewSnapshot([]beads.Issue{{ID: "rt-a1", Status: beads.StatusOpen}})
+	snap := guard.NewSnapshot([]beads.Issue{{ID: "rt-a1", Status: beads.StatusOpen}})
 	it := &buildIter{
 		issue:   beads.Issue{ID: "rt-a1"},
 		n:       attempt,

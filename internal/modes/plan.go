@@ -8,9 +8,9 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/text"
 	"github.com/ralphd/ralphd/prompts"
 )
@@ -114,7 +114,7 @@ func EndsWithPromise(result, promise string) bool {
 	return strings.HasSuffix(strings.TrimSpace(result), promise)
 }
 
-func stuckIDs(s tamper.Snapshot) []string {
+func stuckIDs(s guard.Snapshot) []string {
 	var ids []string
 	for id, is := range s {
 		if is.HasLabel(StuckLabel) && is.Status != beads.StatusClosed {
@@ -137,7 +137,7 @@ type PlanChanges struct {
 }
 
 // DiffPlan compares two snapshots taken around a PLANNING iteration.
-func DiffPlan(before, after tamper.Snapshot) PlanChanges {
+func DiffPlan(before, after guard.Snapshot) PlanChanges {
 	var c PlanChanges
 	for id, a := range after {
 		b, ok := before[id]

@@ -6,7 +6,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 func TestEndsWithPromise(t *testing.T) {
@@ -34,12 +34,12 @@ func TestDiffPlan(t *testing.T) {
 	dep := func(from, to string) beads.Dependency {
 		return beads.Dependency{IssueID: from, DependsOnID: to, Type: beads.DepBlocks}
 	}
-	before := tamper.NewSnapshot([]beads.Issue{
+	before := guard.NewSnapshot([]beads.Issue{
 		{ID: "a", Priority: 2, Status: beads.StatusOpen, Labels: []string{StuckLabel}},
 		{ID: "b", Priority: 2, Status: beads.StatusOpen, Dependencies: []beads.Dependency{dep("b", "a")}},
 		{ID: "gone", Priority: 3, Status: beads.StatusOpen},
 	})
-	after := tamper.NewSnapshot([]beads.Issue{
+	after := guard.NewSnapshot([]beads.Issue{
 		{ID: "a", Priority: 2, Status: beads.StatusOpen, Dependencies: []beads.Dependency{dep("a", "c")}},
 		{ID: "b", Priority: 0, Status: beads.StatusClosed},
 		{ID: "c", Priority: 1, Status: beads.StatusOpen, Dependencies: []beads.Dependency{dep("c", "b")}},

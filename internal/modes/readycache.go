@@ -5,8 +5,7 @@ import (
 	"slices"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/tamper"
-	"github.com/ralphd/ralphd/internal/watch"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // readyAnswer is the last `bd ready` answer of the single loop, with the
@@ -14,7 +13,7 @@ import (
 type readyAnswer struct {
 	parent string // the scope it was asked for
 	issues []beads.Issue
-	at     tamper.Snapshot
+	at     guard.Snapshot
 }
 
 // readyWork returns the ready work, in bd's order: the previous `bd
@@ -46,7 +45,7 @@ func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 	at, err := l.snapshot(ctx)
 	if err != nil {
 		at = nil
-	} else if fp, err := watch.Fingerprint(l.beadsDir()); err != nil || fp != l.snap.fp {
+	} else if fp, err := Fingerprint(l.beadsDir()); err != nil || fp != l.snap.fp {
 		at = nil
 	}
 	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: parent})
@@ -67,7 +66,7 @@ func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 // in_progress→closed; every issue that closed has no dependencies and no
 // dependents (its close unblocks nothing); and no issue is deferred at
 // all (a deferral can run out without any change).
-func readyStillHolds(at, now tamper.Snapshot) bool {
+func readyStillHolds(at, now guard.Snapshot) bool {
 	if len(at) != len(now) {
 		return false
 	}
@@ -102,7 +101,7 @@ func readyStillHolds(at, now tamper.Snapshot) bool {
 
 // stillReady is the answer read at `at` without the issues that left it
 // by now (no longer open, or assigned otherwise), each as now has it.
-func stillReady(answer []beads.Issue, at, now tamper.Snapshot) []beads.Issue {
+func stillReady(answer []beads.Issue, at, now guard.Snapshot) []beads.Issue {
 	var out []beads.Issue
 	for _, is := range answer {
 		cur, ok := now[is.ID]

@@ -7,13 +7,13 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // readySnap is a small tracker: a-1 and a-2 ready, a-3 in progress, a-4
 // closed, a-5 blocked by a-6 (open, ready).
-func readySnap() tamper.Snapshot {
-	return tamper.NewSnapshot([]beads.Issue{
+func readySnap() guard.Snapshot {
+	return guard.NewSnapshot([]beads.Issue{
 		{ID: "a-1", Status: beads.StatusOpen, Priority: 1, IssueType: "task"},
 		{ID: "a-2", Status: beads.StatusOpen, Priority: 2, IssueType: "task", Labels: []string{"x", "y"}},
 		{ID: "a-3", Status: beads.StatusInProgress, Priority: 2, IssueType: "task", Assignee: "bob"},
@@ -29,38 +29,38 @@ func readySnap() tamper.Snapshot {
 func TestReadyStillHolds(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		change func(s tamper.Snapshot)
+		change func(s guard.Snapshot)
 		holds  bool
 	}{
-		{"nothing changed", func(s tamper.Snapshot) {}, true},
-		{"claimed (open→in_progress)", func(s tamper.Snapshot) {
+		{"nothing changed", func(s guard.Snapshot) {}, true},
+		{"claimed (open→in_progress)", func(s guard.Snapshot) {
 			set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusInProgress; i.Assignee = "me" })
 		}, true},
-		{"closed, no dependencies or dependents", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
-		{"in progress closed", func(s tamper.Snapshot) { set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
-		{"notes and description changed", func(s tamper.Snapshot) {
+		{"closed, no dependencies or dependents", func(s guard.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
+		{"in progress closed", func(s guard.Snapshot) { set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, true},
+		{"notes and description changed", func(s guard.Snapshot) {
 			set(s, "a-2", func(i *beads.Issue) { i.Notes, i.Description = "n", "d" })
 		}, true},
-		{"labels reordered", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Labels = []string{"y", "x"} }) }, true},
+		{"labels reordered", func(s guard.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Labels = []string{"y", "x"} }) }, true},
 
-		{"an issue created", func(s tamper.Snapshot) { s["a-7"] = beads.Issue{ID: "a-7", Status: beads.StatusOpen} }, false},
-		{"an issue deleted", func(s tamper.Snapshot) { delete(s, "a-4") }, false},
-		{"priority changed", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Priority = 0 }) }, false},
-		{"type changed", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.IssueType = "epic" }) }, false},
-		{"parent changed", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Parent = "a-1" }) }, false},
-		{"dependency_count changed", func(s tamper.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.DependencyCount = 0 }) }, false},
-		{"dependent_count changed", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.DependentCount = 1 }) }, false},
-		{"label added", func(s tamper.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Labels = []string{StuckLabel} }) }, false},
-		{"deferred", func(s tamper.Snapshot) {
+		{"an issue created", func(s guard.Snapshot) { s["a-7"] = beads.Issue{ID: "a-7", Status: beads.StatusOpen} }, false},
+		{"an issue deleted", func(s guard.Snapshot) { delete(s, "a-4") }, false},
+		{"priority changed", func(s guard.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Priority = 0 }) }, false},
+		{"type changed", func(s guard.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.IssueType = "epic" }) }, false},
+		{"parent changed", func(s guard.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Parent = "a-1" }) }, false},
+		{"dependency_count changed", func(s guard.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.DependencyCount = 0 }) }, false},
+		{"dependent_count changed", func(s guard.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.DependentCount = 1 }) }, false},
+		{"label added", func(s guard.Snapshot) { set(s, "a-1", func(i *beads.Issue) { i.Labels = []string{StuckLabel} }) }, false},
+		{"deferred", func(s guard.Snapshot) {
 			set(s, "a-1", func(i *beads.Issue) { i.DeferUntil = time.Now().Add(time.Hour) })
 		}, false},
-		{"closed with a dependent (a blocker)", func(s tamper.Snapshot) { set(s, "a-6", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
-		{"closed with a dependency", func(s tamper.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
-		{"reopened (closed→open)", func(s tamper.Snapshot) { set(s, "a-4", func(i *beads.Issue) { i.Status = beads.StatusOpen }) }, false},
-		{"released (in_progress→open)", func(s tamper.Snapshot) {
+		{"closed with a dependent (a blocker)", func(s guard.Snapshot) { set(s, "a-6", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
+		{"closed with a dependency", func(s guard.Snapshot) { set(s, "a-5", func(i *beads.Issue) { i.Status = beads.StatusClosed }) }, false},
+		{"reopened (closed→open)", func(s guard.Snapshot) { set(s, "a-4", func(i *beads.Issue) { i.Status = beads.StatusOpen }) }, false},
+		{"released (in_progress→open)", func(s guard.Snapshot) {
 			set(s, "a-3", func(i *beads.Issue) { i.Status = beads.StatusOpen; i.Assignee = "" })
 		}, false},
-		{"open→blocked", func(s tamper.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Status = "blocked" }) }, false},
+		{"open→blocked", func(s guard.Snapshot) { set(s, "a-2", func(i *beads.Issue) { i.Status = "blocked" }) }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
@@ -76,7 +76,7 @@ func TestReadyStillHolds(t *testing.T) {
 func TestReadyDeferredAnywhere(t *testing.T) {
 	is := is.New(t)
 	at, now := readySnap(), readySnap()
-	for _, s := range []tamper.Snapshot{at, now} {
+	for _, s := range []guard.Snapshot{at, now} {
 		set(s, "a-4", func(i *beads.Issue) { i.DeferUntil = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) })
 	}
 	is.True(!readyStillHolds(at, now))
@@ -99,7 +99,7 @@ func TestStillReady(t *testing.T) {
 	is.Equal(len(stillReady(answer, at, now)), 1)
 }
 
-func set(s tamper.Snapshot, id string, f func(*beads.Issue)) {
+func set(s guard.Snapshot, id string, f func(*beads.Issue)) {
 	is := s[id]
 	f(&is)
 	s[id] = is

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // Report is the end-of-run report: what a run completed and what it gave
@@ -28,7 +28,7 @@ type Report struct {
 	Completed  int            `json:"completed"`
 	Tried      int            `json:"tried"`
 	CostUSD    *float64       `json:"cost_usd,omitempty"` // nil when the agent reports no cost
-	Tokens     usage.Tokens   `json:"tokens"`
+	Tokens     agent.Tokens   `json:"tokens"`
 	Issues     []ReportIssue  `json:"issues"`
 	Config     []config.Entry `json:"config"`
 }

@@ -11,10 +11,9 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/tamper"
-	"github.com/ralphd/ralphd/internal/watch"
 )
 
 // runMode is the life of one run: run_start, the run timeout, body, and
@@ -228,7 +227,7 @@ func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, rou
 // content fingerprint of .beads/ it was taken at, so the next iteration's
 // "before" snapshot costs no bd call when nothing changed in between.
 type snapshotCache struct {
-	snap tamper.Snapshot
+	snap guard.Snapshot
 	fp   string
 	// comments holds each issue's comments as last read, with the count
 	// and update time they were read at: a snapshot reads an issue's
@@ -250,9 +249,9 @@ func (l *Loop) beadsDir() string { return filepath.Join(l.Dir, ".beads") }
 // not changed since it was taken. In bd's server mode the tracker's data
 // is on a Dolt server, where other clones write without touching this
 // clone's .beads/, so the cache is never used.
-func (l *Loop) snapshot(ctx context.Context) (tamper.Snapshot, error) {
+func (l *Loop) snapshot(ctx context.Context) (guard.Snapshot, error) {
 	if l.snap.snap != nil && !beads.ServerMode(l.beadsDir(), l.environ()) {
-		if fp, err := watch.Fingerprint(l.beadsDir()); err == nil && fp == l.snap.fp {
+		if fp, err := Fingerprint(l.beadsDir()); err == nil && fp == l.snap.fp {
 			return l.snap.snap, nil
 		}
 	}
@@ -260,8 +259,8 @@ func (l *Loop) snapshot(ctx context.Context) (tamper.Snapshot, error) {
 }
 
 // snapshotFresh lists every issue, and caches the result.
-func (l *Loop) snapshotFresh(ctx context.Context) (tamper.Snapshot, error) {
-	fp, fpErr := watch.Fingerprint(l.beadsDir())
+func (l *Loop) snapshotFresh(ctx context.Context) (guard.Snapshot, error) {
+	fp, fpErr := Fingerprint(l.beadsDir())
 	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the tracker: %w", err)
@@ -269,7 +268,7 @@ func (l *Loop) snapshotFresh(ctx context.Context) (tamper.Snapshot, error) {
 	if err := l.readComments(ctx, issues); err != nil {
 		return nil, fmt.Errorf("snapshot the tracker: %w", err)
 	}
-	snap := tamper.NewSnapshot(issues)
+	snap := guard.NewSnapshot(issues)
 	// The fingerprint was taken before the list, so a write racing the
 	// list makes the next lookup miss the cache rather than use stale data.
 	if fpErr == nil {

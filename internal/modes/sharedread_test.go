@@ -9,8 +9,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/tamper"
-	"github.com/ralphd/ralphd/internal/trackview"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // TestNotBehindBaseline: a worker's after-reading, taken before its
@@ -24,9 +23,9 @@ func TestNotBehindBaseline(t *testing.T) {
 	var reads atomic.Int64
 	status := atomic.Value{}
 	status.Store(beads.StatusClosed) // the agent's forbidden close
-	view := &trackview.View{Debounce: time.Millisecond, Read: func(context.Context) (tamper.Snapshot, error) {
+	view := &guard.View{Debounce: time.Millisecond, Read: func(context.Context) (guard.Snapshot, error) {
 		reads.Add(1)
-		return tamper.NewSnapshot([]beads.Issue{{ID: "a-1", Status: status.Load().(string)}}), nil
+		return guard.NewSnapshot([]beads.Issue{{ID: "a-1", Status: status.Load().(string)}}), nil
 	}}
 	ctx := context.Background()
 	sh := &pool{view: view}

@@ -11,8 +11,8 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/tamper"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -103,7 +103,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
 	}
-	before := tamper.NewSnapshot(b.Issues)
+	before := guard.NewSnapshot(b.Issues)
 	l.confirmCloseReasons(ctx, before, after)
 	_, details := l.revertAgainst(ctx, before, after, b.Iteration)
 	if len(details) > 0 {

@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/tamper"
-	"github.com/ralphd/ralphd/internal/trackview"
 	"github.com/ralphd/ralphd/internal/workers"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -65,7 +64,7 @@ type pool struct {
 	// its own start: a change (or a revert) another worker's window made is
 	// judged once, by whichever judgement sees it first.
 	judging  sync.Mutex
-	baseline tamper.Snapshot
+	baseline guard.Snapshot
 	// scope is the run's scope; scoped the ids under it in baseline
 	// (workers_scope.go).
 	scope  string
@@ -81,7 +80,7 @@ type pool struct {
 
 	// view is the pool's one reading of the tracker, shared by the
 	// claims' read-backs and the judgements.
-	view *trackview.View
+	view *guard.View
 	// judgingSoon counts the workers whose agent has ended and whose
 	// judgement has not had its first reading yet: they will ask for one
 	// soon, so a reading waits for them (see trackview.View.Expected).
@@ -200,7 +199,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	// about the same time; its own Loop keeps the comments cache.
 	reader := *l
 	reader.snap = snapshotCache{}
-	view := &trackview.View{Read: reader.snapshotFresh, Debounce: readingDebounce}
+	view := &guard.View{Read: reader.snapshotFresh, Debounce: readingDebounce}
 	base, err := view.Since(ctx, 0)
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
@@ -241,7 +240,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	// does not wait for the claims, which bd takes one at a time.
 	claimsReader := *l
 	claimsReader.snap = snapshotCache{}
-	claims := &trackview.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
+	claims := &guard.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
 	claims.Expected = func() (int, int) { return p.Claiming(), int(sh.agents.Load()) }
 	// The claim's read-back: the issue as a reading that started after
 	// the claim has it.
@@ -485,17 +484,17 @@ func (sh *pool) merge(mine *Result, n int, start float64) {
 // for the other workers' judgements, and judges against the shared
 // baseline. The returned func ends the window, making after the baseline.
 // Outside workers it does nothing.
-func (l *Loop) judgeWindow(it *buildIter) func(after tamper.Snapshot) {
+func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
 	sh := l.shared
 	if sh == nil {
-		return func(tamper.Snapshot) {}
+		return func(guard.Snapshot) {}
 	}
 	sh.judging.Lock()
 	if sh.baseline != nil {
 		it.before = sh.baseline
 	}
 	var once sync.Once
-	return func(after tamper.Snapshot) {
+	return func(after guard.Snapshot) {
 		once.Do(func() {
 			if after != nil {
 				sh.setBaseline(after)
@@ -512,7 +511,7 @@ func (l *Loop) judgeWindow(it *buildIter) func(after tamper.Snapshot) {
 // and read again. Diffing that baseline against the older reading would
 // see the reverted changes made again. The caller holds the judgement
 // window (judgeWindow). Outside workers it returns after.
-func (l *Loop) notBehindBaseline(ctx context.Context, after tamper.Snapshot) (tamper.Snapshot, error) {
+func (l *Loop) notBehindBaseline(ctx context.Context, after guard.Snapshot) (guard.Snapshot, error) {
 	sh := l.shared
 	if sh == nil || sh.view == nil || l.readSeq >= sh.baselineSeq {
 		return after, nil
@@ -545,7 +544,7 @@ func (l *Loop) sharedBaseline(it *buildIter) {
 // assignee is not enough to tell: an agent may set any, one that looks
 // like another worker's included, so the issue must be one that worker's
 // iteration is on now. Outside workers it returns others.
-func (l *Loop) ownCloses(others []beads.Issue, after tamper.Snapshot) []beads.Issue {
+func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Issue {
 	sh := l.shared
 	if sh == nil {
 		return others

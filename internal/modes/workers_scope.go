@@ -3,13 +3,13 @@ package modes
 import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/claim"
-	"github.com/ralphd/ralphd/internal/tamper"
+	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // setBaseline makes s the workers' shared baseline and, with a scope,
 // records which issues are under it there. The caller holds judging (or
 // no worker runs yet).
-func (sh *pool) setBaseline(s tamper.Snapshot) {
+func (sh *pool) setBaseline(s guard.Snapshot) {
 	sh.baseline = s
 	if sh.scope != "" {
 		ids := claim.Descendants(s, sh.scope)

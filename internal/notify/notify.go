@@ -21,7 +21,6 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -159,7 +158,7 @@ func (n *Notifier) Enabled() bool { return n.cfg.Cmd != "" || n.cfg.URL != "" }
 
 // Observe translates a loop event and queues the notification, if any. It
 // never blocks.
-func (n *Notifier) Observe(ev observe.Event) {
+func (n *Notifier) Observe(ev logjsonl.Event) {
 	e, ok := FromLoop(ev)
 	if !ok {
 		return
@@ -255,7 +254,7 @@ func (n *Notifier) Send(ctx context.Context, e Event) error {
 }
 
 // FromLoop turns a loop event into a notification, when it is one.
-func FromLoop(ev observe.Event) (Event, bool) {
+func FromLoop(ev logjsonl.Event) (Event, bool) {
 	e := Event{Time: ev.Time.UTC(), Data: ev.Data}
 	switch d := ev.Data.(type) {
 	case logjsonl.Stuck:

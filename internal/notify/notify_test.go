@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/observe"
 )
 
 func TestFromLoop(t *testing.T) {
@@ -40,7 +39,7 @@ func TestFromLoop(t *testing.T) {
 		{"iteration end", logjsonl.IterationEnd{Outcome: "ok"}, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, ok := FromLoop(observe.Event{Data: tc.data})
+			e, ok := FromLoop(logjsonl.Event{Data: tc.data})
 			if ok != (tc.kind != "") {
 				t.Fatalf("ok = %v, want %v", ok, tc.kind != "")
 			}
@@ -52,7 +51,7 @@ func TestFromLoop(t *testing.T) {
 			}
 		})
 	}
-	e, _ := FromLoop(observe.Event{Data: logjsonl.Stuck{IssueID: "x", Reason: "Recommendation: split it"}})
+	e, _ := FromLoop(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x", Reason: "Recommendation: split it"}})
 	if e.Detail != "Recommendation: split it" {
 		t.Fatalf("the STUCK note's recommendation is lost: %q", e.Detail)
 	}
@@ -86,7 +85,7 @@ func TestParseKinds(t *testing.T) {
 func TestCmdGetsTheEventOnStdin(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "got.json")
 	n := New(Config{Cmd: "cat > " + out, Project: "p1"})
-	n.Observe(observe.Event{Time: time.Now(), Data: logjsonl.Stuck{IssueID: "x-9", Attempts: 3, Reason: "split it"}})
+	n.Observe(logjsonl.Event{Time: time.Now(), Data: logjsonl.Stuck{IssueID: "x-9", Attempts: 3, Reason: "split it"}})
 	n.Close(context.Background())
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -104,7 +103,7 @@ func TestCmdGetsTheEventOnStdin(t *testing.T) {
 func TestUnselectedKindsAreNotSent(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "got")
 	n := New(Config{Cmd: "cat >> " + out, Kinds: []string{KindRunEnd}})
-	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x-9"}})
+	n.Observe(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x-9"}})
 	n.Close(context.Background())
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("a stuck event was sent although only run_end is selected")
@@ -118,7 +117,7 @@ func TestHangingCmdDoesNotBlockTheLoop(t *testing.T) {
 	n := New(Config{Cmd: "sleep 60", Timeout: 200 * time.Millisecond, Log: newLogger(&mu, &logged)})
 	start := time.Now()
 	for range queueSize * 2 {
-		n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x-1"}})
+		n.Observe(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x-1"}})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("Observe blocked for %s behind a hanging notify_cmd", d)
@@ -233,7 +232,7 @@ func TestFormats(t *testing.T) {
 func TestObserveAfterCloseIsHarmless(t *testing.T) {
 	n := New(Config{Cmd: "true"})
 	n.Close(context.Background())
-	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x-1"}})
+	n.Observe(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x-1"}})
 	n.Close(context.Background())
 }
 
@@ -245,7 +244,7 @@ func TestRepeatsAreDropped(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	n.now = func() time.Time { return clock }
 	idle := func(reason string) {
-		n.Observe(observe.Event{Data: logjsonl.Decision{Decision: "idle", Reason: reason}})
+		n.Observe(logjsonl.Event{Data: logjsonl.Decision{Decision: "idle", Reason: reason}})
 	}
 	idle("0 ready, 2 blocked, 2 open")
 	idle("0 ready, 2 blocked, 2 open")
@@ -254,8 +253,8 @@ func TestRepeatsAreDropped(t *testing.T) {
 	idle("0 ready, 1 blocked, 2 open") // news
 	clock = clock.Add(2 * time.Hour)
 	idle("0 ready, 1 blocked, 2 open") // a reminder after the hour
-	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x"}})
-	n.Observe(observe.Event{Data: logjsonl.Stuck{IssueID: "x"}}) // stuck is never dropped
+	n.Observe(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x"}})
+	n.Observe(logjsonl.Event{Data: logjsonl.Stuck{IssueID: "x"}}) // stuck is never dropped
 	n.Close(context.Background())
 	b, err := os.ReadFile(out)
 	if err != nil {

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/runid"
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // HistoryVersion is the schema version written in each history record's
@@ -73,7 +73,7 @@ type Record struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// CostUSD is nil when the backend reports no cost; never invented.
 	CostUSD         *float64     `json:"cost_usd,omitempty"`
-	Tokens          usage.Tokens `json:"tokens,omitzero"`
+	Tokens          agent.Tokens `json:"tokens,omitzero"`
 	DurationSeconds float64      `json:"duration_seconds"`
 	// StopReason is why the run stopped (success, max_iterations,
 	// repeated_fingerprint, no_progress, budget, timeout, interrupted).
@@ -292,7 +292,7 @@ type IssueTotals struct {
 	Outcomes map[string]int `json:"outcomes"`
 	// CostUSD sums the known costs; nil when no iteration reported one.
 	CostUSD         *float64     `json:"cost_usd,omitempty"`
-	Tokens          usage.Tokens `json:"tokens"`
+	Tokens          agent.Tokens `json:"tokens"`
 	DurationSeconds float64      `json:"duration_seconds"`
 	// Fingerprints are the iterations' non-empty fingerprints, oldest first.
 	Fingerprints    []string  `json:"fingerprints"`
@@ -349,7 +349,7 @@ type RunSummary struct {
 	// Outcomes counts iterations by outcome.
 	Outcomes        map[string]int `json:"outcomes"`
 	CostUSD         *float64       `json:"cost_usd,omitempty"`
-	Tokens          usage.Tokens   `json:"tokens"`
+	Tokens          agent.Tokens   `json:"tokens"`
 	DurationSeconds float64        `json:"duration_seconds"`
 	// Ended says a run_end record exists; a run without one is still going
 	// or was killed.
@@ -416,7 +416,7 @@ type Totals struct {
 	Runs            int          `json:"runs"`
 	Iterations      int          `json:"iterations"`
 	CostUSD         *float64     `json:"cost_usd,omitempty"`
-	Tokens          usage.Tokens `json:"tokens"`
+	Tokens          agent.Tokens `json:"tokens"`
 	DurationSeconds float64      `json:"duration_seconds"`
 }
 

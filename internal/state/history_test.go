@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/usage"
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 func cost(v float64) *float64 { return &v }
@@ -23,7 +23,7 @@ func TestRecordJSONFields(t *testing.T) {
 	r := Record{
 		RunID: "r1", Mode: "build", Iteration: 3, IssueID: "bd-1", Attempt: 2,
 		StartedAt: start, EndedAt: start.Add(90 * time.Second), Outcome: "agent_error", ExitCode: 1,
-		Fingerprint: "abc123", CostUSD: cost(0.25), Tokens: usage.Tokens{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40},
+		Fingerprint: "abc123", CostUSD: cost(0.25), Tokens: agent.Tokens{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40},
 		DurationSeconds: 90, StopReason: "budget", Gate: "verify", Violations: []string{"bd delete"},
 		Progress: &progress, Tier: 1, Stuck: true, FailureBranch: "wip/ralph-fail-bd-1-20260102-150000",
 		Extra: map[string]json.RawMessage{"later": json.RawMessage(`{"x":1}`)},
@@ -160,12 +160,12 @@ func TestSummaries(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	recs := []Record{
-		{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-b", Attempt: 1, StartedAt: at(0), EndedAt: at(5), Outcome: "agent_error", Fingerprint: "f1", CostUSD: cost(0.5), Tokens: usage.Tokens{InputTokens: 100, OutputTokens: 10}, DurationSeconds: 300, Gate: "verify"},
-		{RunID: "r1", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 2, StartedAt: at(5), EndedAt: at(9), Outcome: "agent_error", Fingerprint: "f1", Tokens: usage.Tokens{InputTokens: 50}, DurationSeconds: 240, Gate: "verify"},
+		{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-b", Attempt: 1, StartedAt: at(0), EndedAt: at(5), Outcome: "agent_error", Fingerprint: "f1", CostUSD: cost(0.5), Tokens: agent.Tokens{InputTokens: 100, OutputTokens: 10}, DurationSeconds: 300, Gate: "verify"},
+		{RunID: "r1", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 2, StartedAt: at(5), EndedAt: at(9), Outcome: "agent_error", Fingerprint: "f1", Tokens: agent.Tokens{InputTokens: 50}, DurationSeconds: 240, Gate: "verify"},
 		{RunID: "r1", Kind: KindRunEnd, Mode: "build", Iteration: 2, EndedAt: at(10), StopReason: "interrupted"},
 		// r2: restarted after a crash; no run_end yet.
 		{RunID: "r2", Mode: "build", Iteration: 1, IssueID: "bd-a", Attempt: 1, StartedAt: at(20), EndedAt: at(21), Outcome: OutcomeInterrupted, ExitCode: -1, DurationSeconds: 60},
-		{RunID: "r2", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 3, StartedAt: at(22), EndedAt: at(30), Outcome: "ok", Fingerprint: "", CostUSD: cost(0.25), Tokens: usage.Tokens{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, DurationSeconds: 480},
+		{RunID: "r2", Mode: "build", Iteration: 2, IssueID: "bd-b", Attempt: 3, StartedAt: at(22), EndedAt: at(30), Outcome: "ok", Fingerprint: "", CostUSD: cost(0.25), Tokens: agent.Tokens{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4}, DurationSeconds: 480},
 	}
 
 	issues := SummarizeIssues(recs)
@@ -176,7 +176,7 @@ func TestSummaries(t *testing.T) {
 	is.Equal(b.Iterations, 3)
 	is.Equal(b.LastAttempt, 3)
 	is.Equal(*b.CostUSD, 0.75)
-	is.Equal(b.Tokens, usage.Tokens{InputTokens: 151, OutputTokens: 12, CacheReadTokens: 3, CacheWriteTokens: 4})
+	is.Equal(b.Tokens, agent.Tokens{InputTokens: 151, OutputTokens: 12, CacheReadTokens: 3, CacheWriteTokens: 4})
 	is.Equal(b.DurationSeconds, 1020.0)
 	is.Equal(b.Fingerprints, []string{"f1", "f1"})
 	is.Equal(b.Outcomes, map[string]int{"agent_error": 2, "ok": 1})

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/text"
-	"github.com/ralphd/ralphd/internal/usage"
 )
 
 // StatusVersion is the version of the Status JSON object. It changes only
@@ -418,7 +418,7 @@ func fmtOutcomes(m map[string]int) string {
 	return ": " + strings.Join(parts, ", ")
 }
 
-func fmtCost(cost *float64, t usage.Tokens) string {
+func fmtCost(cost *float64, t agent.Tokens) string {
 	c := "cost unknown"
 	if cost != nil {
 		c = fmt.Sprintf("cost $%.2f", *cost)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/usage"
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 func statusText(t *testing.T, st Status) string {
@@ -117,7 +117,7 @@ func TestStatusWithRalphdHistory(t *testing.T) {
 	s, err := Open(context.Background(), root, id, "v1.0.0")
 	is.NoErr(err)
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	is.NoErr(s.AppendHistory(Record{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-1", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "ok", CostUSD: cost(1.5), Tokens: usage.Tokens{InputTokens: 1000, OutputTokens: 200}}))
+	is.NoErr(s.AppendHistory(Record{RunID: "r1", Mode: "build", Iteration: 1, IssueID: "bd-1", Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), Outcome: "ok", CostUSD: cost(1.5), Tokens: agent.Tokens{InputTokens: 1000, OutputTokens: 200}}))
 	is.NoErr(s.AppendHistory(Record{RunID: "r1", Kind: KindRunEnd, Mode: "build", Iteration: 1, EndedAt: t0.Add(2 * time.Minute), StopReason: "success"}))
 	is.NoErr(s.AppendHistory(Record{RunID: "r2", Mode: "build", Iteration: 1, IssueID: "bd-2", Attempt: 1, StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(61 * time.Minute), Outcome: "agent_error", Gate: "verify"}))
 	_, err = s.IncrementAttempt("bd-2")

@@ -1,4 +1,4 @@
-package tamper
+package guard
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/matryer/is"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/guard"
 )
 
 func issue(id string, prio int, mods ...func(*beads.Issue)) beads.Issue {
@@ -243,8 +242,8 @@ func TestReservedLabelAdded(t *testing.T) {
 			}
 			l := vs[0].Label
 			is.Equal(vs[0].String(), `label "`+l+`", which only ralphd adds, was added to a-1`)
-			if l == guard.StuckLabel {
-				is.Equal(vs[0].Rule, guard.RuleReservedLabel) // the rule that refuses it through the guard
+			if l == StuckLabel {
+				is.Equal(vs[0].Rule, RuleReservedLabel) // the rule that refuses it through the guard
 			}
 			m := &memTracker{}
 			rs := Revert(context.Background(), m, before, vs)
@@ -274,7 +273,7 @@ func TestRevertFailureIsReportedAndNoted(t *testing.T) {
 // can make around the guard unseen.
 func TestEveryProtectedFieldIsChecked(t *testing.T) {
 	is := is.New(t)
-	ps := guard.Protected()
+	ps := Protected()
 	is.True(len(ps) >= 14)
 	for _, p := range ps {
 		is.True(Checked(p.Field)) // a protected field without a check

@@ -1,8 +1,9 @@
-// Package usage holds Tokens, ralphd's one count of an agent's tokens: what
+// Tokens is ralphd's one count of an agent's tokens: what
 // a backend reports for a run (agent.Outcome.Usage), what an iteration's
 // history record and the run log's iteration_end and run_end events carry,
 // and what status, reports, metrics and the dashboard add up.
-package usage
+
+package agent
 
 import "encoding/json"
 

@@ -1,4 +1,4 @@
-package tamper
+package guard
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
 
@@ -117,7 +116,7 @@ func newAgreeTracker(t testing.TB) *agreeTracker {
 // the guard's decision, and when the guard allows it, on a copy of the
 // tracker; it returns the tracker after it and what the judgement would
 // revert.
-func (a *agreeTracker) run(t testing.TB, argv []string) (guard.Decision, Snapshot, []Violation) {
+func (a *agreeTracker) run(t testing.TB, argv []string) (Decision, Snapshot, []Violation) {
 	t.Helper()
 	args := make([]string, len(argv))
 	for i, w := range argv {
@@ -126,7 +125,7 @@ func (a *agreeTracker) run(t testing.TB, argv []string) (guard.Decision, Snapsho
 			args[i] = id
 		}
 	}
-	d := guard.Decide(guard.ModeBuild, args)
+	d := Decide(ModeBuild, args)
 	if !d.Allowed {
 		return d, nil, nil
 	}

@@ -1,4 +1,4 @@
-package tamper
+package guard
 
 import (
 	"context"
@@ -13,32 +13,29 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
-
-func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) }
 
 // aroundGuard is, for each field a guard rule protects, a change to it made
 // around the guard: with the real bd by its absolute path, or by editing
 // bd's data (dataEdits, as an agent writing .beads/ directly would). "T"
 // stands for the target issue, "P" for another one.
 var aroundGuard = map[string][][]string{
-	guard.FieldIssue:        {{"delete", "T", "--force"}, {"edit-data: drop issue"}},
-	guard.FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
-	guard.FieldPriority:     {{"update", "T", "--priority", "0"}, {"edit-data: priority"}},
-	guard.FieldType:         {{"update", "T", "--type", "chore"}},
-	guard.FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
-	guard.FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}, {"edit-data: status"}},
-	guard.FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
-	guard.FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
-	guard.FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
-	guard.FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
-	guard.FieldEstimate:     {{"update", "T", "--estimate", "600"}},
-	guard.FieldLabels:       {{"label", "remove", "T", "keep"}, {"edit-data: drop labels"}},
-	guard.FieldDependencies: {{"dep", "remove", "T", "P"}, {"edit-data: drop dependencies"}},
-	guard.FieldComments:     {{"edit-data: drop comments"}},
-	guard.FieldReservedLabels: {{"label", "add", "T", guard.StuckLabel}, {"update", "T", "--add-label", "x," + guard.StuckLabel},
+	FieldIssue:        {{"delete", "T", "--force"}, {"edit-data: drop issue"}},
+	FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
+	FieldPriority:     {{"update", "T", "--priority", "0"}, {"edit-data: priority"}},
+	FieldType:         {{"update", "T", "--type", "chore"}},
+	FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
+	FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}, {"edit-data: status"}},
+	FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
+	FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
+	FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
+	FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
+	FieldEstimate:     {{"update", "T", "--estimate", "600"}},
+	FieldLabels:       {{"label", "remove", "T", "keep"}, {"edit-data: drop labels"}},
+	FieldDependencies: {{"dep", "remove", "T", "P"}, {"edit-data: drop dependencies"}},
+	FieldComments:     {{"edit-data: drop comments"}},
+	FieldReservedLabels: {{"label", "add", "T", StuckLabel}, {"update", "T", "--add-label", "x," + StuckLabel},
 		{"edit-data: stuck label"}},
 }
 
@@ -54,7 +51,7 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range guard.Protected() {
+	for _, p := range Protected() {
 		ops, ok := aroundGuard[p.Field]
 		if !ok {
 			t.Errorf("no change around the guard is tried for the protected field %q", p.Field)
@@ -72,7 +69,7 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 					}
 				}
 				if !strings.HasPrefix(op[0], "edit-data") {
-					d := guard.Decide(guard.ModeBuild, argv)
+					d := Decide(ModeBuild, argv)
 					is.True(!d.Allowed) // the guard refuses it in BUILD
 				}
 				before := snap(t, bd)
@@ -167,7 +164,7 @@ var dataEdits = map[string]func(db map[string]any, target string){
 	"edit-data: priority":    setField("priority", 0),
 	"edit-data: status":      setField("status", "deferred"),
 	"edit-data: drop labels": setField("labels", []any{}),
-	"edit-data: stuck label": setField("labels", []any{"keep", guard.StuckLabel}),
+	"edit-data: stuck label": setField("labels", []any{"keep", StuckLabel}),
 }
 
 // setField sets one field of the target issue in the stand-in's data.

@@ -1,8 +1,9 @@
-// Package observe is the seam between the loop and whatever watches it:
+// Sink is the seam between the loop and whatever watches it:
 // metrics, notifications and the dashboard's live panel. The loop hands
 // each of its loop_meta events to a [Sink] as it writes it to the run log,
 // whether or not a run log is being written.
-package observe
+
+package logjsonl
 
 import (
 	"sync"

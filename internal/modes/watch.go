@@ -1,4 +1,4 @@
-// Package watch tells when a beads database has really changed.
+// A watch tells when a beads database has really changed.
 //
 // Real bd 1.0.5 rewrites its Dolt manifest, journal index and journal with
 // identical bytes even on read-only commands, and `bd show` rewrites
@@ -6,7 +6,8 @@
 // would therefore wake ralphd on its own reads. This package compares
 // content instead: a Fingerprint of the files that hold bd's data, which
 // changes only when their bytes or sizes do.
-package watch
+
+package modes
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 // Test-only helpers: production code never calls these.
 
-package observe
+package logjsonl
 
 // Func adapts a function to a [Sink].
 type Func func(Event)

@@ -1,4 +1,4 @@
-package trackview
+package guard
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/tamper"
 )
 
 // tracker is a fake tracker: a version number every write bumps. A
@@ -24,7 +23,7 @@ type tracker struct {
 	gate    chan struct{} // when set, each Read waits for a value
 }
 
-func (t *tracker) read(ctx context.Context) (tamper.Snapshot, error) {
+func (t *tracker) read(ctx context.Context) (Snapshot, error) {
 	t.reads.Add(1)
 	v := t.version.Load()
 	if t.gate != nil {
@@ -37,7 +36,7 @@ func (t *tracker) read(ctx context.Context) (tamper.Snapshot, error) {
 	if t.delay > 0 {
 		time.Sleep(t.delay)
 	}
-	return tamper.Snapshot{"v": beads.Issue{ID: "v", Title: strconv.FormatInt(v, 10)}}, nil
+	return Snapshot{"v": beads.Issue{ID: "v", Title: strconv.FormatInt(v, 10)}}, nil
 }
 
 func versionOf(r Reading) int64 {
@@ -241,11 +240,11 @@ func TestSinceCancel(t *testing.T) {
 func TestSinceError(t *testing.T) {
 	is := is.New(t)
 	fail := true
-	v := &View{Read: func(context.Context) (tamper.Snapshot, error) {
+	v := &View{Read: func(context.Context) (Snapshot, error) {
 		if fail {
 			return nil, errors.New("bd list: exit 1")
 		}
-		return tamper.Snapshot{}, nil
+		return Snapshot{}, nil
 	}, Debounce: time.Millisecond}
 	_, err := v.Since(context.Background(), 0)
 	is.True(err != nil)

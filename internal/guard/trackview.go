@@ -1,4 +1,4 @@
-// Package trackview shares readings of the tracker among the workers of
+// A tracker view shares readings of the tracker among the workers of
 // one pool. A worker that needs the tracker as it is now (the read-back of
 // a claim, the tracker after an iteration) asks for a reading that
 // started after a moment it names; requests that arrive together are
@@ -11,7 +11,8 @@
 // mark, which started after it and so reflects everything done before
 // it. The numbers also order readings against each other: of two
 // readings, the higher-numbered one never reflects less.
-package trackview
+
+package guard
 
 import (
 	"context"
@@ -19,8 +20,6 @@ import (
 	"maps"
 	"sync"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/tamper"
 )
 
 // Defaults for a View's zero fields.
@@ -34,7 +33,7 @@ const (
 type Reading struct {
 	// Snap is the tracker. Since gives each caller its own copy of the
 	// map; the issues' slices are shared and must not be changed.
-	Snap tamper.Snapshot
+	Snap Snapshot
 	// Seq numbers the reading, from 1, in the order readings started.
 	Seq uint64
 	// Done is when the reading ended: nothing done after it is in Snap.
@@ -46,7 +45,7 @@ type Reading struct {
 type View struct {
 	// Read takes one reading: the whole tracker. The View runs one Read
 	// at a time.
-	Read func(ctx context.Context) (tamper.Snapshot, error)
+	Read func(ctx context.Context) (Snapshot, error)
 	// Expected, when set, says how many requests to expect: soon, those
 	// that will come at once (workers claiming an issue, or whose agent
 	// has ended), counting those already waiting, and later, those that

@@ -1,4 +1,4 @@
-package usage
+package agent
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package tamper detects and reverts changes a BUILD iteration was not
+// Tamper detection finds and reverts changes a BUILD iteration was not
 // allowed to make to the tracker, however the agent made them: through the
 // guard, around it with the real bd's absolute path, or by editing bd's
 // database directly.
@@ -7,7 +7,8 @@
 // taken after it. The comparison is pure (Diff); undoing what it finds
 // (Revert) uses PLAN powers through a small interface, so this package
 // knows nothing about how bd is run.
-package tamper
+
+package guard
 
 import (
 	"context"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/guard"
 )
 
 // Snapshot is the state of every issue at one moment, keyed by id.
@@ -146,35 +146,35 @@ func timeText(t time.Time) string {
 // check. Fields with more structure (the issue itself, status, labels,
 // dependencies, comments) are checked in Diff.
 var scalars = map[string]scalar{
-	guard.FieldPriority: {Priority, func(i beads.Issue) string { return strconv.Itoa(i.Priority) },
+	FieldPriority: {Priority, func(i beads.Issue) string { return strconv.Itoa(i.Priority) },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Priority: &b.Priority} })},
-	guard.FieldType: {Type, func(i beads.Issue) string { return i.IssueType },
+	FieldType: {Type, func(i beads.Issue) string { return i.IssueType },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Type: &b.IssueType} })},
-	guard.FieldAcceptance: {Acceptance, func(i beads.Issue) string { return i.AcceptanceCriteria },
+	FieldAcceptance: {Acceptance, func(i beads.Issue) string { return i.AcceptanceCriteria },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Acceptance: &b.AcceptanceCriteria} })},
-	guard.FieldTitle: {Title, func(i beads.Issue) string { return i.Title },
+	FieldTitle: {Title, func(i beads.Issue) string { return i.Title },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Title: &b.Title} })},
-	guard.FieldParent: {Parent, func(i beads.Issue) string { return i.Parent },
+	FieldParent: {Parent, func(i beads.Issue) string { return i.Parent },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Parent: &b.Parent} })},
-	guard.FieldDeferUntil: {DeferUntil, func(i beads.Issue) string { return timeText(i.DeferUntil) },
+	FieldDeferUntil: {DeferUntil, func(i beads.Issue) string { return timeText(i.DeferUntil) },
 		update(func(b beads.Issue) beads.Fields { v := timeText(b.DeferUntil); return beads.Fields{DeferUntil: &v} })},
-	guard.FieldDueAt: {DueAt, func(i beads.Issue) string { return timeText(i.DueAt) },
+	FieldDueAt: {DueAt, func(i beads.Issue) string { return timeText(i.DueAt) },
 		update(func(b beads.Issue) beads.Fields { v := timeText(b.DueAt); return beads.Fields{Due: &v} })},
-	guard.FieldExternalRef: {ExternalRef, func(i beads.Issue) string { return i.ExternalRef },
+	FieldExternalRef: {ExternalRef, func(i beads.Issue) string { return i.ExternalRef },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{ExternalRef: &b.ExternalRef} })},
-	guard.FieldEstimate: {Estimate, func(i beads.Issue) string { return strconv.Itoa(i.EstimatedMinutes) },
+	FieldEstimate: {Estimate, func(i beads.Issue) string { return strconv.Itoa(i.EstimatedMinutes) },
 		update(func(b beads.Issue) beads.Fields { return beads.Fields{Estimate: &b.EstimatedMinutes} })},
 }
 
 // structured are the protected fields Diff checks by hand.
-var structured = []string{guard.FieldIssue, guard.FieldStatus, guard.FieldLabels, guard.FieldDependencies, guard.FieldComments,
-	guard.FieldReservedLabels}
+var structured = []string{FieldIssue, FieldStatus, FieldLabels, FieldDependencies, FieldComments,
+	FieldReservedLabels}
 
 // protection is the guard's table, read once: each protected field and
 // the rule that protects it.
 var protection = func() map[string]string {
 	m := map[string]string{}
-	for _, p := range guard.Protected() {
+	for _, p := range Protected() {
 		m[p.Field] = p.Rule.ID
 	}
 	return m
@@ -191,13 +191,13 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 		fields = append(fields, f)
 	}
 	sort.Strings(fields)
-	buildStatuses := guard.BuildStatuses()
-	reserved := append(guard.ReservedLabels(), opts.ReservedLabels...)
+	buildStatuses := BuildStatuses()
+	reserved := append(ReservedLabels(), opts.ReservedLabels...)
 	for _, id := range sortedIDs(before) {
 		b := before[id]
 		a, ok := after[id]
 		if !ok {
-			if rule, on := protection[guard.FieldIssue]; on {
+			if rule, on := protection[FieldIssue]; on {
 				vs = append(vs, Violation{Kind: Deleted, IssueID: id, Before: b.Title, Rule: rule})
 			}
 			continue
@@ -211,28 +211,28 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 				continue
 			}
 			switch f {
-			case guard.FieldStatus:
+			case FieldStatus:
 				if a.Status != b.Status && a.Status != beads.StatusClosed && !slices.Contains(buildStatuses, a.Status) {
 					vs = append(vs, Violation{Kind: Status, IssueID: id, Before: b.Status, After: a.Status, Rule: rule})
 				}
-			case guard.FieldDependencies:
+			case FieldDependencies:
 				for _, d := range b.Dependencies {
 					// A parent-child edge is the parent field's to judge.
-					if !a.DependsOn(d) && (d.Type != beads.DepParentChild || protection[guard.FieldParent] == "") {
+					if !a.DependsOn(d) && (d.Type != beads.DepParentChild || protection[FieldParent] == "") {
 						vs = append(vs, Violation{Kind: DepRemoved, IssueID: id, Dep: d, Rule: rule})
 					}
 				}
-			case guard.FieldLabels:
+			case FieldLabels:
 				for _, l := range b.Labels {
 					if !a.HasLabel(l) && !slices.Contains(opts.AllowLabelRemoval, l) {
 						vs = append(vs, Violation{Kind: LabelRemoved, IssueID: id, Label: l, Rule: rule})
 					}
 				}
-			case guard.FieldComments:
+			case FieldComments:
 				for _, c := range removedComments(b, a) {
 					vs = append(vs, Violation{Kind: CommentRemoved, IssueID: id, Comment: c, Rule: rule})
 				}
-			case guard.FieldReservedLabels:
+			case FieldReservedLabels:
 				for _, l := range reserved {
 					if a.HasLabel(l) && !b.HasLabel(l) {
 						vs = append(vs, Violation{Kind: ReservedLabelAdded, IssueID: id, Label: l, Rule: rule})
@@ -395,7 +395,7 @@ func recreate(ctx context.Context, t Tracker, b beads.Issue) error {
 		}
 	}
 	var zero beads.Issue
-	for _, f := range []string{guard.FieldParent, guard.FieldDeferUntil, guard.FieldDueAt, guard.FieldExternalRef, guard.FieldEstimate} {
+	for _, f := range []string{FieldParent, FieldDeferUntil, FieldDueAt, FieldExternalRef, FieldEstimate} {
 		if c := scalars[f]; c.value(b) != c.value(zero) {
 			if err := c.revert(ctx, t, b); err != nil {
 				return fmt.Errorf("restore %s of %s: %w", f, b.ID, err)
