@@ -64,7 +64,7 @@ func (r Report) Table() string {
 	return b.String()
 }
 
-// Markdown renders the report as BENCHMARKS.md: a summary table of every
+// Markdown renders the report as docs/benchmarks.md: a summary table of every
 // figure, then one section each with its figures, their commands and its
 // body.
 func (r Report) Markdown() string {

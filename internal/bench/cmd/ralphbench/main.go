@@ -1,9 +1,9 @@
 // Command ralphbench measures ralphd's own cost: per-iteration overhead
 // against the bd calls it makes, against a bash loop, log pass-through,
 // the idle daemon, and scale. scripts/bench builds it with the programs
-// it needs and runs it; it prints a table and writes BENCHMARKS.md.
+// it needs and runs it; it prints a table and writes docs/benchmarks.md.
 //
-//	ralphbench -bin DIR -repo DIR [-out BENCHMARKS.md] [-idle 60s] ...
+//	ralphbench -bin DIR -repo DIR [-out docs/benchmarks.md] [-idle 60s] ...
 //
 // DIR holds ralphd, bd (the stand-in, internal/fakebd), bdrec and
 // jsonlgen. `ralphbench measure-writer` is an internal subcommand: it runs
@@ -98,7 +98,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("ralphbench", flag.ContinueOnError)
 	fs.StringVar(&o.bin, "bin", "", "directory with ralphd, bd (the stand-in), bdrec and jsonlgen")
 	fs.StringVar(&o.repo, "repo", ".", "the ralphd checkout")
-	fs.StringVar(&o.out, "out", "", "write the Markdown report here (BENCHMARKS.md)")
+	fs.StringVar(&o.out, "out", "", "write the Markdown report here (docs/benchmarks.md)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.DurationVar(&o.idle, "idle", 60*time.Second, "how long to measure the idle daemon")
