@@ -62,7 +62,8 @@ var dashURL = regexp.MustCompile(`dashboard url=(http://127\.0\.0\.1:[0-9]+/)`)
 //     text and never runs (on the page and in the rendered run log).
 //
 // It saves screenshots in the test's artifact directory (go test
-// -artifacts); RALPHD_SCREENSHOT=path also writes the README's.
+// -artifacts); RALPHD_SCREENSHOT=path also writes the dashboard's, as
+// docs/dashboard.png is made.
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromium(t)
 	bdDir := standinBin(t)
@@ -270,7 +271,7 @@ func evalAs[T any](ctx context.Context, t *testing.T, js string) T {
 }
 
 // saveShot writes a screenshot to the test's artifact directory, and the
-// dashboard's to $RALPHD_SCREENSHOT when set (the README's).
+// dashboard's to $RALPHD_SCREENSHOT when set (docs/dashboard.png).
 func saveShot(t *testing.T, name string, png []byte) {
 	t.Helper()
 	p := filepath.Join(t.ArtifactDir(), name)

@@ -19,14 +19,14 @@ import (
 	"github.com/ralphd/ralphd/internal/proc"
 )
 
-// doltInstall is how to get the Dolt the README's many-machines set-up was
+// doltInstall is how to get the Dolt docs/workers.md's many-machines set-up was
 // checked with (Dolt 1.88.1, as in the bd recordings).
 const doltInstall = "go install github.com/dolthub/dolt/go/cmd/dolt@v0.40.5-0.20260507221239-14b38e279fc6"
 
-// TestReadmeDoltServer runs the tracker host's lines of README.md's "Many
-// machines" set-up as written, with a scratch data dir, port and HOME,
+// TestReadmeDoltServer runs the tracker host's lines of docs/workers.md's
+// "Many machines" set-up as written, with a scratch data dir, port and HOME,
 // against a real Dolt sql-server. Then it logs in as bd does, as root with
-// the README's password, from this machine's network address (so Dolt sees
+// the page's password, from this machine's network address (so Dolt sees
 // another host, not localhost), and creates the project's database as
 // `bd init --server` does. It needs dolt on PATH and skips without it.
 func TestReadmeDoltServer(t *testing.T) {
@@ -43,7 +43,7 @@ func TestReadmeDoltServer(t *testing.T) {
 	if addr == "" {
 		t.Skip("no non-loopback IPv4 address: cannot log in as another machine would")
 	}
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/workers.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReadmeDoltServer(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
 	srv := filepath.Join(dir, "srv", "beads")
-	// The README's placeholders, each of which must be there: running its
+	// The page's placeholders, each of which must be there: running its
 	// lines with the real /srv/beads or port 3307 would be wrong here.
 	for _, ph := range []struct{ old, new string }{
 		{"/srv/beads", srv},
@@ -63,7 +63,7 @@ func TestReadmeDoltServer(t *testing.T) {
 		{"tracker.lan", addr},
 	} {
 		if !strings.Contains(tracker, ph.old) {
-			t.Fatalf("the README's tracker host lines no longer mention %q:\n%s", ph.old, tracker)
+			t.Fatalf("docs/workers.md's tracker host lines no longer mention %q:\n%s", ph.old, tracker)
 		}
 		tracker = strings.ReplaceAll(tracker, ph.old, ph.new)
 	}
@@ -112,7 +112,7 @@ func TestReadmeDoltServer(t *testing.T) {
 	for listening := false; !listening; {
 		select {
 		case err := <-done:
-			t.Fatalf("the README's tracker host lines ended (%v) before the server listened on %s:\n%s", err, hostPort, readLog())
+			t.Fatalf("docs/workers.md's tracker host lines ended (%v) before the server listened on %s:\n%s", err, hostPort, readLog())
 		case <-ctx.Done():
 			t.Fatalf("no server on %s after %v:\n%s", hostPort, time.Minute*2, readLog())
 		case <-tick.C:
@@ -129,16 +129,16 @@ func TestReadmeDoltServer(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("the README's tracker host lines failed (%v):\n%s", err, readLog())
+			t.Fatalf("docs/workers.md's tracker host lines failed (%v):\n%s", err, readLog())
 		}
 	case <-ctx.Done():
-		t.Fatalf("the README's check did not end:\n%s", readLog())
+		t.Fatalf("docs/workers.md's check did not end:\n%s", readLog())
 	}
 	out := readLog()
-	// The README's check ran from the network address, and Dolt let root in
+	// The page's check ran from the network address, and Dolt let root in
 	// as a remote user, not root@localhost.
 	if !regexp.MustCompile(`root@(%|[0-9.]+%?)`).MatchString(out) {
-		t.Fatalf("the README's check did not show root logged in from %s:\n%s", addr, out)
+		t.Fatalf("docs/workers.md's check did not show root logged in from %s:\n%s", addr, out)
 	}
 
 	// As bd does: root, the password from BEADS_DOLT_PASSWORD, from another
@@ -153,10 +153,10 @@ func TestReadmeDoltServer(t *testing.T) {
 	}
 	q := "create database p; use p; create table issues (id varchar(32) primary key); insert into issues values ('p-1'); call dolt_commit('-Am', 'create p-1'); select count(*) from dolt_log"
 	if out, err := sql(password, q); err != nil {
-		t.Fatalf("logging in as bd would (root, the README's password, from %s): %v\n%s", addr, err, out)
+		t.Fatalf("logging in as bd would (root, docs/workers.md's password, from %s): %v\n%s", addr, err, out)
 	}
 	if _, err := os.Stat(filepath.Join(srv, "p", ".dolt")); err != nil {
-		t.Fatalf("database p is not in the README's data dir: %v", err)
+		t.Fatalf("database p is not in docs/workers.md's data dir: %v", err)
 	}
 	// The password is what lets root in: a wrong one is refused.
 	out, err = sql("not-"+password, "select 1")
@@ -165,26 +165,26 @@ func TestReadmeDoltServer(t *testing.T) {
 	}
 }
 
-// trackerLines returns the shell lines of README.md's "Many machines" block
-// that run before the project's `bd init` (the password's export and the
-// tracker host's set-up), and the password they export.
-func trackerLines(readme string) (lines, password string, err error) {
-	_, sec, ok := strings.Cut(readme, "\n### Many machines\n")
+// trackerLines returns the shell lines of docs/workers.md's "Many machines"
+// block that run before the project's `bd init` (the password's export and
+// the tracker host's set-up), and the password they export.
+func trackerLines(page string) (lines, password string, err error) {
+	_, sec, ok := strings.Cut(page, "\n## Many machines\n")
 	if !ok {
-		return "", "", errors.New(`README.md has no "### Many machines" section`)
+		return "", "", errors.New(`docs/workers.md has no "## Many machines" section`)
 	}
 	_, block, ok := strings.Cut(sec, "```sh\n")
 	if !ok {
-		return "", "", errors.New(`README.md's "Many machines" has no sh block`)
+		return "", "", errors.New(`docs/workers.md's "Many machines" has no sh block`)
 	}
 	block, _, _ = strings.Cut(block, "```")
 	lines, _, ok = strings.Cut(block, "\n# in the project")
 	if !ok {
-		return "", "", errors.New(`README.md's "Many machines" block has no "# in the project" line`)
+		return "", "", errors.New(`docs/workers.md's "Many machines" block has no "# in the project" line`)
 	}
 	m := regexp.MustCompile(`(?m)^export BEADS_DOLT_PASSWORD='([^']+)'$`).FindStringSubmatch(lines)
 	if m == nil {
-		return "", "", errors.New(`README.md's "Many machines" block does not export BEADS_DOLT_PASSWORD='...' before "# in the project"`)
+		return "", "", errors.New(`docs/workers.md's "Many machines" block does not export BEADS_DOLT_PASSWORD='...' before "# in the project"`)
 	}
 	return lines, m[1], nil
 }
@@ -207,7 +207,7 @@ until [ -e "$RALPHD_TEST_READY" ]; do kill -0 "$srv" 2>/dev/null || { echo "the 
 		}
 	}
 	if !found {
-		return "", fmt.Errorf("no line starts `dolt sql-server ... &` in the README's tracker host lines:\n%s", lines)
+		return "", fmt.Errorf("no line starts `dolt sql-server ... &` in docs/workers.md's tracker host lines:\n%s", lines)
 	}
 	return b.String(), nil
 }
