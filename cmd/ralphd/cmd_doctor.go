@@ -13,7 +13,6 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -252,7 +251,7 @@ func checkSandbox(ctx context.Context, a *app, setting string) verdict {
 // in a cgroup v2 of their own (cgroup.Find, which the run uses).
 func checkCgroup() verdict {
 	v := verdict{name: "cgroup"}
-	p, err := cgroup.Find()
+	p, err := proc.Find()
 	if err != nil {
 		v.level, v.detail = levelWarn, err.Error()+"; agents are contained by process group and marker only"
 		v.fix = "run ralphd as a systemd user service (ralphd service install), which delegates a cgroup v2, or boot with the unified cgroup hierarchy"

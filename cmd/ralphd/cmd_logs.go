@@ -13,7 +13,6 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -150,10 +149,10 @@ func findRun(runs []logjsonl.RunSummary, want string) (string, error) {
 		}
 		return want, nil
 	}
-	entries := make([]runid.Entry, len(runs))
+	entries := make([]logjsonl.RunEntry, len(runs))
 	for i, r := range runs {
-		entries[i] = runid.Entry{ID: r.RunID}
-		if t, ok := runid.Parse(r.Name); ok {
+		entries[i] = logjsonl.RunEntry{ID: r.RunID}
+		if t, ok := logjsonl.ParseRunID(r.Name); ok {
 			entries[i].Start = t
 		}
 	}
@@ -163,11 +162,11 @@ func findRun(runs []logjsonl.RunSummary, want string) (string, error) {
 		}
 		return runs[len(runs)-1].Path, nil // ListRuns lists oldest first
 	}
-	e, err := runid.Resolve(entries, want)
+	e, err := logjsonl.ResolveRun(entries, want)
 	if err != nil {
 		return "", err
 	}
-	return runs[slices.IndexFunc(entries, func(x runid.Entry) bool { return x.ID == e.ID })].Path, nil
+	return runs[slices.IndexFunc(entries, func(x logjsonl.RunEntry) bool { return x.ID == e.ID })].Path, nil
 }
 
 func isTerminal(w any) bool {

@@ -12,13 +12,10 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/proc"
-	"github.com/ralphd/ralphd/internal/redact"
-	"github.com/ralphd/ralphd/internal/runid"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/prompts"
 )
@@ -131,7 +128,7 @@ type loopSetup struct {
 	closer []func()
 	// redact keeps the secrets of ralphd's environment out of the log,
 	// notes, state files, reports and the terminal.
-	redact *redact.Redactor
+	redact *logjsonl.Redactor
 	sinks  []logjsonl.Sink // what the loop's Observer fans out to
 }
 
@@ -160,7 +157,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		warnf(a.stderr, "cannot become a child subreaper (%v); processes an agent detaches may outlive their iteration", err)
 	}
 	contain := containment(a)
-	ls.redact = redact.FromEnv(a.env)
+	ls.redact = logjsonl.FromEnv(a.env)
 	p.store.SetRedact(ls.redact.Lines)
 	out, errOut := ls.redact.Writer(a.stdout), ls.redact.Writer(a.stderr)
 	a.stdout, a.stderr = out, errOut
@@ -201,7 +198,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	now := time.Now()
 	loop := &modes.Loop{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
-		Human: humanLogger(a), Out: a.stdout, RunID: runid.New(now), Version: readBuildInfo().Version,
+		Human: humanLogger(a), Out: a.stdout, RunID: logjsonl.NewRunID(now), Version: readBuildInfo().Version,
 		Self: a.argv0, BDClient: bdClient(a.argv0), RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
 		ConfigDirs: []string{filepath.Dir(globalConfigFile(a))},
 	}
@@ -251,16 +248,16 @@ func lookupBackend(a *app, cfg *config.Config) (agent.Backend, int) {
 // containment returns how iterations are contained: a cgroup v2 of their
 // own when ralphd's cgroup allows it (after ending what a killed ralphd
 // left in its cgroups), else nil, with a warning that says why.
-func containment(a *app) *cgroup.Containment {
-	p, err := cgroup.Find()
+func containment(a *app) *proc.Containment {
+	p, err := proc.Find()
 	if err != nil {
 		warnf(a.stderr, "no cgroup for the agent (%v); processes an agent detaches and hides are ended only while ralphd runs", err)
 		return nil
 	}
-	for _, g := range cgroup.Sweep(p, 5*time.Second) {
+	for _, g := range proc.Sweep(p, 5*time.Second) {
 		warnf(a.stderr, "ended the processes a killed ralphd left in %s", g)
 	}
-	return &cgroup.Containment{Parent: p, Self: a.argv0}
+	return &proc.Containment{Parent: p, Self: a.argv0}
 }
 
 // bdClient returns the small bd client (ralphd-bd) installed beside the

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/runid"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -49,7 +49,7 @@ one, or "last" (the default).`)
 	if len(pos) == 1 {
 		want = pos[0]
 	}
-	e, err := runid.Resolve(reports, want)
+	e, err := logjsonl.ResolveRun(reports, want)
 	if err != nil {
 		errorf(a.stderr, "%v", err)
 		hintf(a.stderr, "`ralphd logs` and `ralphd status` show run IDs; `ralphd report last` is the latest")
@@ -65,7 +65,7 @@ one, or "last" (the default).`)
 }
 
 // listReports lists the reports in dir with extension ext.
-func listReports(dir, ext string) ([]runid.Entry, error) {
+func listReports(dir, ext string) ([]logjsonl.RunEntry, error) {
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -73,14 +73,14 @@ func listReports(dir, ext string) ([]runid.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list reports: %w", err)
 	}
-	var es []runid.Entry
+	var es []logjsonl.RunEntry
 	for _, de := range des {
 		id, ok := strings.CutSuffix(de.Name(), ext)
 		if !ok || !de.Type().IsRegular() {
 			continue
 		}
-		e := runid.Entry{ID: id}
-		e.Start, _ = runid.Parse(id)
+		e := logjsonl.RunEntry{ID: id}
+		e.Start, _ = logjsonl.ParseRunID(id)
 		if info, err := de.Info(); err == nil {
 			e.Modified = info.ModTime()
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/dashboard"
-	"github.com/ralphd/ralphd/internal/metrics"
 	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
 )
@@ -129,7 +128,7 @@ func dashboardSources(p *project, bd *beads.Client) dashboard.Sources {
 type daemonControl struct {
 	store   *state.Store
 	bd      *beads.Client
-	metrics *metrics.Metrics
+	metrics *dashboard.Metrics
 	log     *log.Logger
 
 	mu     sync.Mutex
@@ -138,7 +137,7 @@ type daemonControl struct {
 	poke   chan struct{} // ends an idle wait after a reset
 }
 
-func newDaemonControl(store *state.Store, bd *beads.Client, m *metrics.Metrics, l *log.Logger) *daemonControl {
+func newDaemonControl(store *state.Store, bd *beads.Client, m *dashboard.Metrics, l *log.Logger) *daemonControl {
 	return &daemonControl{store: store, bd: bd, metrics: m, log: l, wake: make(chan struct{}), poke: make(chan struct{}, 1)}
 }
 
@@ -216,7 +215,7 @@ func (ls *loopSetup) startDashboard(ctx context.Context, a *app, opts *modes.Dae
 		errorf(a.stderr, "%v", err)
 		return nil, exitUsage
 	}
-	m := metrics.New(1)
+	m := dashboard.NewMetrics(1)
 	ls.loop.BD.OnCall = m.BDCall
 	// The dashboard offers the controls only with a token, and refuses
 	// them (403) without one.

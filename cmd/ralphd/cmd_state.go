@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/modes"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
 )
@@ -78,11 +78,11 @@ ralphd left in its status file are not listed; "warnings" says so.`)
 // describeContainment says how a ralphd started now would contain its
 // agents' processes, and why when it falls back.
 func describeContainment() string {
-	p, err := cgroup.Find()
+	p, err := proc.Find()
 	if err != nil {
 		return fmt.Sprintf("process group and child subreaper (%v)", err)
 	}
-	return (&cgroup.Containment{Parent: p}).Describe()
+	return (&proc.Containment{Parent: p}).Describe()
 }
 
 func cmdReset(ctx context.Context, a *app, args []string) int {

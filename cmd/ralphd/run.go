@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -79,9 +79,9 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	case guard.ClientCommand:
 		// The bd on an agent's PATH: a client of the running ralphd.
 		return guard.ClientMain(argv[1:], a.getenv, a.stdin, a.stdout, a.stderr)
-	case cgroup.ReaperCommand:
+	case proc.ReaperCommand:
 		// The process that ends an iteration's cgroup if ralphd dies.
-		return cgroup.RunReaper(argv[1:], a.stderr)
+		return proc.RunReaper(argv[1:], a.stderr)
 	case demoAgentCommand:
 		return runDemoAgent(ctx, a)
 	case demoBDCommand:

@@ -12,13 +12,13 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/cgroup"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // TestMain lets the test binary run as the cgroup reaper, as ralphd does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == cgroup.ReaperCommand {
-		os.Exit(cgroup.RunReaper(os.Args[2:], os.Stderr))
+	if len(os.Args) > 1 && os.Args[1] == proc.ReaperCommand {
+		os.Exit(proc.RunReaper(os.Args[2:], os.Stderr))
 	}
 	os.Exit(m.Run())
 }
@@ -31,7 +31,7 @@ while [ ! -s "$PIDS" ]; do sleep 0.01; done
 echo started`
 
 func TestRunInCgroupEndsAnUnmarkedEscapee(t *testing.T) {
-	p, err := cgroup.Find()
+	p, err := proc.Find()
 	if err != nil {
 		t.Skipf("no usable cgroup v2: %v", err)
 	}
@@ -41,7 +41,7 @@ func TestRunInCgroupEndsAnUnmarkedEscapee(t *testing.T) {
 	var started Started
 	out, err := Run(t.Context(), Command{Line: unmarkedEscapee}, Invocation{Iteration: 3}, c.opts(RunOptions{
 		Grace: 100 * time.Millisecond, ExtraEnv: []string{"PIDS=" + pids},
-		Contain: &cgroup.Containment{Parent: p, Self: os.Args[0]},
+		Contain: &proc.Containment{Parent: p, Self: os.Args[0]},
 		OnStart: func(s Started) error { started = s; return nil },
 	}))
 	is.NoErr(err)

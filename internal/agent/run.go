@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/proc"
 )
 
@@ -97,7 +96,7 @@ type RunOptions struct {
 	// it ends with the run. When nil, or when the cgroup cannot be made
 	// (Started.Containment says why), the process group, the run marker
 	// and the subreaper are all there is.
-	Contain *cgroup.Containment
+	Contain *proc.Containment
 }
 
 // Started describes an agent process that has just started.
@@ -369,7 +368,7 @@ func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outco
 
 // startContainment makes the run's cgroup when opts asks for one, and
 // describes the containment the run gets.
-func startContainment(opts RunOptions, inv Invocation, token string) (*cgroup.Iteration, string) {
+func startContainment(opts RunOptions, inv Invocation, token string) (*proc.Iteration, string) {
 	if opts.Contain == nil {
 		return nil, opts.Contain.Describe()
 	}

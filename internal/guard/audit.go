@@ -14,7 +14,6 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/redact"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -41,7 +40,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdin 
 // is recorded as [redacted].
 func auditSink(auditFile, logPath, iteration string) func(context.Context, time.Time, state.BDCall) error {
 	iter, _ := strconv.Atoi(iteration)
-	red := redact.FromEnv(os.Environ())
+	red := logjsonl.FromEnv(os.Environ())
 	return func(_ context.Context, at time.Time, call state.BDCall) error {
 		call.Iteration = iter
 		if !red.Empty() {

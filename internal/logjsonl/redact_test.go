@@ -9,7 +9,6 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/redact"
 )
 
 // With Options.Redact, a secret reaches the log nowhere: not in a stream
@@ -18,7 +17,7 @@ import (
 func TestRedactedLog(t *testing.T) {
 	is := is.New(t)
 	const secret = "sk-ant-api03-0123456789abcdef"
-	r := redact.FromEnv([]string{"ANTHROPIC_API_KEY=" + secret})
+	r := logjsonl.FromEnv([]string{"ANTHROPIC_API_KEY=" + secret})
 	var buf bytes.Buffer
 	w := logjsonl.New(&buf, logjsonl.Options{Redact: r.Lines})
 	sw := w.StreamWriter(logjsonl.StreamStdout)
@@ -29,7 +28,7 @@ func TestRedactedLog(t *testing.T) {
 	is.NoErr(w.Meta("verify", map[string]string{"output": "env: ANTHROPIC_API_KEY=" + secret}))
 	out := buf.String()
 	is.True(!strings.Contains(out, secret))
-	is.Equal(strings.Count(out, redact.Mask), 3)
+	is.Equal(strings.Count(out, logjsonl.Mask), 3)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		is.True(json.Valid([]byte(line)))
 	}

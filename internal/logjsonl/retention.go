@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // logFile is one .log file in a log directory, with what orders it.
@@ -31,7 +29,7 @@ func parseLogName(name string) (t time.Time, suffix int, ok bool) {
 	if !found {
 		return time.Time{}, 0, false
 	}
-	if t, ok = runid.Parse(base); !ok {
+	if t, ok = ParseRunID(base); !ok {
 		return time.Time{}, 0, false
 	}
 	if len(base) > len(FileTimeLayout) && base[len(FileTimeLayout)] == '-' && strings.Count(base[:len(FileTimeLayout)], "-") == 4 {

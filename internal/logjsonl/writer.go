@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/runid"
 )
 
 // DefaultMaxLine is the default bound on the length of one agent line.
@@ -34,7 +32,7 @@ const DefaultRetention = 10
 // extension, in local time, as the bash loop named its logs. ralphd names
 // its logs after the run ID ([CreateRun]); [Create] still writes this
 // layout.
-const FileTimeLayout = runid.LegacyLogLayout
+const FileTimeLayout = LegacyLogLayout
 
 // maxSuffix bounds the "-N" suffixes Create tries for a taken name.
 const maxSuffix = 1000

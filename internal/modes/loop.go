@@ -12,10 +12,10 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/cgroup"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/worktree"
@@ -157,7 +157,7 @@ type Loop struct {
 	Env []string
 	// Contain, when set, runs each agent in a cgroup of its own (see
 	// agent.RunOptions.Contain); nil means process groups only.
-	Contain *cgroup.Containment
+	Contain *proc.Containment
 	// ConfigDirs are ralphd's configuration dirs outside the project (the
 	// global <XDG config home>/ralph): held across a BUILD iteration like
 	// .ralph/, since the next run reads them.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/runid"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
 // HistoryVersion is the schema version written in each history record's
@@ -455,4 +455,4 @@ func addCost(sum, c *float64) *float64 {
 
 // NewRunID returns a fresh run ID (see package runid), for example
 // "20260102T150405Z-1a2b3c4d". IDs sort by start time.
-func NewRunID(start time.Time) string { return runid.New(start) }
+func NewRunID(start time.Time) string { return logjsonl.NewRunID(start) }

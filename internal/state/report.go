@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ralphd/ralphd/internal/runid"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
 // WriteReport writes a run's end-of-run report as reports/<run id>.json
@@ -34,7 +34,7 @@ func (s *Store) WriteReport(runID string, jsonData, markdown []byte) (string, er
 
 // PruneReports keeps the reports (<run id>.md and .json) of the newest keep
 // runs and deletes the older ones, oldest first by run ID (see
-// runid.Compare). The run named except counts as the newest and is never
+// runid.CompareRuns). The run named except counts as the newest and is never
 // deleted. Other files are left alone; keep < 1 keeps every report.
 func (s *Store) PruneReports(keep int, except string) error {
 	if keep < 1 {
@@ -45,18 +45,18 @@ func (s *Store) PruneReports(keep int, except string) error {
 	if err != nil {
 		return fmt.Errorf("list reports for retention: %w", err)
 	}
-	newest := map[string]runid.Entry{} // by run ID, over its .md and .json
+	newest := map[string]logjsonl.RunEntry{} // by run ID, over its .md and .json
 	for _, de := range des {
 		name := de.Name()
 		id := strings.TrimSuffix(strings.TrimSuffix(name, ".md"), ".json")
 		if id == name || id == except || !de.Type().IsRegular() {
 			continue
 		}
-		start, ok := runid.Parse(id)
+		start, ok := logjsonl.ParseRunID(id)
 		if !ok {
 			continue // not a report ralphd named
 		}
-		e := runid.Entry{ID: id, Start: start}
+		e := logjsonl.RunEntry{ID: id, Start: start}
 		if info, err := de.Info(); err == nil {
 			e.Modified = info.ModTime()
 		}
@@ -64,7 +64,7 @@ func (s *Store) PruneReports(keep int, except string) error {
 			newest[id] = e
 		}
 	}
-	runs := slices.SortedFunc(maps.Values(newest), runid.Compare)
+	runs := slices.SortedFunc(maps.Values(newest), logjsonl.CompareRuns)
 	if except != "" {
 		keep--
 	}

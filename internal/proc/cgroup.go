@@ -1,6 +1,6 @@
 //go:build linux
 
-// Package cgroup contains an agent's processes in a cgroup v2 of their
+// A cgroup Group contains an agent's processes in a cgroup v2 of their
 // own, so that ending an iteration ends every process it started, however
 // it detached (setsid, a double fork, a scrubbed environment): a process
 // cannot leave its cgroup by forking, and cgroup.kill ends them all at
@@ -13,7 +13,8 @@
 // cgroup within the stop grace (see Reaper). Where no writable cgroup v2 is
 // available (Find fails), callers fall back to process groups and a child
 // subreaper, and should say so.
-package cgroup
+
+package proc
 
 import (
 	"bytes"
@@ -29,8 +30,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Prefix starts the name of every cgroup ralphd creates.
@@ -351,6 +350,6 @@ func owner(name string) (pid int, start uint64, ok bool) {
 // (proc.Stat.StartTime), which with the pid names a process across pid
 // reuse.
 func startTime(pid int) (uint64, error) {
-	st, err := proc.ReadStat(pid)
+	st, err := ReadStat(pid)
 	return st.StartTime, err
 }

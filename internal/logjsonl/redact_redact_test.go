@@ -1,4 +1,4 @@
-package redact
+package logjsonl
 
 import (
 	"bytes"
@@ -60,14 +60,14 @@ func TestNilAndEmptyRedactNothing(t *testing.T) {
 // whole.
 func TestLongestFirst(t *testing.T) {
 	is := is.New(t)
-	r := New("abcdefgh", "abcdefgh-and-more")
+	r := NewRedactor("abcdefgh", "abcdefgh-and-more")
 	is.Equal(r.String("x abcdefgh-and-more y abcdefgh"), "x [redacted] y [redacted]")
 }
 
 // Inside JSON, a secret in its escaped form is found, and lines stay valid.
 func TestLinesKeepJSONValid(t *testing.T) {
 	is := is.New(t)
-	r := New(`pa"ss/word\x`, "true-false-null", `0.12345678`)
+	r := NewRedactor(`pa"ss/word\x`, "true-false-null", `0.12345678`)
 	line, _ := json.Marshal(map[string]any{"text": `the key is pa"ss/word\x, ok`, "n": 1})
 	out := r.Lines(append(line, '\n'))
 	is.True(json.Valid(bytes.TrimSpace(out)))
@@ -89,7 +89,7 @@ func TestLinesKeepJSONValid(t *testing.T) {
 func TestWriterAcrossWrites(t *testing.T) {
 	is := is.New(t)
 	secret := "sk-ant-api03-SECRETSECRET"
-	r := New(secret)
+	r := NewRedactor(secret)
 	text := "before " + secret + " middle\n" + strings.Repeat("y", 3*holdLimit) + secret + strings.Repeat("z", 100) + "\nend " + secret
 	for _, step := range []int{1, 3, 7, 64, 4096, len(text)} {
 		var b bytes.Buffer
@@ -108,7 +108,7 @@ func FuzzRedact(f *testing.F) {
 	f.Add(`a"b\c/d<e>f`, `{"t":"a\"b\\c/d\u003ce\u003ef"}`, 2)
 	f.Add("12345678a", "12345678a12345678a", 1)
 	f.Fuzz(func(t *testing.T, secret, text string, step int) {
-		r := New(secret)
+		r := NewRedactor(secret)
 		out := r.String(text)
 		// A mask cannot help form a secret that has no bracket and is not
 		// part of the mask: such a secret is gone.

@@ -1,4 +1,4 @@
-package metrics
+package dashboard
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ func feed(m *Metrics) {
 }
 
 func TestCountersAfterAKnownRun(t *testing.T) {
-	m := New(1)
+	m := NewMetrics(1)
 	feed(m)
 	m.BDCall(nil, 150*time.Millisecond, nil)
 	m.BDCall(nil, 2*time.Second, errors.New("boom"))
@@ -75,7 +75,7 @@ func TestCountersAfterAKnownRun(t *testing.T) {
 }
 
 func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
-	m := New(3)
+	m := NewMetrics(3)
 	m.Observe(logjsonl.Event{Worker: "w1", Data: logjsonl.IterationStart{Mode: "build"}})
 	m.Observe(logjsonl.Event{Worker: "w2", Data: logjsonl.IterationStart{Mode: "plan"}})
 	if b, i := testutil.ToFloat64(m.workers.WithLabelValues("busy")), testutil.ToFloat64(m.workers.WithLabelValues("idle")); b != 2 || i != 1 {
@@ -88,7 +88,7 @@ func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
 }
 
 func TestCostCapPausesTheDaemonState(t *testing.T) {
-	m := New(1)
+	m := NewMetrics(1)
 	m.Observe(logjsonl.Event{Data: logjsonl.RunEnd{Outcome: "budget"}})
 	if got := testutil.ToFloat64(m.daemon.WithLabelValues("paused")); got != 1 {
 		t.Fatalf("paused = %g after a budget stop", got)
@@ -100,7 +100,7 @@ func TestCostCapPausesTheDaemonState(t *testing.T) {
 }
 
 func TestDaemonStateIsOneHot(t *testing.T) {
-	m := New(1)
+	m := NewMetrics(1)
 	m.SetDaemonState("idle")
 	m.SetDaemonState("no-such-state")
 	for _, s := range DaemonStates {
@@ -115,7 +115,7 @@ func TestDaemonStateIsOneHot(t *testing.T) {
 }
 
 func TestNamesPassTheLinter(t *testing.T) {
-	m := New(1)
+	m := NewMetrics(1)
 	feed(m)
 	m.BDCall(nil, time.Millisecond, nil)
 	problems, err := testutil.GatherAndLint(m.reg)
@@ -137,7 +137,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		}
 		t.Skip("promtool not installed")
 	}
-	m := New(1)
+	m := NewMetrics(1)
 	feed(m)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()

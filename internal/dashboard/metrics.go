@@ -1,10 +1,11 @@
-// Package metrics keeps ralphd's Prometheus metrics. It learns almost
+// Metrics keeps ralphd's Prometheus metrics. It learns almost
 // everything from the loop's events (it is an [observe.Sink]); the bd call
 // timings and the daemon's state are reported to it directly.
 //
 // Every name starts with "ralphd_" and follows Prometheus' conventions:
 // counters end in _total, units are base units (_seconds, _usd).
-package metrics
+
+package dashboard
 
 import (
 	"net/http"
@@ -51,9 +52,9 @@ type Metrics struct {
 	nworker int               // workers the process runs
 }
 
-// New returns Metrics for a process that runs workers workers (at least
+// NewMetrics returns Metrics for a process that runs workers workers (at least
 // one), with Go runtime and process metrics included.
-func New(workers int) *Metrics {
+func NewMetrics(workers int) *Metrics {
 	if workers < 1 {
 		workers = 1
 	}

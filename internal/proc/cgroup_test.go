@@ -1,6 +1,6 @@
 //go:build linux
 
-package cgroup
+package proc
 
 import (
 	"bytes"
@@ -126,16 +126,6 @@ func waitPID(t *testing.T, path string) int {
 	}
 	t.Fatalf("no pid in %s", path)
 	return 0
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 func TestIterationEndsDetachedProcesses(t *testing.T) {

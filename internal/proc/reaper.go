@@ -1,6 +1,6 @@
 //go:build linux
 
-package cgroup
+package proc
 
 import (
 	"errors"
@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // ReaperCommand is the hidden ralphd subcommand that runs a reaper:
@@ -62,7 +60,7 @@ func (c *Containment) Start(name string, grace time.Duration) (*Iteration, error
 	cmd := exec.Command(c.Self, ReaperCommand, g.Path, strconv.Itoa(os.Getpid()), grace.String())
 	// Its own process group: a terminal's ^C or a signal to ralphd's group
 	// does not reach it.
-	proc.SetGroup(cmd)
+	SetGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = g.Remove()
 		return nil, fmt.Errorf("start the iteration's reaper: %w", err)

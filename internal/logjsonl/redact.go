@@ -1,4 +1,4 @@
-// Package redact keeps secrets from ralphd's own environment out of what
+// A Redactor keeps secrets from ralphd's own environment out of what
 // ralphd writes: bd notes, the run log, attempt records, reports and the
 // terminal. A verify command that prints `env`, or an agent that echoes a
 // key, would otherwise have the value copied verbatim into all of them.
@@ -9,7 +9,8 @@
 // environment. Short or trivial values are left out, since replacing them
 // would wreck ordinary output. Each value is replaced with Mask, in its
 // raw form and in the forms JSON and URL-quoting give it.
-package redact
+
+package logjsonl
 
 import (
 	"bytes"
@@ -50,12 +51,12 @@ func FromEnv(env []string) *Redactor {
 			values = append(values, pw)
 		}
 	}
-	return New(values...)
+	return NewRedactor(values...)
 }
 
-// New returns a Redactor for the given secret values; trivial ones (see
+// NewRedactor returns a Redactor for the given secret values; trivial ones (see
 // Trivial) are ignored.
-func New(values ...string) *Redactor {
+func NewRedactor(values ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
 	add := func(s string) {

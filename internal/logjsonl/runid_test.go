@@ -1,4 +1,4 @@
-package runid
+package logjsonl
 
 import (
 	"errors"
@@ -32,24 +32,24 @@ func TestParse(t *testing.T) {
 		{"2026", time.Time{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := Parse(tt.in)
+		got, ok := ParseRunID(tt.in)
 		if ok != tt.ok || (ok && !got.Equal(tt.want)) {
-			t.Errorf("Parse(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("ParseRunID(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }
 
 func TestNewParsesBack(t *testing.T) {
 	start := time.Date(2026, 11, 23, 19, 0, 40, 123456789, time.FixedZone("CET", 3600))
-	id := New(start)
-	if !strings.HasPrefix(id, "20261123T180040Z-") || len(id) != len(Layout)+9 {
-		t.Fatalf("New = %q", id)
+	id := NewRunID(start)
+	if !strings.HasPrefix(id, "20261123T180040Z-") || len(id) != len(RunIDLayout)+9 {
+		t.Fatalf("NewRunID = %q", id)
 	}
-	got, ok := Parse(id)
+	got, ok := ParseRunID(id)
 	if !ok || !got.Equal(start.Truncate(time.Second)) {
-		t.Fatalf("Parse(New) = %v, %v", got, ok)
+		t.Fatalf("ParseRunID(NewRunID) = %v, %v", got, ok)
 	}
-	if New(start) == id {
+	if NewRunID(start) == id {
 		t.Fatal("two runs started at the same time got the same ID")
 	}
 }
@@ -59,7 +59,7 @@ func TestResolve(t *testing.T) {
 	mod := func(ms int) time.Time { return at(50).Add(time.Duration(ms) * time.Millisecond) }
 	// Two runs started in the same second: the one written later is newer,
 	// whatever their random suffixes say.
-	es := []Entry{
+	es := []RunEntry{
 		{ID: "20261123T185936Z-ffff0000", Start: at(36), Modified: mod(1)},
 		{ID: "20261123T185936Z-0000ffff", Start: at(36), Modified: mod(2)},
 		{ID: "20261123T185930-5286", Start: at(30), Modified: mod(0)},
@@ -78,29 +78,29 @@ func TestResolve(t *testing.T) {
 		{"nope", "", `no run "nope"`},
 	}
 	for _, tt := range tests {
-		got, err := Resolve(es, tt.want)
+		got, err := ResolveRun(es, tt.want)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("Resolve(%q) error = %v, want %q", tt.want, err, tt.err)
+				t.Errorf("ResolveRun(%q) error = %v, want %q", tt.want, err, tt.err)
 			}
 			continue
 		}
 		if err != nil || got.ID != tt.id {
-			t.Errorf("Resolve(%q) = %q, %v; want %q", tt.want, got.ID, err, tt.id)
+			t.Errorf("ResolveRun(%q) = %q, %v; want %q", tt.want, got.ID, err, tt.id)
 		}
 	}
-	if _, err := Resolve(nil, "last"); !errors.Is(err, ErrNoRuns) {
-		t.Errorf("Resolve(nil) error = %v", err)
+	if _, err := ResolveRun(nil, "last"); !errors.Is(err, ErrNoRuns) {
+		t.Errorf("ResolveRun(nil) error = %v", err)
 	}
 }
 
 func TestResolveLegacyLogName(t *testing.T) {
 	// A bash-loop log name (local time) finds the run started that second.
 	start := time.Date(2026, 11, 23, 18, 59, 36, 0, time.Local)
-	es := []Entry{{ID: New(start), Start: start}, {ID: New(start.Add(time.Minute)), Start: start.Add(time.Minute)}}
-	got, err := Resolve(es, start.Format(LegacyLogLayout))
+	es := []RunEntry{{ID: NewRunID(start), Start: start}, {ID: NewRunID(start.Add(time.Minute)), Start: start.Add(time.Minute)}}
+	got, err := ResolveRun(es, start.Format(LegacyLogLayout))
 	if err != nil || got.ID != es[0].ID {
-		t.Fatalf("Resolve = %q, %v", got.ID, err)
+		t.Fatalf("ResolveRun = %q, %v", got.ID, err)
 	}
 }
 
@@ -109,16 +109,16 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := Parse(s)
+		got, ok := ParseRunID(s)
 		if !ok {
 			return
 		}
-		// Whatever parses names a second, and a New ID for it parses back.
+		// Whatever parses names a second, and a NewRunID ID for it parses back.
 		if got.Nanosecond() != 0 {
-			t.Fatalf("Parse(%q) = %v has sub-second precision", s, got)
+			t.Fatalf("ParseRunID(%q) = %v has sub-second precision", s, got)
 		}
-		if back, ok := Parse(New(got)); !ok || !back.Equal(got) {
-			t.Fatalf("Parse(New(%v)) = %v, %v", got, back, ok)
+		if back, ok := ParseRunID(NewRunID(got)); !ok || !back.Equal(got) {
+			t.Fatalf("ParseRunID(NewRunID(%v)) = %v, %v", got, back, ok)
 		}
 	})
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cgroup
+package proc
 
 import (
 	"errors"
