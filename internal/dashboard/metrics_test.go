@@ -2,15 +2,15 @@ package dashboard
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/logjsonl"
@@ -127,16 +127,10 @@ func TestNamesPassTheLinter(t *testing.T) {
 	}
 }
 
-// TestPromtoolCheckMetrics runs the real promtool over the served text when
-// it is installed (scripts/test installs a pinned one).
-func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("promtool is not on PATH in CI; scripts/test installs it")
-		}
-		t.Skip("promtool not installed")
-	}
+// TestServedTextPassesTheLinter lints the text /metrics serves, in
+// process, with the rules `promtool check metrics` applies (its promlint
+// package): a parse error or any problem fails.
+func TestServedTextPassesTheLinter(t *testing.T) {
 	m := NewMetrics(1)
 	feed(m)
 	srv := httptest.NewServer(m.Handler())
@@ -150,9 +144,52 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	if !strings.Contains(string(body), "ralphd_iterations_total{mode=\"build\",outcome=\"closed\"} 1") {
 		t.Fatalf("served text lacks the iteration counter:\n%s", body)
 	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(string(body))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	if err := lintText(string(body)); err != nil {
+		t.Fatalf("%v\n%s", err, body)
 	}
+}
+
+// TestLintTextCatchesBadMetrics feeds lintText expositions it must reject,
+// so that the check above cannot pass by checking nothing.
+func TestLintTextCatchesBadMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"counter without _total", "# HELP ralphd_things Things.\n# TYPE ralphd_things counter\nralphd_things 1\n", `ralphd_things: counter metrics should have "_total" suffix`},
+		{"no HELP", "# TYPE ralphd_things_total counter\nralphd_things_total 1\n", "ralphd_things_total: no help text"},
+		{"camelCase name", "# HELP ralphd_thingCount Things.\n# TYPE ralphd_thingCount gauge\nralphd_thingCount 1\n", "ralphd_thingCount: metric names should be written in 'snake_case'"},
+		{"not the text format", "ralphd_things_total{ 1\n", "parsing error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := lintText(tc.text)
+			if err == nil {
+				t.Fatalf("lintText accepted:\n%s", tc.text)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("lintText: %v; want it to mention %q", err, tc.want)
+			}
+		})
+	}
+	if err := lintText("# HELP ralphd_things_total Things.\n# TYPE ralphd_things_total counter\nralphd_things_total 1\n"); err != nil {
+		t.Errorf("lintText rejected a good counter: %v", err)
+	}
+}
+
+// lintText lints a text exposition as `promtool check metrics` does: an
+// error if it does not parse or if promlint reports any problem, with every
+// problem in the message.
+func lintText(text string) error {
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		return fmt.Errorf("lint: parse the exposition: %w", err)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lint: %d problem(s):", len(problems))
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n  %s: %s", p.Metric, p.Text)
+	}
+	return errors.New(b.String())
 }
