@@ -73,6 +73,7 @@ func TestScripts(t *testing.T) {
 			// obs_test.go: the dashboard, metrics and notification scenarios.
 			"httpget":  cmdHTTPGet,
 			"httpsink": cmdHTTPSink,
+			"promlint": cmdPromlint,
 		},
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -90,6 +91,27 @@ func cmdHTTPGet(ts *testscript.TestScript, neg bool, args []string) {
 	_, _ = ts.Stdout().Write(body)
 	if (resp.StatusCode == want) == neg {
 		ts.Fatalf("GET %s: status %d, want %d\n%s", req.URL, resp.StatusCode, want, body)
+	}
+}
+
+// cmdPromlint lints a file of Prometheus text exposition as `promtool
+// check metrics` does (the same promlint rules, in process): it fails if
+// the text does not parse or if any problem is found, listing them all:
+// `promlint metrics.txt`.
+func cmdPromlint(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: promlint FILE")
+	}
+	problems, err := promlint.New(strings.NewReader(ts.ReadFile(args[0]))).Lint()
+	if err != nil {
+		ts.Fatalf("promlint %s: parse: %v", args[0], err)
+	}
+	if len(problems) > 0 {
+		var b strings.Builder
+		for _, p := range problems {
+			fmt.Fprintf(&b, "\n  %s: %s", p.Metric, p.Text)
+		}
+		ts.Fatalf("promlint %s: %d problem(s):%s", args[0], len(problems), b.String())
 	}
 }
 
