@@ -84,7 +84,7 @@ type Options struct {
 	KeepAlive time.Duration
 }
 
-// Server is the dashboard. It is an observe.Sink: a daemon hands it the
+// Server is the dashboard. It is an logjsonl.Sink: a daemon hands it the
 // loop's events for the "now" panel.
 type Server struct {
 	opts  Options

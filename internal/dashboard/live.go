@@ -56,7 +56,7 @@ type Now struct {
 }
 
 // live keeps the "now" panel's state and tells subscribers when it
-// changes. It is an observe.Sink.
+// changes. It is an logjsonl.Sink.
 type live struct {
 	mu      sync.Mutex
 	now     Now

@@ -1,5 +1,5 @@
 // Metrics keeps ralphd's Prometheus metrics. It learns almost
-// everything from the loop's events (it is an [observe.Sink]); the bd call
+// everything from the loop's events (it is an [logjsonl.Sink]); the bd call
 // timings and the daemon's state are reported to it directly.
 //
 // Every name starts with "ralphd_" and follows Prometheus' conventions:
