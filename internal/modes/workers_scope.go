@@ -2,7 +2,6 @@ package modes
 
 import (
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/claim"
 	"github.com/ralphd/ralphd/internal/guard"
 )
 
@@ -12,7 +11,7 @@ import (
 func (sh *pool) setBaseline(s guard.Snapshot) {
 	sh.baseline = s
 	if sh.scope != "" {
-		ids := claim.Descendants(s, sh.scope)
+		ids := beads.Descendants(s, sh.scope)
 		sh.scoped.Store(&ids)
 	}
 }

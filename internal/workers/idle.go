@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/claim"
 )
 
 // A worker whose `bd ready --claim` found nothing parks: it waits until
@@ -22,7 +21,7 @@ import (
 // probeGate is a worker's claim.Tracker with its `ready --claim` going
 // through the pool's gate.
 type probeGate struct {
-	claim.Tracker
+	beads.Tracker
 	p *Pool
 }
 
@@ -43,7 +42,7 @@ func (g probeGate) ReadyClaim(ctx context.Context, excludeLabels ...string) (bea
 // here (candidates can be assigned, labelled stuck, out of scope): the
 // worker records that its claim found nothing (work).
 func (g probeGate) Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error) {
-	lister, ok := g.Tracker.(claim.Lister)
+	lister, ok := g.Tracker.(beads.Lister)
 	if !ok {
 		return nil, errors.New("workers: the tracker cannot list ready work")
 	}

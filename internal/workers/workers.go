@@ -29,7 +29,6 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/claim"
 	"github.com/ralphd/ralphd/internal/gitscrub"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/workertree"
@@ -464,7 +463,7 @@ func (p *Pool) isDraining() bool {
 func (p *Pool) work(ctx context.Context, worker string) error {
 	actor := p.actor(worker)
 	client := p.Client(actor, p.Queue.Repo)
-	cl := &claim.Claimer{Tracker: probeGate{Tracker: client, p: p}, Actor: actor, ReadBack: p.ReadBack}
+	cl := &beads.Claimer{Tracker: probeGate{Tracker: client, p: p}, Actor: actor, ReadBack: p.ReadBack}
 	if p.StuckLabel != "" {
 		cl.ExcludeLabels = []string{p.StuckLabel}
 	}
@@ -476,7 +475,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	var next *nextClaim // claimed while the last iteration was judged
 	defer func() { p.dropClaim(ctx, actor, next) }()
 	for ctx.Err() == nil && !p.isDraining() {
-		var res claim.Result
+		var res beads.ClaimResult
 		var err error
 		if next != nil {
 			res, err = next.wait()
@@ -494,8 +493,8 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			return fmt.Errorf("worker %s: %w", worker, err)
 		}
 		switch res.Outcome {
-		case claim.Won:
-		case claim.Empty:
+		case beads.Won:
+		case beads.Empty:
 			// Others may still close what unblocks more work.
 			if p.park(ctx, idle) {
 				p.log(Event{Worker: worker, Kind: "idle-exit"})
@@ -554,7 +553,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 // and may close what unblocks more, so the others must not decide that
 // nothing is left and leave), and as claiming until the claim is read
 // back. A claim that is not won ends its busy count.
-func (p *Pool) claim(ctx context.Context, cl *claim.Claimer) (claim.Result, error) {
+func (p *Pool) claim(ctx context.Context, cl *beads.Claimer) (beads.ClaimResult, error) {
 	return p.claimed(ctx, cl, p.countClaim())
 }
 
@@ -569,14 +568,14 @@ func (p *Pool) countClaim() int {
 }
 
 // claimed runs the claim counted by claim or startClaim.
-func (p *Pool) claimed(ctx context.Context, cl *claim.Claimer, gen int) (claim.Result, error) {
+func (p *Pool) claimed(ctx context.Context, cl *beads.Claimer, gen int) (beads.ClaimResult, error) {
 	res, err := cl.NextIn(ctx, p.Scope, p.InScope)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.claiming--
-	if err != nil || res.Outcome != claim.Won {
+	if err != nil || res.Outcome != beads.Won {
 		p.busy--
-		if err == nil && res.Outcome == claim.Empty {
+		if err == nil && res.Outcome == beads.Empty {
 			p.emptyIn = max(p.emptyIn, gen) // nothing to claim since gen (idle.go)
 		}
 		if p.busy == 0 {
@@ -589,14 +588,14 @@ func (p *Pool) claimed(ctx context.Context, cl *claim.Claimer, gen int) (claim.R
 // nextClaim is a claim a worker started while its last iteration was
 // judged.
 type nextClaim struct {
-	res  claim.Result
+	res  beads.ClaimResult
 	err  error
 	done chan struct{}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (n *nextClaim) wait() (claim.Result, error) {
+func (n *nextClaim) wait() (beads.ClaimResult, error) {
 	<-n.done
 	return n.res, n.err
 }
@@ -605,7 +604,7 @@ func (n *nextClaim) wait() (claim.Result, error) {
 // startClaim returns: a reading of the tracker the worker's judgement
 // asks for next waits for the claim's read-back (trackview.View.Expected),
 // and one reading serves both.
-func (p *Pool) startClaim(ctx context.Context, cl *claim.Claimer) *nextClaim {
+func (p *Pool) startClaim(ctx context.Context, cl *beads.Claimer) *nextClaim {
 	gen := p.countClaim()
 	n := &nextClaim{done: make(chan struct{})}
 	go func() {
@@ -622,7 +621,7 @@ func (p *Pool) dropClaim(ctx context.Context, actor string, n *nextClaim) {
 		return
 	}
 	res, err := n.wait()
-	if err != nil || res.Outcome != claim.Won {
+	if err != nil || res.Outcome != beads.Won {
 		return
 	}
 	_ = p.giveUp(ctx, actor, res.Issue.ID, nil)

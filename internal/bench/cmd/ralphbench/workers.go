@@ -14,7 +14,6 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/bench"
-	"github.com/ralphd/ralphd/internal/claim"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/workertree"
 )
@@ -126,7 +125,7 @@ func measureClaims(ctx context.Context, e *benchEnv, w *workersResult) error {
 			dir := []string{a, b}[i%2]
 			actor := fmt.Sprintf("ralphd/clone-%c/w%d", "ab"[i%2], i)
 			client := &beads.Client{Bin: e.bd(), Dir: dir, Env: env, Actor: actor, Timeout: 2 * time.Minute}
-			cl := &claim.Claimer{Tracker: client, Actor: actor, BaseDelay: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
+			cl := &beads.Claimer{Tracker: client, Actor: actor, BaseDelay: 5 * time.Millisecond, MaxDelay: 100 * time.Millisecond}
 			rec, err := os.Create(filepath.Join(records, fmt.Sprintf("w%d", i)))
 			if err != nil {
 				mu.Lock()
@@ -146,7 +145,7 @@ func measureClaims(ctx context.Context, e *benchEnv, w *workersResult) error {
 				res, err := cl.Next(ctx)
 				mu.Lock()
 				w.ClaimCalls += res.Tries
-				if res.Outcome == claim.Busy {
+				if res.Outcome == beads.Busy {
 					w.Busy++
 				}
 				mu.Unlock()
@@ -154,10 +153,10 @@ func measureClaims(ctx context.Context, e *benchEnv, w *workersResult) error {
 					fail(err)
 					return
 				}
-				if res.Outcome == claim.Empty {
+				if res.Outcome == beads.Empty {
 					break
 				}
-				if res.Outcome != claim.Won {
+				if res.Outcome != beads.Won {
 					continue
 				}
 				fmt.Fprintf(rec, "start %s %d\n", res.Issue.ID, time.Now().UnixNano())

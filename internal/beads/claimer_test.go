@@ -1,4 +1,4 @@
-package claim
+package beads
 
 import (
 	"context"
@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/matryer/is"
-
-	"github.com/ralphd/ralphd/internal/beads"
 )
 
 const actor = "ralphd/host/w1"
 
 // step is one scripted tracker answer.
 type step struct {
-	issue beads.Issue
+	issue Issue
 	ok    bool
 	err   error
 }
@@ -23,7 +21,7 @@ type step struct {
 // fakeTracker answers claims from a script and shows from a map.
 type fakeTracker struct {
 	claims   []step
-	shows    map[string]beads.Issue
+	shows    map[string]Issue
 	showErr  error
 	released []string
 	calls    int
@@ -39,67 +37,67 @@ func (f *fakeTracker) next() step {
 	return s
 }
 
-func (f *fakeTracker) Claim(ctx context.Context, id string) (beads.Issue, error) {
+func (f *fakeTracker) Claim(ctx context.Context, id string) (Issue, error) {
 	s := f.next()
 	return s.issue, s.err
 }
 
-func (f *fakeTracker) ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error) {
+func (f *fakeTracker) ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error) {
 	s := f.next()
 	return s.issue, s.ok, s.err
 }
 
-func (f *fakeTracker) Show(ctx context.Context, id string) (beads.Issue, error) {
+func (f *fakeTracker) Show(ctx context.Context, id string) (Issue, error) {
 	if f.showErr != nil {
-		return beads.Issue{}, f.showErr
+		return Issue{}, f.showErr
 	}
 	is, ok := f.shows[id]
 	if !ok {
-		return beads.Issue{}, &beads.ExitError{Code: 1, Stderr: `Error resolving ` + id + `: no issue found matching "` + id + `"`}
+		return Issue{}, &ExitError{Code: 1, Stderr: `Error resolving ` + id + `: no issue found matching "` + id + `"`}
 	}
 	return is, nil
 }
 
-func (f *fakeTracker) Release(ctx context.Context, id string) (beads.Issue, error) {
+func (f *fakeTracker) Release(ctx context.Context, id string) (Issue, error) {
 	f.released = append(f.released, id)
-	return beads.Issue{ID: id, Status: beads.StatusOpen}, nil
+	return Issue{ID: id, Status: StatusOpen}, nil
 }
 
 func exitErr(stdout, stderr string) error {
-	msg, _ := beads.ParseErrorObject([]byte(stdout))
-	return &beads.ExitError{Code: 1, Stderr: stderr, Message: msg}
+	msg, _ := ParseErrorObject([]byte(stdout))
+	return &ExitError{Code: 1, Stderr: stderr, Message: msg}
 }
 
 var (
 	serialization = exitErr(`{"error": "dolt commit: Error 1213 (40001): serialization failure: this transaction conflicts with a committed transaction from another client, try restarting transaction.", "schema_version": 1}`, "")
 	heldByOther   = exitErr("", "Error claiming a-1: issue already claimed by ralphd/other/w2\n")
 	closedIssue   = exitErr("", "Error claiming a-1: issue not claimable: status closed\n")
-	mine          = beads.Issue{ID: "a-1", Status: beads.StatusInProgress, Assignee: actor}
+	mine          = Issue{ID: "a-1", Status: StatusInProgress, Assignee: actor}
 )
 
 func TestNext(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		claims    []step
-		shows     map[string]beads.Issue
-		want      Outcome
+		shows     map[string]Issue
+		want      ClaimOutcome
 		holder    string
 		tries     int
 		wantErr   bool
 		wantSleep int
 	}{
-		{"won and read back", []step{{issue: mine, ok: true}}, map[string]beads.Issue{"a-1": mine}, Won, "", 1, false, 0},
+		{"won and read back", []step{{issue: mine, ok: true}}, map[string]Issue{"a-1": mine}, Won, "", 1, false, 0},
 		{"nothing ready", []step{{ok: false}}, nil, Empty, "", 1, false, 0},
 		{"serialization then won", []step{{err: serialization}, {err: serialization}, {issue: mine, ok: true}},
-			map[string]beads.Issue{"a-1": mine}, Won, "", 3, false, 2},
+			map[string]Issue{"a-1": mine}, Won, "", 3, false, 2},
 		{"serialization every time is busy, not an error", []step{{err: serialization}, {err: serialization}, {err: serialization}, {err: serialization}},
 			nil, Busy, "", 4, false, 3},
 		{"read-back shows another holder (duplicate claim upstream)", []step{{issue: mine, ok: true}},
-			map[string]beads.Issue{"a-1": {ID: "a-1", Status: beads.StatusInProgress, Assignee: "ralphd/other/w2"}}, Lost, "ralphd/other/w2", 1, false, 0},
+			map[string]Issue{"a-1": {ID: "a-1", Status: StatusInProgress, Assignee: "ralphd/other/w2"}}, Lost, "ralphd/other/w2", 1, false, 0},
 		{"read-back shows it open again", []step{{issue: mine, ok: true}},
-			map[string]beads.Issue{"a-1": {ID: "a-1", Status: beads.StatusOpen}}, Lost, "", 1, false, 0},
+			map[string]Issue{"a-1": {ID: "a-1", Status: StatusOpen}}, Lost, "", 1, false, 0},
 		{"read-back shows it closed", []step{{issue: mine, ok: true}},
-			map[string]beads.Issue{"a-1": {ID: "a-1", Status: beads.StatusClosed, Assignee: actor}}, Lost, actor, 1, false, 0},
+			map[string]Issue{"a-1": {ID: "a-1", Status: StatusClosed, Assignee: actor}}, Lost, actor, 1, false, 0},
 		{"other bd failure is an error", []step{{err: exitErr("", "Error: no beads database found")}}, nil, 0, "", 1, true, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,7 +123,7 @@ func TestClaim(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		claims []step
-		want   Outcome
+		want   ClaimOutcome
 		holder string
 		status string
 	}{
@@ -137,7 +135,7 @@ func TestClaim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			tr := &fakeTracker{claims: c.claims, shows: map[string]beads.Issue{"a-1": mine}}
+			tr := &fakeTracker{claims: c.claims, shows: map[string]Issue{"a-1": mine}}
 			cl := &Claimer{Tracker: tr, Actor: actor, Sleep: func(context.Context, time.Duration) error { return nil }}
 			res, err := cl.Claim(context.Background(), "a-1")
 			is.NoErr(err)
@@ -177,9 +175,9 @@ func TestBackoff(t *testing.T) {
 
 func TestRelease(t *testing.T) {
 	is := is.New(t)
-	tr := &fakeTracker{shows: map[string]beads.Issue{
+	tr := &fakeTracker{shows: map[string]Issue{
 		"a-1": mine,
-		"a-2": {ID: "a-2", Status: beads.StatusInProgress, Assignee: "ralphd/other/w2"},
+		"a-2": {ID: "a-2", Status: StatusInProgress, Assignee: "ralphd/other/w2"},
 	}}
 	cl := &Claimer{Tracker: tr, Actor: actor}
 	ok, err := cl.Release(context.Background(), "a-1")

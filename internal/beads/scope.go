@@ -1,17 +1,15 @@
-package claim
+package beads
 
 import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/ralphd/ralphd/internal/beads"
 )
 
 // Lister lists the ready work under an issue: `bd ready --parent <scope>`.
 // A *beads.Client implements it.
 type Lister interface {
-	Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error)
+	Ready(ctx context.Context, opts ReadyOptions) ([]Issue, error)
 }
 
 // NextIn claims the first ready unassigned issue among the descendants of
@@ -27,7 +25,7 @@ type Lister interface {
 // longer allows a claim) is not an attempt: the next candidate is tried.
 // When every candidate is lost the outcome is Empty, or Busy when some
 // candidate was still losing serialization races after MaxTries; the
-// Result's Tries then counts every claim call made.
+// ClaimResult's Tries then counts every claim call made.
 //
 // bd's answer is the tracker as it is now, and an agent working beside
 // this worker can move an issue into the scope around the guard before
@@ -36,28 +34,28 @@ type Lister interface {
 // ralphd answers from the tracker as the last judgement left it.
 //
 // The Tracker must also be a Lister.
-func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(beads.Issue) bool) (Result, error) {
+func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(Issue) bool) (ClaimResult, error) {
 	if scope == "" {
 		return c.Next(ctx)
 	}
 	if c.Actor == "" {
-		return Result{}, errors.New("claim: no actor")
+		return ClaimResult{}, errors.New("claim: no actor")
 	}
 	lister, ok := c.Tracker.(Lister)
 	if !ok {
-		return Result{}, fmt.Errorf("claim: the tracker cannot list the ready work in %s", scope)
+		return ClaimResult{}, fmt.Errorf("claim: the tracker cannot list the ready work in %s", scope)
 	}
-	ready, err := lister.Ready(ctx, beads.ReadyOptions{Parent: scope})
+	ready, err := lister.Ready(ctx, ReadyOptions{Parent: scope})
 	if err != nil {
-		return Result{}, fmt.Errorf("claim: list the ready work in %s: %w", scope, err)
+		return ClaimResult{}, fmt.Errorf("claim: list the ready work in %s: %w", scope, err)
 	}
-	var res Result
+	var res ClaimResult
 	busy := false
 	for _, is := range ready {
 		if is.Assignee != "" || c.excluded(is) || (inScope != nil && !inScope(is)) {
 			continue
 		}
-		r, err := c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+		r, err := c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
 			got, err := c.Tracker.Claim(ctx, is.ID)
 			return got, err == nil, err
 		})
@@ -83,7 +81,7 @@ func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(beads.I
 }
 
 // excluded reports whether is has one of the labels Next passes over.
-func (c *Claimer) excluded(is beads.Issue) bool {
+func (c *Claimer) excluded(is Issue) bool {
 	for _, l := range c.ExcludeLabels {
 		if is.HasLabel(l) {
 			return true
@@ -95,7 +93,7 @@ func (c *Claimer) excluded(is beads.Issue) bool {
 // Descendants returns the ids of the issues under root (its children,
 // theirs, and so on) among issues, by their Parent; root itself is not
 // one of them.
-func Descendants(issues map[string]beads.Issue, root string) map[string]bool {
+func Descendants(issues map[string]Issue, root string) map[string]bool {
 	children := map[string][]string{}
 	for id, is := range issues {
 		if is.Parent != "" {

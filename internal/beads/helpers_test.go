@@ -1,12 +1,10 @@
 // Test-only helpers: production code never calls these.
 
-package claim
+package beads
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/ralphd/ralphd/internal/beads"
 )
 
 // Release gives up a claim the actor holds: it reads the issue and, only
@@ -28,8 +26,8 @@ func (c *Claimer) Release(ctx context.Context, id string) (bool, error) {
 }
 
 // Claim claims issue id (`bd update id --claim`) and reads it back.
-func (c *Claimer) Claim(ctx context.Context, id string) (Result, error) {
-	return c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+func (c *Claimer) Claim(ctx context.Context, id string) (ClaimResult, error) {
+	return c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
 		is, err := c.Tracker.Claim(ctx, id)
 		return is, err == nil, err
 	})

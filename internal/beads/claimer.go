@@ -1,14 +1,15 @@
-// Package claim takes work for one ralphd worker through bd's own atomic
+// A Claimer takes work for one ralphd worker through bd's own atomic
 // claims, and nothing else: the tracker is the only coordinator.
 //
 // A worker claims an issue with its own actor (ralphd/<host>/<worker>),
 // then reads the claim back and works only when the issue is in_progress
 // and assigned to that actor; upstream has reported duplicate claims in
 // some bd versions, and the read-back makes ralphd safe either way. A lost
-// race (another holder, nothing left, a Dolt serialization failure) is an
-// Outcome, never an error and never an attempt; serialization failures
+// race (another holder, nothing left, a Dolt serialization failure) is a
+// ClaimOutcome, never an error and never an attempt; serialization failures
 // are retried with jittered backoff, a bounded number of times.
-package claim
+
+package beads
 
 import (
 	"context"
@@ -16,25 +17,23 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/beads"
 )
 
 // Tracker is the part of a bd client a Claimer uses. A *beads.Client whose
 // Actor is the worker's actor implements it.
 type Tracker interface {
-	Claim(ctx context.Context, id string) (beads.Issue, error)
-	ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error)
-	Show(ctx context.Context, id string) (beads.Issue, error)
-	Release(ctx context.Context, id string) (beads.Issue, error)
+	Claim(ctx context.Context, id string) (Issue, error)
+	ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error)
+	Show(ctx context.Context, id string) (Issue, error)
+	Release(ctx context.Context, id string) (Issue, error)
 }
 
-// Outcome says how a claim ended.
-type Outcome int
+// ClaimOutcome says how a claim ended.
+type ClaimOutcome int
 
 const (
 	// Won: the issue is in_progress and assigned to the actor, read back.
-	Won Outcome = iota + 1
+	Won ClaimOutcome = iota + 1
 	// Lost: someone else holds the issue, or the read-back did not show
 	// the actor; not an attempt.
 	Lost
@@ -49,7 +48,7 @@ const (
 )
 
 // String names the outcome.
-func (o Outcome) String() string {
+func (o ClaimOutcome) String() string {
 	switch o {
 	case Won:
 		return "won"
@@ -65,11 +64,11 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
 
-// Result is a claim's outcome.
-type Result struct {
-	Outcome Outcome
+// ClaimResult is a claim's outcome.
+type ClaimResult struct {
+	Outcome ClaimOutcome
 	// Issue is the claimed issue as read back (Won), or as last seen.
-	Issue beads.Issue
+	Issue Issue
 	// Holder is who holds the issue when the claim was Lost ("" if
 	// nobody: the read-back found it unassigned).
 	Holder string
@@ -110,28 +109,28 @@ type Claimer struct {
 	// that started after it was called has it (so after the claim), or
 	// found false when that reading does not hold the issue; then Show
 	// reads it. A pool of workers shares one reading this way.
-	ReadBack func(ctx context.Context, id string) (issue beads.Issue, found bool, err error)
+	ReadBack func(ctx context.Context, id string) (issue Issue, found bool, err error)
 }
 
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
 // reads it back.
-func (c *Claimer) Next(ctx context.Context) (Result, error) {
-	return c.run(ctx, func(ctx context.Context) (beads.Issue, bool, error) {
+func (c *Claimer) Next(ctx context.Context) (ClaimResult, error) {
+	return c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
 		return c.Tracker.ReadyClaim(ctx, c.ExcludeLabels...)
 	})
 }
 
 // run drives one claim: bounded retries on serialization failures, then
 // the read-back.
-func (c *Claimer) run(ctx context.Context, claim func(context.Context) (beads.Issue, bool, error)) (Result, error) {
+func (c *Claimer) run(ctx context.Context, claim func(context.Context) (Issue, bool, error)) (ClaimResult, error) {
 	if c.Actor == "" {
-		return Result{}, errors.New("claim: no actor")
+		return ClaimResult{}, errors.New("claim: no actor")
 	}
 	maxTries := c.MaxTries
 	if maxTries <= 0 {
 		maxTries = DefaultMaxTries
 	}
-	var res Result
+	var res ClaimResult
 	for try := 0; try < maxTries; try++ {
 		if try > 0 {
 			if err := c.sleep(ctx, c.backoff(try)); err != nil {
@@ -144,13 +143,13 @@ func (c *Claimer) run(ctx context.Context, claim func(context.Context) (beads.Is
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("claim: %w", ctx.Err())
 			}
-			r, refused := beads.RefusalOf(err)
+			r, refused := RefusalOf(err)
 			switch {
 			case !refused:
 				return res, fmt.Errorf("claim: %w", err)
-			case r.Kind == beads.Serialization:
+			case r.Kind == Serialization:
 				continue // a lost race on a Dolt server: retry with jitter
-			case r.Kind == beads.AlreadyClaimed:
+			case r.Kind == AlreadyClaimed:
 				res.Outcome, res.Holder = Lost, r.Holder
 				return res, nil
 			default:
@@ -170,8 +169,8 @@ func (c *Claimer) run(ctx context.Context, claim func(context.Context) (beads.Is
 
 // readBack reads the issue bd says was claimed and decides whether the
 // actor holds it.
-func (c *Claimer) readBack(ctx context.Context, claimed beads.Issue, res Result) (Result, error) {
-	var got beads.Issue
+func (c *Claimer) readBack(ctx context.Context, claimed Issue, res ClaimResult) (ClaimResult, error) {
+	var got Issue
 	found := false
 	if c.ReadBack != nil {
 		var err error
@@ -195,8 +194,8 @@ func (c *Claimer) readBack(ctx context.Context, claimed beads.Issue, res Result)
 }
 
 // Holds reports whether actor holds issue: in_progress and assigned to it.
-func Holds(issue beads.Issue, actor string) bool {
-	return actor != "" && issue.Status == beads.StatusInProgress && issue.Assignee == actor
+func Holds(issue Issue, actor string) bool {
+	return actor != "" && issue.Status == StatusInProgress && issue.Assignee == actor
 }
 
 // backoff is the full-jitter delay before try n (n ≥ 1).

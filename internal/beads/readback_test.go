@@ -1,4 +1,4 @@
-package claim
+package beads
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
-
-	"github.com/ralphd/ralphd/internal/beads"
 )
 
 // countingShows counts the Shows of a fakeTracker.
@@ -16,7 +14,7 @@ type countingShows struct {
 	shows int
 }
 
-func (c *countingShows) Show(ctx context.Context, id string) (beads.Issue, error) {
+func (c *countingShows) Show(ctx context.Context, id string) (Issue, error) {
 	c.shows++
 	return c.fakeTracker.Show(ctx, id)
 }
@@ -25,29 +23,29 @@ func (c *countingShows) Show(ctx context.Context, id string) (beads.Issue, error
 // it, and through Show only when the reading does not hold the issue; the
 // rule (in_progress, assigned to the actor) is the same either way.
 func TestReadBackSeam(t *testing.T) {
-	other := beads.Issue{ID: "a-1", Status: beads.StatusInProgress, Assignee: "ralphd/other/w2"}
+	other := Issue{ID: "a-1", Status: StatusInProgress, Assignee: "ralphd/other/w2"}
 	for _, c := range []struct {
 		name      string
-		read      beads.Issue
+		read      Issue
 		found     bool
 		readErr   error
-		show      beads.Issue
-		want      Outcome
+		show      Issue
+		want      ClaimOutcome
 		wantShows int
 		wantErr   bool
 	}{
 		{"reading holds the claim", mine, true, nil, other, Won, 0, false},
 		{"reading shows another holder", other, true, nil, mine, Lost, 0, false},
-		{"reading shows it open", beads.Issue{ID: "a-1", Status: beads.StatusOpen}, true, nil, mine, Lost, 0, false},
-		{"not in the reading: show decides (won)", beads.Issue{}, false, nil, mine, Won, 1, false},
-		{"not in the reading: show decides (lost)", beads.Issue{}, false, nil, other, Lost, 1, false},
-		{"the reading fails", beads.Issue{}, false, errors.New("bd list: exit 1"), mine, 0, 0, true},
+		{"reading shows it open", Issue{ID: "a-1", Status: StatusOpen}, true, nil, mine, Lost, 0, false},
+		{"not in the reading: show decides (won)", Issue{}, false, nil, mine, Won, 1, false},
+		{"not in the reading: show decides (lost)", Issue{}, false, nil, other, Lost, 1, false},
+		{"the reading fails", Issue{}, false, errors.New("bd list: exit 1"), mine, 0, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			tr := &countingShows{fakeTracker: &fakeTracker{claims: []step{{issue: mine, ok: true}}, shows: map[string]beads.Issue{"a-1": c.show}}}
+			tr := &countingShows{fakeTracker: &fakeTracker{claims: []step{{issue: mine, ok: true}}, shows: map[string]Issue{"a-1": c.show}}}
 			var asked []string
-			cl := &Claimer{Tracker: tr, Actor: actor, ReadBack: func(ctx context.Context, id string) (beads.Issue, bool, error) {
+			cl := &Claimer{Tracker: tr, Actor: actor, ReadBack: func(ctx context.Context, id string) (Issue, bool, error) {
 				asked = append(asked, id)
 				return c.read, c.found, c.readErr
 			}}

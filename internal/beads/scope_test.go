@@ -1,4 +1,4 @@
-package claim
+package beads
 
 import (
 	"context"
@@ -15,57 +15,56 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
 
 // scopeFake answers `ready --parent` with a list, and each `update --claim`
 // from a per-issue script; it logs every call.
 type scopeFake struct {
-	ready    []beads.Issue
+	ready    []Issue
 	readyErr error
 	claims   map[string][]error // per issue: nil is a won claim
-	shows    map[string]beads.Issue
+	shows    map[string]Issue
 	log      []string
 	parent   string
 }
 
-func (f *scopeFake) Ready(ctx context.Context, opts beads.ReadyOptions) ([]beads.Issue, error) {
+func (f *scopeFake) Ready(ctx context.Context, opts ReadyOptions) ([]Issue, error) {
 	f.log = append(f.log, "ready")
 	f.parent = opts.Parent
 	return f.ready, f.readyErr
 }
 
-func (f *scopeFake) Claim(ctx context.Context, id string) (beads.Issue, error) {
+func (f *scopeFake) Claim(ctx context.Context, id string) (Issue, error) {
 	f.log = append(f.log, "claim "+id)
 	script := f.claims[id]
 	if len(script) == 0 {
-		return beads.Issue{}, fmt.Errorf("no claim scripted for %s", id)
+		return Issue{}, fmt.Errorf("no claim scripted for %s", id)
 	}
 	err := script[0]
 	f.claims[id] = script[1:]
 	if err != nil {
-		return beads.Issue{}, err
+		return Issue{}, err
 	}
-	return beads.Issue{ID: id, Status: beads.StatusInProgress, Assignee: actor}, nil
+	return Issue{ID: id, Status: StatusInProgress, Assignee: actor}, nil
 }
 
-func (f *scopeFake) ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error) {
+func (f *scopeFake) ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error) {
 	f.log = append(f.log, "ready --claim")
-	return beads.Issue{}, false, nil
+	return Issue{}, false, nil
 }
 
-func (f *scopeFake) Show(ctx context.Context, id string) (beads.Issue, error) {
+func (f *scopeFake) Show(ctx context.Context, id string) (Issue, error) {
 	f.log = append(f.log, "show "+id)
 	is, ok := f.shows[id]
 	if !ok {
-		return beads.Issue{}, fmt.Errorf("no show scripted for %s", id)
+		return Issue{}, fmt.Errorf("no show scripted for %s", id)
 	}
 	return is, nil
 }
 
-func (f *scopeFake) Release(ctx context.Context, id string) (beads.Issue, error) {
-	return beads.Issue{}, errors.New("a claim never releases")
+func (f *scopeFake) Release(ctx context.Context, id string) (Issue, error) {
+	return Issue{}, errors.New("a claim never releases")
 }
 
 func held(id string) error {
@@ -76,21 +75,21 @@ func serializationOn(id string) error {
 	return exitErr("", "Error claiming "+id+": dolt commit: Error 1213 (40001): serialization failure: x\n")
 }
 
-func open(id string, labels ...string) beads.Issue {
-	return beads.Issue{ID: id, Status: beads.StatusOpen, Labels: labels}
+func open(id string, labels ...string) Issue {
+	return Issue{ID: id, Status: StatusOpen, Labels: labels}
 }
 
-func mineAs(id string) beads.Issue {
-	return beads.Issue{ID: id, Status: beads.StatusInProgress, Assignee: actor}
+func mineAs(id string) Issue {
+	return Issue{ID: id, Status: StatusInProgress, Assignee: actor}
 }
 
 func TestNextIn(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		ready   []beads.Issue
+		ready   []Issue
 		claims  map[string][]error
-		shows   map[string]beads.Issue
-		want    Outcome
+		shows   map[string]Issue
+		want    ClaimOutcome
 		issue   string
 		tries   int
 		log     string
@@ -98,65 +97,65 @@ func TestNextIn(t *testing.T) {
 		trusted []string // nil: no inScope check
 	}{
 		{name: "first candidate won and read back",
-			ready: []beads.Issue{open("e.1"), open("e.2")}, claims: map[string][]error{"e.1": {nil}},
-			shows: map[string]beads.Issue{"e.1": mineAs("e.1")},
+			ready: []Issue{open("e.1"), open("e.2")}, claims: map[string][]error{"e.1": {nil}},
+			shows: map[string]Issue{"e.1": mineAs("e.1")},
 			want:  Won, issue: "e.1", tries: 1, log: "ready, claim e.1, show e.1"},
 		{name: "a lost race tries the next candidate",
-			ready:  []beads.Issue{open("e.1"), open("e.2")},
+			ready:  []Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {held("e.1")}, "e.2": {nil}},
-			shows:  map[string]beads.Issue{"e.2": mineAs("e.2")},
+			shows:  map[string]Issue{"e.2": mineAs("e.2")},
 			want:   Won, issue: "e.2", tries: 2, log: "ready, claim e.1, claim e.2, show e.2"},
 		{name: "a read-back showing another holder tries the next candidate",
-			ready:  []beads.Issue{open("e.1"), open("e.2")},
+			ready:  []Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {nil}, "e.2": {nil}},
-			shows: map[string]beads.Issue{
-				"e.1": {ID: "e.1", Status: beads.StatusInProgress, Assignee: "ralphd/other/w2"},
+			shows: map[string]Issue{
+				"e.1": {ID: "e.1", Status: StatusInProgress, Assignee: "ralphd/other/w2"},
 				"e.2": mineAs("e.2")},
 			want: Won, issue: "e.2", tries: 2, log: "ready, claim e.1, show e.1, claim e.2, show e.2"},
 		{name: "assigned and stuck candidates are passed over",
-			ready: []beads.Issue{
-				{ID: "e.1", Status: beads.StatusOpen, Assignee: "someone"},
-				{ID: "e.2", Status: beads.StatusOpen, Assignee: actor}, // ready --claim skips the actor's own too
+			ready: []Issue{
+				{ID: "e.1", Status: StatusOpen, Assignee: "someone"},
+				{ID: "e.2", Status: StatusOpen, Assignee: actor}, // ready --claim skips the actor's own too
 				open("e.3", "x", "ralph:stuck"),
 				open("e.4", "x")},
 			claims: map[string][]error{"e.4": {nil}},
-			shows:  map[string]beads.Issue{"e.4": mineAs("e.4")},
+			shows:  map[string]Issue{"e.4": mineAs("e.4")},
 			want:   Won, issue: "e.4", tries: 1, log: "ready, claim e.4, show e.4"},
 		{name: "serialization failures are retried on the same candidate",
-			ready:  []beads.Issue{open("e.1"), open("e.2")},
+			ready:  []Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {serializationOn("e.1"), nil}},
-			shows:  map[string]beads.Issue{"e.1": mineAs("e.1")},
+			shows:  map[string]Issue{"e.1": mineAs("e.1")},
 			want:   Won, issue: "e.1", tries: 2, log: "ready, claim e.1, claim e.1, show e.1"},
 		{name: "every candidate lost is empty, not an error",
-			ready:  []beads.Issue{open("e.1"), open("e.2")},
+			ready:  []Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {held("e.1")}, "e.2": {exitErr("", "Error claiming e.2: issue not claimable: status closed\n")}},
 			want:   Empty, tries: 2, log: "ready, claim e.1, claim e.2"},
 		{name: "a candidate still losing serialization races makes it busy",
-			ready:  []beads.Issue{open("e.1"), open("e.2")},
+			ready:  []Issue{open("e.1"), open("e.2")},
 			claims: map[string][]error{"e.1": {serializationOn("e.1"), serializationOn("e.1")}, "e.2": {held("e.2")}},
 			want:   Busy, tries: 3, log: "ready, claim e.1, claim e.1, claim e.2"},
 		{name: "an issue moved into the scope behind ralphd's back is passed over",
-			ready:   []beads.Issue{open("t-x"), open("e.1")},
+			ready:   []Issue{open("t-x"), open("e.1")},
 			claims:  map[string][]error{"e.1": {nil}},
-			shows:   map[string]beads.Issue{"e.1": mineAs("e.1")},
+			shows:   map[string]Issue{"e.1": mineAs("e.1")},
 			trusted: []string{"e.1"},
 			want:    Won, issue: "e.1", tries: 1, log: "ready, claim e.1, show e.1"},
 		{name: "only issues moved into the scope is empty with no claim",
-			ready:   []beads.Issue{open("t-x")},
+			ready:   []Issue{open("t-x")},
 			trusted: []string{"e.1"},
 			want:    Empty, tries: 0, log: "ready"},
 		{name: "nothing ready in scope is empty with no claim",
 			want: Empty, tries: 0, log: "ready"},
 		{name: "only stuck work in scope is empty with no claim",
-			ready: []beads.Issue{open("e.1", "ralph:stuck")},
+			ready: []Issue{open("e.1", "ralph:stuck")},
 			want:  Empty, tries: 0, log: "ready"},
 		{name: "another bd failure while claiming is an error",
-			ready:   []beads.Issue{open("e.1"), open("e.2")},
+			ready:   []Issue{open("e.1"), open("e.2")},
 			claims:  map[string][]error{"e.1": {exitErr("", "Error: no beads database found")}},
 			log:     "ready, claim e.1",
 			wantErr: "no beads database found"},
 		{name: "a read-back failure is an error",
-			ready:   []beads.Issue{open("e.1")},
+			ready:   []Issue{open("e.1")},
 			claims:  map[string][]error{"e.1": {nil}},
 			log:     "ready, claim e.1, show e.1",
 			wantErr: "read back e.1"},
@@ -166,9 +165,9 @@ func TestNextIn(t *testing.T) {
 			f := &scopeFake{ready: c.ready, claims: c.claims, shows: c.shows}
 			cl := &Claimer{Tracker: f, Actor: actor, MaxTries: 2, ExcludeLabels: []string{"ralph:stuck"},
 				Sleep: func(context.Context, time.Duration) error { return nil }}
-			var inScope func(beads.Issue) bool
+			var inScope func(Issue) bool
 			if c.trusted != nil {
-				inScope = func(is beads.Issue) bool { return slices.Contains(c.trusted, is.ID) }
+				inScope = func(is Issue) bool { return slices.Contains(c.trusted, is.ID) }
 			}
 			res, err := cl.NextIn(context.Background(), "e", inScope)
 			is.Equal(strings.Join(f.log, ", "), c.log)
@@ -190,16 +189,16 @@ func TestNextIn(t *testing.T) {
 }
 
 func TestDescendants(t *testing.T) {
-	issues := func(pairs ...string) map[string]beads.Issue { // id, parent, id, parent, ...
-		m := map[string]beads.Issue{}
+	issues := func(pairs ...string) map[string]Issue { // id, parent, id, parent, ...
+		m := map[string]Issue{}
 		for i := 0; i+1 < len(pairs); i += 2 {
-			m[pairs[i]] = beads.Issue{ID: pairs[i], Parent: pairs[i+1]}
+			m[pairs[i]] = Issue{ID: pairs[i], Parent: pairs[i+1]}
 		}
 		return m
 	}
 	for _, c := range []struct {
 		name   string
-		issues map[string]beads.Issue
+		issues map[string]Issue
 		root   string
 		want   []string
 	}{
@@ -273,7 +272,7 @@ esac`, "invalid issue id"},
 			bin := filepath.Join(t.TempDir(), "bd")
 			calls := filepath.Join(t.TempDir(), "calls")
 			is.NoErr(os.WriteFile(bin, []byte("#!/bin/sh\necho \"$*\" >> "+calls+"\n"+c.script+"\n"), 0o755))
-			client := &beads.Client{Bin: bin, Dir: t.TempDir(), Actor: actor, Timeout: 30 * time.Second}
+			client := &Client{Bin: bin, Dir: t.TempDir(), Actor: actor, Timeout: 30 * time.Second}
 			res, err := (&Claimer{Tracker: client, Actor: actor}).NextIn(context.Background(), "e", nil)
 			is.True(err != nil)
 			t.Log(err)
@@ -328,7 +327,7 @@ func TestNextInOverStandin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			actor := fmt.Sprintf("ralphd/host/w%d", w)
-			client := &beads.Client{Bin: bin, Dir: root, Env: env, Actor: actor, Timeout: time.Minute}
+			client := &Client{Bin: bin, Dir: root, Env: env, Actor: actor, Timeout: time.Minute}
 			cl := &Claimer{Tracker: client, Actor: actor, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond,
 				ExcludeLabels: []string{"ralph:stuck"}}
 			for {
@@ -365,11 +364,11 @@ func TestNextInOverStandin(t *testing.T) {
 		}
 	}
 	is.Equal(len(worked), len(children)) // every child worked
-	client := &beads.Client{Bin: bin, Dir: root, Env: env, Timeout: time.Minute}
+	client := &Client{Bin: bin, Dir: root, Env: env, Timeout: time.Minute}
 	left, err := client.ShowMany(ctx, append([]string{epic, stuck}, outside...)...)
 	is.NoErr(err)
 	for _, x := range left {
-		is.Equal(x.Status, beads.StatusOpen) // untouched
+		is.Equal(x.Status, StatusOpen) // untouched
 		is.Equal(x.Assignee, "")
 	}
 }

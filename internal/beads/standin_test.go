@@ -1,4 +1,4 @@
-package claim
+package beads
 
 import (
 	"context"
@@ -12,11 +12,10 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
 )
 
-func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) }
+func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) } // the stand-in bd for the claim tests
 
 func run(t *testing.T, env []string, dir string, name string, args ...string) string {
 	t.Helper()
@@ -79,7 +78,7 @@ func TestWorkersRaceOverStandin(t *testing.T) {
 				dir = b
 			}
 			actor := fmt.Sprintf("ralphd/host%d/w%d", w%2, w)
-			client := &beads.Client{Bin: bin, Dir: dir, Env: env, Actor: actor, Timeout: time.Minute}
+			client := &Client{Bin: bin, Dir: dir, Env: env, Actor: actor, Timeout: time.Minute}
 			cl := &Claimer{Tracker: client, Actor: actor, BaseDelay: 5 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 			for {
 				res, err := cl.Next(ctx)
