@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
-	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/proc"
 )
 
@@ -132,7 +132,7 @@ func Setup(ctx context.Context, dir, bd string) error {
 			// A ~/.gitconfig the demo does not control may set hooks,
 			// filters or an fsmonitor: none of them runs.
 			var err error
-			if cmd, err = gitsafe.Command(ctx, dir, args...); err != nil {
+			if cmd, err = git.Command(ctx, dir, args...); err != nil {
 				return err
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/broker"
-	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
 )
@@ -84,7 +84,7 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 		if bdEnv == nil {
 			bdEnv = os.Environ()
 		}
-		bdEnv = append(gitsafe.Env(withoutBDActor(bdEnv)), buildBDEnv...)
+		bdEnv = append(git.Env(withoutBDActor(bdEnv)), buildBDEnv...)
 	}
 	if bdEnv != nil {
 		// As under the exec wrapper, the real bd can tell it runs for an

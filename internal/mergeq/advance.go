@@ -10,8 +10,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // journalName is the default journal (Queue.Journal), in the repository's
@@ -49,7 +48,7 @@ func (q *Queue) advance(ctx context.Context, tip, base string) error {
 		return fmt.Errorf("advance %s: %w", q.Target, errMoved) // the next round's guard puts it back
 	}
 	if old != base { // else tip was rebased onto it: a fast-forward
-		if _, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
+		if _, err := git.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
 			if q.Remote != "" {
 				return nil // the remote has the work; the local branch has commits of its own
 			}
@@ -66,7 +65,7 @@ func (q *Queue) advance(ctx context.Context, tip, base string) error {
 		}
 	}
 	if dir == "" {
-		if _, err := workertree.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
+		if _, err := git.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
 			return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
 		}
 		if q.want != "" {
@@ -79,7 +78,7 @@ func (q *Queue) advance(ctx context.Context, tip, base string) error {
 
 // checkout returns the worktree that has the target checked out, or "".
 func (q *Queue) checkout(ctx context.Context) (string, error) {
-	all, err := workertree.List(ctx, q.Repo)
+	all, err := git.List(ctx, q.Repo)
 	if err != nil {
 		return "", err
 	}
@@ -99,8 +98,8 @@ func (q *Queue) checkout(ctx context.Context) (string, error) {
 // Its git calls share one drivers lookup: verify, the last code to run,
 // has ended.
 func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
-	run := gitsafe.NewRunner(dir)
-	out, err := workertree.GitIn(ctx, run, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
+	run := git.NewRunner(dir)
+	out, err := git.GitIn(ctx, run, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
 	if err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
@@ -120,7 +119,7 @@ func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 // from old to tip, under the journal: a two-way read-tree (which refuses
 // to overwrite local changes), then a compare-and-swap of the ref. Its
 // git calls in dir run through run.
-func (q *Queue) shift(ctx context.Context, run *gitsafe.Runner, dir, old, tip, why string) error {
+func (q *Queue) shift(ctx context.Context, run *git.Runner, dir, old, tip, why string) error {
 	jpath, err := q.journalPath(ctx)
 	if err != nil {
 		return err
@@ -128,13 +127,13 @@ func (q *Queue) shift(ctx context.Context, run *gitsafe.Runner, dir, old, tip, w
 	if err := writeAtomic(jpath, []byte(dir+"\n"+old+"\n"+tip+"\n")); err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
-	if _, err := workertree.GitIn(ctx, run, "read-tree", "-m", "-u", old, tip); err != nil {
+	if _, err := git.GitIn(ctx, run, "read-tree", "-m", "-u", old, tip); err != nil {
 		_ = os.Remove(jpath) // read-tree checks before it writes: nothing moved
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, err)
 	}
-	if _, err := workertree.GitIn(ctx, run, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := git.GitIn(ctx, run, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
 		// Someone committed meanwhile: put the files back.
-		if _, uerr := workertree.GitIn(ctx, run, "read-tree", "-m", "-u", tip, old); uerr != nil {
+		if _, uerr := git.GitIn(ctx, run, "read-tree", "-m", "-u", tip, old); uerr != nil {
 			return fmt.Errorf("advance %s: %w: %w (and the checkout could not be put back: %w; Recover will)", q.Target, errMoved, err, uerr)
 		}
 		_ = os.Remove(jpath)
@@ -209,7 +208,7 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 			return true, err
 		}
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := git.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
 		return true, fmt.Errorf("recover the merge queue: %w", err)
 	}
 	return true, os.Remove(jpath)
@@ -253,7 +252,7 @@ func redo(ctx context.Context, dir, old, tip string) error {
 	if err := undoPartial(ctx, dir, old, tip); err != nil {
 		return err
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+	if _, err := git.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
 		return fmt.Errorf("recover the merge queue: redo the move: %w", err)
 	}
 	return nil
@@ -262,7 +261,7 @@ func redo(ctx context.Context, dir, old, tip string) error {
 // undoPartial puts back, at old, the files an interrupted two-way
 // read-tree from old to tip may have written; the index is still old's.
 func undoPartial(ctx context.Context, dir, old, tip string) error {
-	out, err := workertree.Git(ctx, dir, nil, "diff", "--no-renames", "--name-status", "-z", old, tip)
+	out, err := git.Git(ctx, dir, nil, "diff", "--no-renames", "--name-status", "-z", old, tip)
 	if err != nil {
 		return fmt.Errorf("recover the merge queue: %w", err)
 	}
@@ -283,7 +282,7 @@ func undoPartial(ctx context.Context, dir, old, tip string) error {
 	}
 	if len(restore) > 0 {
 		args := append([]string{"checkout", "-q", old, "--"}, restore...)
-		if _, err := workertree.Git(ctx, dir, nil, args...); err != nil {
+		if _, err := git.Git(ctx, dir, nil, args...); err != nil {
 			return fmt.Errorf("recover the merge queue: %w", err)
 		}
 	}
@@ -292,7 +291,7 @@ func undoPartial(ctx context.Context, dir, old, tip string) error {
 
 func parseJournal(s string) (dir, old, tip string, ok bool) {
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if len(lines) != 3 || !filepath.IsAbs(lines[0]) || !workertree.IsHash(lines[1]) || !workertree.IsHash(lines[2]) {
+	if len(lines) != 3 || !filepath.IsAbs(lines[0]) || !git.IsHash(lines[1]) || !git.IsHash(lines[2]) {
 		return "", "", "", false
 	}
 	return lines[0], lines[1], lines[2], true
@@ -304,7 +303,7 @@ func (q *Queue) journalPath(ctx context.Context) (string, error) {
 	if q.Journal != "" {
 		return q.Journal, nil
 	}
-	common, err := workertree.CommonDir(ctx, q.Repo)
+	common, err := git.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return "", fmt.Errorf("merge queue journal: %w", err)
 	}

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // The target is the merge queue's: once Watch has run, only Integrate
@@ -56,7 +55,7 @@ func (q *Queue) Watch(ctx context.Context) ([]string, error) {
 			return notes, err
 		}
 	}
-	tip, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	tip, err := git.RefAt(ctx, q.Repo, q.ref())
 	if err != nil {
 		return notes, err
 	}
@@ -88,7 +87,7 @@ func (q *Queue) resume(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", q.Target, err)
 	}
 	left := strings.TrimSpace(string(b))
-	if !workertree.IsHash(left) {
+	if !git.IsHash(left) {
 		return fmt.Errorf("watch %s: %s does not hold a commit id; remove it after checking %s", q.Target, q.TipFile, q.Target)
 	}
 	if _, err := line(ctx, q.Repo, "cat-file", "-e", left+"^{commit}"); err != nil {
@@ -153,7 +152,7 @@ func (q *Queue) writeTip() error {
 func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 	var notes []string
 	tracking := "refs/remotes/" + q.Remote + "/" + q.Target
-	seen, err := workertree.RefAt(ctx, q.Repo, tracking)
+	seen, err := git.RefAt(ctx, q.Repo, tracking)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +161,7 @@ func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	if seen != "" && seen != remote {
-		kept, err := workertree.KeepIfNew(ctx, q.Repo, seen, remote, workertree.MovedPrefix+q.Remote+"-"+q.Target, q.now())
+		kept, err := git.KeepIfNew(ctx, q.Repo, seen, remote, git.MovedPrefix+q.Remote+"-"+q.Target, q.now())
 		if err != nil {
 			return notes, err
 		}
@@ -170,7 +169,7 @@ func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 			notes = append(notes, fmt.Sprintf("%s/%s was rewritten since the last fetch (it no longer holds %s); what it held is kept on %s", q.Remote, q.Target, seen[:12], kept))
 		}
 	}
-	local, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	local, err := git.RefAt(ctx, q.Repo, q.ref())
 	if err != nil || local == "" || local == remote {
 		return notes, err
 	}
@@ -190,14 +189,14 @@ func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 
 // ancestor reports whether a is an ancestor of b.
 func (q *Queue) ancestor(ctx context.Context, a, b string) bool {
-	_, err := workertree.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", a, b)
+	_, err := git.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", a, b)
 	return err == nil
 }
 
 // Check compares the target and its checkout with where the queue left
 // them, puts back what moved and reports each move to Moved; it returns
 // the moves too.
-func (q *Queue) Check(ctx context.Context) ([]workertree.Move, error) {
+func (q *Queue) Check(ctx context.Context) ([]git.Move, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.guard(ctx)
@@ -206,7 +205,7 @@ func (q *Queue) Check(ctx context.Context) ([]workertree.Move, error) {
 // TryCheck is Check unless an integration is under way, which checks the
 // target itself before it admits any work: then it checks nothing, and
 // reports checked false.
-func (q *Queue) TryCheck(ctx context.Context) (moves []workertree.Move, checked bool, err error) {
+func (q *Queue) TryCheck(ctx context.Context) (moves []git.Move, checked bool, err error) {
 	if !q.mu.TryLock() {
 		return nil, false, nil
 	}
@@ -227,7 +226,7 @@ func (q *Queue) ref() string { return "refs/heads/" + q.Target }
 // guard is Check with q.mu held. Its error says why it could not look, or
 // joins the errors of the moves it could not put back (each wraps
 // ErrTargetMoved); the work then waits for the person to fix the target.
-func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
+func (q *Queue) guard(ctx context.Context) ([]git.Move, error) {
 	if q.want == "" {
 		return nil, nil // not watching
 	}
@@ -237,22 +236,22 @@ func (q *Queue) guard(ctx context.Context) ([]workertree.Move, error) {
 		return nil, err
 	}
 	if q.home != "" {
-		head, err := workertree.Head(ctx, q.home)
+		head, err := git.Head(ctx, q.home)
 		if err != nil {
 			return nil, err
 		}
 		if want := "ref: " + q.ref(); head != want {
-			m := workertree.Move{Ref: "HEAD of " + q.home, Want: want, Got: head}
+			m := git.Move{Ref: "HEAD of " + q.home, Want: want, Got: head}
 			m.Kept, m.Err = q.putHeadBack(ctx, head)
 			moves = append(moves, m)
 		}
 	}
-	got, err := workertree.RefAt(ctx, q.Repo, q.ref())
+	got, err := git.RefAt(ctx, q.Repo, q.ref())
 	if err != nil {
 		return moves, err
 	}
 	if got != q.want {
-		m := workertree.Move{Ref: q.ref(), Want: q.want, Got: got}
+		m := git.Move{Ref: q.ref(), Want: q.want, Got: got}
 		m.Kept, m.Err = q.putBack(ctx, got)
 		moves = append(moves, m)
 	}
@@ -276,7 +275,7 @@ func (q *Queue) CleanAt() time.Time {
 
 // report tells Moved of each move, and joins the errors of those that
 // could not be put back.
-func (q *Queue) report(moves []workertree.Move) error {
+func (q *Queue) report(moves []git.Move) error {
 	var errs []error
 	for _, m := range moves {
 		if q.Moved != nil {
@@ -297,17 +296,17 @@ func (q *Queue) putBack(ctx context.Context, got string) (string, error) {
 	kept := ""
 	if got != "" {
 		var err error
-		if kept, err = workertree.KeepIfNew(ctx, q.Repo, got, q.want, workertree.MovedPrefix+q.Target, q.now()); err != nil {
+		if kept, err = git.KeepIfNew(ctx, q.Repo, got, q.want, git.MovedPrefix+q.Target, q.now()); err != nil {
 			return "", err
 		}
 	}
 	if q.home != "" && got != "" && indexAt(ctx, q.home, got) && !indexAt(ctx, q.home, q.want) {
-		if err := q.shift(ctx, gitsafe.NewRunner(q.home), q.home, got, q.want, "ralphd: put back"); err != nil {
+		if err := q.shift(ctx, git.NewRunner(q.home), q.home, got, q.want, "ralphd: put back"); err != nil {
 			return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
 		}
 		return kept, nil
 	}
-	_, err := workertree.Restore(ctx, q.Repo, q.ref(), q.want, got, q.Target, q.now())
+	_, err := git.RestoreRef(ctx, q.Repo, q.ref(), q.want, got, q.Target, q.now())
 	if err != nil {
 		return kept, fmt.Errorf("%w: %w", ErrTargetMoved, err)
 	}
@@ -320,7 +319,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 	at := head
 	if sym, ok := cutRef(head); ok {
 		var err error
-		if at, err = workertree.RefAt(ctx, q.Repo, sym); err != nil {
+		if at, err = git.RefAt(ctx, q.Repo, sym); err != nil {
 			return "", err
 		}
 	}
@@ -337,7 +336,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 			return "", err
 		}
 	}
-	kept, err := workertree.SetHead(ctx, q.home, q.ref(), head, q.want, q.Target+"-head", q.now())
+	kept, err := git.SetHead(ctx, q.home, q.ref(), head, q.want, q.Target+"-head", q.now())
 	if err != nil {
 		if jpath != "" {
 			_ = os.Remove(jpath)
@@ -347,7 +346,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 	if !files {
 		return kept, nil
 	}
-	if _, err := workertree.Git(ctx, q.home, nil, "read-tree", "-m", "-u", at, q.want); err != nil {
+	if _, err := git.Git(ctx, q.home, nil, "read-tree", "-m", "-u", at, q.want); err != nil {
 		_ = os.Remove(jpath)
 		return kept, fmt.Errorf("%w: put the files of %s back: %w", ErrTargetMoved, q.home, err)
 	}
@@ -382,31 +381,31 @@ func (q *Queue) checkRequest(ctx context.Context, req Request) error {
 		return nil
 	}
 	ref := "refs/heads/" + req.Branch
-	var moves []workertree.Move
-	head, err := workertree.Head(ctx, req.Dir)
+	var moves []git.Move
+	head, err := git.Head(ctx, req.Dir)
 	if err != nil {
 		return err
 	}
 	if want := "ref: " + ref; head != want {
-		m := workertree.Move{Worker: req.Worker, Ref: "HEAD of " + req.Dir, Want: want, Got: head}
+		m := git.Move{Worker: req.Worker, Ref: "HEAD of " + req.Dir, Want: want, Got: head}
 		at := head
 		if sym, ok := cutRef(head); ok {
-			at, _ = workertree.RefAt(ctx, q.Repo, sym)
+			at, _ = git.RefAt(ctx, q.Repo, sym)
 		}
-		m.Kept, m.Err = workertree.SetHead(ctx, req.Dir, ref, head, req.Tip, req.Worker+"-head", q.now())
+		m.Kept, m.Err = git.SetHead(ctx, req.Dir, ref, head, req.Tip, req.Worker+"-head", q.now())
 		if m.Err == nil && at != "" {
 			m.Err = followFiles(ctx, req.Dir, at, req.Tip)
 		}
 		moves = append(moves, m)
 	}
-	got, err := workertree.RefAt(ctx, q.Repo, ref)
+	got, err := git.RefAt(ctx, q.Repo, ref)
 	if err != nil {
 		return err
 	}
 	if got != req.Tip {
-		m := workertree.Move{Worker: req.Worker, Ref: ref, Want: req.Tip, Got: got}
+		m := git.Move{Worker: req.Worker, Ref: ref, Want: req.Tip, Got: got}
 		files := got != "" && indexAt(ctx, req.Dir, got) && !indexAt(ctx, req.Dir, req.Tip)
-		if m.Kept, m.Err = workertree.Restore(ctx, q.Repo, ref, req.Tip, got, req.Worker, q.now()); m.Err == nil && files {
+		if m.Kept, m.Err = git.RestoreRef(ctx, q.Repo, ref, req.Tip, got, req.Worker, q.now()); m.Err == nil && files {
 			m.Err = followFiles(ctx, req.Dir, got, req.Tip)
 		}
 		moves = append(moves, m)
@@ -423,7 +422,7 @@ func followFiles(ctx context.Context, dir, from, to string) error {
 	if !indexAt(ctx, dir, from) || indexAt(ctx, dir, to) {
 		return nil
 	}
-	if _, err := workertree.Git(ctx, dir, nil, "read-tree", "-m", "-u", from, to); err != nil {
+	if _, err := git.Git(ctx, dir, nil, "read-tree", "-m", "-u", from, to); err != nil {
 		return fmt.Errorf("put the files of %s back: %w", dir, err)
 	}
 	return nil
@@ -443,7 +442,7 @@ const lockPoll = 20 * time.Millisecond
 // index's. A lock on packed-refs does not: the queue never deletes the
 // target, and only a deletion rewrites packed-refs.
 func (q *Queue) lockPaths(ctx context.Context, home string) ([]string, error) {
-	common, err := workertree.CommonDir(ctx, q.Repo)
+	common, err := git.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("find the locks of %s: %w", q.Target, err)
 	}
@@ -461,14 +460,14 @@ func (q *Queue) lockPaths(ctx context.Context, home string) ([]string, error) {
 // clearLocks removes the locks on the target that stayed lockGrace and
 // returns them as moves (reported with the guard's other moves). The
 // paths are found once per watch.
-func (q *Queue) clearLocks(ctx context.Context) ([]workertree.Move, error) {
+func (q *Queue) clearLocks(ctx context.Context) ([]git.Move, error) {
 	if q.locks == nil {
 		var err error
 		if q.locks, err = q.lockPaths(ctx, q.home); err != nil {
 			return nil, err
 		}
 	}
-	var moves []workertree.Move
+	var moves []git.Move
 	for _, p := range q.locks {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -484,7 +483,7 @@ func (q *Queue) clearLocks(ctx context.Context) ([]workertree.Move, error) {
 			}
 			continue
 		}
-		m := workertree.Move{Ref: q.lockedRef(p), Lock: p}
+		m := git.Move{Ref: q.lockedRef(p), Lock: p}
 		if err := os.RemoveAll(p); err != nil {
 			m.Err = fmt.Errorf("%w: %w", ErrTargetMoved, err)
 		}

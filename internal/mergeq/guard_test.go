@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // TestTargetMovesArePutBack tries every route by which an agent (or a
@@ -72,7 +72,7 @@ func TestTargetMovesArePutBack(t *testing.T) {
 			sh(t, f.repo, "git", "checkout", "-q", "attacker")
 		}, false}, // x stays on its own branch
 		{"repoint the checkout's HEAD to a worker branch", func(t *testing.T, f *fixture, x, wdir string) {
-			sh(t, f.repo, "git", "symbolic-ref", "HEAD", "refs/heads/"+workertree.Branch("w9"))
+			sh(t, f.repo, "git", "symbolic-ref", "HEAD", "refs/heads/"+git.Branch("w9"))
 		}, false},
 		{"detach the checkout's HEAD", func(t *testing.T, f *fixture, x, wdir string) {
 			write(t, filepath.Join(f.repo, ".git", "HEAD"), x+"\n")
@@ -115,7 +115,7 @@ func TestTargetMovesArePutBack(t *testing.T) {
 			_, err = os.Stat(filepath.Join(f.repo, "evil.txt"))
 			is.True(errors.Is(err, os.ErrNotExist))
 			// Nothing is lost: what the target was moved to is kept.
-			kept := sh(t, f.repo, "git", "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+workertree.MovedPrefix)
+			kept := sh(t, f.repo, "git", "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+git.MovedPrefix)
 			if tc.kept {
 				is.True(strings.Contains(kept, x))
 			}
@@ -148,7 +148,7 @@ func TestTargetMoveAtPoolEnd(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(moves), 1)
 	is.Equal(moves[0].Got, sh(t, r.Dir, "git", "rev-parse", "HEAD"))
-	is.True(strings.HasPrefix(moves[0].Kept, workertree.MovedPrefix+"main/"))
+	is.True(strings.HasPrefix(moves[0].Kept, git.MovedPrefix+"main/"))
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
 	is.Equal(sh(t, f.repo, "git", "rev-parse", moves[0].Kept), moves[0].Got)
 	f.clean()
@@ -207,7 +207,7 @@ func TestWorkerMovesArePutBack(t *testing.T) {
 			sh(t, v.Dir, "git", "reset", "-q", "--hard", x)
 		}},
 		{"repoint its HEAD file", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
-			write(t, filepath.Join(gitDir, "HEAD"), "ref: refs/heads/"+workertree.Branch("w9")+"\n")
+			write(t, filepath.Join(gitDir, "HEAD"), "ref: refs/heads/"+git.Branch("w9")+"\n")
 		}},
 		{"detach its HEAD", func(t *testing.T, f *fixture, x string, v Request, gitDir string) {
 			write(t, filepath.Join(gitDir, "HEAD"), x+"\n")
@@ -311,7 +311,7 @@ func TestWatchChecksTheRemote(t *testing.T) {
 		is.NoErr(err)
 		is.True(len(notes) > 0)
 		is.True(strings.Contains(notes[0], "rewritten"))
-		kept := sh(t, b.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.MovedPrefix+"origin-main/")
+		kept := sh(t, b.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+git.MovedPrefix+"origin-main/")
 		is.Equal(kept, res.Commit) // nothing is lost
 	})
 }
@@ -332,8 +332,8 @@ func TestMoveBeforeACrash(t *testing.T) {
 	x := sh(t, f.work("w9", map[string]string{"evil.txt": "x\n"}).Dir, "git", "rev-parse", "HEAD")
 	sh(t, f.repo, "git", "reset", "-q", "--hard", x) // moved; then ralphd is SIGKILLed
 
-	var moves []workertree.Move
-	q2 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m workertree.Move) { moves = append(moves, m) }}
+	var moves []git.Move
+	q2 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m git.Move) { moves = append(moves, m) }}
 	_, err = q2.Watch(ctx)
 	is.NoErr(err)
 	is.Equal(len(moves), 1)
@@ -346,7 +346,7 @@ func TestMoveBeforeACrash(t *testing.T) {
 	// is the person's.
 	is.NoErr(q2.Unwatch())
 	sh(t, f.repo, "git", "merge", "-q", "--ff-only", x)
-	q3 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m workertree.Move) { t.Errorf("moved: %v", m) }}
+	q3 := &Queue{Repo: f.repo, Target: "main", TipFile: tipFile, Moved: func(m git.Move) { t.Errorf("moved: %v", m) }}
 	_, err = q3.Watch(ctx)
 	is.NoErr(err)
 	is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), x)
@@ -431,10 +431,10 @@ func TestPlantedLocksAreRemoved(t *testing.T) {
 
 // watched is a queue on f's main that watches it and records the moves
 // it reports.
-func watched(t *testing.T, f *fixture) (*Queue, *[]workertree.Move) {
+func watched(t *testing.T, f *fixture) (*Queue, *[]git.Move) {
 	t.Helper()
-	moves := &[]workertree.Move{}
-	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { *moves = append(*moves, m) }}
+	moves := &[]git.Move{}
+	q := &Queue{Repo: f.repo, Target: "main", Moved: func(m git.Move) { *moves = append(*moves, m) }}
 	if _, err := q.Watch(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // helperEnv makes the test binary integrate one request and exit: the
@@ -134,7 +134,7 @@ func TestSIGKILLLeavesTargetClean(t *testing.T) {
 				}
 				is.True(found) // the work is kept on some branch
 			}
-			left, err := workertree.List(ctx, f.repo)
+			left, err := git.List(ctx, f.repo)
 			is.NoErr(err)
 			is.Equal(len(left), 1) // no worktree left behind
 		})
@@ -194,7 +194,7 @@ func TestSIGKILLDuringPutBack(t *testing.T) {
 			is.Equal(sh(t, f.repo, "git", "rev-parse", "main"), want)
 			f.clean()
 			is.Equal(sh(t, f.repo, "cat", "shared.txt"), "line 1\nline 2\nline 3")
-			is.True(strings.Contains(sh(t, f.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.MovedPrefix), x))
+			is.True(strings.Contains(sh(t, f.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+git.MovedPrefix), x))
 		})
 	}
 }

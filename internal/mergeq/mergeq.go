@@ -30,8 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // DefaultMaxPushTries bounds fetch-rebase-verify-push rounds.
@@ -85,7 +84,7 @@ type Queue struct {
 	// the queue did not make, after it was put back (see Watch). It may be
 	// called with the queue's lock held, and from Hand concurrently with
 	// an integration: it must not call the queue.
-	Moved func(workertree.Move)
+	Moved func(git.Move)
 	// Scrub, when set, is called before Hand's and each integration's git
 	// work: a pool removes there what an agent planted where git opens a
 	// file (a FIFO, a link to /dev/zero: see gitscrub) and charges it. Its
@@ -242,7 +241,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 		}
 		req.Commit = c
 	}
-	if !workertree.IsHash(req.Commit) {
+	if !git.IsHash(req.Commit) {
 		return res, fmt.Errorf("integrate: %q is not a commit id", req.Commit)
 	}
 	q.mu.Lock()
@@ -262,7 +261,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 		}
 		// The queue worktree's git calls up to verify share one drivers
 		// lookup: no code runs there before verify (see gitsafe.Runner).
-		var run *gitsafe.Runner
+		var run *git.Runner
 		if res.Rounds == 1 {
 			if req.Admit != nil {
 				if err := req.Admit(); err != nil {
@@ -274,7 +273,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 				return res, err
 			}
 		} else {
-			run = gitsafe.NewRunner(dir)
+			run = git.NewRunner(dir)
 		}
 		base, err := q.base(ctx)
 		if err != nil {
@@ -364,7 +363,7 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 	// checks every worktree's HEAD), or on a network blip: retry, bounded.
 	var err error
 	for try := 1; try <= fetchTries; try++ {
-		if _, err = workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
+		if _, err = git.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
 			return q.remoteTip(ctx, ref)
 		}
 		if try == fetchTries {
@@ -387,11 +386,11 @@ func (q *Queue) commitLeftovers(ctx context.Context, req Request) (bool, error) 
 	if left, err := q.leftovers(ctx, req); err != nil || !left {
 		return false, err
 	}
-	if _, err := workertree.Git(ctx, req.Dir, nil, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
+	if _, err := git.Git(ctx, req.Dir, nil, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	msg := fmt.Sprintf("ralphd: work %s left uncommitted on %s", req.Worker, req.Issue)
-	if _, err := workertree.Git(ctx, req.Dir, nil, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+	if _, err := git.Git(ctx, req.Dir, nil, "commit", "-q", "--no-verify", "-m", msg); err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	return true, nil
@@ -400,7 +399,7 @@ func (q *Queue) commitLeftovers(ctx context.Context, req Request) (bool, error) 
 // leftovers reports whether the worker left changes uncommitted (outside
 // .beads/).
 func (q *Queue) leftovers(ctx context.Context, req Request) (bool, error) {
-	out, err := workertree.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
+	out, err := git.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
 	if err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
@@ -410,18 +409,18 @@ func (q *Queue) leftovers(ctx context.Context, req Request) (bool, error) {
 // rebase rebases the work checked out in the queue's worktree dir onto
 // base. On a conflict it lists the conflicting files and aborts, which
 // puts the work back where it was.
-func (q *Queue) rebase(ctx context.Context, run *gitsafe.Runner, dir string, req Request, base string) ([]string, error) {
-	_, err := workertree.GitIn(ctx, run, "rebase", "-q", "--no-autostash", base)
+func (q *Queue) rebase(ctx context.Context, run *git.Runner, dir string, req Request, base string) ([]string, error) {
+	_, err := git.GitIn(ctx, run, "rebase", "-q", "--no-autostash", base)
 	if err == nil {
 		return nil, nil
 	}
 	if ctx.Err() != nil {
-		_, _ = workertree.Git(context.WithoutCancel(ctx), dir, nil, "rebase", "--abort")
+		_, _ = git.Git(context.WithoutCancel(ctx), dir, nil, "rebase", "--abort")
 		return nil, fmt.Errorf("rebase the work on %s: %w", req.Issue, ctx.Err())
 	}
-	out, derr := workertree.GitIn(ctx, run, "diff", "--name-only", "--diff-filter=U")
+	out, derr := git.GitIn(ctx, run, "diff", "--name-only", "--diff-filter=U")
 	conflicts := strings.Fields(string(out))
-	if _, aerr := workertree.Git(ctx, dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
+	if _, aerr := git.Git(ctx, dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
 		return nil, fmt.Errorf("rebase the work on %s: %w; and abort: %w", req.Issue, err, aerr)
 	}
 	if derr != nil || len(conflicts) == 0 {
@@ -432,8 +431,8 @@ func (q *Queue) rebase(ctx context.Context, run *gitsafe.Runner, dir string, req
 
 // trackerFiles lists the files under .beads/ that differ between base and
 // tip, but for bd's interactions.jsonl, which bd appends to itself.
-func trackerFiles(ctx context.Context, run *gitsafe.Runner, base, tip string) ([]string, error) {
-	out, err := workertree.GitIn(ctx, run, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
+func trackerFiles(ctx context.Context, run *git.Runner, base, tip string) ([]string, error) {
+	out, err := git.GitIn(ctx, run, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
 	if err != nil {
 		return nil, fmt.Errorf("list the tracker files the work changes: %w", err)
 	}
@@ -481,7 +480,7 @@ func (q *Queue) keep(ctx context.Context, dir string, req Request) (string, erro
 		}
 		name = fmt.Sprintf("%s%s/%s-%d", KeptPrefix, issue, q.now().UTC().Format("20060102-150405"), i)
 	}
-	if _, err := workertree.Git(ctx, q.Repo, nil, "branch", name, tip); err != nil {
+	if _, err := git.Git(ctx, q.Repo, nil, "branch", name, tip); err != nil {
 		return "", fmt.Errorf("keep the work on %s: %w", req.Issue, err)
 	}
 	return name, nil
@@ -490,7 +489,7 @@ func (q *Queue) keep(ctx context.Context, dir string, req Request) (string, erro
 // push pushes tip to the remote's target without force. It reports false
 // when the remote rejected it because the target moved.
 func (q *Queue) push(ctx context.Context, tip string) (bool, error) {
-	out, err := workertree.Git(ctx, q.Repo, nil, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
+	out, err := git.Git(ctx, q.Repo, nil, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
 	if err == nil {
 		return true, nil
 	}
@@ -521,6 +520,6 @@ func pushRejected(out string) bool {
 }
 
 func line(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := workertree.Git(ctx, dir, nil, args...)
+	out, err := git.Git(ctx, dir, nil, args...)
 	return strings.TrimSpace(string(out)), err
 }

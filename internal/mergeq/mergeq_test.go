@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 func testEnv(t *testing.T) {
@@ -50,11 +50,11 @@ func write(t testing.TB, p, body string) {
 type fixture struct {
 	t    *testing.T
 	repo string
-	wt   *workertree.Manager
+	wt   *git.Manager
 }
 
 func newFixture(t *testing.T, repo string) *fixture {
-	return &fixture{t: t, repo: repo, wt: &workertree.Manager{Repo: repo, Root: filepath.Join(filepath.Dir(repo), filepath.Base(repo)+"-workers")}}
+	return &fixture{t: t, repo: repo, wt: &git.Manager{Repo: repo, Root: filepath.Join(filepath.Dir(repo), filepath.Base(repo)+"-workers")}}
 }
 
 func newRepo(t *testing.T) *fixture {
@@ -342,7 +342,7 @@ func FuzzParseJournal(f *testing.F) {
 	f.Add("/r\n" + strings.Repeat("a", 40) + "\n" + strings.Repeat("b", 40) + "\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		dir, old, tip, ok := parseJournal(s)
-		if ok && (!filepath.IsAbs(dir) || !workertree.IsHash(old) || !workertree.IsHash(tip)) {
+		if ok && (!filepath.IsAbs(dir) || !git.IsHash(old) || !git.IsHash(tip)) {
 			t.Fatalf("accepted %q", s)
 		}
 	})
@@ -522,7 +522,7 @@ func TestHandThenIntegrate(t *testing.T) {
 	is.Equal(sh(t, req.Dir, "git", "rev-parse", "HEAD"), sh(t, req.Dir, "git", "rev-parse", "refs/heads/"+next.Branch)) // the worker's worktree is untouched
 	f.clean()
 	is.NoErr(q.RemoveTree(ctx))
-	left, err := workertree.List(ctx, f.repo)
+	left, err := git.List(ctx, f.repo)
 	is.NoErr(err)
 	is.Equal(len(left), 2) // main and the worker's
 }
@@ -557,8 +557,8 @@ func TestHandChecked(t *testing.T) {
 			is := is.New(t)
 			f := newRepo(t)
 			ctx := context.Background()
-			var moves []workertree.Move
-			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m workertree.Move) { moves = append(moves, m) }}
+			var moves []git.Move
+			q := &Queue{Repo: f.repo, Target: "main", Moved: func(m git.Move) { moves = append(moves, m) }}
 			req := f.work("w1", map[string]string{"a.txt": "a\n"})
 			req.Tip = sh(t, req.Dir, "git", "rev-parse", "HEAD")
 			req.Checked = true

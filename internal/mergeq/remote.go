@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // remoteTip returns the remote's target once a fetch into ref has brought
@@ -37,7 +37,7 @@ func (q *Queue) remoteTip(ctx context.Context, ref string) (string, error) {
 				return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
 			}
 		}
-		_, ferr = workertree.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
+		_, ferr = git.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
 	}
 }
 
@@ -55,13 +55,13 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // lsRemote asks the remote where its target is.
 func (q *Queue) lsRemote(ctx context.Context) (string, error) {
-	out, err := workertree.Git(ctx, q.Repo, nil, "ls-remote", "--heads", q.Remote, q.ref())
+	out, err := git.Git(ctx, q.Repo, nil, "ls-remote", "--heads", q.Remote, q.ref())
 	if err != nil {
 		return "", fmt.Errorf("ask %s where %s is: %w", q.Remote, q.Target, err)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
 		hash, name, ok := strings.Cut(strings.TrimSpace(l), "\t")
-		if ok && name == q.ref() && workertree.IsHash(hash) {
+		if ok && name == q.ref() && git.IsHash(hash) {
 			return hash, nil
 		}
 	}

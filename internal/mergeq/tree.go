@@ -10,8 +10,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // treeName is the default queue worktree (Queue.Tree), in the
@@ -24,7 +23,7 @@ func (q *Queue) treePath(ctx context.Context) (string, error) {
 	if q.Tree != "" {
 		return filepath.Clean(q.Tree), nil
 	}
-	common, err := workertree.CommonDir(ctx, q.Repo)
+	common, err := git.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return "", fmt.Errorf("merge queue worktree: %w", err)
 	}
@@ -39,12 +38,12 @@ func (q *Queue) treePath(ctx context.Context) (string, error) {
 // run, or one it cannot reset, is dropped (dropTree) and made afresh. It
 // returns the worktree, and a gitsafe.Runner for the git calls there that
 // follow before any code runs in it.
-func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, *gitsafe.Runner, error) {
+func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, *git.Runner, error) {
 	dir, err := q.treePath(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	run := gitsafe.NewRunner(dir)
+	run := git.NewRunner(dir)
 	if q.tree == dir {
 		if err := q.resetTree(ctx, run, dir, commit); err == nil {
 			return dir, run, nil
@@ -53,22 +52,22 @@ func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, *gitsa
 	if err := q.dropTree(ctx); err != nil {
 		return "", nil, err
 	}
-	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
+	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
-	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
+	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	q.tree, q.treeGitDir = dir, ""
-	return dir, gitsafe.NewRunner(dir), nil
+	return dir, git.NewRunner(dir), nil
 }
 
 // resetTree puts the registered queue worktree dir at commit, detached,
 // clean, through run.
-func (q *Queue) resetTree(ctx context.Context, run *gitsafe.Runner, dir, commit string) error {
+func (q *Queue) resetTree(ctx context.Context, run *git.Runner, dir, commit string) error {
 	if q.treeGitDir == "" {
 		// The worktree's git dir stays where git made it: looked up once
 		// per worktree.
@@ -86,16 +85,16 @@ func (q *Queue) resetTree(ctx context.Context, run *gitsafe.Runner, dir, commit 
 	}
 	for _, d := range []string{"rebase-merge", "rebase-apply"} {
 		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
-			if _, err := workertree.GitIn(ctx, run, "rebase", "--quit"); err != nil {
+			if _, err := git.GitIn(ctx, run, "rebase", "--quit"); err != nil {
 				return fmt.Errorf("merge queue worktree: %w", err)
 			}
 			break
 		}
 	}
-	if _, err := workertree.GitIn(ctx, run, "checkout", "-q", "--force", "--detach", commit); err != nil {
+	if _, err := git.GitIn(ctx, run, "checkout", "-q", "--force", "--detach", commit); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
-	if _, err := workertree.GitIn(ctx, run, "clean", "-fdq"); err != nil {
+	if _, err := git.GitIn(ctx, run, "clean", "-fdq"); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
 	return nil
@@ -111,7 +110,7 @@ func (q *Queue) RemoveTree(ctx context.Context) error {
 	}
 	dir := q.tree
 	q.tree, q.treeGitDir = "", ""
-	if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
 		return fmt.Errorf("remove the merge queue worktree: %w", err)
 	}
 	return nil
@@ -127,13 +126,13 @@ func (q *Queue) dropTree(ctx context.Context) error {
 		return err
 	}
 	q.tree, q.treeGitDir = "", ""
-	all, err := workertree.List(ctx, q.Repo)
+	all, err := git.List(ctx, q.Repo)
 	if err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
 	for _, w := range all {
 		if sameDir(w.Dir, dir) {
-			if _, err := workertree.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+			if _, err := git.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
 				// git refuses a worktree whose .git file a kill mid `worktree
 				// add` left unfinished ("not a .git file"): forget it by hand.
 				if ferr := q.forgetTree(ctx, dir); ferr != nil {
@@ -153,7 +152,7 @@ func (q *Queue) dropTree(ctx context.Context) error {
 // dir/.git), as `git worktree remove` would, for a worktree git refuses to
 // remove. The caller removes dir itself.
 func (q *Queue) forgetTree(ctx context.Context, dir string) error {
-	common, err := workertree.CommonDir(ctx, q.Repo)
+	common, err := git.CommonDir(ctx, q.Repo)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
 )
@@ -127,7 +127,7 @@ func (l *Loop) keepFailedWork(ctx context.Context, id, why string) string {
 	l.human().Warn("kept the failed work on a branch and restored the working tree", "issue", id, "branch", name)
 	if l.Config.PushFailureBranches {
 		// gitsafe: no pre-push or reference-transaction hook runs.
-		if out, err := gitsafe.Output(ctx, l.Dir, "push", "-q", "origin", name); err != nil {
+		if out, err := git.Output(ctx, l.Dir, "push", "-q", "origin", name); err != nil {
 			l.human().Warn("could not push the failure branch", "branch", name, "err", err, "output", strings.TrimSpace(string(out)))
 		}
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/worktree"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -221,7 +221,7 @@ type Loop struct {
 }
 
 // repo is the project's git working tree.
-func (l *Loop) repo() worktree.Repo { return worktree.Repo{Dir: l.Dir} }
+func (l *Loop) repo() git.Repo { return git.Repo{Dir: l.Dir} }
 
 func (l *Loop) now() time.Time {
 	if l.Now != nil {

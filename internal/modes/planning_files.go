@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/dirsnap"
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/gitscrub"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // planningFiles is what BUILD may not change outside the tracker, held
@@ -21,14 +19,14 @@ import (
 // git directory's configuration and hooks, which would run code in the
 // person's next git command.
 type planningFiles struct {
-	ralph  *dirsnap.Snapshot
-	config []*dirsnap.Snapshot // Loop.ConfigDirs
+	ralph  *git.DirSnapshot
+	config []*git.DirSnapshot // Loop.ConfigDirs
 	// trackers are the tracker's directories (.beads/ of the work tree
 	// and of a linked worktree's main work tree) as found (os.Lstat).
 	trackers  map[string]os.FileInfo
 	head      string // HEAD's commit, "" without one
 	ralphTree string // HEAD's .ralph tree, "" without one
-	git       *gitsafe.Snapshot
+	git       *git.Snapshot
 	// The work tree's git dirs as found, for the sandbox to protect; ""
 	// when git could not say.
 	gitDir, gitCommonDir string
@@ -43,11 +41,11 @@ type planningFiles struct {
 func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	var p planningFiles
 	var err error
-	if p.ralph, err = dirsnap.Take(filepath.Join(l.Dir, ".ralph")); err != nil {
+	if p.ralph, err = git.TakeDir(filepath.Join(l.Dir, ".ralph")); err != nil {
 		l.human().Warn("could not hold .ralph/ for the iteration", "err", err)
 	}
 	for _, d := range l.ConfigDirs {
-		s, err := dirsnap.Take(d)
+		s, err := git.TakeDir(d)
 		if err != nil {
 			l.human().Warn("could not hold ralphd's configuration for the iteration", "dir", d, "err", err)
 			continue
@@ -71,17 +69,17 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	}
 	p.head, p.ralphTree = where.Head, where.Tree
 	p.gitDir, p.gitCommonDir = where.GitDir, where.CommonDir
-	if b, err := atomicfile.Read(filepath.Join(where.GitDir, "HEAD"), gitscrub.MaxRef); err == nil {
+	if b, err := atomicfile.Read(filepath.Join(where.GitDir, "HEAD"), git.MaxRef); err == nil {
 		p.headRef = strings.TrimSpace(string(b))
 	}
-	if p.git, err = gitsafe.SnapshotAt(where.CommonDir); err != nil {
+	if p.git, err = git.SnapshotAt(where.CommonDir); err != nil {
 		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
 	}
 	return p
 }
 
 func revParse(ctx context.Context, dir, rev string) string {
-	out, err := gitsafe.Output(ctx, dir, "rev-parse", "-q", "--verify", rev)
+	out, err := git.Output(ctx, dir, "rev-parse", "-q", "--verify", rev)
 	if err != nil {
 		return ""
 	}
@@ -150,25 +148,25 @@ func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
 		steps = append(steps, []string{"read-tree", "--prefix=.ralph/", tree})
 	}
 	for _, s := range steps {
-		if _, err := gitsafe.OutputEnv(ctx, dir, env, s...); err != nil {
+		if _, err := git.OutputEnv(ctx, dir, env, s...); err != nil {
 			return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
 		}
 	}
-	t, err := gitsafe.OutputEnv(ctx, dir, env, "write-tree")
+	t, err := git.OutputEnv(ctx, dir, env, "write-tree")
 	if err != nil {
 		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
 	}
-	c, err := gitsafe.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD",
+	c, err := git.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD",
 		"-m", "ralphd: revert BUILD's change to .ralph/\n\n.ralph/ belongs to PLANNING; a BUILD iteration may not change it.")
 	if err != nil {
 		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
 	}
 	commit := strings.TrimSpace(string(c))
-	if _, err := gitsafe.Output(ctx, dir, "update-ref", "-m", "ralphd: revert BUILD's change to .ralph/", "HEAD", commit); err != nil {
+	if _, err := git.Output(ctx, dir, "update-ref", "-m", "ralphd: revert BUILD's change to .ralph/", "HEAD", commit); err != nil {
 		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
 	}
 	// The real index follows HEAD for .ralph/ only.
-	if _, err := gitsafe.Output(ctx, dir, "reset", "-q", "HEAD", "--", ".ralph"); err != nil {
+	if _, err := git.Output(ctx, dir, "reset", "-q", "HEAD", "--", ".ralph"); err != nil {
 		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
 	}
 	_ = os.Remove(idx)
@@ -176,7 +174,7 @@ func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
 }
 
 func revParseGitDir(ctx context.Context, dir string) string {
-	out, err := gitsafe.Output(ctx, dir, "rev-parse", "--path-format=absolute", "--git-dir")
+	out, err := git.Output(ctx, dir, "rev-parse", "--path-format=absolute", "--git-dir")
 	if err != nil {
 		return ""
 	}

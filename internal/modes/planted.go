@@ -1,7 +1,7 @@
 package modes
 
 import (
-	"github.com/ralphd/ralphd/internal/gitscrub"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
@@ -16,14 +16,14 @@ func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
 	if l.shared != nil || it.held.gitCommonDir == "" {
 		return nil
 	}
-	r := &gitscrub.Repo{Common: it.held.gitCommonDir}
+	r := &git.Scrubber{Common: it.held.gitCommonDir}
 	if it.held.headRef != "" {
 		r.Heads = map[string]string{l.Dir: it.held.headRef}
 	}
 	found, err := r.Scrub(l.Dir)
 	if err == nil {
-		var inTree []gitscrub.Planted
-		inTree, err = gitscrub.ScrubTree(l.Dir)
+		var inTree []git.Planted
+		inTree, err = git.ScrubTree(l.Dir)
 		found = append(found, inTree...)
 	}
 	if err != nil {

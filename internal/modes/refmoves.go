@@ -1,10 +1,10 @@
 package modes
 
 import (
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/workers"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // refMoved turns a move of a ref the worker pool owns (the target, a
@@ -41,5 +41,5 @@ func (sh *pool) sandboxShared(self string) *sandbox.Shared {
 	if sh == nil {
 		return nil
 	}
-	return &sandbox.Shared{OwnRefs: "refs/heads/" + workertree.BranchDir(self)}
+	return &sandbox.Shared{OwnRefs: "refs/heads/" + git.BranchDir(self)}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/text"
@@ -171,7 +171,7 @@ func (l *Loop) agentActor(ctx context.Context) string {
 			return v
 		}
 	}
-	if out, err := gitsafe.Output(ctx, l.Dir, "config", "user.name"); err == nil && strings.TrimSpace(string(out)) != "" {
+	if out, err := git.Output(ctx, l.Dir, "config", "user.name"); err == nil && strings.TrimSpace(string(out)) != "" {
 		return strings.TrimSpace(string(out))
 	}
 	return os.Getenv("USER")

@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/workers"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // WorkersDir is the directory, in the project's state directory, that holds
@@ -190,7 +190,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
-	out, err := workertree.Git(ctx, l.Dir, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	out, err := git.Git(ctx, l.Dir, nil, "symbolic-ref", "-q", "--short", "HEAD")
 	target := strings.TrimSpace(string(out))
 	if err != nil || target == "" {
 		return res.stop(StopError, "the project has no branch checked out", fmt.Errorf("workers need a branch checked out in %s to integrate into: %w", l.Dir, err))
@@ -209,7 +209,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	p := &workers.Pool{
 		Workers: k,
 		Target:  target,
-		Trees:   &workertree.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
+		Trees:   &git.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
 		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
 			TipFile: filepath.Join(l.State.Dir(), MergeTipFile), Tree: filepath.Join(l.State.Dir(), MergeTreeDir)},
 		Client:     l.workerClient,

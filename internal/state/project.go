@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // Project id rules, as shown by `ralphd status`.
@@ -52,7 +52,7 @@ type Identity struct {
 // finds the same state. A git worktree has its own top level, so without a
 // remote each worktree has its own state; with a remote they share it.
 func ProjectID(ctx context.Context, dir string) (Identity, error) {
-	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	top, err := gitOut(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -74,7 +74,7 @@ func ProjectID(ctx context.Context, dir string) (Identity, error) {
 		topLevel = abs
 	}
 
-	url, err := git(ctx, dir, "config", "--get", "remote.origin.url")
+	url, err := gitOut(ctx, dir, "config", "--get", "remote.origin.url")
 	if err != nil {
 		var ee *exec.ExitError
 		// Exit status 1 means the key is not set. Anything else is a real
@@ -98,8 +98,8 @@ func hashID(s string) string {
 	return hex.EncodeToString(sum[:])[:12]
 }
 
-// git runs one git command in dir and returns its stdout. It goes through
-// gitsafe: the repository's hooks, filters and fsmonitor never run.
-func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	return gitsafe.Output(ctx, dir, args...)
+// gitOut runs one git command in dir and returns its stdout. It goes through
+// package git: the repository's hooks, filters and fsmonitor never run.
+func gitOut(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return git.Output(ctx, dir, args...)
 }

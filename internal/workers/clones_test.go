@@ -13,9 +13,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // sharedTracker makes a seed repository whose tracker is in the stand-in's
@@ -75,7 +75,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 		sh(t, root, "git", "clone", "-q", remote, dir)
 		pools[c] = &Pool{
 			Workers: 2, Target: "main", Idle: 50 * time.Millisecond,
-			Trees: &workertree.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
+			Trees: &git.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
 			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin"},
 			Client: func(actor, d string) *beads.Client {
 				return &beads.Client{Bin: bin, Dir: d, Actor: actor, Timeout: time.Minute}
@@ -154,7 +154,7 @@ func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 		sh(t, root, "git", "clone", "-q", remote, dir)
 		return &Pool{
 			Workers: 1, Target: "main", Idle: 50 * time.Millisecond,
-			Trees: &workertree.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
+			Trees: &git.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
 			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin", Verify: verify},
 			Client: func(actor, d string) *beads.Client {
 				return &beads.Client{Bin: bin, Dir: d, Actor: actor, Timeout: time.Minute}

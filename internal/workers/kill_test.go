@@ -12,8 +12,8 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 const helperEnv = "WORKERS_TEST_HELPER"
@@ -117,7 +117,7 @@ func TestSIGKILLThreeWorkersThenRestart(t *testing.T) {
 	}
 	list := sh(t, p.repo, p.bd, "--quiet", "list", "--status", "in_progress", "--json")
 	is.Equal(strings.TrimSpace(list), "[]") // no claim left behind
-	left, err := workertree.List(context.Background(), p.repo)
+	left, err := git.List(context.Background(), p.repo)
 	is.NoErr(err)
 	is.Equal(len(left), 2) // main and the one worker's reusable worktree
 	marks, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".pending-*"))

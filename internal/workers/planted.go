@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/gitscrub"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // An agent can plant a FIFO, or a link to /dev/zero, where git opens a
@@ -35,17 +34,17 @@ const scrubEvery = 2 * time.Second
 // charged to nobody). Then it scrubs every scrubEvery until stop is
 // called.
 func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
-	common, err := workertree.CommonDir(ctx, p.Queue.Repo)
+	common, err := git.CommonDir(ctx, p.Queue.Repo)
 	if err != nil {
 		return nil, fmt.Errorf("workers: find the git directory: %w", err)
 	}
-	r := &gitscrub.Repo{Common: common, Heads: map[string]string{}}
+	r := &git.Scrubber{Common: common, Heads: map[string]string{}}
 	// The main checkout's HEAD as it is now, before any agent ran.
-	if head, err := atomicfile.Read(filepath.Join(r.Common, "HEAD"), gitscrub.MaxRef); err == nil {
+	if head, err := atomicfile.Read(filepath.Join(r.Common, "HEAD"), git.MaxRef); err == nil {
 		r.Heads[p.Queue.Repo] = strings.TrimSpace(string(head))
 	}
 	for i := 1; i <= max(1, p.Workers); i++ {
-		r.Heads[filepath.Join(p.Trees.Root, Name(i))] = "ref: refs/heads/" + workertree.Branch(Name(i))
+		r.Heads[filepath.Join(p.Trees.Root, Name(i))] = "ref: refs/heads/" + git.Branch(Name(i))
 	}
 	p.scrubRepo = r
 	if err := p.scrub(""); err != nil {
@@ -90,7 +89,7 @@ func (p *Pool) scrub(worker string) error {
 		found, err = p.scrubTree(worker, owned[0], found)
 	}
 	for _, f := range found {
-		p.moved(workertree.Move{Ref: f.Path, Planted: f.String(), Err: f.Err}, f.Since)
+		p.moved(git.Move{Ref: f.Path, Planted: f.String(), Err: f.Err}, f.Since)
 	}
 	if err != nil {
 		return fmt.Errorf("remove what was planted in the git directory: %w", err)
@@ -101,9 +100,9 @@ func (p *Pool) scrub(worker string) error {
 // scrubTree adds to found what gitscrub.ScrubTree finds in worker's
 // worktree, dir; each is charged from when a scrub of that worktree last
 // found nothing there (its files are looked at only at its windows' ends).
-func (p *Pool) scrubTree(worker, dir string, found []gitscrub.Planted) ([]gitscrub.Planted, error) {
+func (p *Pool) scrubTree(worker, dir string, found []git.Planted) ([]git.Planted, error) {
 	started := time.Now()
-	inTree, err := gitscrub.ScrubTree(dir)
+	inTree, err := git.ScrubTree(dir)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.treeClean == nil {

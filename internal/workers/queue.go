@@ -11,8 +11,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // A worker hands finished work to the merge queue as one commit
@@ -139,7 +139,7 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 // keep it itself, on a kept branch, and says where for the failure's
 // note.
 func (p *Pool) keepHanded(ctx context.Context, j *job) string {
-	kept, err := workertree.KeepIfNew(context.WithoutCancel(ctx), p.Queue.Repo, j.commit, "refs/heads/"+p.Target, mergeq.KeptPrefix+j.issue.ID, time.Now())
+	kept, err := git.KeepIfNew(context.WithoutCancel(ctx), p.Queue.Repo, j.commit, "refs/heads/"+p.Target, mergeq.KeptPrefix+j.issue.ID, time.Now())
 	switch {
 	case err != nil:
 		return fmt.Sprintf("; the work (%s) could not be kept on a branch: %v", j.commit, err)
@@ -207,7 +207,7 @@ func parseQueued(b []byte) (queuedMark, bool) {
 	}
 	m := queuedMark{issue: lines[0], commit: lines[1], rebased: lines[2]}
 	if m.issue == "" || strings.HasPrefix(m.issue, "-") || strings.ContainsAny(m.issue, " \t\r\x00") ||
-		!workertree.IsHash(m.commit) || (m.rebased != "" && !workertree.IsHash(m.rebased)) {
+		!git.IsHash(m.commit) || (m.rebased != "" && !git.IsHash(m.rebased)) {
 		return queuedMark{}, false
 	}
 	return m, true
@@ -231,7 +231,7 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 			continue
 		}
 		m, ok := parseQueued(b)
-		if !ok || workertree.CheckWorker(worker) != nil {
+		if !ok || git.CheckWorker(worker) != nil {
 			p.log(Event{Worker: worker, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": not a queue marker"})
 			_ = os.Remove(path)
 			continue
@@ -268,8 +268,8 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 func (p *Pool) settleQueued(ctx context.Context, c *beads.Client, worker string, m queuedMark, is beads.Issue) error {
 	actor := p.actor(worker)
 	kept, where := "", "the commit handed over is gone from the repository"
-	if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "cat-file", "-e", m.commit+"^{commit}"); err == nil {
-		if kept, err = workertree.KeepIfNew(ctx, p.Queue.Repo, m.commit, "refs/heads/"+p.Target, workertree.WipPrefix+worker, time.Now()); err != nil {
+	if _, err := git.Git(ctx, p.Queue.Repo, nil, "cat-file", "-e", m.commit+"^{commit}"); err == nil {
+		if kept, err = git.KeepIfNew(ctx, p.Queue.Repo, m.commit, "refs/heads/"+p.Target, git.WipPrefix+worker, time.Now()); err != nil {
 			return fmt.Errorf("workers: keep %s's work on %s: %w", worker, m.issue, err)
 		}
 		where = "the work held nothing " + p.Target + " lacks"
@@ -302,7 +302,7 @@ func (p *Pool) landed(ctx context.Context, rebased string) bool {
 		refs = append(refs, "refs/remotes/"+p.Queue.Remote+"/"+p.Target)
 	}
 	for _, r := range refs {
-		if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", rebased, r); err == nil {
+		if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", rebased, r); err == nil {
 			return true
 		}
 	}

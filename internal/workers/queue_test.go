@@ -15,7 +15,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // TestNextClaimBesideJudgement: iterations that call AgentEnded have the
@@ -71,7 +71,7 @@ func TestNextClaimBesideJudgement(t *testing.T) {
 	}
 	queued, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".queued-*"))
 	is.Equal(len(queued), 0)
-	trees, err := workertree.List(context.Background(), p.repo)
+	trees, err := git.List(context.Background(), p.repo)
 	is.NoErr(err)
 	for _, tr := range trees {
 		if strings.Contains(tr.Dir, "mergeq") {
@@ -173,7 +173,7 @@ func TestRecoverQueued(t *testing.T) {
 			default:
 				is.Equal(worked, []string{id})
 				is.True(strings.Contains(is2.Notes, "handed to the merge queue"))
-				wips := sh(t, p.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.WipPrefix+"w1/")
+				wips := sh(t, p.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+git.WipPrefix+"w1/")
 				is.Equal(wips, commit) // the handed-over commit is kept
 			}
 		})
@@ -193,7 +193,7 @@ func FuzzParseQueued(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !workertree.IsHash(m.commit) || (m.rebased != "" && !workertree.IsHash(m.rebased)) || m.issue == "" || strings.HasPrefix(m.issue, "-") {
+		if !git.IsHash(m.commit) || (m.rebased != "" && !git.IsHash(m.rebased)) || m.issue == "" || strings.HasPrefix(m.issue, "-") {
 			t.Fatalf("accepted %q as %+v", b, m)
 		}
 		if got := m.issue + "\n" + m.commit + "\n" + m.rebased + "\n"; got != strings.TrimSuffix(string(b), "\n")+"\n" {

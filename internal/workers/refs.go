@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // The refs a pool owns: the target (the merge queue's), and each worker's
@@ -29,7 +29,7 @@ import (
 
 // RefMove is a move of a ref the pool owns that it did not make.
 type RefMove struct {
-	workertree.Move
+	git.Move
 	// Suspects are the iterations whose agent window was open since the
 	// ref was last found in place.
 	Suspects []Suspect
@@ -66,7 +66,7 @@ type refState struct {
 
 // openWindow records the start of worker's iteration on issue in the
 // worktree t, whose branch is at base.
-func (p *Pool) openWindow(worker, issue string, t workertree.Tree, base string) *window {
+func (p *Pool) openWindow(worker, issue string, t git.Tree, base string) *window {
 	w := &window{worker: worker, issue: issue, start: time.Now()}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,7 +102,7 @@ func (p *Pool) settleRefs(ctx context.Context, worker, tip string) string {
 		return ""
 	}
 	if tip == "" {
-		tip, _ = workertree.RefAt(ctx, p.Queue.Repo, "refs/heads/"+r.branch)
+		tip, _ = git.RefAt(ctx, p.Queue.Repo, "refs/heads/"+r.branch)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -156,22 +156,22 @@ func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done
 	if _, err := p.checkHead(ctx, worker, r, r.base); err != nil {
 		return "", err
 	}
-	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
+	got, err := git.RefAt(ctx, p.Queue.Repo, ref)
 	if err != nil {
 		return "", err
 	}
 	if got != "" {
-		if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", r.base, got); err == nil {
+		if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", r.base, got); err == nil {
 			return got, nil // the agent's own commits, or nothing
 		}
 		if !done {
-			if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", got, r.base); err == nil {
+			if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", got, r.base); err == nil {
 				return got, nil // rewound to where the issue's attempts began
 			}
 		}
 	}
-	m := workertree.Move{Worker: worker, Ref: ref, Want: r.base, Got: got}
-	m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, r.base, got, worker, time.Now())
+	m := git.Move{Worker: worker, Ref: ref, Want: r.base, Got: got}
+	m.Kept, m.Err = git.RestoreRef(ctx, p.Queue.Repo, ref, r.base, got, worker, time.Now())
 	p.moved(m, r.since)
 	if m.Err != nil {
 		return "", nil
@@ -184,7 +184,7 @@ func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done
 // it had moved.
 func (p *Pool) checkHead(ctx context.Context, worker string, r *refState, base string) (bool, error) {
 	ref := "refs/heads/" + r.branch
-	head, err := workertree.Head(ctx, r.dir)
+	head, err := git.Head(ctx, r.dir)
 	if err != nil {
 		return false, err
 	}
@@ -192,8 +192,8 @@ func (p *Pool) checkHead(ctx context.Context, worker string, r *refState, base s
 	if head == want {
 		return false, nil
 	}
-	m := workertree.Move{Worker: worker, Ref: "HEAD of " + r.dir, Want: want, Got: head}
-	m.Kept, m.Err = workertree.SetHead(ctx, r.dir, ref, head, base, worker+"-head", time.Now())
+	m := git.Move{Worker: worker, Ref: "HEAD of " + r.dir, Want: want, Got: head}
+	m.Kept, m.Err = git.SetHead(ctx, r.dir, ref, head, base, worker+"-head", time.Now())
 	p.moved(m, r.since)
 	return true, nil
 }
@@ -256,11 +256,11 @@ func (p *Pool) checkOthers(ctx context.Context) error {
 		}
 		return nil
 	}
-	refs, err := workertree.Refs(ctx, p.Queue.Repo, "refs/heads/"+workertree.BranchPrefix)
+	refs, err := git.Refs(ctx, p.Queue.Repo, "refs/heads/"+git.BranchPrefix)
 	if err != nil {
 		return err
 	}
-	trees, err := workertree.List(ctx, p.Queue.Repo)
+	trees, err := git.List(ctx, p.Queue.Repo)
 	if err != nil {
 		return err
 	}
@@ -309,14 +309,14 @@ func (p *Pool) recheck(ctx context.Context, name string, r *refState, st refStat
 		return false, err
 	}
 	ref := "refs/heads/" + st.branch
-	got, err := workertree.RefAt(ctx, p.Queue.Repo, ref)
+	got, err := git.RefAt(ctx, p.Queue.Repo, ref)
 	if err != nil {
 		return false, err
 	}
 	if got != st.tip {
 		moved = true
-		m := workertree.Move{Worker: name, Ref: ref, Want: st.tip, Got: got}
-		m.Kept, m.Err = workertree.Restore(ctx, p.Queue.Repo, ref, st.tip, got, name, time.Now())
+		m := git.Move{Worker: name, Ref: ref, Want: st.tip, Got: got}
+		m.Kept, m.Err = git.RestoreRef(ctx, p.Queue.Repo, ref, st.tip, got, name, time.Now())
 		p.moved(m, st.since)
 	}
 	return moved, nil
@@ -340,7 +340,7 @@ func (p *Pool) refLock(worker string) *sync.Mutex {
 
 // onBranch reports whether the worktree dir, as git lists it, has branch
 // checked out.
-func onBranch(trees []workertree.Worktree, dir, branch string) bool {
+func onBranch(trees []git.Worktree, dir, branch string) bool {
 	for _, t := range trees {
 		if t.Dir == filepath.Clean(dir) {
 			return !t.Detached && t.Branch == branch
@@ -357,7 +357,7 @@ func (p *Pool) lastClean() time.Time {
 
 // targetMoved is the queue's Moved: a move of the target, or of a
 // worker's refs found by the queue.
-func (p *Pool) targetMoved(m workertree.Move) {
+func (p *Pool) targetMoved(m git.Move) {
 	since := p.lastClean()
 	if c := p.Queue.CleanAt(); m.Worker == "" && c.After(since) {
 		since = c // the target was last found in place then
@@ -374,7 +374,7 @@ func (p *Pool) targetMoved(m workertree.Move) {
 
 // moved charges every iteration whose window was open after since, and
 // reports the move.
-func (p *Pool) moved(m workertree.Move, since time.Time) {
+func (p *Pool) moved(m git.Move, since time.Time) {
 	rm := RefMove{Move: m}
 	why := "while this iteration ran, " + m.String() + "; ralphd cannot tell which agent did it, so every iteration whose window was open is charged"
 	p.mu.Lock()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/workertree"
+	"github.com/ralphd/ralphd/internal/git"
 )
 
 // TestAgentMovesTargetAndOtherBranch: one worker's agent, while another
@@ -109,7 +109,7 @@ func TestAgentMovesTargetAndOtherBranch(t *testing.T) {
 		is.True(charged[victim])   // and the one beside it: ralphd cannot tell
 	}
 	is.True(refs["refs/heads/main"])
-	is.True(refs["refs/heads/"+workertree.Branch("w1")] || refs["refs/heads/"+workertree.Branch("w2")])
+	is.True(refs["refs/heads/"+git.Branch("w1")] || refs["refs/heads/"+git.Branch("w2")])
 	is.Equal(len(sum.Failed[attacker]), 1)
 	is.Equal(len(sum.Failed[victim]), 1)
 	is.True(strings.Contains(sum.Failed[victim][0], "moved"))
@@ -122,7 +122,7 @@ func TestAgentMovesTargetAndOtherBranch(t *testing.T) {
 	if err := exec.Command("git", "-C", p.repo, "merge-base", "--is-ancestor", evil, "main").Run(); err == nil {
 		t.Fatal("the foreign commit is on the target")
 	}
-	kept := sh(t, p.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+workertree.MovedPrefix)
+	kept := sh(t, p.repo, "git", "for-each-ref", "--format=%(objectname)", "refs/heads/"+git.MovedPrefix)
 	is.True(strings.Contains(kept, evil))
 	keeps := false
 	for _, k := range strings.Fields(kept) {

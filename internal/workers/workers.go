@@ -29,9 +29,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/gitscrub"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // Assignment is one claimed issue given to one worker.
@@ -152,7 +151,7 @@ type Pool struct {
 	// Target is the branch work is integrated into.
 	Target string
 	// Trees and Queue are the worktrees and the merge queue.
-	Trees *workertree.Manager
+	Trees *git.Manager
 	Queue *mergeq.Queue
 	// Client returns the bd client of a worker, running in dir with the
 	// worker's actor.
@@ -230,7 +229,7 @@ type Pool struct {
 	// scrubRepo names the git directories to scrub (planted.go);
 	// treeClean is, per worker, when a scrub of its worktree last found
 	// nothing planted.
-	scrubRepo *gitscrub.Repo
+	scrubRepo *git.Scrubber
 	treeClean map[string]time.Time
 
 	// Idle parking (idle.go): gen counts the events that can make work
@@ -314,8 +313,8 @@ type Summary struct {
 	Integrated []string            // issues whose work is on the target
 	Failed     map[string][]string // issue → why each failed attempt failed
 	Stuck      []string
-	Saved      []workertree.Saved // leftovers kept on wip branches
-	Claims     int                // claims won
+	Saved      []git.Saved // leftovers kept on wip branches
+	Claims     int         // claims won
 }
 
 func (p *Pool) actor(worker string) string {
@@ -830,7 +829,7 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 			continue
 		}
 		id := strings.TrimSpace(string(b))
-		if id == "" || settled[id] || workertree.CheckWorker(worker) != nil {
+		if id == "" || settled[id] || git.CheckWorker(worker) != nil {
 			_ = os.Remove(m)
 			continue
 		}
@@ -846,7 +845,7 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 				return err
 			}
 			if !integrated {
-				note := fmt.Sprintf("ralphd %s: the worker stopped after closing this issue and before its work reached %s; the work is kept on a %s%s/ branch", worker, p.Target, workertree.WipPrefix, worker)
+				note := fmt.Sprintf("ralphd %s: the worker stopped after closing this issue and before its work reached %s; the work is kept on a %s%s/ branch", worker, p.Target, git.WipPrefix, worker)
 				if _, err := c.AppendNotes(ctx, id, note); err != nil {
 					return fmt.Errorf("workers: %w", err)
 				}
@@ -879,11 +878,11 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 // branchOnTarget reports whether the worker's branch has nothing the
 // target lacks.
 func (p *Pool) branchOnTarget(ctx context.Context, worker string) (bool, error) {
-	br := "refs/heads/" + workertree.Branch(worker)
-	if _, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--verify", "-q", br); err != nil {
+	br := "refs/heads/" + git.Branch(worker)
+	if _, err := git.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--verify", "-q", br); err != nil {
 		return true, nil // no branch, no work
 	}
-	out, err := workertree.Git(ctx, p.Queue.Repo, nil, "rev-list", "--count", "refs/heads/"+p.Target+".."+br)
+	out, err := git.Git(ctx, p.Queue.Repo, nil, "rev-list", "--count", "refs/heads/"+p.Target+".."+br)
 	if err != nil {
 		return false, fmt.Errorf("workers: %w", err)
 	}

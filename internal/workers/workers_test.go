@@ -14,9 +14,9 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/standin/standintest"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 func sh(t testing.TB, dir string, args ...string) string {
@@ -87,7 +87,7 @@ func (p *project) create(title string, args ...string) string {
 func (p *project) pool(k int, it Iteration) *Pool {
 	return &Pool{
 		Workers: k, Target: "main", StuckLabel: "ralph:stuck", Idle: 50 * time.Millisecond,
-		Trees: &workertree.Manager{Repo: p.repo, Root: filepath.Join(p.root, "state", "worktrees")},
+		Trees: &git.Manager{Repo: p.repo, Root: filepath.Join(p.root, "state", "worktrees")},
 		Queue: &mergeq.Queue{Repo: p.repo, Target: "main"},
 		Client: func(actor, dir string) *beads.Client {
 			return &beads.Client{Bin: p.bd, Dir: dir, Actor: actor, Timeout: time.Minute}
@@ -186,7 +186,7 @@ func TestDependencyChainThreeWorkers(t *testing.T) {
 		is.True(strings.Contains(files, id+".txt")) // every issue's work is on main
 	}
 	is.Equal(sh(t, p.repo, "git", "status", "--porcelain", "--", ".", ":(exclude).beads"), "")
-	left, err := workertree.List(context.Background(), p.repo)
+	left, err := git.List(context.Background(), p.repo)
 	is.NoErr(err)
 	is.Equal(len(left), 1+3) // main and the three reusable worker worktrees
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/sandbox"
-	"github.com/ralphd/ralphd/internal/worktree"
 )
 
 // brokerResult is section 6: one bd call three ways, and the sandbox's
@@ -116,7 +116,7 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		r.Sandbox = s.Err.Error()
 		return r, nil
 	}
-	gitDir, common, err := worktree.Repo{Dir: proj}.GitDirs(ctx)
+	gitDir, common, err := git.Repo{Dir: proj}.GitDirs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/bench"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/workertree"
 )
 
 // Section 6 measures parallel workers (issue 19): the parts they are built
@@ -258,7 +258,7 @@ func measureMergeQueue(ctx context.Context, e *benchEnv, w *workersResult) error
 			os.Setenv(k, v)
 		}
 	}
-	wt := &workertree.Manager{Repo: repo, Root: filepath.Join(e.work, "workers-merge", "worktrees")}
+	wt := &git.Manager{Repo: repo, Root: filepath.Join(e.work, "workers-merge", "worktrees")}
 	q := &mergeq.Queue{Repo: repo, Target: "main", Verify: func(ctx context.Context, dir string) error {
 		return runIn(ctx, env, dir, "sh", "-c", "true")
 	}}

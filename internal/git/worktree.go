@@ -1,11 +1,12 @@
-// Package worktree reads and changes the project's git working tree for the
+// A Repo reads and changes the project's git working tree for the
 // loop: the signals that show progress (HEAD, a hash of the diff, the files
 // changed), whether the tree is dirty, and the failure branches that keep
 // the work of an issue ralphd gave up on.
 //
 // Paths under .beads/ are left out everywhere: bd writes there on its own,
 // and that is the tracker's business, not the work's.
-package worktree
+
+package git
 
 import (
 	"bytes"
@@ -17,8 +18,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/gitsafe"
 )
 
 // Repo is a git working tree.
@@ -26,7 +25,7 @@ type Repo struct {
 	Dir string
 	// run, when set, runs every git call with one drivers lookup
 	// (gitsafe.Runner); see inStep.
-	run *gitsafe.Runner
+	run *Runner
 }
 
 // inStep returns r for one step of git calls that run back to back with
@@ -35,14 +34,14 @@ type Repo struct {
 // is already in a step (InStep) stays in it.
 func (r Repo) inStep() Repo {
 	if r.run == nil {
-		r.run = gitsafe.NewRunner(r.Dir)
+		r.run = NewRunner(r.Dir)
 	}
 	return r
 }
 
 // InStep returns r with its git calls run by run, a gitsafe.Runner for
 // r.Dir shared with the caller's own git calls of the same step.
-func (r Repo) InStep(run *gitsafe.Runner) Repo {
+func (r Repo) InStep(run *Runner) Repo {
 	r.run = run
 	return r
 }
@@ -212,7 +211,7 @@ func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte,
 	defer cancel()
 	run := r.run
 	if run == nil {
-		run = gitsafe.NewRunner(r.Dir)
+		run = NewRunner(r.Dir)
 	}
 	return run.OutputEnv(ctx, env, args...)
 }

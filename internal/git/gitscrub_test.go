@@ -1,4 +1,4 @@
-package gitscrub
+package git
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type repo struct {
 	dir, tree, common, admin string
 }
 
-func git(t testing.TB, dir string, args ...string) string {
+func scrubGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -44,7 +44,7 @@ func git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func newRepo(t testing.TB) repo {
+func newScrubRepo(t testing.TB) repo {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -59,15 +59,15 @@ func newRepo(t testing.TB) repo {
 	if err := os.WriteFile(filepath.Join(r.dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, r.dir, "init", "-q", "-b", "main")
-	git(t, r.dir, "add", "a.txt")
-	git(t, r.dir, "commit", "-q", "-m", "base")
-	git(t, r.dir, "worktree", "add", "-q", "-b", "b1", r.tree)
+	scrubGit(t, r.dir, "init", "-q", "-b", "main")
+	scrubGit(t, r.dir, "add", "a.txt")
+	scrubGit(t, r.dir, "commit", "-q", "-m", "base")
+	scrubGit(t, r.dir, "worktree", "add", "-q", "-b", "b1", r.tree)
 	return r
 }
 
-func (r repo) scrub() *Repo {
-	return &Repo{Common: r.common, Heads: map[string]string{r.dir: "ref: refs/heads/main", r.tree: "ref: refs/heads/b1"}}
+func (r repo) scrub() *Scrubber {
+	return &Scrubber{Common: r.common, Heads: map[string]string{r.dir: "ref: refs/heads/main", r.tree: "ref: refs/heads/b1"}}
 }
 
 // usable runs the git calls ralphd makes in both work trees, each bounded,
@@ -75,15 +75,15 @@ func (r repo) scrub() *Repo {
 func (r repo) usable(t *testing.T) {
 	t.Helper()
 	is := is.New(t)
-	git(t, r.dir, "for-each-ref")
-	git(t, r.dir, "worktree", "list", "--porcelain")
-	git(t, r.dir, "status", "--porcelain")
-	git(t, r.tree, "status", "--porcelain")
-	git(t, r.tree, "log", "-1", "--format=%H")
-	git(t, r.tree, "commit", "-q", "--allow-empty", "-m", "after")
-	is.Equal(git(t, r.dir, "symbolic-ref", "HEAD"), "refs/heads/main")
-	is.Equal(git(t, r.tree, "symbolic-ref", "HEAD"), "refs/heads/b1")
-	is.Equal(git(t, r.tree, "rev-parse", "--absolute-git-dir"), r.admin)
+	scrubGit(t, r.dir, "for-each-ref")
+	scrubGit(t, r.dir, "worktree", "list", "--porcelain")
+	scrubGit(t, r.dir, "status", "--porcelain")
+	scrubGit(t, r.tree, "status", "--porcelain")
+	scrubGit(t, r.tree, "log", "-1", "--format=%H")
+	scrubGit(t, r.tree, "commit", "-q", "--allow-empty", "-m", "after")
+	is.Equal(scrubGit(t, r.dir, "symbolic-ref", "HEAD"), "refs/heads/main")
+	is.Equal(scrubGit(t, r.tree, "symbolic-ref", "HEAD"), "refs/heads/b1")
+	is.Equal(scrubGit(t, r.tree, "rev-parse", "--absolute-git-dir"), r.admin)
 }
 
 func mkfifo(t testing.TB, path string) {
@@ -109,7 +109,7 @@ func symlink(t testing.TB, to, path string) {
 	}
 }
 
-func write(t testing.TB, path string, data []byte) {
+func writeScrubFile(t testing.TB, path string, data []byte) {
 	t.Helper()
 	if err := os.RemoveAll(path); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func routes() []route {
 	}
 	return append(rs,
 		route{"FIFO in a loose object's place", func(t *testing.T, r repo) string {
-			blob := git(t, r.dir, "rev-parse", "HEAD:a.txt")
+			blob := scrubGit(t, r.dir, "rev-parse", "HEAD:a.txt")
 			p := filepath.Join(r.common, "objects", blob[:2], blob[2:])
 			mkfifo(t, p)
 			return p
@@ -173,14 +173,14 @@ func routes() []route {
 		}},
 		route{"symlink to a huge file as a loose ref", func(t *testing.T, r repo) string {
 			big := filepath.Join(t.TempDir(), "big")
-			write(t, big, make([]byte, 2*MaxRef))
+			writeScrubFile(t, big, make([]byte, 2*MaxRef))
 			p := filepath.Join(r.common, "refs", "heads", "big")
 			symlink(t, big, p)
 			return p
 		}},
 		route{"huge file as a loose ref", func(t *testing.T, r repo) string {
 			p := filepath.Join(r.common, "refs", "tags", "big")
-			write(t, p, make([]byte, 2*MaxRef))
+			writeScrubFile(t, p, make([]byte, 2*MaxRef))
 			return p
 		}},
 		route{"symlinked directory of FIFOs in refs", func(t *testing.T, r repo) string {
@@ -224,10 +224,10 @@ func routes() []route {
 		}},
 		route{"a gitdir: file leading to another repository", func(t *testing.T, r repo) string {
 			other := filepath.Join(t.TempDir(), "other")
-			git(t, t.TempDir(), "init", "-q", "-b", "b1", other)
-			git(t, other, "commit", "-q", "--allow-empty", "-m", "decoy")
+			scrubGit(t, t.TempDir(), "init", "-q", "-b", "b1", other)
+			scrubGit(t, other, "commit", "-q", "--allow-empty", "-m", "decoy")
 			p := filepath.Join(r.tree, ".git")
-			write(t, p, []byte("gitdir: "+filepath.Join(other, ".git")+"\n"))
+			writeScrubFile(t, p, []byte("gitdir: "+filepath.Join(other, ".git")+"\n"))
 			return p
 		}},
 		route{"a FIFO as the worktree's .git", func(t *testing.T, r repo) string {
@@ -240,7 +240,7 @@ func routes() []route {
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
-			git(t, r.tree, "init", "-q", "-b", "b1")
+			scrubGit(t, r.tree, "init", "-q", "-b", "b1")
 			return p
 		}},
 	)
@@ -253,7 +253,7 @@ func TestScrubRemovesEveryRoute(t *testing.T) {
 	for _, rt := range routes() {
 		t.Run(rt.name, func(t *testing.T) {
 			is := is.New(t)
-			r := newRepo(t)
+			r := newScrubRepo(t)
 			where := rt.plant(t, r)
 			found, err := r.scrub().Scrub(r.dir, r.tree)
 			is.NoErr(err)
@@ -281,19 +281,19 @@ func TestScrubRemovesEveryRoute(t *testing.T) {
 // nothing planted.
 func TestScrubLeavesWhatGitMakes(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
-	git(t, r.dir, "branch", "side")
-	git(t, r.dir, "tag", "-a", "-m", "v", "v1")
-	git(t, r.dir, "pack-refs", "--all")
-	git(t, r.dir, "branch", "loose")
+	r := newScrubRepo(t)
+	scrubGit(t, r.dir, "branch", "side")
+	scrubGit(t, r.dir, "tag", "-a", "-m", "v", "v1")
+	scrubGit(t, r.dir, "pack-refs", "--all")
+	scrubGit(t, r.dir, "branch", "loose")
 	for range 400 { // a reflog over MaxRef
-		git(t, r.dir, "update-ref", "-m", strings.Repeat("x", 200), "refs/heads/loose", "HEAD")
+		scrubGit(t, r.dir, "update-ref", "-m", strings.Repeat("x", 200), "refs/heads/loose", "HEAD")
 	}
 	symlink(t, "refs/heads/main", filepath.Join(r.common, "refs", "heads", "alias"))
 	cfg := filepath.Join(t.TempDir(), "config")
 	b, err := os.ReadFile(filepath.Join(r.common, "config"))
 	is.NoErr(err)
-	write(t, cfg, b)
+	writeScrubFile(t, cfg, b)
 	symlink(t, cfg, filepath.Join(r.common, "config"))
 	// git-new-workdir's links to another git directory's, and a person's
 	// hooks kept elsewhere.
@@ -305,9 +305,9 @@ func TestScrubLeavesWhatGitMakes(t *testing.T) {
 	l, err := net.Listen("unix", filepath.Join(r.common, "fsmonitor--daemon.ipc"))
 	is.NoErr(err)
 	defer l.Close()
-	write(t, filepath.Join(r.tree, "a.txt"), []byte("changed\n"))
-	git(t, r.tree, "stash")
-	git(t, r.dir, "gc", "-q")
+	writeScrubFile(t, filepath.Join(r.tree, "a.txt"), []byte("changed\n"))
+	scrubGit(t, r.tree, "stash")
+	scrubGit(t, r.dir, "gc", "-q")
 
 	found, err := r.scrub().Scrub(r.dir, r.tree)
 	is.NoErr(err)
@@ -322,7 +322,7 @@ func TestScrubLeavesWhatGitMakes(t *testing.T) {
 // owns it does.
 func TestScrubLeavesAWorkTreeBeingMade(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
+	r := newScrubRepo(t)
 	for _, f := range []string{"HEAD", "commondir"} {
 		is.NoErr(os.Remove(filepath.Join(r.admin, f)))
 	}
@@ -333,7 +333,7 @@ func TestScrubLeavesAWorkTreeBeingMade(t *testing.T) {
 	_, err = os.Lstat(filepath.Join(r.admin, "HEAD"))
 	is.True(os.IsNotExist(err)) // left to git
 
-	write(t, filepath.Join(r.tree, ".git"), []byte("gitdir: "+r.admin+"\n"))
+	writeScrubFile(t, filepath.Join(r.tree, ".git"), []byte("gitdir: "+r.admin+"\n"))
 	found, err = r.scrub().Scrub(r.tree)
 	is.NoErr(err)
 	is.Equal(len(found), 2) // HEAD and commondir, written back
@@ -344,7 +344,7 @@ func TestScrubLeavesAWorkTreeBeingMade(t *testing.T) {
 // that stops blocking is noticed: a FIFO as a loose ref blocks
 // for-each-ref, and a FIFO as a work tree's HEAD blocks status there.
 func TestGitHangsWithoutScrub(t *testing.T) {
-	r := newRepo(t)
+	r := newScrubRepo(t)
 	mkfifo(t, filepath.Join(r.common, "refs", "heads", "x"))
 	mkfifo(t, filepath.Join(r.admin, "index"))
 	for _, c := range []struct{ dir, args string }{{r.dir, "for-each-ref"}, {r.tree, "status --porcelain"}} {
@@ -370,7 +370,7 @@ func TestScrubLetsGoOfAWaitingGit(t *testing.T) {
 	} {
 		t.Run(tc.rel, func(t *testing.T) {
 			is := is.New(t)
-			r := newRepo(t)
+			r := newScrubRepo(t)
 			mkfifo(t, filepath.Join(r.common, tc.rel))
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
@@ -404,10 +404,10 @@ func TestScrubLetsGoOfAWaitingGit(t *testing.T) {
 // under .git are left to Scrub.
 func TestScrubTree(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
+	r := newScrubRepo(t)
 	deep := filepath.Join(r.tree, "a", "b")
 	is.NoErr(os.MkdirAll(deep, 0o755))
-	write(t, filepath.Join(r.tree, ".gitignore"), []byte("*.o\n"))
+	writeScrubFile(t, filepath.Join(r.tree, ".gitignore"), []byte("*.o\n"))
 	symlink(t, "/dev/zero", filepath.Join(r.tree, "a", ".gitignore"))
 	mkfifo(t, filepath.Join(deep, ".gitignore"))
 	mkfifo(t, filepath.Join(r.tree, ".gitattributes"))
@@ -420,9 +420,9 @@ func TestScrubTree(t *testing.T) {
 		paths = append(paths, p.Path)
 	}
 	is.Equal(paths, []string{filepath.Join(r.tree, ".gitattributes"), filepath.Join(deep, ".gitignore")})
-	git(t, r.tree, "status", "--porcelain")
-	git(t, r.tree, "add", "-A")
-	git(t, r.tree, "clean", "-n")
+	scrubGit(t, r.tree, "status", "--porcelain")
+	scrubGit(t, r.tree, "add", "-A")
+	scrubGit(t, r.tree, "clean", "-n")
 	again, err := ScrubTree(r.tree)
 	is.NoErr(err)
 	is.Equal(again, []Planted(nil))
@@ -435,19 +435,19 @@ func TestScrubTree(t *testing.T) {
 // repository), keeps the other, and git then reads the object from it.
 func TestScrubDropsABlockingAlternate(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
-	tree := git(t, r.dir, "rev-parse", "HEAD^{tree}")
+	r := newScrubRepo(t)
+	tree := scrubGit(t, r.dir, "rev-parse", "HEAD^{tree}")
 	loose := filepath.Join("objects", tree[:2], tree[2:])
 	good := filepath.Join(t.TempDir(), "objects")
 	is.NoErr(os.MkdirAll(filepath.Join(good, tree[:2]), 0o755))
 	b, err := os.ReadFile(filepath.Join(r.common, loose))
 	is.NoErr(err)
-	write(t, filepath.Join(good, "..", loose), b) // a real copy: a store worth keeping
+	writeScrubFile(t, filepath.Join(good, "..", loose), b) // a real copy: a store worth keeping
 	evil := filepath.Join(t.TempDir(), "objects")
 	mkfifo(t, filepath.Join(evil, tree[:2], tree[2:]))
 	is.NoErr(os.Remove(filepath.Join(r.common, loose)))
 	alternates := filepath.Join(r.common, "objects", "info", "alternates")
-	write(t, alternates, []byte(evil+"\n"+good+"\n"))
+	writeScrubFile(t, alternates, []byte(evil+"\n"+good+"\n"))
 
 	found, err := r.scrub().Scrub()
 	is.NoErr(err)
@@ -459,15 +459,15 @@ func TestScrubDropsABlockingAlternate(t *testing.T) {
 	fi, err := os.Lstat(found[0].Path)
 	is.NoErr(err)
 	is.True(fi.Mode()&os.ModeNamedPipe != 0) // nothing outside the repository removed
-	is.Equal(git(t, r.dir, "rev-parse", "HEAD^{tree}"), tree)
-	git(t, r.dir, "status", "--porcelain") // reads the tree from the kept store
+	is.Equal(scrubGit(t, r.dir, "rev-parse", "HEAD^{tree}"), tree)
+	scrubGit(t, r.dir, "status", "--porcelain") // reads the tree from the kept store
 }
 
 // TestSince: a finding carries when the last scrub that found nothing
 // began, so that it is charged to the windows open since then only.
 func TestSince(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
+	r := newScrubRepo(t)
 	s := r.scrub()
 	before := time.Now()
 	found, err := s.Scrub()
@@ -491,8 +491,8 @@ func TestSince(t *testing.T) {
 // were (the change time cannot be set back).
 func TestScrubTrustsNoStaleListing(t *testing.T) {
 	is := is.New(t)
-	r := newRepo(t)
-	blob := git(t, r.dir, "rev-parse", "HEAD:a.txt")
+	r := newScrubRepo(t)
+	blob := scrubGit(t, r.dir, "rev-parse", "HEAD:a.txt")
 	dir := filepath.Join(r.common, "objects", blob[:2])
 	before, err := os.Lstat(dir)
 	is.NoErr(err)

@@ -1,12 +1,10 @@
-package gitsafe
+package git
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/ralphd/ralphd/internal/dirsnap"
 )
 
 // Snapshot holds the files of a git directory that make git run code or
@@ -20,7 +18,7 @@ import (
 // the include line itself is in config, so adding one is a change here.
 type Snapshot struct {
 	gitDir string
-	files  dirsnap.Files // by path relative to gitDir
+	files  DirFiles // by path relative to gitDir
 }
 
 // SnapshotAt reads the files that Snapshot describes from gitDir, an
@@ -44,18 +42,18 @@ func (s *Snapshot) Changed() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dirsnap.Changed(s.files, now), nil
+	return ChangedFiles(s.files, now), nil
 }
 
 // Restore puts every held file back as it was when the snapshot was
-// taken and removes the ones that appeared since (dirsnap.Restore). It
+// taken and removes the ones that appeared since (dirsnap.RestoreDir). It
 // returns what it changed, like Changed.
 func (s *Snapshot) Restore() ([]string, error) {
 	changed, err := s.Changed()
 	if err != nil {
 		return nil, err
 	}
-	return changed, dirsnap.Restore(s.gitDir, s.files, changed)
+	return changed, RestoreDir(s.gitDir, s.files, changed)
 }
 
 // watchedFiles are the single files Snapshot holds; every regular file in
@@ -71,8 +69,8 @@ var watchedDirs = []string{"hooks", "info"}
 // readWatched reads the held files that exist under gitDir. A path that
 // is not a regular file (a directory, a symlink planted in its place) is
 // read as what it is not: a change, with mode to tell.
-func readWatched(gitDir string) (dirsnap.Files, error) {
-	files := dirsnap.Files{}
+func readWatched(gitDir string) (DirFiles, error) {
+	files := DirFiles{}
 	for _, rel := range watchedDirs {
 		if err := files.Read(gitDir, rel); err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
@@ -104,8 +102,8 @@ func readWatched(gitDir string) (dirsnap.Files, error) {
 
 // snapshotJSON is a Snapshot's persisted form.
 type snapshotJSON struct {
-	GitDir string        `json:"git_dir"`
-	Files  dirsnap.Files `json:"files"`
+	GitDir string   `json:"git_dir"`
+	Files  DirFiles `json:"files"`
 }
 
 // MarshalJSON encodes the snapshot, so that it can be persisted with an

@@ -1,4 +1,4 @@
-package worktree
+package git
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+	"github.com/ralphd/ralphd/internal/git/gitsafetest"
 )
 
 // With every kind of repository code planted at once (fsmonitor, hooks,

@@ -1,4 +1,4 @@
-package gitsafe_test
+package git_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/git/gitsafetest"
 )
 
 // safeOps are the git commands ralphd runs (worktree, state, modes,
@@ -66,7 +66,7 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 			gitsafetest.Touch(t, dir)
 			ctx := context.Background()
 			for _, args := range append([][]string{r.Trigger}, safeOps...) {
-				if _, err := gitsafe.Output(ctx, dir, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
+				if _, err := git.Output(ctx, dir, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
 					t.Fatalf("git %v: %v", args, err)
 				}
 			}
@@ -74,7 +74,7 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 
 			// Nor from a Runner, whose commands share one lookup.
 			gitsafetest.Touch(t, dir)
-			run := gitsafe.NewRunner(dir)
+			run := git.NewRunner(dir)
 			for _, args := range append([][]string{r.Trigger}, safeOps...) {
 				if _, err := run.OutputEnv(ctx, nil, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
 					t.Fatalf("git %v: %v", args, err)
@@ -101,7 +101,7 @@ func TestGlobalFilterDoesNotRun(t *testing.T) {
 	is.Equal(len(gitsafetest.Ran(t, markers)), 1) // control
 	is.NoErr(os.Remove(filepath.Join(markers, "global")))
 	gitsafetest.Touch(t, dir)
-	_, err := gitsafe.Output(context.Background(), dir, "diff", "HEAD")
+	_, err := git.Output(context.Background(), dir, "diff", "HEAD")
 	is.NoErr(err)
 	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
 }
@@ -116,17 +116,17 @@ func TestConfigEnvKeepsInheritedEntries(t *testing.T) {
 	t.Setenv("GIT_CONFIG_VALUE_0", "/somewhere")
 	t.Setenv("GIT_CONFIG_KEY_1", "ralphd.probe")
 	t.Setenv("GIT_CONFIG_VALUE_1", "kept")
-	out, err := gitsafe.Output(context.Background(), dir, "config", "ralphd.probe")
+	out, err := git.Output(context.Background(), dir, "config", "ralphd.probe")
 	is.NoErr(err)
 	is.Equal(strings.TrimSpace(string(out)), "kept")
-	out, err = gitsafe.Output(context.Background(), dir, "config", "core.hooksPath")
+	out, err = git.Output(context.Background(), dir, "config", "core.hooksPath")
 	is.NoErr(err)
 	is.Equal(strings.TrimSpace(string(out)), "/dev/null")
 }
 
 func TestOutputErrorCarriesStderr(t *testing.T) {
 	is := is.New(t)
-	_, err := gitsafe.Output(context.Background(), t.TempDir(), "rev-parse", "--show-toplevel")
+	_, err := git.Output(context.Background(), t.TempDir(), "rev-parse", "--show-toplevel")
 	is.True(err != nil)
 	is.True(strings.Contains(err.Error(), "not a git repository"))
 }
@@ -140,7 +140,7 @@ func TestRunnerLooksDriversUpOnce(t *testing.T) {
 	lookups := gitsafetest.CountLookups(t)
 	ctx := context.Background()
 
-	run := gitsafe.NewRunner(dir)
+	run := git.NewRunner(dir)
 	for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain=v2"}, {"diff", "HEAD"}, {"write-tree"}} {
 		_, err := run.OutputEnv(ctx, nil, args...)
 		is.NoErr(err)
@@ -148,7 +148,7 @@ func TestRunnerLooksDriversUpOnce(t *testing.T) {
 	is.Equal(lookups(), 1) // one for status, diff and write-tree; none for rev-parse
 
 	for _, args := range [][]string{{"status", "--porcelain=v2"}, {"diff", "HEAD"}} {
-		_, err := gitsafe.Output(ctx, dir, args...)
+		_, err := git.Output(ctx, dir, args...)
 		is.NoErr(err)
 	}
 	is.Equal(lookups(), 3) // Output looks up for each

@@ -1,4 +1,4 @@
-package gitsafe_test
+package git_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/git/gitsafetest"
 )
 
 // Every way an iteration can plant code in the git directory shows up in
@@ -24,7 +24,7 @@ func TestSnapshotSeesAndUndoesPlantedCode(t *testing.T) {
 			dir := gitsafetest.Repo(t)
 			configBefore, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
 			is.NoErr(err)
-			snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
+			snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 			is.NoErr(err)
 			changed, err := snap.Changed()
 			is.NoErr(err)
@@ -58,7 +58,7 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 	dir := gitsafetest.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-push")
 	is.NoErr(os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o644))
-	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
+	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	is.NoErr(os.Chmod(hook, 0o755))
 	changed, err := snap.Changed()
@@ -88,7 +88,7 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 func TestSnapshotRoundTrip(t *testing.T) {
 	is := is.New(t)
 	dir := gitsafetest.Repo(t)
-	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
+	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	data, err := json.Marshal(snap)
 	is.NoErr(err)
@@ -97,7 +97,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			r.Plant(t, dir, t.TempDir())
 		}
 	}
-	var back gitsafe.Snapshot
+	var back git.Snapshot
 	is.NoErr(json.Unmarshal(data, &back))
 	changed, err := back.Restore()
 	is.NoErr(err)
@@ -108,7 +108,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 	is.True(json.Unmarshal([]byte(`{"git_dir":"/x","files":{"../escape":{"data":"","mode":420}}}`), &back) != nil)
 	is.True(json.Unmarshal([]byte(`{"git_dir":"rel","files":{}}`), &back) != nil)
-	_, err = gitsafe.SnapshotAt("rel/.git")
+	_, err = git.SnapshotAt("rel/.git")
 	is.True(err != nil) // a relative git dir is refused
 }
 
@@ -119,7 +119,7 @@ func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
 	dir := gitsafetest.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
 	is.NoErr(os.Symlink("../../scripts/pre-commit", hook))
-	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
+	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	evil := filepath.Join(t.TempDir(), "evil")
 	is.NoErr(os.WriteFile(evil, []byte("#!/bin/sh\ntouch /tmp/pwned\n"), 0o755))
@@ -131,7 +131,7 @@ func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
 
 	data, err := json.Marshal(snap) // and after a crash, from the persisted form
 	is.NoErr(err)
-	var back gitsafe.Snapshot
+	var back git.Snapshot
 	is.NoErr(json.Unmarshal(data, &back))
 	restored, err := back.Restore()
 	is.NoErr(err)
@@ -157,7 +157,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 	if err := os.Symlink("../../scripts/pre-push", filepath.Join(dir, ".git", "hooks", "pre-push")); err != nil {
 		f.Fatal(err)
 	}
-	snap, err := gitsafe.SnapshotAt(filepath.Join(dir, ".git"))
+	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s gitsafe.Snapshot
+		var s git.Snapshot
 		if err := json.Unmarshal(data, &s); err != nil {
 			return
 		}
@@ -197,7 +197,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 				t.Fatalf("decoded a path %q outside the git dir", p)
 			}
 		}
-		var back gitsafe.Snapshot
+		var back git.Snapshot
 		if err := json.Unmarshal(first, &back); err != nil {
 			t.Fatalf("re-decode %s: %v", first, err)
 		}
@@ -221,7 +221,7 @@ func TestSnapshotHooksDirSwappedForALinkOut(t *testing.T) {
 			is.NoErr(os.MkdirAll(filepath.Join(gitDir, "info"), 0o755))
 			is.NoErr(os.WriteFile(filepath.Join(gitDir, "info", "attributes"), []byte("* -text\n"), 0o644))
 			is.NoErr(os.WriteFile(filepath.Join(gitDir, "hooks", "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o755))
-			snap, err := gitsafe.SnapshotAt(gitDir)
+			snap, err := git.SnapshotAt(gitDir)
 			is.NoErr(err)
 
 			outside := t.TempDir()

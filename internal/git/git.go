@@ -1,11 +1,9 @@
-package workertree
+package git
 
 import (
 	"context"
 	"strings"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/gitsafe"
 )
 
 // gitTimeout bounds one git call.
@@ -18,12 +16,12 @@ const gitTimeout = 2 * time.Minute
 func Git(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	return gitsafe.OutputEnv(ctx, dir, env, args...)
+	return OutputEnv(ctx, dir, env, args...)
 }
 
 // GitIn is Git through run, a gitsafe.Runner shared by the git calls of
 // one step in one directory (see gitsafe.Runner for when that is safe).
-func GitIn(ctx context.Context, run *gitsafe.Runner, args ...string) ([]byte, error) {
+func GitIn(ctx context.Context, run *Runner, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	return run.OutputEnv(ctx, nil, args...)

@@ -1,4 +1,4 @@
-// Package workertree gives each ralphd worker its own git worktree, on its
+// A Manager gives each ralphd worker its own git worktree, on its
 // own branch, under one directory that ralphd owns. Worktrees share the
 // main repository's objects, refs and (through git's common directory)
 // its bd tracker.
@@ -7,7 +7,8 @@
 // removed or recovered after a crash, its uncommitted changes and any
 // commits the target does not have are kept on a wip/<worker>/<time>
 // branch.
-package workertree
+
+package git
 
 import (
 	"context"
@@ -21,8 +22,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/worktree"
 )
 
 // BranchPrefix starts every worker branch: ralphd/workers/<worker>/work.
@@ -259,7 +258,7 @@ func (m *Manager) markOpen(worker string) {
 // read-only to it), could add a driver in between, as it could between
 // the lookup and the start of any single gitsafe call.
 func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
-	run := gitsafe.NewRunner(t.Dir)
+	run := NewRunner(t.Dir)
 	saved, err := m.settle(ctx, t, run, base, handed)
 	if err != nil {
 		return nil, err
@@ -276,7 +275,7 @@ func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Sav
 // settle readies t to be reset or removed: a stale lock on its branch
 // goes, an interrupted rebase is aborted, and its work is saved. Its git
 // calls in t.Dir run through run.
-func (m *Manager) settle(ctx context.Context, t Tree, run *gitsafe.Runner, base, handed string) ([]Saved, error) {
+func (m *Manager) settle(ctx context.Context, t Tree, run *Runner, base, handed string) ([]Saved, error) {
 	common, err := m.commonDir(ctx)
 	if err != nil {
 		return nil, err
@@ -294,8 +293,8 @@ func (m *Manager) settle(ctx context.Context, t Tree, run *gitsafe.Runner, base,
 // changes) on a wip branch. It returns nothing when there is none, or
 // when HEAD is handed (non-empty: work handed over, which another keeps)
 // and nothing is uncommitted.
-func (m *Manager) save(ctx context.Context, t Tree, run *gitsafe.Runner, base, handed string) ([]Saved, error) {
-	r := worktree.Repo{Dir: t.Dir}.InStep(run)
+func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed string) ([]Saved, error) {
+	r := Repo{Dir: t.Dir}.InStep(run)
 	head, err := r.Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
@@ -349,7 +348,7 @@ func (m *Manager) wipName(ctx context.Context, worker string) string {
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
-	saved, err := m.settle(ctx, t, gitsafe.NewRunner(t.Dir), base, "")
+	saved, err := m.settle(ctx, t, NewRunner(t.Dir), base, "")
 	if err != nil {
 		return nil, err
 	}

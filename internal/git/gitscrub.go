@@ -1,4 +1,4 @@
-// Package gitscrub removes what an agent can plant where git opens a
+// A Scrubber removes what an agent can plant where git opens a
 // file, before ralphd's own git calls read there.
 //
 // git opens its own files (loose refs, reflogs, HEAD, the index,
@@ -12,11 +12,12 @@
 // is neither a directory nor a "refs/..." symlink, and reads it whole.
 //
 // So, at the points where an agent's code has just run, ralphd calls
-// [Repo.Scrub], which walks those places with lstat and readdir only
+// [Scrubber.Scrub], which walks those places with lstat and readdir only
 // (never opening anything it has not first found to be a small regular
 // file) and removes what git could block or choke on. Each finding is
 // returned for the caller to report as tamper.
-package gitscrub
+
+package git
 
 import (
 	"errors"
@@ -51,7 +52,7 @@ type Planted struct {
 	Fix string
 	// Err says why the fix failed; nil when it did not.
 	Err error
-	// Since is when the last scrub of the same Repo that found nothing
+	// Since is when the last scrub of the same Scrubber that found nothing
 	// began (zero when none did): it was planted after that.
 	Since time.Time
 }
@@ -65,9 +66,9 @@ func (p Planted) String() string {
 	return s + "; " + p.Fix
 }
 
-// Repo names the git directories of one repository and what its work
+// Scrubber names the git directories of one repository and what its work
 // trees' HEADs hold.
-type Repo struct {
+type Scrubber struct {
 	// Common is the repository's common git directory (the main work
 	// tree's .git), absolute. Every work tree's git directory is under
 	// its worktrees/.
@@ -116,7 +117,7 @@ var fileNames = []string{"HEAD", "index", "config", "config.worktree", "packed-r
 // written back too, and the work tree's .git file must lead to its git
 // directory (see dotGit). It returns what it found; the error says why a
 // place could not be looked at.
-func (r *Repo) Scrub(owned ...string) ([]Planted, error) {
+func (r *Scrubber) Scrub(owned ...string) ([]Planted, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	started := time.Now()
@@ -186,7 +187,7 @@ func isOwned(owned []string, tree string) bool {
 }
 
 // head returns what Heads says tree's HEAD holds, "" when it says nothing.
-func (r *Repo) head(tree string) string {
+func (r *Scrubber) head(tree string) string {
 	if h, ok := r.Heads[tree]; ok {
 		return h
 	}
@@ -201,7 +202,7 @@ func (r *Repo) head(tree string) string {
 // scrubber collects what Scrub finds.
 type scrubber struct {
 	found []Planted
-	// seen is the Repo's record of directories found clean (see leafClean);
+	// seen is the Scrubber's record of directories found clean (see leafClean);
 	// nil for no record. start is when the scrub began.
 	seen  map[string]int64
 	start time.Time

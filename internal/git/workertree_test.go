@@ -1,4 +1,4 @@
-package workertree
+package git
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+	"github.com/ralphd/ralphd/internal/git/gitsafetest"
 )
 
 // testEnv isolates git from the user's configuration.
@@ -37,7 +37,7 @@ func sh(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func write(t *testing.T, p, body string) {
+func writePath(t *testing.T, p, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func write(t *testing.T, p, body string) {
 }
 
 // newRepo makes a main repo with one commit on main and a manager.
-func newRepo(t *testing.T) (*Manager, string) {
+func newManagerRepo(t *testing.T) (*Manager, string) {
 	t.Helper()
 	testEnv(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
@@ -56,7 +56,7 @@ func newRepo(t *testing.T) (*Manager, string) {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(root, "repo")
-	write(t, filepath.Join(repo, "a.txt"), "a\n")
+	writePath(t, filepath.Join(repo, "a.txt"), "a\n")
 	sh(t, repo, "git", "init", "-q", "-b", "main")
 	sh(t, repo, "git", "add", "-A")
 	sh(t, repo, "git", "commit", "-q", "-m", "one")
@@ -68,7 +68,7 @@ func newRepo(t *testing.T) (*Manager, string) {
 
 func TestOpenCreatesAndReuses(t *testing.T) {
 	is := is.New(t)
-	m, repo := newRepo(t)
+	m, repo := newManagerRepo(t)
 	ctx := context.Background()
 	tr, saved, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
@@ -79,11 +79,11 @@ func TestOpenCreatesAndReuses(t *testing.T) {
 	is.Equal(tr.Base, sh(t, repo, "git", "rev-parse", "main"))
 
 	// The worker commits something and leaves a change; main moves on.
-	write(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
+	writePath(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
 	sh(t, tr.Dir, "git", "add", "b.txt")
 	sh(t, tr.Dir, "git", "commit", "-q", "-m", "b")
-	write(t, filepath.Join(tr.Dir, "c.txt"), "uncommitted\n")
-	write(t, filepath.Join(repo, "m.txt"), "m\n")
+	writePath(t, filepath.Join(tr.Dir, "c.txt"), "uncommitted\n")
+	writePath(t, filepath.Join(repo, "m.txt"), "m\n")
 	sh(t, repo, "git", "add", "m.txt")
 	sh(t, repo, "git", "commit", "-q", "-m", "m")
 
@@ -108,7 +108,7 @@ func TestOpenCreatesAndReuses(t *testing.T) {
 
 func TestRecoverAfterCrash(t *testing.T) {
 	is := is.New(t)
-	m, repo := newRepo(t)
+	m, repo := newManagerRepo(t)
 	ctx := context.Background()
 	t1, _, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
@@ -118,21 +118,21 @@ func TestRecoverAfterCrash(t *testing.T) {
 	is.NoErr(err)
 	// w1 dies with uncommitted work; w2 mid-rebase with a conflict; w3's
 	// directory is deleted by hand after it committed; a stray directory.
-	write(t, filepath.Join(t1.Dir, "a.txt"), "w1 change\n")
-	write(t, filepath.Join(t2.Dir, "a.txt"), "w2\n")
+	writePath(t, filepath.Join(t1.Dir, "a.txt"), "w1 change\n")
+	writePath(t, filepath.Join(t2.Dir, "a.txt"), "w2\n")
 	sh(t, t2.Dir, "git", "commit", "-qam", "w2")
-	write(t, filepath.Join(repo, "a.txt"), "main\n")
+	writePath(t, filepath.Join(repo, "a.txt"), "main\n")
 	sh(t, repo, "git", "commit", "-qam", "main")
 	cmd := exec.Command("git", "rebase", "main")
 	cmd.Dir = t2.Dir
 	_ = cmd.Run() // conflicts: left mid-rebase
 	_, err = os.Stat(filepath.Join(repo, ".git", "worktrees", "w2", "rebase-merge"))
 	is.NoErr(err) // the rebase is in progress
-	write(t, filepath.Join(t3.Dir, "d.txt"), "d\n")
+	writePath(t, filepath.Join(t3.Dir, "d.txt"), "d\n")
 	sh(t, t3.Dir, "git", "add", "d.txt")
 	sh(t, t3.Dir, "git", "commit", "-qm", "w3")
 	is.NoErr(os.RemoveAll(t3.Dir))
-	write(t, filepath.Join(m.root(), "stray", "f"), "x")
+	writePath(t, filepath.Join(m.root(), "stray", "f"), "x")
 
 	saved, err := m.Recover(ctx, "main")
 	is.NoErr(err)
@@ -167,7 +167,7 @@ func TestNoRepositoryCodeRuns(t *testing.T) {
 	for _, route := range gitsafetest.Routes() {
 		t.Run(route.Name, func(t *testing.T) {
 			is := is.New(t)
-			m, repo := newRepo(t)
+			m, repo := newManagerRepo(t)
 			ctx := context.Background()
 			markers := t.TempDir()
 			route.Plant(t, repo, markers)
@@ -231,16 +231,16 @@ func FuzzParseWorktreeList(f *testing.F) {
 // work and removes the worktree.
 func TestRecoverHalfStartedRebase(t *testing.T) {
 	is := is.New(t)
-	m, repo := newRepo(t)
+	m, repo := newManagerRepo(t)
 	ctx := context.Background()
 	tr, _, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
-	write(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
+	writePath(t, filepath.Join(tr.Dir, "b.txt"), "b\n")
 	sh(t, tr.Dir, "git", "add", "b.txt")
 	sh(t, tr.Dir, "git", "commit", "-qm", "b")
 	gitDir := filepath.Join(repo, ".git", "worktrees", "w1")
-	write(t, filepath.Join(gitDir, "rebase-merge", "head-name"), "refs/heads/"+tr.Branch+"\n")
-	write(t, filepath.Join(gitDir, "index.lock"), "")
+	writePath(t, filepath.Join(gitDir, "rebase-merge", "head-name"), "refs/heads/"+tr.Branch+"\n")
+	writePath(t, filepath.Join(gitDir, "index.lock"), "")
 	saved, err := m.Recover(ctx, "main")
 	is.NoErr(err)
 	is.Equal(len(saved), 1)
@@ -254,7 +254,7 @@ func TestRecoverHalfStartedRebase(t *testing.T) {
 // leaves an existing one where it is.
 func TestReserve(t *testing.T) {
 	is := is.New(t)
-	m, repo := newRepo(t)
+	m, repo := newManagerRepo(t)
 	ctx := context.Background()
 	_, _, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
@@ -294,7 +294,7 @@ func FuzzCheckWorker(f *testing.F) {
 // resets it too.
 func TestPrepareThenOpen(t *testing.T) {
 	is := is.New(t)
-	m, repo := newRepo(t)
+	m, repo := newManagerRepo(t)
 	ctx := context.Background()
 	_, err := m.Prepare(ctx, "w1", "main")
 	is.NoErr(err)
@@ -304,7 +304,7 @@ func TestPrepareThenOpen(t *testing.T) {
 	is.Equal(sh(t, tr.Dir, "git", "branch", "--show-current"), "ralphd/workers/w1/work")
 
 	// The worker works; its next Open keeps the work and resets.
-	write(t, filepath.Join(tr.Dir, "left.txt"), "work\n")
+	writePath(t, filepath.Join(tr.Dir, "left.txt"), "work\n")
 	_, saved, err := m.Open(ctx, "w1", "main")
 	is.NoErr(err)
 	is.Equal(len(saved), 1)
@@ -313,7 +313,7 @@ func TestPrepareThenOpen(t *testing.T) {
 	// Prepared, then the base moves: the first Open resets to it.
 	_, err = m.Prepare(ctx, "w1", "main")
 	is.NoErr(err)
-	write(t, filepath.Join(repo, "m.txt"), "m\n")
+	writePath(t, filepath.Join(repo, "m.txt"), "m\n")
 	sh(t, repo, "git", "add", "m.txt")
 	sh(t, repo, "git", "commit", "-q", "-m", "m")
 	tr, _, err = m.Open(ctx, "w1", "main")

@@ -1,11 +1,10 @@
-// Package gitsafe runs git for ralphd so that none of the repository's own
-// code runs: not its fsmonitor, hooks, clean/smudge/process filters,
+// Every git call ralphd makes goes through Command, so that none of the
+// repository's own code runs: not its fsmonitor, hooks, clean/smudge/process filters,
 // external diff drivers or textconv programs, wherever they are configured
 // (.git/config, an included file, the global config, .gitattributes).
 //
 // A BUILD agent can plant any of these in the repository it works in, and
-// ralphd's own git calls run after the agent, outside the bd guard. Every
-// git call ralphd makes goes through Command.
+// ralphd's own git calls run after the agent, outside the bd guard.
 //
 // How each route is closed:
 //   - fsmonitor: core.fsmonitor=false;
@@ -32,7 +31,8 @@
 // The overrides travel in GIT_CONFIG_COUNT/KEY/VALUE, which take any key,
 // including a driver name with '=' in it, and reach the git processes git
 // starts itself.
-package gitsafe
+
+package git
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 // Test-only helpers: production code never calls these.
 
-package workertree
+package git
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package gitscrub
+package git
 
 import (
 	"io"
@@ -28,7 +28,7 @@ func TestUnlistableDirs(t *testing.T) {
 		return
 	}
 	is := is.New(t)
-	r := newRepo(t)
+	r := newScrubRepo(t)
 	locked := filepath.Join(r.common, "refs", "heads", "locked")
 	is.NoErr(os.Mkdir(locked, 0o755))
 	mkfifo(t, filepath.Join(locked, "x"))
@@ -57,8 +57,8 @@ func TestUnlistableDirs(t *testing.T) {
 	found, err = ScrubTree(r.tree)
 	is.NoErr(err)
 	is.Equal(len(found), 0)
-	git(t, r.tree, "status", "--porcelain") // git skips it too
-	is.NoErr(os.Chmod(hidden, 0o755))       // for the test's cleanup
+	scrubGit(t, r.tree, "status", "--porcelain") // git skips it too
+	is.NoErr(os.Chmod(hidden, 0o755))            // for the test's cleanup
 }
 
 // asNobody runs the test named run again, as the user nobody, in a copy

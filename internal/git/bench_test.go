@@ -1,4 +1,4 @@
-package gitscrub
+package git
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // `git for-each-ref` over the same repository in the same run, and
 // reports their ratio (scrub/for-each-ref).
 func BenchmarkScrub(b *testing.B) {
-	r := newRepo(b)
-	head := git(b, r.dir, "rev-parse", "HEAD")
+	r := newScrubRepo(b)
+	head := scrubGit(b, r.dir, "rev-parse", "HEAD")
 	var in strings.Builder
 	for i := range 1000 {
 		fmt.Fprintf(&in, "create refs/heads/ralphd/workers/w%d/work %s\n", i, head)
@@ -52,18 +52,18 @@ func BenchmarkScrub(b *testing.B) {
 // directories and 2,000 files against one `git status --porcelain` of it
 // in the same run, and reports their ratio (scrub/status).
 func BenchmarkScrubTree(b *testing.B) {
-	r := newRepo(b)
+	r := newScrubRepo(b)
 	for d := range 200 {
 		dir := filepath.Join(r.tree, fmt.Sprintf("d%03d", d))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
 		for f := range 10 {
-			write(b, filepath.Join(dir, fmt.Sprintf("f%d.txt", f)), []byte("x\n"))
+			writeScrubFile(b, filepath.Join(dir, fmt.Sprintf("f%d.txt", f)), []byte("x\n"))
 		}
 	}
-	git(b, r.tree, "add", "-A")
-	git(b, r.tree, "commit", "-q", "-m", "tree")
+	scrubGit(b, r.tree, "add", "-A")
+	scrubGit(b, r.tree, "commit", "-q", "-m", "tree")
 	var scrub, status time.Duration
 	b.ResetTimer()
 	for range b.N {

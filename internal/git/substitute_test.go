@@ -1,4 +1,4 @@
-package gitsafe_test
+package git_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/gitsafe"
-	"github.com/ralphd/ralphd/internal/gitsafe/gitsafetest"
+	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/git/gitsafetest"
 )
 
 // An agent can plant an object substitution in the repository (a
@@ -86,7 +86,7 @@ func TestNoObjectSubstitution(t *testing.T) {
 			control := tryOutput(dir, c.probe...)
 			is.True(control != want) // plain git reads the substitute
 
-			out, err := gitsafe.Output(context.Background(), dir, c.probe...)
+			out, err := git.Output(context.Background(), dir, c.probe...)
 			is.NoErr(err)
 			is.Equal(string(out), want) // gitsafe reads what the commit holds
 		})

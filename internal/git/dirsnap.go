@@ -1,8 +1,9 @@
-// Package dirsnap holds files in memory, tells what changed since and
+// A DirSnapshot holds files in memory, tells what changed since and
 // puts them back. ralphd holds .ralph/, which belongs to PLANNING, as a
-// whole tree (Take), and the git directory's configuration and hooks as
-// chosen files (Files.Read, in gitsafe), around a BUILD iteration.
-package dirsnap
+// whole tree (TakeDir), and the git directory's configuration and hooks as
+// chosen files (DirFiles.Read, in gitsafe), around a BUILD iteration.
+
+package git
 
 import (
 	"errors"
@@ -16,13 +17,13 @@ import (
 	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
-// maxBytes bounds what Take holds: .ralph/ is a few small files.
+// maxBytes bounds what TakeDir holds: .ralph/ is a few small files.
 const maxBytes = 16 << 20
 
-// File is one held path: a regular file's content and mode, a symlink's
+// DirFile is one held path: a regular file's content and mode, a symlink's
 // target and mode, or, for anything else (a directory, a FIFO), its mode
 // alone, so that it reads as a change if it is replaced.
-type File struct {
+type DirFile struct {
 	Data []byte      `json:"data"` // base64 in JSON
 	Mode fs.FileMode `json:"mode"`
 	// unread: found, but not read (past the walk's budget, or no longer a
@@ -30,13 +31,13 @@ type File struct {
 	unread bool
 }
 
-// Files are held paths, by path relative to the directory they were read
+// DirFiles are held paths, by path relative to the directory they were read
 // under. An absent path is not in it.
-type Files map[string]File
+type DirFiles map[string]DirFile
 
 // Read holds the path rel under dir, if it exists. The path itself is
 // read, never what a symlink there points to.
-func (f Files) Read(dir, rel string) error {
+func (f DirFiles) Read(dir, rel string) error {
 	path := filepath.Join(dir, rel)
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -49,17 +50,17 @@ func (f Files) Read(dir, rel string) error {
 }
 
 // add holds path, known as rel, whose Lstat is fi.
-func (f Files) add(path, rel string, fi fs.FileInfo) error {
+func (f DirFiles) add(path, rel string, fi fs.FileInfo) error {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(path)
 		if err != nil {
 			return err
 		}
-		f[rel] = File{Data: []byte(target), Mode: fi.Mode()}
+		f[rel] = DirFile{Data: []byte(target), Mode: fi.Mode()}
 		return nil
 	}
 	if !fi.Mode().IsRegular() {
-		f[rel] = File{Mode: fi.Mode()}
+		f[rel] = DirFile{Mode: fi.Mode()}
 		return nil
 	}
 	// Not os.ReadFile: the directory is an agent's to write, and a FIFO
@@ -68,13 +69,13 @@ func (f Files) add(path, rel string, fi fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	f[rel] = File{Data: data, Mode: fi.Mode()}
+	f[rel] = DirFile{Data: data, Mode: fi.Mode()}
 	return nil
 }
 
-// Changed returns the paths whose content or mode differs between was and
+// ChangedFiles returns the paths whose content or mode differs between was and
 // now, or that only one of them holds, sorted.
-func Changed(was, now Files) []string {
+func ChangedFiles(was, now DirFiles) []string {
 	var changed []string
 	for p, f := range now {
 		if old, ok := was[p]; !ok || f.unread || old.Mode != f.Mode || string(old.Data) != string(f.Data) {
@@ -90,7 +91,7 @@ func Changed(was, now Files) []string {
 	return changed
 }
 
-// Restore puts each of paths (relative to dir) back as was holds it. A
+// RestoreDir puts each of paths (relative to dir) back as was holds it. A
 // path was does not hold is removed, whatever it is now. A held regular
 // file is written back atomically (internal/atomicfile), a held symlink is
 // made again with its target, and a held directory is made again with its
@@ -99,9 +100,9 @@ func Changed(was, now Files) []string {
 // its place is removed, and the error says so.
 //
 // Every removal comes before every write: a path is only ever reached
-// through directories, never through a symlink Restore has just made
+// through directories, never through a symlink RestoreDir has just made
 // again (which may point out of dir).
-func Restore(dir string, was Files, paths []string) error {
+func RestoreDir(dir string, was DirFiles, paths []string) error {
 	var errs []error
 	for _, p := range paths {
 		if _, ok := was[p]; ok {
@@ -163,7 +164,7 @@ func makeDir(path string, perm fs.FileMode) error {
 
 // writeBack replaces path with the held file or symlink f atomically,
 // removing whatever directory is in its place.
-func writeBack(path string, f File) error {
+func writeBack(path string, f DirFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -187,30 +188,30 @@ func writeBack(path string, f File) error {
 	return atomicfile.SyncDir(filepath.Dir(path))
 }
 
-// Snapshot is every file under a directory, by path relative to it. A
+// DirSnapshot is every file under a directory, by path relative to it. A
 // directory that did not exist is an empty snapshot.
-type Snapshot struct {
+type DirSnapshot struct {
 	dir   string
-	files Files
+	files DirFiles
 }
 
-// Take reads every file under dir, up to 16 MiB in all. Anything but a
+// TakeDir reads every file under dir, up to 16 MiB in all. Anything but a
 // regular file or a directory (a symlink, say) is held by its mode alone.
-func Take(dir string) (*Snapshot, error) {
+func TakeDir(dir string) (*DirSnapshot, error) {
 	files, err := walk(dir, true)
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{dir: dir, files: files}, nil
+	return &DirSnapshot{dir: dir, files: files}, nil
 }
 
-// walk reads every file under dir. Holding (Take), past maxBytes in all
+// walk reads every file under dir. Holding (TakeDir), past maxBytes in all
 // is an error; otherwise (what is there now, to compare) a file past that
 // budget, or one that is no longer a regular file when it is opened, is
 // not read and reads as changed: what the agent left there can then
-// neither keep Restore from running nor fill ralphd's memory.
-func walk(dir string, holding bool) (Files, error) {
-	files := Files{}
+// neither keep RestoreDir from running nor fill ralphd's memory.
+func walk(dir string, holding bool) (DirFiles, error) {
+	files := DirFiles{}
 	total := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -235,13 +236,13 @@ func walk(dir string, holding bool) (Files, error) {
 				if holding {
 					return fmt.Errorf("more than %d bytes under %s", maxBytes, dir)
 				}
-				files[rel] = File{Mode: fi.Mode(), unread: true}
+				files[rel] = DirFile{Mode: fi.Mode(), unread: true}
 				return nil
 			}
 		}
 		err = files.add(path, rel, fi)
 		if !holding && (errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge)) {
-			files[rel], err = File{Mode: fi.Mode(), unread: true}, nil
+			files[rel], err = DirFile{Mode: fi.Mode(), unread: true}, nil
 		}
 		return err
 	})
@@ -252,25 +253,25 @@ func walk(dir string, holding bool) (Files, error) {
 }
 
 // Dir is the directory the snapshot holds.
-func (s *Snapshot) Dir() string { return s.dir }
+func (s *DirSnapshot) Dir() string { return s.dir }
 
 // Changed returns the files (relative to the directory) whose content or
 // mode differs now, that appeared, or that went away, sorted.
-func (s *Snapshot) Changed() ([]string, error) {
+func (s *DirSnapshot) Changed() ([]string, error) {
 	now, err := walk(s.dir, false)
 	if err != nil {
 		return nil, err
 	}
-	return Changed(s.files, now), nil
+	return ChangedFiles(s.files, now), nil
 }
 
 // Restore puts every held file back and removes the ones that appeared
-// since, as the package's Restore does. It returns what it changed, like
-// Changed.
-func (s *Snapshot) Restore() ([]string, error) {
+// since, as the package's RestoreDir does. It returns what it changed, like
+// ChangedFiles.
+func (s *DirSnapshot) Restore() ([]string, error) {
 	changed, err := s.Changed()
 	if err != nil {
 		return nil, err
 	}
-	return changed, Restore(s.dir, s.files, changed)
+	return changed, RestoreDir(s.dir, s.files, changed)
 }

@@ -1,4 +1,4 @@
-package gitsafe
+package git
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package workertree
+package git
 
 import (
 	"context"
@@ -134,11 +134,11 @@ func Head(ctx context.Context, dir string) (string, error) {
 	return c, nil
 }
 
-// Restore puts ref back at want (a commit; "" deletes it) where it was
+// RestoreRef puts ref back at want (a commit; "" deletes it) where it was
 // found at got, by compare-and-swap: if it moved again meanwhile, nothing
 // is changed and an error says so. When got has commits want lacks, they
 // are kept first on a new branch MovedPrefix+what+"/<time>", returned.
-func Restore(ctx context.Context, repo, ref, want, got, what string, now time.Time) (kept string, err error) {
+func RestoreRef(ctx context.Context, repo, ref, want, got, what string, now time.Time) (kept string, err error) {
 	if got != "" && got != want {
 		if kept, err = KeepIfNew(ctx, repo, got, want, MovedPrefix+what, now); err != nil {
 			return "", err

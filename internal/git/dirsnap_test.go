@@ -1,4 +1,4 @@
-package dirsnap
+package git
 
 import (
 	"os"
@@ -16,7 +16,7 @@ func TestRestore(t *testing.T) {
 	is.NoErr(os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_stuck": 3}`), 0o644))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "sub", "PROMPT_build.md"), []byte("build"), 0o644))
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 	ch, err := s.Changed()
 	is.NoErr(err)
@@ -43,7 +43,7 @@ func TestRestore(t *testing.T) {
 func TestMissingDirIsEmpty(t *testing.T) {
 	is := is.New(t)
 	dir := filepath.Join(t.TempDir(), ".ralph")
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 	is.NoErr(os.MkdirAll(dir, 0o755))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644))
@@ -54,7 +54,7 @@ func TestMissingDirIsEmpty(t *testing.T) {
 	is.True(os.IsNotExist(err))
 }
 
-// Restore undoes each kind of replacement: a file replaced by a directory
+// RestoreDir undoes each kind of replacement: a file replaced by a directory
 // comes back, a directory planted where nothing was goes with its
 // content, a symlink replaced by a file or pointed elsewhere comes back
 // with its target, and a held FIFO replaced by a file cannot be made
@@ -67,7 +67,7 @@ func TestRestoreReplacements(t *testing.T) {
 	is.NoErr(os.Symlink("config", filepath.Join(dir, "link")))
 	is.NoErr(os.Symlink("../shared/hook", filepath.Join(dir, "link2")))
 	is.NoErr(syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
-	was := Files{}
+	was := DirFiles{}
 	for _, rel := range paths {
 		is.NoErr(was.Read(dir, rel))
 	}
@@ -84,13 +84,13 @@ func TestRestoreReplacements(t *testing.T) {
 	is.NoErr(os.Remove(filepath.Join(dir, "fifo")))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "fifo"), []byte("x"), 0o600))
 
-	now := Files{}
+	now := DirFiles{}
 	for _, rel := range paths {
 		is.NoErr(now.Read(dir, rel))
 	}
-	changed := Changed(was, now)
+	changed := ChangedFiles(was, now)
 	is.Equal(changed, []string{"config", "fifo", "link", "link2", "planted"})
-	err := Restore(dir, was, changed)
+	err := RestoreDir(dir, was, changed)
 	is.True(err != nil) // the FIFO is not made again
 	is.True(strings.Contains(err.Error(), "restore fifo: held as p"))
 
@@ -112,11 +112,11 @@ func TestRestoreReplacements(t *testing.T) {
 	left, derr := os.ReadDir(dir)
 	is.NoErr(derr)
 	is.Equal(len(left), 3) // no temp file left behind
-	now = Files{}
+	now = DirFiles{}
 	for _, rel := range paths {
 		is.NoErr(now.Read(dir, rel))
 	}
-	is.Equal(Changed(was, now), []string{"fifo"})
+	is.Equal(ChangedFiles(was, now), []string{"fifo"})
 }
 
 // A file replaced by a tree of files comes back, and the tree's files,
@@ -125,7 +125,7 @@ func TestRestoreFileReplacedByTree(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte("held"), 0o644))
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 	is.NoErr(os.Remove(filepath.Join(dir, "config.json")))
 	is.NoErr(os.MkdirAll(filepath.Join(dir, "config.json", "sub"), 0o755))
@@ -146,7 +146,7 @@ func TestRestoreNeverReachesThroughARestoredLink(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	is.NoErr(os.WriteFile(filepath.Join(outside, "keep"), []byte("the user's"), 0o644))
 	is.NoErr(os.Symlink(outside, filepath.Join(dir, "link")))
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 	is.NoErr(os.Remove(filepath.Join(dir, "link")))
 	is.NoErr(os.Mkdir(filepath.Join(dir, "link"), 0o755))
@@ -162,22 +162,22 @@ func TestRestoreNeverReachesThroughARestoredLink(t *testing.T) {
 	is.Equal(target, outside)
 }
 
-// Changed sees content, mode and presence, and nothing else.
+// ChangedFiles sees content, mode and presence, and nothing else.
 func TestChanged(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		was, now Files
+		was, now DirFiles
 		want     []string
 	}{
-		{"same", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("x"), Mode: 0o644}}, nil},
-		{"content", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("y"), Mode: 0o644}}, []string{"a"}},
-		{"mode", Files{"a": {Data: []byte("x"), Mode: 0o644}}, Files{"a": {Data: []byte("x"), Mode: 0o755}}, []string{"a"}},
-		{"type", Files{"a": {Mode: 0o644}}, Files{"a": {Mode: os.ModeSymlink | 0o777}}, []string{"a"}},
-		{"added and gone", Files{"b": {}}, Files{"a": {}}, []string{"a", "b"}},
-		{"both empty", nil, Files{}, nil},
+		{"same", DirFiles{"a": {Data: []byte("x"), Mode: 0o644}}, DirFiles{"a": {Data: []byte("x"), Mode: 0o644}}, nil},
+		{"content", DirFiles{"a": {Data: []byte("x"), Mode: 0o644}}, DirFiles{"a": {Data: []byte("y"), Mode: 0o644}}, []string{"a"}},
+		{"mode", DirFiles{"a": {Data: []byte("x"), Mode: 0o644}}, DirFiles{"a": {Data: []byte("x"), Mode: 0o755}}, []string{"a"}},
+		{"type", DirFiles{"a": {Mode: 0o644}}, DirFiles{"a": {Mode: os.ModeSymlink | 0o777}}, []string{"a"}},
+		{"added and gone", DirFiles{"b": {}}, DirFiles{"a": {}}, []string{"a", "b"}},
+		{"both empty", nil, DirFiles{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			is.New(t).Equal(Changed(tc.was, tc.now), tc.want)
+			is.New(t).Equal(ChangedFiles(tc.was, tc.now), tc.want)
 		})
 	}
 }
@@ -185,7 +185,7 @@ func TestChanged(t *testing.T) {
 // FuzzRestore builds a small tree from the input, holds it, changes it
 // as the rest of the input says (files, directories and symlinks made,
 // replaced and removed at overlapping paths; a symlink may point at a
-// directory outside) and restores it: Restore reports no error, nothing
+// directory outside) and restores it: RestoreDir reports no error, nothing
 // differs from what was held afterwards, and nothing outside changed.
 func FuzzRestore(f *testing.F) {
 	f.Add([]byte{0, 0, 'x', 2, 1, 1}, []byte{3, 0, 0, 1, 0, 0, 0, 3, 'y'})
@@ -232,14 +232,14 @@ func FuzzRestore(f *testing.F) {
 			}
 		}
 		apply(dir, outside, build)
-		s, err := Take(dir)
+		s, err := TakeDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The change goes through the held tree only: with a link out in
 		// place, it could reach outside, which is then held as changed.
 		apply(dir, outside, change)
-		out, err := Take(outside)
+		out, err := TakeDir(outside)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestRestoreRootSwappedForALinkOut(t *testing.T) {
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte("held"), 0o644))
 	is.NoErr(os.WriteFile(filepath.Join(outside, "config.json"), []byte("the user's"), 0o644))
 	is.NoErr(os.WriteFile(filepath.Join(outside, "victim"), []byte("the user's"), 0o644))
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 	is.NoErr(os.RemoveAll(dir))
 	is.NoErr(os.Symlink(outside, dir))
@@ -286,14 +286,14 @@ func TestRestoreRootSwappedForALinkOut(t *testing.T) {
 }
 
 // TestRestorePastTheBudget: the agent edits a held file and adds a file
-// past Take's budget beside it. Restore still runs (it does not read the
+// past TakeDir's budget beside it. RestoreDir still runs (it does not read the
 // big file): the edit is put back, the big file removed.
 func TestRestorePastTheBudget(t *testing.T) {
 	is := is.New(t)
 	dir := filepath.Join(t.TempDir(), ".ralph")
 	is.NoErr(os.MkdirAll(dir, 0o755))
 	is.NoErr(os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"max_stuck": 3}`), 0o644))
-	s, err := Take(dir)
+	s, err := TakeDir(dir)
 	is.NoErr(err)
 
 	is.NoErr(os.WriteFile(filepath.Join(dir, "aaa.bin"), make([]byte, maxBytes+1), 0o644))
