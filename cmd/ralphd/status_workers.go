@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/workers"
 )
 
 // workerJSON is one worker of a running `--workers` BUILD, as `ralphd
@@ -59,7 +59,7 @@ func liveWorkers(path string, lock *state.LockInfo, now time.Time) (live []worke
 	if err != nil {
 		return live, fmt.Sprintf("%s could not be read (%v); the workers are not shown", path, err)
 	}
-	f, err := workers.ParseStatusFile(data)
+	f, err := modes.ParseStatusFile(data)
 	if err != nil {
 		return live, fmt.Sprintf("%s is not a worker status ralphd wrote (%v); the workers are not shown", path, err)
 	}
@@ -81,7 +81,7 @@ const maxStatusSize = 4 << 20
 
 // before reports whether any worker's time is before t, which a live
 // worker's cannot be: the pool starts after its ralphd takes the lock.
-func before(ws []workers.WorkerStatus, t time.Time) bool {
+func before(ws []modes.WorkerStatus, t time.Time) bool {
 	for _, w := range ws {
 		if w.Since.Before(t) {
 			return true

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/modes"
 	"github.com/ralphd/ralphd/internal/state"
-	"github.com/ralphd/ralphd/internal/workers"
 )
 
 func TestLiveWorkers(t *testing.T) {
@@ -210,7 +210,7 @@ func FuzzLiveWorkers(f *testing.F) {
 		}
 		if len(live) == 0 && note == "" {
 			// Silence only for a live pool with no workers.
-			if f, err := workers.ParseStatusFile(data); err != nil || len(f.Workers) != 0 {
+			if f, err := modes.ParseStatusFile(data); err != nil || len(f.Workers) != 0 {
 				t.Fatalf("nothing said about %q", data)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/sandbox"
-	"github.com/ralphd/ralphd/internal/workers"
 )
 
 // refMoved turns a move of a ref the worker pool owns (the target, a
@@ -14,8 +13,8 @@ import (
 // attempts of those not yet integrated, through the ledger), or one with
 // no issue when no window was open. The move is already put back, and
 // what it pointed at kept on a branch.
-func (l *Loop) refMoved(sh *pool) func(workers.RefMove) {
-	return func(m workers.RefMove) {
+func (l *Loop) refMoved(sh *pool) func(RefMove) {
+	return func(m RefMove) {
 		detail := m.String()
 		if len(m.Suspects) == 0 {
 			l.event(logjsonl.EventViolation, logjsonl.Violation{Mode: ModeBuild, Kind: "ref_moved", Detail: detail + "; no agent window was open"})

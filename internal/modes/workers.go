@@ -21,7 +21,6 @@ import (
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/workers"
 )
 
 // WorkersDir is the directory, in the project's state directory, that holds
@@ -206,7 +205,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	}
 	sh := &pool{res: res, scope: l.Config.Scope, baselineSeq: base.Seq, view: view, actorPrefix: l.WorkerActor("")}
 	sh.setBaseline(base.Snap)
-	p := &workers.Pool{
+	p := &Pool{
 		Workers: k,
 		Target:  target,
 		Trees:   &git.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
@@ -222,7 +221,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		RefMoved:   l.refMoved(sh),
 		Hold:       l.hold,
 		Paused:     l.pausedNow,
-		Log: func(e workers.Event) {
+		Log: func(e Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
@@ -252,7 +251,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		is, ok := r.Snap[id]
 		return is, ok, nil
 	}
-	p.Iterate = func(ctx context.Context, a workers.Assignment) (bool, error) {
+	p.Iterate = func(ctx context.Context, a Assignment) (bool, error) {
 		if l.pausedNow != nil && l.pausedNow() && l.hold != nil {
 			// Paused while the issue was claimed: its agent starts
 			// after the resume.
@@ -370,7 +369,7 @@ func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]
 
 // forWorker is the Loop one worker's iterations run with: the worktree,
 // bd as the worker's actor, and the worker's own running record.
-func (l *Loop) forWorker(sh *pool, a workers.Assignment) (*Loop, error) {
+func (l *Loop) forWorker(sh *pool, a Assignment) (*Loop, error) {
 	st, err := l.State.ForWorker(a.Worker)
 	if err != nil {
 		return nil, err
@@ -389,34 +388,34 @@ func (l *Loop) forWorker(sh *pool, a workers.Assignment) (*Loop, error) {
 // workerIteration is one BUILD iteration of one worker: the run's caps,
 // the issue's stuck check, then buildIteration in the worker's Loop, its
 // result merged into the run's.
-func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a workers.Assignment) (bool, error) {
+func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a Assignment) (bool, error) {
 	w, err := l.forWorker(sh, a)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+		return false, fmt.Errorf("%w: %w", ErrStop, err)
 	}
 	r, err := w.record(a.Issue.ID)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+		return false, fmt.Errorf("%w: %w", ErrStop, err)
 	}
 	if cause := stuck(r, l.Config.MaxStuck); cause != judge.NotStuck {
 		sh.mu.Lock()
 		err := w.markStuck(ctx, sh.res, r)
 		sh.mu.Unlock()
 		if err != nil {
-			return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+			return false, fmt.Errorf("%w: %w", ErrStop, err)
 		}
-		return false, fmt.Errorf("%w: %s", workers.ErrSkip, stuckWhy(r, cause))
+		return false, fmt.Errorf("%w: %s", ErrSkip, stuckWhy(r, cause))
 	}
 	sh.mu.Lock()
 	if maxIter > 0 && sh.res.Iterations+sh.inflight >= maxIter {
 		sh.res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, a.Issue.ID), nil)
 		sh.mu.Unlock()
-		return false, fmt.Errorf("%w: %w", workers.ErrStop, ErrCapReached)
+		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
 	}
 	if l.overBudget(sh.res) {
 		sh.res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), nil)
 		sh.mu.Unlock()
-		return false, fmt.Errorf("%w: %w", workers.ErrStop, ErrCapReached)
+		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
 	}
 	n := sh.next
 	sh.next++
@@ -442,17 +441,17 @@ func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a wor
 	case ctx.Err() != nil:
 		return false, ctx.Err()
 	case errors.Is(err, ErrAgentUnusable):
-		return false, fmt.Errorf("%w: %w", workers.ErrStop, err)
+		return false, fmt.Errorf("%w: %w", ErrStop, err)
 	case errors.Is(err, ErrInterrupted):
-		return false, fmt.Errorf("%w: %w", workers.ErrSkip, err)
+		return false, fmt.Errorf("%w: %w", ErrSkip, err)
 	case err != nil:
-		return false, fmt.Errorf("%w: %s: %w", workers.ErrStop, it.reason, err)
+		return false, fmt.Errorf("%w: %s: %w", ErrStop, it.reason, err)
 	case it.rateLimited:
 		quota := backoff{max: l.Config.QuotaBackoffMax}
 		if err := w.waitQuota(ctx, &quota, it.resetAt, it.resetRounded, n+1, it.reason); err != nil {
 			return false, err
 		}
-		return false, fmt.Errorf("%w: rate-limited", workers.ErrSkip)
+		return false, fmt.Errorf("%w: rate-limited", ErrSkip)
 	}
 	return done, nil
 }
@@ -567,7 +566,7 @@ type ledger struct {
 
 func (g *ledger) Attempts(issue string) (int, error) { return g.l.State.Attempt(issue) }
 
-func (g *ledger) Failed(ctx context.Context, a workers.Assignment, f workers.Failure) (int, bool, error) {
+func (g *ledger) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
 	id := a.Issue.ID
 	r, err := g.l.record(id)
 	if err != nil {

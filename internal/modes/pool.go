@@ -1,4 +1,4 @@
-// Package workers runs K workers over one bd tracker: each claims an issue
+// A Pool runs K workers over one bd tracker: each claims an issue
 // through bd (internal/claim), works on it in its own git worktree
 // (internal/workertree), and hands a finished issue to the merge queue of
 // one (internal/mergeq). The tracker and git are the only shared state.
@@ -12,7 +12,8 @@
 // attempts are kept by a Ledger (ralphd's state store, so `ralphd status`
 // and `ralphd reset` see them), which also decides when an issue is stuck;
 // a stuck issue is labelled StuckLabel and no worker claims it again.
-package workers
+
+package modes
 
 import (
 	"cmp"
@@ -218,7 +219,7 @@ type Pool struct {
 	// refs, clean (when they were last all found in place), and when the
 	// last check began and what it returned, are guarded by mu.
 	checking     sync.Mutex
-	windows      []*window
+	windows      []*workerWindow
 	refs         map[string]*refState
 	clean        time.Time
 	lastCheck    time.Time
@@ -668,7 +669,7 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
-	opened := tree.Base // the window checks the branch against it
+	opened := tree.Base // the workerWindow checks the branch against it
 	p.mu.Lock()
 	p.sum.Saved = append(p.sum.Saved, saved...)
 	p.mu.Unlock()

@@ -1,6 +1,6 @@
 // Test-only helpers: production code never calls these.
 
-package workers
+package modes
 
 // Status returns every worker's status, by worker name.
 func (p *Pool) Status() []WorkerStatus {

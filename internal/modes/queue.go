@@ -1,4 +1,4 @@
-package workers
+package modes
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 type job struct {
 	a      Assignment
 	issue  beads.Issue
-	win    *window
+	win    *workerWindow
 	commit string // the work, as handed over
 	h      *holding
 	done   chan struct{} // closed when the job has ended
