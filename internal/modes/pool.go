@@ -1,6 +1,6 @@
 // A Pool runs K workers over one bd tracker: each claims an issue
-// through bd (internal/claim), works on it in its own git worktree
-// (internal/workertree), and hands a finished issue to the merge queue of
+// through bd (internal/beads), works on it in its own git worktree
+// (internal/git), and hands a finished issue to the merge queue of
 // one (internal/mergeq). The tracker and git are the only shared state.
 //
 // The work on an issue is an Iteration the caller supplies (ralphd's BUILD

@@ -19,7 +19,7 @@ import (
 )
 
 // Section 6 measures parallel workers (issue 19): the parts they are built
-// from (bd claims through internal/claim, across two clones sharing one
+// from (bd claims through internal/beads, across two clones sharing one
 // tracker, and the merge queue of internal/mergeq), and `ralphd build
 // --workers K` itself (6e and 6f, workers_scale.go).
 
@@ -75,7 +75,7 @@ func runIn(ctx context.Context, env []string, dir, name string, args ...string) 
 // measureClaims: two clones of one project share the stand-in's
 // server-mode tracker (whose racing claims fail with Dolt's serialization
 // failure, as real server mode's do); 4 workers per clone claim through
-// internal/claim until nothing is left. Each worker appends "start" and
+// internal/beads until nothing is left. Each worker appends "start" and
 // "end" lines for the issue it works on to its own record file, and the
 // figures are counted from those files.
 func measureClaims(ctx context.Context, e *benchEnv, w *workersResult) error {
@@ -330,7 +330,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func workersSection(w *workersResult) bench.Section {
 	s := bench.Section{Title: "6. Parallel workers (claims and the merge queue)"}
-	claimCmd := fmt.Sprintf("ralphbench -only workers -claims %d   # 8 internal/claim workers, 4 in each of two clones sharing the stand-in's server-mode tracker", w.Claims)
+	claimCmd := fmt.Sprintf("ralphbench -only workers -claims %d   # 8 internal/beads workers, 4 in each of two clones sharing the stand-in's server-mode tracker", w.Claims)
 	mergeCmd := fmt.Sprintf("ralphbench -only workers   # 8 workers × %d commits handed to one internal/mergeq queue at once; verify is `sh -c true`", mergeRounds)
 	s.Figures = []bench.Figure{
 		{
@@ -363,7 +363,7 @@ func workersSection(w *workersResult) bench.Section {
 	s.Figures = append(s.Figures, scaleFigures(w.Scale)...)
 	s.Body = fmt.Sprintf(`**Method.** 6a-6c: the stand-in's server mode keeps one store for both clones under its file lock, and a
 claim that races another fails with Dolt's recorded "Error 1213" serialization failure, as real server mode's
-do; internal/claim retries those with jittered backoff and reads every claim back. Each worker writes a start and
+do; internal/beads retries those with jittered backoff and reads every claim back. Each worker writes a start and
 an end line to its own file for each issue it works on; 6a counts issues with two records, and with two records
 whose times overlap, from those files. The claims took %s in all. 6d: each worker hands its branch over (its tip
 becomes the work), the queue checks that commit out in its own worktree, rebases it onto main, runs verify there
