@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
-	"github.com/ralphd/ralphd/internal/demo"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/standin"
 	"github.com/ralphd/ralphd/internal/text"
@@ -24,13 +22,13 @@ const (
 )
 
 func cmdDemo(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "demo", "demo [--keep] [--workers K] [--agent auto|claude|scripted] [DIR]", `
+	fs := newFlags(a, "demo", "demo [--keep] [--workers K] [--agent scripted|claude] [DIR]", `
 Run a whole BUILD loop on a scratch project, with no account and no network:
 four issues, one blocked by another, one that fails until its second
 attempt, and one whose work tempts the agent into a bd command BUILD mode may
-not run. The agent is the real Claude Code CLI talking to a scripted model
-when claude is installed, and a built-in scripted agent otherwise. bd is your
-real bd when installed, and ralphd's stand-in otherwise.
+not run. The agent is a built-in scripted agent; with --agent claude it is
+the real Claude Code CLI, with your own account and model (this spends
+tokens). bd is your real bd when installed, and ralphd's stand-in otherwise.
 
 With --workers K, K agents work at once, each in its own git worktree,
 claiming issues through bd and integrating through ralphd's merge queue.
@@ -38,11 +36,14 @@ claiming issues through bd and integrating through ralphd's merge queue.
 DIR (default: a new temporary directory) holds the project and its state;
 it is removed at the end unless --keep is given.`)
 	keep := fs.Bool("keep", false, "keep the project, its state and logs")
-	agentFlag := fs.String("agent", "auto", "the demo's agent: auto, claude, or scripted")
+	agentFlag := fs.String("agent", "scripted", "the demo's agent: scripted, or claude (the real CLI, with your account)")
 	workers := fs.Int("workers", 1, "run the loop with this many workers at once, each in its own git worktree")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
+	}
+	if *agentFlag != "scripted" && *agentFlag != "claude" {
+		return usageErrorf(a, fs, "--agent must be scripted or claude, not %q", *agentFlag)
 	}
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one DIR")
@@ -65,11 +66,9 @@ it is removed at the end unless --keep is given.`)
 		dir = d
 	}
 	dir, _ = filepath.Abs(dir)
-	project, stateDir, bin, home := filepath.Join(dir, "project"), filepath.Join(dir, "state"), filepath.Join(dir, "bin"), filepath.Join(dir, "home")
-	for _, d := range []string{bin, home} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return reportErr(a, err)
-		}
+	project, stateDir, bin := filepath.Join(dir, "project"), filepath.Join(dir, "state"), filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return reportErr(a, err)
 	}
 	cleanup := func() {
 		if *keep {
@@ -92,13 +91,13 @@ it is removed at the end unless --keep is given.`)
 		}
 		fmt.Fprintln(a.stdout, "demo: bd is not installed, so the demo uses ralphd's built-in stand-in for it")
 	}
-	if err := demo.Setup(ctx, project, bd); err != nil {
+	if err := setUpDemoProject(ctx, project, bd); err != nil {
 		errorf(a.stderr, "set up the demo project: %v", err)
 		return exitError
 	}
 
-	// The agent: real Claude Code against a scripted model, or the
-	// built-in scripted agent.
+	// The agent: the built-in scripted agent, or (asked for by name) the
+	// real Claude Code CLI with the user's own account and model.
 	env := append(os.Environ(), "RALPH_STATE_DIR="+stateDir, "RALPH_LOG=1", "NO_COLOR=1")
 	buildArgs := []string{"build", "10", "--bd", bd, "--quota-backoff-max", "2s", "--iteration-timeout", "2m", "--stop-grace", "2s"}
 	shown := 2 // the arguments the demo prints of the command it runs
@@ -106,30 +105,20 @@ it is removed at the end unless --keep is given.`)
 		buildArgs = append(buildArgs[:2], append([]string{"--workers", strconv.Itoa(*workers)}, buildArgs[2:]...)...)
 		shown = 4
 	}
-	claude := ""
-	if *agentFlag != "scripted" {
-		wd, _ := os.Getwd()
-		claude, _ = scriptedapi.FindClaude(wd)
-		if claude == "" && *agentFlag == "claude" {
+	switch *agentFlag {
+	case "claude":
+		claude, err := exec.LookPath("claude")
+		if err != nil {
 			errorf(a.stderr, "--agent claude: claude is not installed")
-			hintf(a.stderr, "install it with `npm install -g @anthropic-ai/claude-code`, or run scripts/install-claude in a clone of ralphd")
+			hintf(a.stderr, "install it with `npm install -g @anthropic-ai/claude-code`, or run the demo without --agent")
 			return exitAgent
 		}
-	}
-	if claude != "" {
-		srv := scriptedapi.New(demo.Scripts()...)
-		if err := srv.Start(); err != nil {
-			return reportErr(a, err)
-		}
-		defer srv.Close()
-		env = append(env, srv.Env()...)
-		env = append(env, "HOME="+home, "CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"PATH="+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		env = append(env, "CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 		buildArgs = append(buildArgs, "--agent", "claude")
-		fmt.Fprintf(a.stdout, "demo: the agent is the real Claude Code (%s) talking to a scripted model on %s\n", claude, srv.URL())
-	} else {
+		fmt.Fprintf(a.stdout, "demo: the agent is the real Claude Code (%s), with your account and model\n", claude)
+	default:
 		buildArgs = append(buildArgs, "--agent-cmd", text.ShellQuote(a.argv0)+" "+demoAgentCommand)
-		fmt.Fprintln(a.stdout, "demo: claude is not installed, so the agent is ralphd's built-in scripted agent")
+		fmt.Fprintln(a.stdout, "demo: the agent is ralphd's built-in scripted agent (run with --agent claude for the real Claude Code)")
 	}
 	fmt.Fprintf(a.stdout, "demo: project %s\n\n$ ralphd %s\n", project, strings.Join(buildArgs[:shown], " "))
 
@@ -172,7 +161,7 @@ func runDemoAgent(ctx context.Context, a *app) int {
 	if err != nil {
 		return exitError
 	}
-	return demo.RunAgent(ctx, wd, a.getenv, a.stdout)
+	return runScriptedDemoAgent(ctx, wd, a.getenv, a.stdout)
 }
 
 // runDemoBD is the stand-in bd (`ralphd demo-bd`).

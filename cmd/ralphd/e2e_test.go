@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,19 +325,59 @@ func TestE2EHangTimesOut(t *testing.T) {
 	is.Equal(len(agentProcesses(e.home)), 0) // nothing of claude's tree survived
 }
 
-// `ralphd demo` with the real Claude Code against the scripted model.
+// `ralphd demo --agent claude` with the real Claude Code against the
+// scripted model, through the same steps the built-in agent runs.
 func TestE2EDemo(t *testing.T) {
 	t.Parallel()
 	is := is.New(t)
 	claude := claudeOrSkip(t)
 	bdDir := standinBin(t)
+	srv := scriptedapi.New(demoScripts()...)
+	is.NoErr(srv.Start())
+	t.Cleanup(srv.Close)
 	cmd := exec.Command("ralphd", "demo", "--agent", "claude")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+bdDir+string(os.PathListSeparator)+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "PATH="+bdDir+string(os.PathListSeparator)+filepath.Dir(claude)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"NO_COLOR=1", "HOME="+t.TempDir())
+	cmd.Env = append(cmd.Env, srv.Env()...)
 	out, err := cmd.CombinedOutput()
 	is.NoErr(err) // the demo exits 0
 	s := string(out)
 	is.True(strings.Contains(s, "the agent is the real Claude Code"))
 	is.True(strings.Contains(s, "closed: 4 of 4 tried"))
 	is.True(strings.Contains(s, "PreToolUse:Bash hook error")) // the hook refused the priority change
+}
+
+// demoScripts is the demo for the scripted Messages API: one conversation per
+// attempt, matched to the issue by its id in the prompt, in attempt order.
+func demoScripts() []scriptedapi.Script {
+	var out []scriptedapi.Script
+	for _, is := range demoIssues() {
+		for n, attempt := range is.Attempts {
+			var turns []scriptedapi.Turn
+			var text string
+			for _, s := range attempt {
+				if s.Command == "" {
+					text = strings.TrimSpace(text + " " + s.Text)
+					continue
+				}
+				t := scriptedapi.Bash(s.Command)
+				if text != "" {
+					t = t.Saying(text)
+					text = ""
+				}
+				turns = append(turns, t)
+			}
+			if text == "" {
+				text = "Done."
+			}
+			turns = append(turns, scriptedapi.Say(text))
+			out = append(out, scriptedapi.Script{
+				Name:  fmt.Sprintf("%s attempt %d", is.ID, n+1),
+				Match: scriptedapi.PromptContains("**ID:** " + is.ID),
+				Turns: turns,
+			})
+		}
+	}
+	return out
 }

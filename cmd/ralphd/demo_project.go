@@ -1,12 +1,12 @@
-// Package demo is `ralphd demo`: a small beads project in a scratch git
+// The demo project of `ralphd demo`: a small beads project in a scratch git
 // repository, and a scripted agent that works it, so a whole BUILD loop can
 // be watched with no account and no network.
 //
-// One script drives both agents the demo can use: the real Claude Code
-// CLI talking to a scripted Messages API (internal/agent/scriptedapi), when
-// claude is installed, and otherwise RunAgent, a stand-in agent process
-// that runs the same steps and prints Claude-style stream-json.
-package demo
+// The scripted agent (runScriptedDemoAgent) runs each attempt's steps and
+// prints them as Claude-style stream-json. The end-to-end tests drive the
+// real Claude Code through the same steps against a scripted model API.
+
+package main
 
 import (
 	"bytes"
@@ -20,46 +20,45 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/proc"
 )
 
-// Prefix is the demo tracker's issue prefix.
-const Prefix = "demo"
+// demoPrefix is the demo tracker's issue prefix.
+const demoPrefix = "demo"
 
-// Step is one agent action: a shell command, or (Command empty) text.
-type Step struct {
+// demoStep is one agent action: a shell command, or (Command empty) text.
+type demoStep struct {
 	Text    string
 	Command string
 }
 
-// issue is one demo issue and what the agent does on each attempt.
-type issue struct {
+// demoIssue is one demo issue and what the agent does on each attempt.
+type demoIssue struct {
 	ID, Title, Description, Acceptance string
 	Priority                           int
 	DependsOn                          string
-	Attempts                           [][]Step // steps per attempt, 1-based order
+	Attempts                           [][]demoStep // steps per attempt, 1-based order
 }
 
-func sh(cmd string) Step { return Step{Command: cmd} }
-func say(t string) Step  { return Step{Text: t} }
+func sh(cmd string) demoStep { return demoStep{Command: cmd} }
+func say(t string) demoStep  { return demoStep{Text: t} }
 func table(rows ...string) string {
 	return "| criterion | command | expected exit |\n|---|---|---|\n" + strings.Join(rows, "\n")
 }
 
-// issues is the demo project: four issues, one blocked by another, one that
+// demoIssues is the demo project: four issues, one blocked by another, one that
 // fails until its second attempt, and one whose work tempts the agent into
 // a bd command BUILD mode may not run. Their priorities differ, so bd's
 // order (priority, then newest first, at whole seconds) is the same on
 // every run: demo-1, demo-2 twice, demo-4, demo-3.
-func issues() []issue {
-	return []issue{
+func demoIssues() []demoIssue {
+	return []demoIssue{
 		{
 			ID: "demo-1", Title: "Add a greeting", Priority: 0,
 			Description: "Write greet.txt with a friendly greeting.",
 			Acceptance:  table("| greeting exists | `test -s greet.txt` | 0 |"),
-			Attempts: [][]Step{{
+			Attempts: [][]demoStep{{
 				sh("bd show demo-1 --json"),
 				sh("echo 'Hello from the Ralph loop' > greet.txt && git add greet.txt && git commit -qm 'demo-1: add greeting'"),
 				sh("test -s greet.txt && echo 'check passed'"),
@@ -71,7 +70,7 @@ func issues() []issue {
 			ID: "demo-2", Title: "Parse the config file", Priority: 1,
 			Description: "config.ini must hold a name= line; check-config.sh verifies it.",
 			Acceptance:  table("| config parses | `sh check-config.sh` | 0 |"),
-			Attempts: [][]Step{
+			Attempts: [][]demoStep{
 				{
 					sh("bd show demo-2 --json"),
 					sh("sh check-config.sh"),
@@ -87,8 +86,8 @@ func issues() []issue {
 		},
 		{
 			ID: "demo-3", Title: "Tidy the backlog", Priority: 3,
-			Description: "Look over the open issues. demo-4 feels urgent.",
-			Attempts: [][]Step{{
+			Description: "Look over the open demoIssues. demo-4 feels urgent.",
+			Attempts: [][]demoStep{{
 				say("demo-4 looks urgent; raising its priority."),
 				sh("bd update demo-4 --priority 0"),
 				say("BUILD mode may not change priorities. Leaving a note for PLANNING instead."),
@@ -100,7 +99,7 @@ func issues() []issue {
 			ID: "demo-4", Title: "Write release notes", Priority: 2, DependsOn: "demo-1",
 			Description: "List what changed in NOTES.md. Needs the greeting first.",
 			Acceptance:  table("| notes exist | `test -s NOTES.md` | 0 |"),
-			Attempts: [][]Step{{
+			Attempts: [][]demoStep{{
 				sh("echo '- a greeting (demo-1)' > NOTES.md && git add NOTES.md && git commit -qm 'demo-4: release notes'"),
 				sh(`bd close demo-4 --reason "test -s NOTES.md passes (exit 0); committed NOTES.md"`),
 				say("Closed demo-4."),
@@ -119,10 +118,10 @@ grep -q '^name=' config.ini || { echo "check-config.sh: no name= line" >&2; exit
 echo "config ok"
 `
 
-// Setup creates the demo project in dir (a new directory): a git
+// setUpDemoProject creates the demo project in dir (a new directory): a git
 // repository with a committed work tree and a beads tracker holding the
 // demo issues, created with bd (an absolute path).
-func Setup(ctx context.Context, dir, bd string) error {
+func setUpDemoProject(ctx context.Context, dir, bd string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -145,14 +144,14 @@ func Setup(ctx context.Context, dir, bd string) error {
 		}
 		return nil
 	}
-	steps := [][]string{
+	demoSteps := [][]string{
 		{"git", "init", "-q"},
 		{"git", "config", "user.name", "ralphd demo"},
 		{"git", "config", "user.email", "demo@ralphd.invalid"},
 		{"git", "config", "commit.gpgsign", "false"},
-		{bd, "init", "--prefix", Prefix, "--quiet", "--non-interactive", "--skip-agents", "--skip-hooks"},
+		{bd, "init", "--prefix", demoPrefix, "--quiet", "--non-interactive", "--skip-agents", "--skip-hooks"},
 	}
-	for _, s := range steps {
+	for _, s := range demoSteps {
 		if err := run(s[0], s[1:]...); err != nil {
 			return err
 		}
@@ -163,7 +162,7 @@ func Setup(ctx context.Context, dir, bd string) error {
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# ralphd demo project\n\nMade by `ralphd demo`.\n"), 0o644); err != nil {
 		return err
 	}
-	for _, is := range issues() {
+	for _, is := range demoIssues() {
 		args := []string{"create", is.Title, "--id", is.ID, "-p", strconv.Itoa(is.Priority), "-d", is.Description, "--quiet"}
 		if is.Acceptance != "" {
 			args = append(args, "--acceptance", is.Acceptance)
@@ -185,9 +184,9 @@ func Setup(ctx context.Context, dir, bd string) error {
 	return nil
 }
 
-// steps returns what the agent does on an attempt at an issue.
-func steps(id string, attempt int) []Step {
-	for _, is := range issues() {
+// demoSteps returns what the agent does on an attempt at an issue.
+func demoSteps(id string, attempt int) []demoStep {
+	for _, is := range demoIssues() {
 		if is.ID == id {
 			if attempt < 1 {
 				attempt = 1
@@ -198,48 +197,14 @@ func steps(id string, attempt int) []Step {
 			return is.Attempts[attempt-1]
 		}
 	}
-	return []Step{say("There is no script for " + id + ".")}
+	return []demoStep{say("There is no script for " + id + ".")}
 }
 
-// Scripts is the demo for the scripted Messages API: one conversation per
-// attempt, matched to the issue by its id in the prompt, in attempt order.
-func Scripts() []scriptedapi.Script {
-	var out []scriptedapi.Script
-	for _, is := range issues() {
-		for n, attempt := range is.Attempts {
-			var turns []scriptedapi.Turn
-			var text string
-			for _, s := range attempt {
-				if s.Command == "" {
-					text = strings.TrimSpace(text + " " + s.Text)
-					continue
-				}
-				t := scriptedapi.Bash(s.Command)
-				if text != "" {
-					t = t.Saying(text)
-					text = ""
-				}
-				turns = append(turns, t)
-			}
-			if text == "" {
-				text = "Done."
-			}
-			turns = append(turns, scriptedapi.Say(text))
-			out = append(out, scriptedapi.Script{
-				Name:  fmt.Sprintf("%s attempt %d", is.ID, n+1),
-				Match: scriptedapi.PromptContains("**ID:** " + is.ID),
-				Turns: turns,
-			})
-		}
-	}
-	return out
-}
-
-// RunAgent is the built-in scripted agent, for machines without claude:
+// runScriptedDemoAgent is the built-in scripted agent, for machines without claude:
 // it runs the steps for $RALPH_ISSUE_ID's attempt $RALPH_ATTEMPT with sh
 // in dir and prints them as Claude Code stream-json, so the run log reads
 // like a real agent's. It returns the process exit code.
-func RunAgent(ctx context.Context, dir string, getenv func(string) string, stdout io.Writer) int {
+func runScriptedDemoAgent(ctx context.Context, dir string, getenv func(string) string, stdout io.Writer) int {
 	attempt, _ := strconv.Atoi(getenv("RALPH_ATTEMPT"))
 	id := getenv("RALPH_ISSUE_ID")
 	session := fmt.Sprintf("demo-%s-%d", id, attempt)
@@ -247,7 +212,7 @@ func RunAgent(ctx context.Context, dir string, getenv func(string) string, stdou
 	emit := func(v map[string]any) { v["session_id"] = session; _ = enc.Encode(v) }
 	emit(map[string]any{"type": "system", "subtype": "init", "model": "ralphd-demo-agent", "tools": []string{"Bash"}})
 	var final string
-	for i, s := range steps(id, attempt) {
+	for i, s := range demoSteps(id, attempt) {
 		if s.Command == "" {
 			final = s.Text
 			emit(map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": s.Text}}}})
