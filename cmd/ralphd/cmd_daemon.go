@@ -12,7 +12,6 @@ import (
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/modes"
-	"github.com/ralphd/ralphd/internal/sdnotify"
 	"github.com/ralphd/ralphd/prompts"
 )
 
@@ -37,7 +36,7 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
-	notify := sdnotify.New(a.getenv)
+	notify := newSDNotifier(a.getenv)
 	ls, code := setupLoop(ctx, a, fs, "daemon")
 	if ls == nil {
 		return code

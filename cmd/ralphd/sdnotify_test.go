@@ -1,4 +1,4 @@
-package sdnotify
+package main
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func env(m map[string]string) func(string) string {
 func TestSendsInOrder(t *testing.T) {
 	is := is.New(t)
 	l := listenFile(t)
-	n := New(env(map[string]string{EnvSocket: l.addr}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr}))
 	is.True(n.Enabled())
 
 	is.NoErr(n.Ready())
@@ -80,7 +80,7 @@ func TestSendsInOrder(t *testing.T) {
 
 func TestUnsetSocketIsNoOp(t *testing.T) {
 	is := is.New(t)
-	for _, n := range []*Notifier{New(env(nil)), nil, {}} {
+	for _, n := range []*sdNotifier{newSDNotifier(env(nil)), nil, {}} {
 		is.True(!n.Enabled())
 		is.NoErr(n.Ready())
 		is.NoErr(n.Status("x"))
@@ -93,22 +93,22 @@ func TestUnsetSocketIsNoOp(t *testing.T) {
 		n.RunWatchdog(context.Background(), nil) // returns at once
 	}
 	// A watchdog without a socket is pointless, so it is off too.
-	n := New(env(map[string]string{EnvWatchdogUSec: "1000000"}))
+	n := newSDNotifier(env(map[string]string{envWatchdogUSec: "1000000"}))
 	_, ok := n.WatchdogInterval()
 	is.True(!ok)
 }
 
 func TestMissingSocketIsAnError(t *testing.T) {
 	is := is.New(t)
-	n := New(env(map[string]string{EnvSocket: filepath.Join(t.TempDir(), "absent.sock")}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: filepath.Join(t.TempDir(), "absent.sock")}))
 	is.True(n.Ready() != nil)
 }
 
 func TestUnsupportedSocket(t *testing.T) {
 	is := is.New(t)
 	for _, addr := range []string{"vsock:2:1234", "relative.sock"} {
-		err := New(env(map[string]string{EnvSocket: addr})).Ready()
-		is.True(errors.Is(err, ErrUnsupportedSocket))
+		err := newSDNotifier(env(map[string]string{envNotifySocket: addr})).Ready()
+		is.True(errors.Is(err, errUnsupportedSocket))
 	}
 }
 
@@ -116,12 +116,12 @@ func TestWatchdogPIDMismatchDisablesWatchdog(t *testing.T) {
 	is := is.New(t)
 	l := listenFile(t)
 	pid := os.Getpid()
-	mine := New(env(map[string]string{EnvSocket: l.addr, EnvWatchdogUSec: "4000000", EnvWatchdogPID: strconv.Itoa(pid)}))
+	mine := newSDNotifier(env(map[string]string{envNotifySocket: l.addr, envWatchdogUSec: "4000000", envWatchdogPID: strconv.Itoa(pid)}))
 	d, ok := mine.WatchdogInterval()
 	is.True(ok)
 	is.Equal(d, 4*time.Second)
 
-	other := New(env(map[string]string{EnvSocket: l.addr, EnvWatchdogUSec: "4000000", EnvWatchdogPID: strconv.Itoa(pid + 1)}))
+	other := newSDNotifier(env(map[string]string{envNotifySocket: l.addr, envWatchdogUSec: "4000000", envWatchdogPID: strconv.Itoa(pid + 1)}))
 	_, ok = other.WatchdogInterval()
 	is.True(!ok)
 	other.RunWatchdog(context.Background(), nil) // returns at once, sends nothing
@@ -159,7 +159,7 @@ func TestParseWatchdog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			got, ok := ParseWatchdog(tt.usec, tt.wpd, pid)
+			got, ok := parseWatchdog(tt.usec, tt.wpd, pid)
 			is.Equal(ok, tt.ok)
 			is.Equal(got, tt.want)
 		})
@@ -172,12 +172,12 @@ func FuzzParseWatchdog(f *testing.F) {
 		f.Add(s, "4242")
 	}
 	f.Fuzz(func(t *testing.T, usec, wpid string) {
-		d, ok := ParseWatchdog(usec, wpid, 4242)
+		d, ok := parseWatchdog(usec, wpid, 4242)
 		if ok != (d > 0) {
-			t.Fatalf("ParseWatchdog(%q, %q) = %v, %v: enabled iff positive", usec, wpid, d, ok)
+			t.Fatalf("parseWatchdog(%q, %q) = %v, %v: enabled iff positive", usec, wpid, d, ok)
 		}
 		if ok && d%time.Microsecond != 0 {
-			t.Fatalf("ParseWatchdog(%q, %q) = %v: not whole microseconds", usec, wpid, d)
+			t.Fatalf("parseWatchdog(%q, %q) = %v: not whole microseconds", usec, wpid, d)
 		}
 	})
 }
@@ -186,7 +186,7 @@ func TestRunWatchdogPingsUntilCancelled(t *testing.T) {
 	is := is.New(t)
 	l := listenFile(t)
 	// 20 ms timeout: a ping every 10 ms.
-	n := New(env(map[string]string{EnvSocket: l.addr, EnvWatchdogUSec: "20000"}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr, envWatchdogUSec: "20000"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { n.RunWatchdog(ctx, func(err error) { t.Errorf("ping: %v", err) }) })
@@ -200,7 +200,7 @@ func TestRunWatchdogPingsUntilCancelled(t *testing.T) {
 func TestRunWatchdogReportsErrors(t *testing.T) {
 	is := is.New(t)
 	dir := t.TempDir()
-	n := New(env(map[string]string{EnvSocket: filepath.Join(dir, "gone.sock"), EnvWatchdogUSec: "20000"}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: filepath.Join(dir, "gone.sock"), envWatchdogUSec: "20000"}))
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error)
 	done := make(chan struct{})
@@ -221,7 +221,7 @@ func TestRunWatchdogReportsErrors(t *testing.T) {
 }
 
 func TestStatusIsSanitized(t *testing.T) {
-	long := strings.Repeat("é", MaxStatusLen) // 2 bytes each
+	long := strings.Repeat("é", maxStatusLen) // 2 bytes each
 	tests := []struct {
 		name, in, want string
 	}{
@@ -230,25 +230,25 @@ func TestStatusIsSanitized(t *testing.T) {
 		{"newline cannot inject", "x\nREADY=1", "x READY=1"},
 		{"carriage return and nul", "a\r\x00b", "a  b"},
 		{"invalid utf-8", "bad \xff byte", "bad \uFFFD byte"},
-		{"long", long, strings.Repeat("é", (MaxStatusLen-len("…"))/2) + "…"},
+		{"long", long, strings.Repeat("é", (maxStatusLen-len("…"))/2) + "…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
 			l := listenFile(t)
-			n := New(env(map[string]string{EnvSocket: l.addr}))
+			n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr}))
 			is.NoErr(n.Status(tt.in))
 			got := l.next()
 			is.Equal(got, "STATUS="+tt.want)
 			is.True(utf8.ValidString(got))
-			is.True(len(got) <= len("STATUS=")+MaxStatusLen)
+			is.True(len(got) <= len("STATUS=")+maxStatusLen)
 		})
 	}
 }
 
 func TestSendRefusesMalformedAssignments(t *testing.T) {
 	l := listenFile(t)
-	n := New(env(map[string]string{EnvSocket: l.addr}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr}))
 	for _, a := range []string{"READY", "=1", "A=1\nB=2", "A=\x00"} {
 		t.Run(strconv.Quote(a), func(t *testing.T) {
 			is := is.New(t)
@@ -270,7 +270,7 @@ func TestEnvNames(t *testing.T) {
 // service manager connection. A child process (an agent) should not inherit
 // them: it would otherwise be able to talk to systemd on ralphd's behalf.
 func EnvNames() []string {
-	return []string{EnvSocket, EnvWatchdogUSec, EnvWatchdogPID}
+	return []string{envNotifySocket, envWatchdogUSec, envWatchdogPID}
 }
 
 // Reloading tells the service manager that the service is reloading its
@@ -278,7 +278,7 @@ func EnvNames() []string {
 // CLOCK_MONOTONIC time in microseconds, which systemd 253 and later require
 // for Type=notify-reload units (older versions ignore it). Call Ready when
 // the reload is done.
-func (n *Notifier) Reloading() error {
+func (n *sdNotifier) Reloading() error {
 	if !n.Enabled() {
 		return nil
 	}

@@ -1,10 +1,10 @@
-// Package sdnotify implements the sending side of systemd's service
+// sdNotifier implements the sending side of systemd's service
 // notification protocol (sd_notify(3)) without cgo: newline-separated
 // VARIABLE=value assignments sent as one datagram to the unix socket named
 // by $NOTIFY_SOCKET.
 //
-// A Notifier built where NOTIFY_SOCKET is unset (ralphd run by hand, or by
-// a unit that is not Type=notify) does nothing, as does a nil *Notifier, so
+// A sdNotifier built where NOTIFY_SOCKET is unset (ralphd run by hand, or by
+// a unit that is not Type=notify) does nothing, as does a nil *sdNotifier, so
 // callers never need to check whether they run under systemd.
 //
 // The messages ralphd sends:
@@ -23,4 +23,5 @@
 // Only the filesystem (/path) and Linux abstract (@name) socket forms are
 // supported; the vsock: form of systemd 254 and later is reported as an
 // error by every send.
-package sdnotify
+
+package main

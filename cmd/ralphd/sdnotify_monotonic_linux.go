@@ -1,4 +1,4 @@
-package sdnotify
+package main
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sdnotify
+package main
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ func TestAbstractSocket(t *testing.T) {
 	is := is.New(t)
 	name := "@ralphd-sdnotify-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	l := listen(t, name)
-	n := New(env(map[string]string{EnvSocket: name}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: name}))
 	is.NoErr(n.Ready())
 	is.Equal(l.next(), "READY=1")
 	// The abstract name has no file: nothing was created in the cwd.
@@ -26,7 +26,7 @@ func TestAbstractSocket(t *testing.T) {
 func TestReloading(t *testing.T) {
 	is := is.New(t)
 	l := listenFile(t)
-	n := New(env(map[string]string{EnvSocket: l.addr}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr}))
 	before, err := monotonicNow()
 	is.NoErr(err)
 	is.NoErr(n.Reloading())
@@ -47,7 +47,7 @@ func TestReloading(t *testing.T) {
 func TestReloadingClockError(t *testing.T) {
 	is := is.New(t)
 	l := listenFile(t)
-	n := New(env(map[string]string{EnvSocket: l.addr}))
+	n := newSDNotifier(env(map[string]string{envNotifySocket: l.addr}))
 	n.monotonic = func() (time.Duration, error) { return 0, errors.New("no clock") }
 	is.True(n.Reloading() != nil)
 }

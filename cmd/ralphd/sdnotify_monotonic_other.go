@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sdnotify
+package main
 
 import (
 	"errors"

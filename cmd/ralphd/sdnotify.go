@@ -1,4 +1,4 @@
-package sdnotify
+package main
 
 import (
 	"context"
@@ -14,30 +14,30 @@ import (
 
 // Environment variables systemd sets for a notify service.
 const (
-	// EnvSocket names the datagram socket notifications go to.
-	EnvSocket = "NOTIFY_SOCKET"
-	// EnvWatchdogUSec is the watchdog timeout in microseconds.
-	EnvWatchdogUSec = "WATCHDOG_USEC"
-	// EnvWatchdogPID is the PID the watchdog is meant for.
-	EnvWatchdogPID = "WATCHDOG_PID"
+	// envNotifySocket names the datagram socket notifications go to.
+	envNotifySocket = "NOTIFY_SOCKET"
+	// envWatchdogUSec is the watchdog timeout in microseconds.
+	envWatchdogUSec = "WATCHDOG_USEC"
+	// envWatchdogPID is the PID the watchdog is meant for.
+	envWatchdogPID = "WATCHDOG_PID"
 )
 
-// MaxStatusLen is the longest STATUS= text Status sends, in bytes; longer
+// maxStatusLen is the longest STATUS= text Status sends, in bytes; longer
 // texts are cut at a character boundary and end with "…". systemd ignores
 // notification datagrams larger than 4096 bytes.
-const MaxStatusLen = 1024
+const maxStatusLen = 1024
 
-// sendTimeout bounds one datagram send, so a wedged service manager can
+// sdSendTimeout bounds one datagram send, so a wedged service manager can
 // never stall the daemon.
-const sendTimeout = 2 * time.Second
+const sdSendTimeout = 2 * time.Second
 
-// ErrUnsupportedSocket is returned by every send when NOTIFY_SOCKET holds an
+// errUnsupportedSocket is returned by every send when NOTIFY_SOCKET holds an
 // address form other than an absolute path or an @abstract name.
-var ErrUnsupportedSocket = errors.New("sdnotify: unsupported NOTIFY_SOCKET address (want /path or @abstract)")
+var errUnsupportedSocket = errors.New("sdnotify: unsupported NOTIFY_SOCKET address (want /path or @abstract)")
 
-// Notifier sends notifications to the service manager. Its zero value and a
-// nil *Notifier are valid and do nothing. It is safe for concurrent use.
-type Notifier struct {
+// sdNotifier sends notifications to the service manager. Its zero value and a
+// nil *sdNotifier are valid and do nothing. It is safe for concurrent use.
+type sdNotifier struct {
 	// socket is the address from NOTIFY_SOCKET; empty means disabled.
 	socket string
 	// watchdog is the watchdog timeout; zero means no watchdog for us.
@@ -46,28 +46,28 @@ type Notifier struct {
 	monotonic func() (time.Duration, error)
 }
 
-// New returns a Notifier configured from the environment read through
+// newSDNotifier returns a sdNotifier configured from the environment read through
 // getenv (os.Getenv in production). When NOTIFY_SOCKET is unset every method
 // is a no-op.
-func New(getenv func(string) string) *Notifier {
-	return newNotifier(getenv, os.Getpid())
+func newSDNotifier(getenv func(string) string) *sdNotifier {
+	return newSDNotifierFor(getenv, os.Getpid())
 }
 
-func newNotifier(getenv func(string) string, pid int) *Notifier {
-	n := &Notifier{socket: getenv(EnvSocket), monotonic: monotonicNow}
+func newSDNotifierFor(getenv func(string) string, pid int) *sdNotifier {
+	n := &sdNotifier{socket: getenv(envNotifySocket), monotonic: monotonicNow}
 	if n.socket != "" {
-		n.watchdog, _ = ParseWatchdog(getenv(EnvWatchdogUSec), getenv(EnvWatchdogPID), pid)
+		n.watchdog, _ = parseWatchdog(getenv(envWatchdogUSec), getenv(envWatchdogPID), pid)
 	}
 	return n
 }
 
-// ParseWatchdog interprets WATCHDOG_USEC and WATCHDOG_PID as sd_watchdog_enabled(3)
+// parseWatchdog interprets WATCHDOG_USEC and WATCHDOG_PID as sd_watchdog_enabled(3)
 // does, for the process with the given pid. It returns the watchdog timeout
 // and true when the watchdog is enabled for that process: usec is a
 // positive decimal number of microseconds, and pid is empty or equal to
 // pid. Anything else (unset, zero, malformed, out of range, or meant for
 // another process) disables the watchdog.
-func ParseWatchdog(usec, watchdogPID string, pid int) (time.Duration, bool) {
+func parseWatchdog(usec, watchdogPID string, pid int) (time.Duration, bool) {
 	if usec == "" {
 		return 0, false
 	}
@@ -85,29 +85,29 @@ func ParseWatchdog(usec, watchdogPID string, pid int) (time.Duration, bool) {
 }
 
 // Enabled reports whether notifications go anywhere (NOTIFY_SOCKET is set).
-func (n *Notifier) Enabled() bool {
+func (n *sdNotifier) Enabled() bool {
 	return n != nil && n.socket != ""
 }
 
 // Ready tells the service manager that start-up (or a reload) is finished.
-func (n *Notifier) Ready() error {
+func (n *sdNotifier) Ready() error {
 	return n.Send("READY=1")
 }
 
 // Status sets the one-line status text `systemctl status` shows. Line
 // breaks become spaces, invalid UTF-8 is replaced, and texts longer than
-// MaxStatusLen are shortened, so any string is safe to pass.
-func (n *Notifier) Status(s string) error {
-	return n.Send("STATUS=" + cleanStatus(s))
+// maxStatusLen are shortened, so any string is safe to pass.
+func (n *sdNotifier) Status(s string) error {
+	return n.Send("STATUS=" + cleanSDStatus(s))
 }
 
 // Stopping tells the service manager that the service is shutting down.
-func (n *Notifier) Stopping() error {
+func (n *sdNotifier) Stopping() error {
 	return n.Send("STOPPING=1")
 }
 
 // Watchdog sends one watchdog keep-alive ping.
-func (n *Notifier) Watchdog() error {
+func (n *sdNotifier) Watchdog() error {
 	return n.Send("WATCHDOG=1")
 }
 
@@ -115,7 +115,7 @@ func (n *Notifier) Watchdog() error {
 // service manager expects keep-alive pings from this process: NOTIFY_SOCKET
 // and WATCHDOG_USEC are set, and WATCHDOG_PID, when set, is our PID. Ping at
 // half the returned duration, as RunWatchdog does.
-func (n *Notifier) WatchdogInterval() (time.Duration, bool) {
+func (n *sdNotifier) WatchdogInterval() (time.Duration, bool) {
 	if !n.Enabled() || n.watchdog <= 0 {
 		return 0, false
 	}
@@ -127,7 +127,7 @@ func (n *Notifier) WatchdogInterval() (time.Duration, bool) {
 // enabled for this process. A failed ping does not stop it: it is reported
 // to onError (which may be nil) and the next ping is tried on schedule.
 // Run it in its own goroutine.
-func (n *Notifier) RunWatchdog(ctx context.Context, onError func(error)) {
+func (n *sdNotifier) RunWatchdog(ctx context.Context, onError func(error)) {
 	interval, ok := n.WatchdogInterval()
 	if !ok {
 		return
@@ -154,7 +154,7 @@ func (n *Notifier) RunWatchdog(ctx context.Context, onError func(error)) {
 // one datagram. It does nothing when notifications are disabled. An
 // assignment without "=" or with a line break is refused, since it would
 // corrupt the message.
-func (n *Notifier) Send(assignments ...string) error {
+func (n *sdNotifier) Send(assignments ...string) error {
 	if !n.Enabled() || len(assignments) == 0 {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (n *Notifier) Send(assignments ...string) error {
 		}
 	}
 	if n.socket[0] != '/' && n.socket[0] != '@' {
-		return fmt.Errorf("%w: %q", ErrUnsupportedSocket, n.socket)
+		return fmt.Errorf("%w: %q", errUnsupportedSocket, n.socket)
 	}
 	// Go's net package maps a leading '@' to the Linux abstract namespace
 	// (a leading NUL byte), exactly as sd_notify does.
@@ -173,7 +173,7 @@ func (n *Notifier) Send(assignments ...string) error {
 		return fmt.Errorf("sdnotify: connect to %s: %w", n.socket, err)
 	}
 	defer conn.Close()
-	if err := conn.SetWriteDeadline(time.Now().Add(sendTimeout)); err != nil {
+	if err := conn.SetWriteDeadline(time.Now().Add(sdSendTimeout)); err != nil {
 		return fmt.Errorf("sdnotify: set a send deadline: %w", err)
 	}
 	msg := strings.Join(assignments, "\n")
@@ -183,9 +183,9 @@ func (n *Notifier) Send(assignments ...string) error {
 	return nil
 }
 
-// cleanStatus makes s a valid single-line STATUS= value of at most
-// MaxStatusLen bytes.
-func cleanStatus(s string) string {
+// cleanSDStatus makes s a valid single-line STATUS= value of at most
+// maxStatusLen bytes.
+func cleanSDStatus(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
 		switch r {
@@ -194,11 +194,11 @@ func cleanStatus(s string) string {
 		}
 		return r
 	}, s)
-	if len(s) <= MaxStatusLen {
+	if len(s) <= maxStatusLen {
 		return s
 	}
 	const ellipsis = "…"
-	cut := MaxStatusLen - len(ellipsis)
+	cut := maxStatusLen - len(ellipsis)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
