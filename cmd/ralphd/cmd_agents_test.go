@@ -8,7 +8,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/agent"
-	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
+	"github.com/ralphd/ralphd/internal/testkit/scriptedapi"
 )
 
 func TestVerifiedText(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/proc"
-	"github.com/ralphd/ralphd/internal/standin"
+	"github.com/ralphd/ralphd/internal/testkit/standin"
 	"github.com/ralphd/ralphd/internal/text"
 )
 

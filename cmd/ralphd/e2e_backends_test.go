@@ -15,7 +15,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/agent"
-	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
+	"github.com/ralphd/ralphd/internal/testkit/scriptedapi"
 )
 
 // The end-to-end suite of the other agent CLIs: the real Codex, opencode

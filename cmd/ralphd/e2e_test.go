@@ -15,7 +15,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/agent/scriptedapi"
+	"github.com/ralphd/ralphd/internal/testkit/scriptedapi"
 )
 
 // The end-to-end suite runs ralphd with the real Claude Code CLI, the

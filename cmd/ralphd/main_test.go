@@ -49,7 +49,7 @@ func buildStandin() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bd"), "github.com/ralphd/ralphd/internal/fakebd")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bd"), "github.com/ralphd/ralphd/internal/testkit/fakebd")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the stand-in bd: %v\n%s", err, out)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestClaudeRealStreams classifies streams captured from the real Claude
-// Code 2.1.197 against a scripted API (internal/agent/scriptedapi), with
+// Code 2.1.197 against a scripted API (internal/testkit/scriptedapi), with
 // the process exit codes it really returned. In 2.1.197 every failure
 // exits 1, and 529s and timeouts carry no api_error_status: the
 // assistant's error field has to decide.

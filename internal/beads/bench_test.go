@@ -7,7 +7,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/bench/benchtest"
+	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 )
 
 // readyJSON is bd ready --json output with n issues in the shape of the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
 // scopeFake answers `ready --parent` with a list, and each `update --claim`

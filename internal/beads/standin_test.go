@@ -12,7 +12,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
 func TestMain(m *testing.M) { os.Exit(standintest.Main(m.Run)) } // the stand-in bd for the claim tests

@@ -10,7 +10,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/git/gitsafetest"
+	"github.com/ralphd/ralphd/internal/testkit/gitplant"
 )
 
 // safeOps are the git commands ralphd runs (worktree, state, modes,
@@ -46,16 +46,16 @@ var safeOps = [][]string{
 // Each route, planted, runs its payload from plain git (so the test can
 // fail) and never from gitsafe, whatever ralphd asks git to do.
 func TestNoPlantedCodeRuns(t *testing.T) {
-	for _, r := range gitsafetest.Routes() {
+	for _, r := range gitplant.Routes() {
 		t.Run(r.Name, func(t *testing.T) {
 			is := is.New(t)
-			dir, markers := gitsafetest.Repo(t), t.TempDir()
+			dir, markers := gitplant.Repo(t), t.TempDir()
 			r.Plant(t, dir, markers)
 
 			// Control: the planted code is live.
-			gitsafetest.Touch(t, dir)
-			gitsafetest.TryGit(dir, r.Trigger...)
-			is.True(len(gitsafetest.Ran(t, markers)) > 0) // plain git runs the payload
+			gitplant.Touch(t, dir)
+			gitplant.TryGit(dir, r.Trigger...)
+			is.True(len(gitplant.Ran(t, markers)) > 0) // plain git runs the payload
 			if err := os.RemoveAll(markers); err != nil {
 				t.Fatal(err)
 			}
@@ -63,24 +63,24 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			gitsafetest.Touch(t, dir)
+			gitplant.Touch(t, dir)
 			ctx := context.Background()
 			for _, args := range append([][]string{r.Trigger}, safeOps...) {
 				if _, err := git.Output(ctx, dir, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
 					t.Fatalf("git %v: %v", args, err)
 				}
 			}
-			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no payload ran from gitsafe
+			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no payload ran from gitsafe
 
 			// Nor from a Runner, whose commands share one lookup.
-			gitsafetest.Touch(t, dir)
+			gitplant.Touch(t, dir)
 			run := git.NewRunner(dir)
 			for _, args := range append([][]string{r.Trigger}, safeOps...) {
 				if _, err := run.OutputEnv(ctx, nil, args...); err != nil && !strings.Contains(err.Error(), "exit status") {
 					t.Fatalf("git %v: %v", args, err)
 				}
 			}
-			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no payload ran from a Runner
+			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no payload ran from a Runner
 		})
 	}
 }
@@ -89,28 +89,28 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 // agent can write too) is found and emptied as well.
 func TestGlobalFilterDoesNotRun(t *testing.T) {
 	is := is.New(t)
-	dir, markers := gitsafetest.Repo(t), t.TempDir()
+	dir, markers := gitplant.Repo(t), t.TempDir()
 	script := filepath.Join(t.TempDir(), "clean")
 	is.NoErr(os.WriteFile(script, []byte("#!/bin/sh\ntouch '"+filepath.Join(markers, "global")+"'\ncat\n"), 0o755))
 	global := filepath.Join(t.TempDir(), "gitconfig")
 	is.NoErr(os.WriteFile(global, []byte("[filter \"glob\"]\n\tclean = "+script+"\n"), 0o644))
 	t.Setenv("GIT_CONFIG_GLOBAL", global)
 	is.NoErr(os.WriteFile(filepath.Join(dir, ".gitattributes"), []byte("* filter=glob\n"), 0o644))
-	gitsafetest.Touch(t, dir)
-	gitsafetest.TryGit(dir, "diff", "HEAD")
-	is.Equal(len(gitsafetest.Ran(t, markers)), 1) // control
+	gitplant.Touch(t, dir)
+	gitplant.TryGit(dir, "diff", "HEAD")
+	is.Equal(len(gitplant.Ran(t, markers)), 1) // control
 	is.NoErr(os.Remove(filepath.Join(markers, "global")))
-	gitsafetest.Touch(t, dir)
+	gitplant.Touch(t, dir)
 	_, err := git.Output(context.Background(), dir, "diff", "HEAD")
 	is.NoErr(err)
-	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
+	is.Equal(gitplant.Ran(t, markers), []string(nil))
 }
 
 // An inherited GIT_CONFIG_COUNT is kept, and gitsafe's entries come after
 // it, so they win.
 func TestConfigEnvKeepsInheritedEntries(t *testing.T) {
 	is := is.New(t)
-	dir := gitsafetest.Repo(t)
+	dir := gitplant.Repo(t)
 	t.Setenv("GIT_CONFIG_COUNT", "2")
 	t.Setenv("GIT_CONFIG_KEY_0", "core.hooksPath")
 	t.Setenv("GIT_CONFIG_VALUE_0", "/somewhere")
@@ -136,8 +136,8 @@ func TestOutputErrorCarriesStderr(t *testing.T) {
 // them up for each such command.
 func TestRunnerLooksDriversUpOnce(t *testing.T) {
 	is := is.New(t)
-	dir := gitsafetest.Repo(t)
-	lookups := gitsafetest.CountLookups(t)
+	dir := gitplant.Repo(t)
+	lookups := gitplant.CountLookups(t)
 	ctx := context.Background()
 
 	run := git.NewRunner(dir)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/git/gitsafetest"
+	"github.com/ralphd/ralphd/internal/testkit/gitplant"
 )
 
 // With every kind of repository code planted at once (fsmonitor, hooks,
@@ -14,14 +14,14 @@ import (
 func TestPlantedCodeNeverRuns(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	dir, markers := gitsafetest.Repo(t), t.TempDir()
-	for _, r := range gitsafetest.Routes() {
+	dir, markers := gitplant.Repo(t), t.TempDir()
+	for _, r := range gitplant.Routes() {
 		r.Plant(t, dir, markers)
 	}
 	r := Repo{Dir: dir}
 	base, err := r.Head(ctx)
 	is.NoErr(err)
-	gitsafetest.Touch(t, dir)
+	gitplant.Touch(t, dir)
 
 	_, err = r.Branch(ctx)
 	is.NoErr(err)
@@ -38,7 +38,7 @@ func TestPlantedCodeNeverRuns(t *testing.T) {
 	sha, err := r.FailureBranch(ctx, "wip/planted", "ralphd: keep the work", base)
 	is.NoErr(err)
 	is.True(sha != "") // the work was kept, through add, write-tree, commit-tree, branch, reset, restore, clean
-	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
+	is.Equal(gitplant.Ran(t, markers), []string(nil))
 }
 
 // Status and FailureBranch each look the drivers up once for all their
@@ -46,15 +46,15 @@ func TestPlantedCodeNeverRuns(t *testing.T) {
 func TestOneDriversLookupPerStep(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
-	dir, markers := gitsafetest.Repo(t), t.TempDir()
-	for _, r := range gitsafetest.Routes() {
+	dir, markers := gitplant.Repo(t), t.TempDir()
+	for _, r := range gitplant.Routes() {
 		r.Plant(t, dir, markers)
 	}
 	r := Repo{Dir: dir}
 	base, err := r.Head(ctx)
 	is.NoErr(err)
-	gitsafetest.Touch(t, dir) // a tracked change: Status runs status and diff
-	lookups := gitsafetest.CountLookups(t)
+	gitplant.Touch(t, dir) // a tracked change: Status runs status and diff
+	lookups := gitplant.CountLookups(t)
 
 	st, err := r.Status(ctx)
 	is.NoErr(err)
@@ -65,5 +65,5 @@ func TestOneDriversLookupPerStep(t *testing.T) {
 	is.NoErr(err)
 	is.True(sha != "")
 	is.Equal(lookups(), 2) // one for dirty, add, write-tree, reset, restore and clean
-	is.Equal(gitsafetest.Ran(t, markers), []string(nil))
+	is.Equal(gitplant.Ran(t, markers), []string(nil))
 }

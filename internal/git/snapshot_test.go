@@ -12,16 +12,16 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/git/gitsafetest"
+	"github.com/ralphd/ralphd/internal/testkit/gitplant"
 )
 
 // Every way an iteration can plant code in the git directory shows up in
 // Changed, and Restore undoes it.
 func TestSnapshotSeesAndUndoesPlantedCode(t *testing.T) {
-	for _, r := range gitsafetest.Routes() {
+	for _, r := range gitplant.Routes() {
 		t.Run(r.Name, func(t *testing.T) {
 			is := is.New(t)
-			dir := gitsafetest.Repo(t)
+			dir := gitplant.Repo(t)
 			configBefore, err := os.ReadFile(filepath.Join(dir, ".git", "config"))
 			is.NoErr(err)
 			snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
@@ -55,7 +55,7 @@ func TestSnapshotSeesAndUndoesPlantedCode(t *testing.T) {
 // mode is part of what is held.
 func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 	is := is.New(t)
-	dir := gitsafetest.Repo(t)
+	dir := gitplant.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-push")
 	is.NoErr(os.WriteFile(hook, []byte("#!/bin/sh\nexit 0\n"), 0o644))
 	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
@@ -87,12 +87,12 @@ func TestSnapshotSeesModeAndTypeChanges(t *testing.T) {
 // plant after a crash, decoded by another process.
 func TestSnapshotRoundTrip(t *testing.T) {
 	is := is.New(t)
-	dir := gitsafetest.Repo(t)
+	dir := gitplant.Repo(t)
 	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
 	is.NoErr(err)
 	data, err := json.Marshal(snap)
 	is.NoErr(err)
-	for _, r := range gitsafetest.Routes() {
+	for _, r := range gitplant.Routes() {
 		if r.Name == "fsmonitor" {
 			r.Plant(t, dir, t.TempDir())
 		}
@@ -116,7 +116,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // at the agent's own script is a change, and Restore points it back.
 func TestSnapshotSeesRetargetedHookLink(t *testing.T) {
 	is := is.New(t)
-	dir := gitsafetest.Repo(t)
+	dir := gitplant.Repo(t)
 	hook := filepath.Join(dir, ".git", "hooks", "pre-commit")
 	is.NoErr(os.Symlink("../../scripts/pre-commit", hook))
 	snap, err := git.SnapshotAt(filepath.Join(dir, ".git"))
@@ -216,7 +216,7 @@ func TestSnapshotHooksDirSwappedForALinkOut(t *testing.T) {
 	for _, sub := range []string{"hooks", "info"} {
 		t.Run(sub, func(t *testing.T) {
 			is := is.New(t)
-			dir := gitsafetest.Repo(t)
+			dir := gitplant.Repo(t)
 			gitDir := filepath.Join(dir, ".git")
 			is.NoErr(os.MkdirAll(filepath.Join(gitDir, "info"), 0o755))
 			is.NoErr(os.WriteFile(filepath.Join(gitDir, "info", "attributes"), []byte("* -text\n"), 0o644))

@@ -11,7 +11,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/git/gitsafetest"
+	"github.com/ralphd/ralphd/internal/testkit/gitplant"
 )
 
 // An agent can plant an object substitution in the repository (a
@@ -31,15 +31,15 @@ func TestNoObjectSubstitution(t *testing.T) {
 	}{
 		{
 			name:  "replace ref",
-			plant: func(t *testing.T, r repo) { gitsafetest.Git(t, r.dir, "replace", r.real, r.twin) },
+			plant: func(t *testing.T, r repo) { gitplant.Git(t, r.dir, "replace", r.real, r.twin) },
 			probe: []string{"show", "HEAD:secret.txt"},
 			real:  func(repo) string { return "real\n" },
 		},
 		{
 			name: "packed replace ref",
 			plant: func(t *testing.T, r repo) {
-				gitsafetest.Git(t, r.dir, "replace", r.real, r.twin)
-				gitsafetest.Git(t, r.dir, "pack-refs", "--all")
+				gitplant.Git(t, r.dir, "replace", r.real, r.twin)
+				gitplant.Git(t, r.dir, "pack-refs", "--all")
 			},
 			probe: []string{"log", "-1", "--format=%s", "HEAD"},
 			real:  func(repo) string { return "real\n" },
@@ -47,7 +47,7 @@ func TestNoObjectSubstitution(t *testing.T) {
 		{
 			name: "replaced blob",
 			plant: func(t *testing.T, r repo) {
-				gitsafetest.Git(t, r.dir, "replace", rev(t, r.dir, r.real+":secret.txt"), rev(t, r.dir, r.twin+":secret.txt"))
+				gitplant.Git(t, r.dir, "replace", rev(t, r.dir, r.real+":secret.txt"), rev(t, r.dir, r.twin+":secret.txt"))
 			},
 			probe: []string{"cat-file", "-p", "HEAD:secret.txt"},
 			real:  func(repo) string { return "real\n" },
@@ -68,17 +68,17 @@ func TestNoObjectSubstitution(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			is := is.New(t)
-			dir := gitsafetest.Repo(t)
+			dir := gitplant.Repo(t)
 			// twin: an innocent commit on the same parent; real: the commit
 			// the branch holds, with other content.
 			is.NoErr(os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("twin\n"), 0o644))
-			gitsafetest.Git(t, dir, "add", "secret.txt")
-			gitsafetest.Git(t, dir, "commit", "-qm", "twin")
+			gitplant.Git(t, dir, "add", "secret.txt")
+			gitplant.Git(t, dir, "commit", "-qm", "twin")
 			twin := rev(t, dir, "HEAD")
-			gitsafetest.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
+			gitplant.Git(t, dir, "reset", "-q", "--hard", "HEAD~1")
 			is.NoErr(os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("real\n"), 0o644))
-			gitsafetest.Git(t, dir, "add", "secret.txt")
-			gitsafetest.Git(t, dir, "commit", "-qm", "real")
+			gitplant.Git(t, dir, "add", "secret.txt")
+			gitplant.Git(t, dir, "commit", "-qm", "real")
 			r := repo{dir: dir, real: rev(t, dir, "HEAD"), twin: twin}
 			want := c.real(r)
 
@@ -95,7 +95,7 @@ func TestNoObjectSubstitution(t *testing.T) {
 
 func rev(t *testing.T, dir, name string) string {
 	t.Helper()
-	return strings.TrimSpace(gitsafetest.Git(t, dir, "rev-parse", name))
+	return strings.TrimSpace(gitplant.Git(t, dir, "rev-parse", name))
 }
 
 // tryOutput is plain git's stdout, whatever it exits with.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/matryer/is"
 
-	"github.com/ralphd/ralphd/internal/git/gitsafetest"
+	"github.com/ralphd/ralphd/internal/testkit/gitplant"
 )
 
 // testEnv isolates git from the user's configuration.
@@ -164,7 +164,7 @@ func TestRecoverAfterCrash(t *testing.T) {
 // agent could, and checks that opening, resetting and recovering worker
 // worktrees runs none of it.
 func TestNoRepositoryCodeRuns(t *testing.T) {
-	for _, route := range gitsafetest.Routes() {
+	for _, route := range gitplant.Routes() {
 		t.Run(route.Name, func(t *testing.T) {
 			is := is.New(t)
 			m, repo := newManagerRepo(t)
@@ -173,18 +173,18 @@ func TestNoRepositoryCodeRuns(t *testing.T) {
 			route.Plant(t, repo, markers)
 			sh(t, repo, "git", "add", "-A")
 			sh(t, repo, "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "commit", "--allow-empty", "-qm", "attributes")
-			for _, p := range gitsafetest.Ran(t, markers) {
+			for _, p := range gitplant.Ran(t, markers) {
 				is.NoErr(os.Remove(filepath.Join(markers, p))) // what planting itself ran
 			}
 			tr, _, err := m.Open(ctx, "w1", "main")
 			is.NoErr(err)
-			gitsafetest.Touch(t, tr.Dir)
+			gitplant.Touch(t, tr.Dir)
 			_, _, err = m.Open(ctx, "w1", "main") // saves the change to wip, resets
 			is.NoErr(err)
-			gitsafetest.Touch(t, tr.Dir)
+			gitplant.Touch(t, tr.Dir)
 			_, err = m.Recover(ctx, "main")
 			is.NoErr(err)
-			is.Equal(gitsafetest.Ran(t, markers), []string(nil)) // no planted code ran
+			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no planted code ran
 		})
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
 // The guard and the tamper judgement read one rule table, so they must

@@ -3,7 +3,7 @@ package guard
 import (
 	"bytes"
 	"context"
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 	"os"
 	"os/exec"
 	"path/filepath"

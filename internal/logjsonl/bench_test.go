@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/logjsonl"
-	"github.com/ralphd/ralphd/internal/logjsonl/logjsonltest"
+	"github.com/ralphd/ralphd/internal/testkit/logjsonltest"
 )
 
 // benchSize is the input of one benchmark operation.

@@ -15,7 +15,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
 // sharedTracker makes a seed repository whose tracker is in the stand-in's

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/bench/benchtest"
+	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/state"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
-	"github.com/ralphd/ralphd/internal/standin/standintest"
+	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
 func sh(t testing.TB, dir string, args ...string) string {
