@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/judge"
+	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 )
 
 // scaleSizes are the tracker sizes of the scale benchmarks (issue 12, item

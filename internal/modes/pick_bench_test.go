@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
-	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/testkit/benchtest"
 )
 
 // pickLoop returns a Loop with just what pick needs: a state directory (no

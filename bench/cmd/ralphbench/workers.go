@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/bench"
+	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
 )
