@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -154,10 +153,10 @@ func checkAgent(ctx context.Context, a *app, cfg *config.Config) verdict {
 		}
 	}
 	v.level, v.detail = levelOK, fmt.Sprintf("%s %s (%s)", b.Name(), ver, path)
-	switch how, known := loggedIn(b.Name(), a.getenv); {
-	case how != "":
-		v.detail += "; logged in: " + how
-	case known:
+	switch cred := b.Credentials(agent.Home{Dir: a.getenv("HOME"), Getenv: a.getenv}); {
+	case cred.Where != "":
+		v.detail += "; logged in: " + cred.Where
+	case cred.Checkable:
 		v.level = levelWarn
 		v.detail += "; not logged in"
 		v.fix = "log in once by running " + bin + " by hand, or set its API key"
@@ -165,64 +164,6 @@ func checkAgent(ctx context.Context, a *app, cfg *config.Config) verdict {
 		v.detail += "; login cannot be checked offline"
 	}
 	return v
-}
-
-// loggedIn says how an agent CLI is logged in, judged from its files and
-// environment without going online: how is empty when no credentials were
-// found, and known is false when the CLI's credentials cannot be told
-// offline.
-func loggedIn(name string, getenv func(string) string) (how string, known bool) {
-	home := getenv("HOME")
-	env := func(keys ...string) string {
-		for _, k := range keys {
-			if getenv(k) != "" {
-				return "$" + k
-			}
-		}
-		return ""
-	}
-	file := func(paths ...string) string {
-		for _, p := range paths {
-			if p == "" || !filepath.IsAbs(p) {
-				continue
-			}
-			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
-				return p
-			}
-		}
-		return ""
-	}
-	first := func(ss ...string) string {
-		for _, s := range ss {
-			if s != "" {
-				return s
-			}
-		}
-		return ""
-	}
-	data := getenv("XDG_DATA_HOME")
-	if data == "" && home != "" {
-		data = filepath.Join(home, ".local", "share")
-	}
-	switch name {
-	case "claude":
-		cfgDir := first(getenv("CLAUDE_CONFIG_DIR"), filepath.Join(home, ".claude"))
-		acct := ""
-		if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); err == nil && strings.Contains(string(b), `"oauthAccount"`) {
-			acct = "~/.claude.json"
-		}
-		return first(env("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"), file(filepath.Join(cfgDir, ".credentials.json")), acct), true
-	case "codex":
-		codexHome := first(getenv("CODEX_HOME"), filepath.Join(home, ".codex"))
-		return first(env("OPENAI_API_KEY", "CODEX_API_KEY"), file(filepath.Join(codexHome, "auth.json"))), true
-	case "gemini":
-		return first(env("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), file(filepath.Join(home, ".gemini", "oauth_creds.json"))), true
-	case "opencode":
-		return first(file(filepath.Join(data, "opencode", "auth.json")), env("ANTHROPIC_API_KEY", "OPENAI_API_KEY")), true
-	case "amp":
-		return first(env("AMP_API_KEY"), file(filepath.Join(data, "amp", "secrets.json"))), true
-	}
-	return "", false
 }
 
 func checkSandbox(ctx context.Context, a *app, setting string) verdict {

@@ -159,17 +159,46 @@ type Spec struct {
 	Stdin string
 }
 
-// Backend is one agent CLI.
-type Backend interface {
-	// Name is the backend's name as given to --agent.
+// Program is what Run needs to run an agent process: how to start it and
+// how to read what it prints. Every Backend is a Program; so is anything
+// else ralphd runs the same way (its checks).
+type Program interface {
+	// Name is the program's name, as given to --agent for a backend.
 	Name() string
-	// Binary is the executable the backend needs on PATH, if any.
+	// Binary is the executable the program needs on PATH, if any.
 	Binary() string
 	// Command builds the process spec for one run. It may write files into
 	// inv.ScratchDir.
 	Command(inv Invocation) (Spec, error)
 	// NewParser returns a fresh parser for one run's output.
 	NewParser() Parser
+}
+
+// Backend is one agent CLI: how to run it (Program), and everything else
+// ralphd must know of that CLI. Each backend answers all of it in its own
+// file, so the rest of ralphd (doctor, the sandbox, the egress proxy,
+// `ralphd agents`) asks the backend instead of knowing CLIs by name.
+type Backend interface {
+	Program
+	// Verified is what the end-to-end suite proves about the backend: the
+	// CLI version pinned and run for real, or why there is none.
+	Verified() Verification
+	// Hosts are the model API hosts the CLI talks to ("api.anthropic.com"),
+	// as host or host:port, each replaced by the host of the CLI's
+	// base-URL variable (ANTHROPIC_BASE_URL, ...) when getenv sets it.
+	// Empty when ralphd cannot know them (the command backend).
+	Hosts(getenv func(string) string) []string
+	// Credentials says where the CLI's credentials are, judged from h's
+	// files and environment without going online.
+	Credentials(h Home) Credentials
+	// Writable lists the dirs and the files outside them under h (the
+	// home and XDG dirs) that the CLI writes to, which the sandbox leaves
+	// writable. Paths that cannot be known (no home) are "".
+	Writable(h Home) (dirs, files []string)
+	// ScrubEnv lists the variables the CLI sets for the commands it runs
+	// (CLAUDECODE, ...), which must never reach an agent ralphd starts:
+	// Run removes every backend's from every agent's environment.
+	ScrubEnv() []string
 }
 
 // InstallHinter is implemented by backends that can tell a user how to

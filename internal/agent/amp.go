@@ -1,6 +1,9 @@
 package agent
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Amp is the backend for Sourcegraph's Amp, run as `amp -x --stream-json`
 // with the prompt on stdin. Its stream is the Claude-compatible subset
@@ -51,6 +54,33 @@ func (a Amp) InstallHint() string {
 
 // VersionArgs returns the arguments that make amp print its version.
 func (a Amp) VersionArgs() []string { return []string{"--version"} }
+
+// Verified says why Amp is not run end to end: its model calls go through
+// its vendor's own service (an Amp account and AMP_API_KEY), not a
+// documented model API that a local stand-in could speak.
+func (a Amp) Verified() Verification {
+	return Verification{Package: "@sourcegraph/amp", Why: "recorded streams only: Amp talks only to its vendor's service"}
+}
+
+// Hosts returns Amp's service, or the host of AMP_URL.
+func (a Amp) Hosts(getenv func(string) string) []string {
+	return []string{apiHost(getenv, "AMP_URL", "ampcode.com")}
+}
+
+// Credentials finds AMP_API_KEY or the login Amp keeps in
+// $XDG_DATA_HOME/amp/secrets.json.
+func (a Amp) Credentials(h Home) Credentials {
+	return found(h.credEnv("AMP_API_KEY"), credFile(filepath.Join(h.dataDir(), "amp", "secrets.json")))
+}
+
+// Writable returns Amp's config and data dirs.
+func (a Amp) Writable(h Home) (dirs, files []string) {
+	return []string{under(h.xdg("XDG_CONFIG_HOME", ".config"), "amp"), under(h.xdg("XDG_DATA_HOME", ".local/share"), "amp")}, nil
+}
+
+// ScrubEnv returns nothing: Amp sets no variable that would mislead an
+// agent ralphd starts.
+func (a Amp) ScrubEnv() []string { return nil }
 
 // Command builds the amp command line; the prompt goes on stdin.
 func (a Amp) Command(inv Invocation) (Spec, error) {

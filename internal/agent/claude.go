@@ -64,6 +64,49 @@ func (c Claude) Binary() string {
 // VersionArgs returns the arguments that make claude print its version.
 func (c Claude) VersionArgs() []string { return []string{"--version"} }
 
+// Verified pins the Claude Code release the end-to-end suite runs.
+func (c Claude) Verified() Verification {
+	return Verification{Version: "2.1.197", Package: "@anthropic-ai/claude-code"}
+}
+
+// Hosts returns Anthropic's API host, or the host of ANTHROPIC_BASE_URL.
+func (c Claude) Hosts(getenv func(string) string) []string {
+	return []string{apiHost(getenv, "ANTHROPIC_BASE_URL", "api.anthropic.com")}
+}
+
+// Credentials finds an API key or token in the environment, the login
+// Claude Code keeps in its config dir ($CLAUDE_CONFIG_DIR or ~/.claude),
+// or the account recorded in ~/.claude.json.
+func (c Claude) Credentials(h Home) Credentials {
+	cfgDir := h.env("CLAUDE_CONFIG_DIR")
+	if cfgDir == "" {
+		cfgDir = filepath.Join(h.Dir, ".claude")
+	}
+	acct := ""
+	if b, err := os.ReadFile(filepath.Join(h.Dir, ".claude.json")); err == nil && strings.Contains(string(b), `"oauthAccount"`) {
+		acct = "~/.claude.json"
+	}
+	return found(h.credEnv("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+		credFile(filepath.Join(cfgDir, ".credentials.json")), acct)
+}
+
+// Writable returns ~/.claude (and $CLAUDE_CONFIG_DIR), and ~/.claude.json
+// with the backup Claude Code writes next to it.
+func (c Claude) Writable(h Home) (dirs, files []string) {
+	return []string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")},
+		[]string{h.in(".claude.json"), h.in(".claude.json.backup")}
+}
+
+// ScrubEnv lists what Claude Code sets for its commands: since 2.1.39 a
+// claude started with CLAUDECODE set refuses to run ("cannot be launched
+// inside another Claude Code session"), so ralphd started from inside
+// Claude Code would fail; CLAUDE_CODE_SSE_PORT binds a claude to the
+// parent's IDE connection; CLAUDE_AGENT_SDK_VERSION marks the process as
+// started by the SDK.
+func (c Claude) ScrubEnv() []string {
+	return []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT", "CLAUDE_AGENT_SDK_VERSION"}
+}
+
 // InstallHint says how to install Claude Code.
 func (c Claude) InstallHint() string {
 	return "install Claude Code with `npm install -g @anthropic-ai/claude-code`, " +

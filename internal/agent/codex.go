@@ -91,6 +91,41 @@ func (c Codex) InstallHint() string {
 // VersionArgs returns the arguments that make codex print its version.
 func (c Codex) VersionArgs() []string { return []string{"--version"} }
 
+// Verified pins the Codex release the end-to-end suite runs.
+func (c Codex) Verified() Verification {
+	return Verification{Version: "0.169.0", Package: "@openai/codex"}
+}
+
+// Hosts returns OpenAI's API host, or the host of OPENAI_BASE_URL, and
+// chatgpt.com, which Codex logged in with a ChatGPT account talks to.
+func (c Codex) Hosts(getenv func(string) string) []string {
+	return []string{apiHost(getenv, "OPENAI_BASE_URL", "api.openai.com"), "chatgpt.com"}
+}
+
+// Credentials finds an API key in the environment or the login in
+// $CODEX_HOME/auth.json (~/.codex when unset).
+func (c Codex) Credentials(h Home) Credentials {
+	codexHome := h.env("CODEX_HOME")
+	if codexHome == "" {
+		codexHome = filepath.Join(h.Dir, ".codex")
+	}
+	return found(h.credEnv("OPENAI_API_KEY", "CODEX_API_KEY"), credFile(filepath.Join(codexHome, "auth.json")))
+}
+
+// Writable returns $CODEX_HOME when absolute, else ~/.codex.
+func (c Codex) Writable(h Home) (dirs, files []string) {
+	if v := h.absEnv("CODEX_HOME"); v != "" {
+		return []string{v}, nil
+	}
+	return []string{h.in(".codex")}, nil
+}
+
+// ScrubEnv lists what Codex sets inside its sandbox: a nested codex would
+// believe it is sandboxed already.
+func (c Codex) ScrubEnv() []string {
+	return []string{"CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"}
+}
+
 // Command builds the codex command line; the prompt goes on stdin ("-").
 // With inv.DenyBash it prepares the per-iteration CODEX_HOME described on
 // Codex and points CODEX_HOME at it; that needs inv.ScratchDir.

@@ -38,6 +38,23 @@ func (c Command) InstallHint() string {
 	return "the command backend runs --agent-cmd with `sh -c`; install a POSIX shell"
 }
 
+// Verified says the command backend runs anything: there is no CLI to pin.
+func (c Command) Verified() Verification {
+	return Verification{Why: "any command; its output is read as Claude Code's stream-json"}
+}
+
+// Hosts returns nothing: what the command talks to is its own business.
+func (c Command) Hosts(func(string) string) []string { return nil }
+
+// Credentials cannot be checked for an arbitrary command.
+func (c Command) Credentials(Home) Credentials { return Credentials{} }
+
+// Writable returns nothing beyond the shared cache Writable adds.
+func (c Command) Writable(Home) (dirs, files []string) { return nil, nil }
+
+// ScrubEnv returns nothing: the command is not known.
+func (c Command) ScrubEnv() []string { return nil }
+
 // errNoCommandLine is returned when the command backend has no command line.
 var errNoCommandLine = errors.New("the command agent needs a command line: pass --agent-cmd '<command line>'")
 

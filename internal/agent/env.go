@@ -14,17 +14,10 @@ import (
 // /proc/<pid>/environ and ended with the run.
 const RunMarkerEnv = "RALPHD_AGENT_RUN"
 
-// scrubbedEnv lists variables removed from the agent's environment.
+// scrubbedEnv lists variables removed from the agent's environment:
+// every backend's ScrubEnv (what an agent CLI sets for the commands it
+// runs), and ralphd's own:
 //
-//   - CLAUDECODE, CLAUDE_CODE_ENTRYPOINT: set by Claude Code for the
-//     commands it runs; since 2.1.39 a claude started with CLAUDECODE set
-//     refuses to run ("cannot be launched inside another Claude Code
-//     session"), so ralphd started from inside Claude Code would fail.
-//   - CLAUDE_CODE_SSE_PORT: binds a claude to the parent's IDE connection.
-//   - CLAUDE_AGENT_SDK_VERSION: marks the process as started by the SDK.
-//   - CODEX_SANDBOX, CODEX_SANDBOX_NETWORK_DISABLED: set inside Codex's
-//     sandbox; a nested codex would believe it is sandboxed already.
-//   - GEMINI_CLI: set by Gemini CLI for its shell commands.
 //   - NOTIFY_SOCKET, WATCHDOG_USEC, WATCHDOG_PID: the systemd notify
 //     socket of ralphd's service; an agent must not speak for ralphd.
 //   - RALPH_MODE, RALPH_ISSUE_ID, RALPH_ITERATION, RALPH_ATTEMPT and
@@ -35,23 +28,22 @@ const RunMarkerEnv = "RALPHD_AGENT_RUN"
 //
 // Credentials and user configuration (ANTHROPIC_API_KEY,
 // CLAUDE_CODE_USE_BEDROCK, ...) are deliberately kept.
-var scrubbedEnv = []string{
-	"CLAUDECODE",
-	"CLAUDE_CODE_ENTRYPOINT",
-	"CLAUDE_CODE_SSE_PORT",
-	"CLAUDE_AGENT_SDK_VERSION",
-	"CODEX_SANDBOX",
-	"CODEX_SANDBOX_NETWORK_DISABLED",
-	"GEMINI_CLI",
-	"NOTIFY_SOCKET",
-	"WATCHDOG_USEC",
-	"WATCHDOG_PID",
-	"RALPH_MODE",
-	"RALPH_ISSUE_ID",
-	"RALPH_ITERATION",
-	"RALPH_ATTEMPT",
-	"RALPH_HTTP_TOKEN",
-	RunMarkerEnv,
+func scrubbedEnv() []string {
+	var vars []string
+	for _, e := range registry() {
+		vars = append(vars, e.proto.ScrubEnv()...)
+	}
+	return append(vars,
+		"NOTIFY_SOCKET",
+		"WATCHDOG_USEC",
+		"WATCHDOG_PID",
+		"RALPH_MODE",
+		"RALPH_ISSUE_ID",
+		"RALPH_ITERATION",
+		"RALPH_ATTEMPT",
+		"RALPH_HTTP_TOKEN",
+		RunMarkerEnv,
+	)
 }
 
 // Env is the environment Run gives an agent, without the run marker:
@@ -84,9 +76,10 @@ func buildEnv(base []string, pathPrefix string, layers ...[]string) []string {
 		idx[k] = len(out)
 		out = append(out, kv)
 	}
+	scrubbed := scrubbedEnv()
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(scrubbedEnv, k) {
+		if slices.Contains(scrubbed, k) {
 			continue
 		}
 		set(kv)

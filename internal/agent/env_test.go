@@ -117,4 +117,4 @@ func TestLookPathIn(t *testing.T) {
 
 // ScrubbedEnvVars returns the names of the variables Run removes from the
 // agent's inherited environment.
-func ScrubbedEnvVars() []string { return slices.Clone(scrubbedEnv) }
+func ScrubbedEnvVars() []string { return scrubbedEnv() }

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"github.com/ralphd/ralphd/internal/text"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -77,6 +78,33 @@ func (g Gemini) InstallHint() string {
 
 // VersionArgs returns the arguments that make gemini print its version.
 func (g Gemini) VersionArgs() []string { return []string{"--version"} }
+
+// Verified pins the Gemini CLI release the end-to-end suite runs.
+func (g Gemini) Verified() Verification {
+	return Verification{Version: "0.61.0", Package: "@google/gemini-cli"}
+}
+
+// Hosts returns the Gemini API host, or the host of
+// GOOGLE_GEMINI_BASE_URL, and the Code Assist host Gemini CLI logged in
+// with a Google account talks to.
+func (g Gemini) Hosts(getenv func(string) string) []string {
+	return []string{apiHost(getenv, "GOOGLE_GEMINI_BASE_URL", "generativelanguage.googleapis.com"), "cloudcode-pa.googleapis.com"}
+}
+
+// Credentials finds an API key (or the Vertex AI switch) in the
+// environment, or the Google login in ~/.gemini/oauth_creds.json.
+func (g Gemini) Credentials(h Home) Credentials {
+	return found(h.credEnv("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"),
+		credFile(filepath.Join(h.Dir, ".gemini", "oauth_creds.json")))
+}
+
+// Writable returns ~/.gemini.
+func (g Gemini) Writable(h Home) (dirs, files []string) {
+	return []string{h.in(".gemini")}, nil
+}
+
+// ScrubEnv lists what Gemini CLI sets for its shell commands.
+func (g Gemini) ScrubEnv() []string { return []string{"GEMINI_CLI"} }
 
 // Command builds the gemini command line; the prompt goes on stdin. With
 // inv.DenyBash it writes the policy file, which needs inv.ScratchDir.

@@ -65,6 +65,40 @@ func (o Opencode) InstallHint() string {
 // VersionArgs returns the arguments that make opencode print its version.
 func (o Opencode) VersionArgs() []string { return []string{"--version"} }
 
+// Verified pins the opencode release the end-to-end suite runs.
+func (o Opencode) Verified() Verification {
+	return Verification{Version: "1.18.33", Package: "opencode-ai"}
+}
+
+// Hosts returns the API hosts of the providers opencode is used with
+// here, Anthropic and OpenAI, or the hosts of ANTHROPIC_BASE_URL and
+// OPENAI_BASE_URL. A provider configured in opencode.json with its own
+// baseURL is not seen.
+func (o Opencode) Hosts(getenv func(string) string) []string {
+	return []string{apiHost(getenv, "ANTHROPIC_BASE_URL", "api.anthropic.com"), apiHost(getenv, "OPENAI_BASE_URL", "api.openai.com")}
+}
+
+// Credentials finds the logins opencode keeps in
+// $XDG_DATA_HOME/opencode/auth.json, or a provider's API key in the
+// environment.
+func (o Opencode) Credentials(h Home) Credentials {
+	return found(credFile(filepath.Join(h.dataDir(), "opencode", "auth.json")), h.credEnv("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))
+}
+
+// Writable returns opencode's dirs under each XDG base dir.
+func (o Opencode) Writable(h Home) (dirs, files []string) {
+	return []string{
+		under(h.xdg("XDG_CONFIG_HOME", ".config"), "opencode"),
+		under(h.xdg("XDG_DATA_HOME", ".local/share"), "opencode"),
+		under(h.xdg("XDG_CACHE_HOME", ".cache"), "opencode"),
+		under(h.xdg("XDG_STATE_HOME", ".local/state"), "opencode"),
+	}, nil
+}
+
+// ScrubEnv returns nothing: opencode sets no variable that would mislead
+// an agent ralphd starts.
+func (o Opencode) ScrubEnv() []string { return nil }
+
 // Command builds the opencode command line; the prompt goes on stdin.
 func (o Opencode) Command(inv Invocation) (Spec, error) {
 	argv := []string{o.Binary(), "run", "--format", "json"}

@@ -24,23 +24,25 @@ type Option func(*Config)
 // WithAgentCmd sets the command line of the command backend.
 func WithAgentCmd(line string) Option { return func(c *Config) { c.AgentCmd = line } }
 
-// backendEntry is one registered backend.
+// backendEntry is one registered backend: a zero value that answers the
+// questions that need no configuration (its name, its verified version,
+// its hosts, ...), and how to make a configured one.
 type backendEntry struct {
-	name string
-	make func(Config) (Backend, error)
+	proto Backend
+	make  func(Config) (Backend, error)
 }
 
 // registry lists the backends. Adding a backend is one line here: the
-// configuration's allowed values, `ralphd agents` and Lookup all read it.
-// The first entry is the default.
+// configuration's allowed values, `ralphd agents`, doctor, the sandbox and
+// Lookup all read it. The first entry is the default.
 func registry() []backendEntry {
 	return []backendEntry{
-		{"claude", func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
-		{"command", newCommandBackend},
-		{"codex", func(c Config) (Backend, error) { return Codex{Bin: c.Bin, Now: c.Now}, nil }},
-		{"opencode", func(c Config) (Backend, error) { return Opencode{Bin: c.Bin, Now: c.Now}, nil }},
-		{"gemini", func(c Config) (Backend, error) { return Gemini{Bin: c.Bin, Now: c.Now}, nil }},
-		{"amp", func(c Config) (Backend, error) { return Amp{Bin: c.Bin, Now: c.Now}, nil }},
+		{Claude{}, func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
+		{Command{}, newCommandBackend},
+		{Codex{}, func(c Config) (Backend, error) { return Codex{Bin: c.Bin, Now: c.Now}, nil }},
+		{Opencode{}, func(c Config) (Backend, error) { return Opencode{Bin: c.Bin, Now: c.Now}, nil }},
+		{Gemini{}, func(c Config) (Backend, error) { return Gemini{Bin: c.Bin, Now: c.Now}, nil }},
+		{Amp{}, func(c Config) (Backend, error) { return Amp{Bin: c.Bin, Now: c.Now}, nil }},
 	}
 }
 
@@ -59,7 +61,7 @@ func Lookup(name string, opts ...Option) (Backend, error) {
 		o(&cfg)
 	}
 	for _, e := range registry() {
-		if e.name == name {
+		if e.proto.Name() == name {
 			b, err := e.make(cfg)
 			if err != nil {
 				return nil, fmt.Errorf("agent %s: %w", name, err)
@@ -75,7 +77,19 @@ func Lookup(name string, opts ...Option) (Backend, error) {
 func Names() []string {
 	var names []string
 	for _, e := range registry() {
-		names = append(names, e.name)
+		names = append(names, e.proto.Name())
 	}
 	return names
+}
+
+// Describe returns the unconfigured backend called name, to ask what
+// needs no configuration (Verified, Hosts, Credentials, Writable). It
+// cannot run: the command backend has no command line.
+func Describe(name string) (Backend, bool) {
+	for _, e := range registry() {
+		if e.proto.Name() == name {
+			return e.proto, true
+		}
+	}
+	return nil, false
 }

@@ -168,7 +168,7 @@ var errIterationTimeout = errors.New("iteration timeout")
 // of ralphd's own (the backend could not prepare the command, inv.Dir is
 // not a directory, pipes could not be created, OnStart failed); the
 // Outcome is then the zero value.
-func Run(ctx context.Context, b Backend, inv Invocation, opts RunOptions) (Outcome, error) {
+func Run(ctx context.Context, b Program, inv Invocation, opts RunOptions) (Outcome, error) {
 	opts = opts.withDefaults()
 	if ctx.Err() != nil {
 		return Outcome{Status: StatusInterrupted, Reason: "stopped before the agent started", ExitCode: -1}, nil
@@ -441,7 +441,7 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // missingBinary is the Outcome for an agent binary that cannot be found.
-func missingBinary(b Backend, name string, err error) Outcome {
+func missingBinary(b Program, name string, err error) Outcome {
 	reason := fmt.Sprintf("%s agent: %s not found", b.Name(), name)
 	if !strings.Contains(name, "/") {
 		reason += " on PATH"

@@ -141,7 +141,7 @@ func (l *Loop) runCheck(ctx context.Context, ce checkEnv, c check) check {
 	return c
 }
 
-// checkCommand is a check as an agent.Backend: its command line under
+// checkCommand is a check as an agent.Program: its command line under
 // sh -c, nothing on stdin, and its exit code as the whole outcome.
 type checkCommand string
 

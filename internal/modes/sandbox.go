@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/sandbox"
 )
 
@@ -49,9 +50,10 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		}
 		return ""
 	}
+	dirs, files := agent.Writable(l.Backend, agent.Home{Dir: getenv("HOME"), Getenv: getenv})
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
-		ReadOnly: readOnly, Agent: l.Backend.Name(), Home: getenv("HOME"), Getenv: getenv,
+		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Getenv: getenv,
 		Shared: l.shared.sandboxShared(l.State.Worker()),
 	})
 	if err := layout.Prepare(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 // bwrapOrSkip returns bwrap's path, or skips the test where bwrap cannot
@@ -44,8 +46,10 @@ func TestSandboxHolds(t *testing.T) {
 		}
 	}
 	env := map[string]string{"XDG_RUNTIME_DIR": run}
+	getenv := func(k string) string { return env[k] }
+	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: home, Getenv: getenv})
 	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
-		Agent: "claude", Home: home, Getenv: func(k string) string { return env[k] }})
+		AgentDirs: dirs, AgentFiles: files, Getenv: getenv})
 	sh := func(script string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

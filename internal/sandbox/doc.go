@@ -3,7 +3,7 @@
 //
 // The sandbox shows the agent the whole filesystem read-only, then binds
 // back, writable, only what the agent must write: the work tree, its
-// private temp dir, and its CLI's own config and cache dirs (AgentDirs).
+// private temp dir, and its CLI's own config and cache dirs (Project.AgentDirs).
 // Over those it binds read-only again the tracker (.beads/), ralphd's
 // project config (.ralph/), git's config and hooks, and ralphd's state
 // dir. The network stays open (the agent must reach its model). The agent

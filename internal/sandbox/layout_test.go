@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 // mounts returns bwrap's mount options from args as "op path" strings,
@@ -64,9 +66,11 @@ func TestArgsOrder(t *testing.T) {
 func TestBuildLayout(t *testing.T) {
 	is := is.New(t)
 	env := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "XDG_CACHE_HOME": "/c"}
+	getenv := func(k string) string { return env[k] }
+	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: "/h", Getenv: getenv})
 	l := BuildLayout(Project{
 		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", Scratch: "/t/x",
-		ReadOnly: []string{"/t/x/sock"}, Agent: "claude", Home: "/h", Getenv: func(k string) string { return env[k] },
+		ReadOnly: []string{"/t/x/sock"}, AgentDirs: dirs, AgentFiles: files, Getenv: getenv,
 	})
 	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/h/.claude.json", "/h/.claude.json.backup"})
 	is.Equal(l.Dirs, []string{"/c", "/h/.claude"}) // made when missing
@@ -77,43 +81,6 @@ func TestBuildLayout(t *testing.T) {
 		is.True(slices.Contains(l.Sealed, p)) // sealed
 	}
 	is.Equal(l.Hidden, []string{"/run/user/1000"})
-}
-
-func TestAgentDirs(t *testing.T) {
-	env := map[string]string{}
-	getenv := func(k string) string { return env[k] }
-	tests := []struct {
-		agent string
-		env   map[string]string
-		want  []string
-	}{
-		{"claude", nil, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"}},
-		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.cache", "/h/.claude", "/cc", "/h/.claude.json", "/h/.claude.json.backup"}},
-		{"codex", nil, []string{"/h/.cache", "/h/.codex"}},
-		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/h/.cache", "/ch"}},
-		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.cache", "/h/.codex"}},
-		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/h/.cache", "/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode", "/h/.local/state/opencode"}},
-		{"gemini", nil, []string{"/h/.cache", "/h/.gemini"}},
-		{"amp", nil, []string{"/h/.cache", "/h/.config/amp", "/h/.local/share/amp"}},
-		{"command", nil, []string{"/h/.cache"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.agent+strings.Join(slices.Sorted(mapsKeys(tt.env)), ","), func(t *testing.T) {
-			env = tt.env
-			dirs, files := AgentDirs(tt.agent, "/h", getenv)
-			is.New(t).Equal(append(dirs, files...), tt.want)
-		})
-	}
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func TestChoose(t *testing.T) {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -21,11 +22,12 @@ type Project struct {
 	Scratch string
 	// ReadOnly are more read-only paths (the broker's socket dir).
 	ReadOnly []string
-	// Agent is the backend's name; its CLI's config and cache dirs are
-	// writable (AgentDirs).
-	Agent string
-	// Home is the user's home dir; Getenv reads XDG_* and CODEX_HOME.
-	Home   string
+	// AgentDirs and AgentFiles are what the agent CLI writes under the
+	// user's home and XDG dirs (its config, cache and state, which its
+	// backend lists: agent.Writable): writable.
+	AgentDirs  []string
+	AgentFiles []string
+	// Getenv reads XDG_RUNTIME_DIR, which is hidden.
 	Getenv func(string) string
 	// Shared, when set, names what of the git common dir belongs to
 	// others: the agent is one of several workers in one repository.
@@ -73,10 +75,9 @@ func BuildLayout(p Project) Layout {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	dirs, files := AgentDirs(p.Agent, p.Home, getenv)
 	l := Layout{
-		Writable: append([]string{p.WorkTree, p.Scratch}, files...),
-		Dirs:     dirs,
+		Writable: append([]string{p.WorkTree, p.Scratch}, p.AgentFiles...),
+		Dirs:     slices.Clone(p.AgentDirs),
 		ReadOnly: append([]string{p.StateDir}, p.ReadOnly...),
 		Sealed: []string{
 			filepath.Join(p.WorkTree, ".beads"),
@@ -128,66 +129,4 @@ func BuildLayout(p Project) Layout {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// AgentDirs lists the config and cache dirs an agent CLI writes to (and
-// the shared XDG cache), and the files it writes outside them. Only the
-// named backend's are listed; the command backend gets the XDG cache
-// only.
-func AgentDirs(agent, home string, getenv func(string) string) (dirs, files []string) {
-	xdg := func(env, def string) string {
-		if v := getenv(env); filepath.IsAbs(v) {
-			return v
-		}
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, def)
-	}
-	inHome := func(rel string) string {
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, rel)
-	}
-	config, data, cache := xdg("XDG_CONFIG_HOME", ".config"), xdg("XDG_DATA_HOME", ".local/share"), xdg("XDG_CACHE_HOME", ".cache")
-	stateHome := xdg("XDG_STATE_HOME", ".local/state")
-	dirs = []string{cache}
-	join := func(base, rel string) string {
-		if base == "" {
-			return ""
-		}
-		return filepath.Join(base, rel)
-	}
-	switch agent {
-	case "claude":
-		dirs = append(dirs, inHome(".claude"))
-		files = append(files, inHome(".claude.json"), inHome(".claude.json.backup"))
-		if v := getenv("CLAUDE_CONFIG_DIR"); filepath.IsAbs(v) {
-			dirs = append(dirs, v)
-		}
-	case "codex":
-		if v := getenv("CODEX_HOME"); filepath.IsAbs(v) {
-			dirs = append(dirs, v)
-		} else {
-			dirs = append(dirs, inHome(".codex"))
-		}
-	case "opencode":
-		dirs = append(dirs, join(config, "opencode"), join(data, "opencode"), join(cache, "opencode"), join(stateHome, "opencode"))
-	case "gemini":
-		dirs = append(dirs, inHome(".gemini"))
-	case "amp":
-		dirs = append(dirs, join(config, "amp"), join(data, "amp"))
-	}
-	return nonEmpty(dirs), nonEmpty(files)
-}
-
-func nonEmpty(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 // TestSharedLayoutOrder: the common dir's top level is not bound
@@ -102,8 +104,10 @@ func (r *sharedRepo) git(dir string, args ...string) string {
 
 // layout is worker w1's sandbox.
 func (r *sharedRepo) layout() Layout {
-	return BuildLayout(Project{WorkTree: r.w1, GitDir: filepath.Join(r.common, "worktrees", "w1"), GitCommonDir: r.common, Scratch: r.tmp, Home: r.home,
-		Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
+	// The command backend's agent writes only the shared XDG cache.
+	dirs, files := agent.Writable(agent.Command{}, agent.Home{Dir: r.home})
+	return BuildLayout(Project{WorkTree: r.w1, GitDir: filepath.Join(r.common, "worktrees", "w1"), GitCommonDir: r.common, Scratch: r.tmp,
+		AgentDirs: dirs, AgentFiles: files, Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
 }
 
 // start runs script in w1's sandbox, with $C, $W2, $REPO and $T (the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/bench"
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -121,9 +122,10 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
+	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: home, Getenv: os.Getenv})
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: proj, GitDir: gitDir, GitCommonDir: common, StateDir: filepath.Join(e.work, "state"), Scratch: bdir,
-		ReadOnly: brk.ReadOnly(), Agent: "claude", Home: home, Getenv: os.Getenv,
+		ReadOnly: brk.ReadOnly(), AgentDirs: dirs, AgentFiles: files, Getenv: os.Getenv,
 	})
 	argv := layout.Args(s.Path, []string{"/bin/true"})
 	r.Starts = max(n/4, 10)
