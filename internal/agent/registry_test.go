@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,3 +96,57 @@ func WithBin(path string) Option { return func(c *Config) { c.Bin = path } }
 
 // WithClock sets the clock used for reset times.
 func WithClock(now func() time.Time) Option { return func(c *Config) { c.Now = now } }
+
+// TestEveryBackendAnswersForItself holds the promise that adding a
+// backend is one file and one registry line: every registered backend
+// answers, on its own, every question the rest of ralphd asks of an
+// agent CLI (doctor, the sandbox, the egress proxy, `ralphd agents`,
+// scripts/install-agents), so none of them needs to know it by name.
+// Only the command backend, which runs anything, may answer "unknown".
+func TestEveryBackendAnswersForItself(t *testing.T) {
+	home := Home{Dir: "/h", Getenv: func(string) string { return "" }}
+	seen := map[string]bool{}
+	for _, e := range registry() {
+		b := e.proto
+		name := b.Name()
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			is.True(name != "" && !seen[name]) // a name of its own
+			seen[name] = true
+			made, err := e.make(Config{AgentCmd: "true"})
+			is.NoErr(err)
+			is.Equal(made.Name(), name)   // the registry line makes this backend
+			is.True(b.Binary() != "")     // it names its executable
+			is.True(b.NewParser() != nil) // and parses its own stream
+			_, hint := b.(InstallHinter)
+			is.True(hint) // it says how to install what it needs
+			spec, err := made.Command(Invocation{Mode: "build", Prompt: "p"})
+			is.NoErr(err)
+			is.True(len(spec.Argv) > 0) // it builds its own argv
+			v := b.Verified()
+			is.True(v.Version != "" || v.Why != "") // a pinned version, or why there is none
+			if name == "command" {
+				is.Equal(len(b.Hosts(home.Getenv)), 0)  // anything: no hosts known
+				is.True(!b.Credentials(home).Checkable) // nor credentials
+				return
+			}
+			is.True(v.Package != "") // the package its CLI is installed from
+			_, versioned := b.(Versioner)
+			is.True(versioned) // its CLI prints its version for `ralphd agents`
+			hosts := b.Hosts(home.Getenv)
+			is.True(len(hosts) > 0) // the model API hosts it talks to
+			for _, h := range hosts {
+				is.True(h != "" && !strings.Contains(h, "/")) // a host, not a URL
+			}
+			is.True(b.Credentials(home).Checkable) // doctor can tell whether it is logged in
+			dirs, files := b.Writable(home)
+			is.True(len(nonEmpty(append(dirs, files...))) > 0) // the sandbox leaves its own dirs writable
+			for _, p := range nonEmpty(append(dirs, files...)) {
+				is.True(strings.HasPrefix(p, "/h/")) // under the home it was given
+			}
+			for _, k := range b.ScrubEnv() {
+				is.True(slices.Contains(scrubbedEnv(), k)) // what it sets never reaches an agent
+			}
+		})
+	}
+}

@@ -8,15 +8,6 @@ import (
 	"path/filepath"
 )
 
-// Versions scripts/install-agents pins and the server's behaviour was
-// checked against, one per agent CLI played end to end.
-const (
-	ClaudeVersion   = "2.1.197"
-	CodexVersion    = "0.169.0"
-	OpencodeVersion = "1.18.33"
-	GeminiVersion   = "0.61.0"
-)
-
 // localBins are where scripts/install-agents puts each agent's binary,
 // relative to the repository root.
 var localBins = map[string]string{

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 // The end-to-end tests run the real Claude Code CLI against the server.
@@ -34,7 +36,7 @@ func claudeForTest(t *testing.T) string {
 }
 
 // pinnedClaudeForTest is claudeForTest for tests of behaviour specific to
-// ClaudeVersion (retry counts, error texts): another version skips them
+// the Claude Code version the claude backend pins (agent.Claude.Verified) (retry counts, error texts): another version skips them
 // (fails under CI, where scripts/install-claude pins the version).
 func pinnedClaudeForTest(t *testing.T) string {
 	t.Helper()
@@ -43,11 +45,12 @@ func pinnedClaudeForTest(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("%s --version: %v", bin, err)
 	}
-	if v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " "); v != ClaudeVersion {
+	pinned := agent.Claude{}.Verified().Version
+	if v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " "); v != pinned {
 		if os.Getenv("CI") == "" {
-			t.Skipf("skipping: these checks are for Claude Code %s, %s is %s (run scripts/install-claude)", ClaudeVersion, bin, v)
+			t.Skipf("skipping: these checks are for Claude Code %s, %s is %s (run scripts/install-claude)", pinned, bin, v)
 		}
-		t.Fatalf("CI is set: want Claude Code %s, %s is %s", ClaudeVersion, bin, v)
+		t.Fatalf("CI is set: want Claude Code %s, %s is %s", pinned, bin, v)
 	}
 	return bin
 }
