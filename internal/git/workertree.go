@@ -450,7 +450,23 @@ type Worktree struct {
 // List returns every worktree of the repository at repo, the main one
 // first.
 func List(ctx context.Context, repo string) ([]Worktree, error) {
-	out, err := Git(ctx, repo, nil, "worktree", "list", "--porcelain", "-z")
+	var out []byte
+	var err error
+	for try := 1; ; try++ {
+		out, err = Git(ctx, repo, nil, "worktree", "list", "--porcelain", "-z")
+		if err == nil || try == listTries || !halfAdded(err) {
+			break
+		}
+		// git worktree add writes a new worktree's admin files one after
+		// the other, with no lock: a list that runs at that moment reads
+		// an empty commondir or gitdir and fails. Another worker (or the
+		// merge queue) adding its worktree is not an error of this one.
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list worktrees: %w", ctx.Err())
+		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)
 	}
@@ -459,6 +475,18 @@ func List(ctx context.Context, repo string) ([]Worktree, error) {
 		return nil, fmt.Errorf("list worktrees of %s: git listed none", repo)
 	}
 	return all, nil
+}
+
+// listTries bounds how often List asks again while a worktree is being
+// added: 5 tries wait 200 ms in all, far longer than git takes to write
+// the admin files, so what fails after them is not a worktree being added.
+const listTries = 5
+
+// halfAdded reports whether err is git failing to read a linked
+// worktree's admin file that is still being written.
+func halfAdded(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "failed to read") && strings.Contains(msg, "worktrees/")
 }
 
 // parseWorktreeList reads `git worktree list --porcelain -z`: records of

@@ -320,3 +320,36 @@ func TestPrepareThenOpen(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(sh(t, tr.Dir, "git", "rev-parse", "HEAD"), sh(t, repo, "git", "rev-parse", "main"))
 }
+
+// A worktree another worker is adding has, for a moment, an empty
+// commondir: List waits for it instead of failing, and still fails, with
+// git's words, on one that stays broken.
+func TestListWaitsOutAWorktreeBeingAdded(t *testing.T) {
+	is := is.New(t)
+	_, repo := newManagerRepo(t)
+	admin := filepath.Join(repo, ".git", "worktrees", "half")
+	is.NoErr(os.MkdirAll(admin, 0o755))
+	is.NoErr(os.WriteFile(filepath.Join(admin, "gitdir"), []byte(filepath.Join(t.TempDir(), "half", ".git")+"\n"), 0o644))
+	is.NoErr(os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644)) // as git worktree add leaves it mid-write
+
+	t.Run("finished while waiting", func(t *testing.T) {
+		is := is.New(t)
+		done := make(chan error, 1)
+		go func() {
+			time.Sleep(30 * time.Millisecond)
+			done <- os.WriteFile(filepath.Join(admin, "commondir"), []byte("../..\n"), 0o644)
+		}()
+		trees, err := List(context.Background(), repo)
+		is.NoErr(<-done)
+		is.NoErr(err)           // the half-added worktree did not fail the list
+		is.Equal(len(trees), 2) // the main worktree and the one being added
+	})
+
+	t.Run("stays broken", func(t *testing.T) {
+		is := is.New(t)
+		is.NoErr(os.WriteFile(filepath.Join(admin, "commondir"), nil, 0o644))
+		_, err := List(context.Background(), repo)
+		is.True(err != nil)                                      // a worktree that stays broken is an error
+		is.True(strings.Contains(err.Error(), "failed to read")) // in git's words
+	})
+}
