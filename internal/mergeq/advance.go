@@ -1,6 +1,7 @@
 package mergeq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -124,7 +125,7 @@ func (q *Queue) shift(ctx context.Context, run *git.Runner, dir, old, tip, why s
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(jpath, []byte(dir+"\n"+old+"\n"+tip+"\n")); err != nil {
+	if err := writeJournal(jpath, dir, old, tip); err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
 	if _, err := git.GitIn(ctx, run, "read-tree", "-m", "-u", old, tip); err != nil {
@@ -310,29 +311,20 @@ func (q *Queue) journalPath(ctx context.Context) (string, error) {
 	return filepath.Join(common, journalName), nil
 }
 
-// writeAtomic writes data to p through a synced temporary file and a
-// rename.
-func writeAtomic(p string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".tmp-*")
+// writeJournal records in the journal at path a move of the checkout dir
+// from old to tip, for Recover, through atomicfile.Write. When the write
+// fails after its rename (the directory's fsync), the journal of this move
+// is removed again: the caller gives up before anything moves, and Recover
+// must not finish a move the queue abandoned.
+func writeJournal(path, dir, old, tip string) error {
+	body := []byte(dir + "\n" + old + "\n" + tip + "\n")
+	err := atomicfile.Write(path, body, 0o600)
 	if err != nil {
-		return err
+		if b, rerr := atomicfile.Read(path, maxJournal); rerr == nil && bytes.Equal(b, body) {
+			_ = os.Remove(path)
+		}
 	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, p)
+	return err
 }
 
 // sameDir reports whether a and b are the same directory.

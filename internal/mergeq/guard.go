@@ -131,7 +131,7 @@ func (q *Queue) writeTip() error {
 	if q.TipFile == "" || q.want == "" {
 		return nil
 	}
-	if err := writeAtomic(q.TipFile, []byte(q.want+"\n")); err != nil {
+	if err := atomicfile.Write(q.TipFile, []byte(q.want+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record the tip of %s: %w", q.Target, err)
 	}
 	return nil
@@ -332,7 +332,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 		if jpath, err = q.journalPath(ctx); err != nil {
 			return "", err
 		}
-		if err := writeAtomic(jpath, []byte(q.home+"\n"+at+"\n"+q.want+"\n")); err != nil {
+		if err := writeJournal(jpath, q.home, at, q.want); err != nil {
 			return "", err
 		}
 	}

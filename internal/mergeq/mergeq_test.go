@@ -303,7 +303,7 @@ func TestRecover(t *testing.T) {
 			q := &Queue{Repo: f.repo, Target: "main"}
 			jp, err := q.journalPath(ctx)
 			is.NoErr(err)
-			is.NoErr(writeAtomic(jp, []byte(f.repo+"\n"+old+"\n"+tip+"\n")))
+			is.NoErr(writeJournal(jp, f.repo, old, tip))
 			c.crash(f, old, tip)
 			did, err := q.Recover(ctx)
 			is.NoErr(err)
@@ -407,7 +407,7 @@ func TestRecoverIgnoresPlantedJournals(t *testing.T) {
 		old := sh(t, f.repo, "git", "rev-parse", "main")
 		tip := sh(t, r.Dir, "git", "rev-parse", "HEAD")
 		q := &Queue{Repo: f.repo, Target: "main", Journal: filepath.Join(t.TempDir(), "mergeq.journal")}
-		is.NoErr(writeAtomic(q.Journal, []byte(r.Dir+"\n"+old+"\n"+tip+"\n")))
+		is.NoErr(writeJournal(q.Journal, r.Dir, old, tip))
 		did, err := q.Recover(ctx)
 		is.True(did)
 		is.True(err != nil)
