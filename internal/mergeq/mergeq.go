@@ -6,11 +6,27 @@
 // integrates while the worker goes on to its next issue. Integrating
 // checks that commit out in the queue's own worktree (never a worker's,
 // never the target's checkout), rebases it onto the current target there,
-// runs verify on the result, and only then fast-forwards the target. A
-// conflict or a red verify keeps the work on a branch and names the
-// conflicting files; the target does not move. With a remote, the result
-// is pushed (never forced); a rejected push means someone else got there
-// first: fetch, rebase, verify and push again, a bounded number of times.
+// runs verify on the result, and only then lands it through the queue's
+// Strategy. A conflict or a red verify keeps the work on a branch and
+// names the conflicting files; nothing lands.
+//
+// The strategy decides where the rebased, verified work goes and when
+// its issue counts as integrated. The default, ff (ff.go), fast-forwards
+// the target; with a remote, the result is pushed (never forced) first,
+// and a rejected push means someone else got there first: fetch, rebase,
+// verify and push again, a bounded number of times.
+//
+// Where to look:
+//
+//	integrate.go  Integrate, one round's steps in order: prepare, rebase,
+//	              checkTracker, verify, land
+//	strategy.go   the Strategy interface, the Outcome a pool acts on, and
+//	              the registry of strategies by name
+//	ff.go         the strategy ff
+//	advance.go    moving the target and its checkout, under a journal;
+//	              Recover
+//	guard.go      putting back moves of the target the queue did not make
+//	tree.go       the queue's own worktree
 //
 // The target is never left mid-rebase, because no rebase happens in its
 // checkout. Moving it is a compare-and-swap of the ref; when the target is
@@ -52,6 +68,10 @@ type Queue struct {
 	// Verify checks the rebased result in dir, the queue's worktree; nil
 	// means no check.
 	Verify func(ctx context.Context, dir string) error
+	// Strategy decides where the rebased, verified work goes and when
+	// its issue counts as integrated (see Strategy); nil means the
+	// default, ff. LookupStrategy turns the configuration's name into one.
+	Strategy Strategy
 	// MaxPushTries bounds the rounds when pushes are rejected; zero means
 	// DefaultMaxPushTries.
 	MaxPushTries int
@@ -133,17 +153,26 @@ type Request struct {
 	Rebased func(commit string) error
 }
 
-// Result says what happened.
+// Result says what happened. Outcome sums it up for the caller.
 type Result struct {
-	// Integrated is true when the target (and the remote) now has the
-	// work; Commit is then the target's new tip.
+	// Integrated is true when the work is where the strategy puts
+	// integrated work (for ff: the target, and the remote, now has it);
+	// Commit is then where it is (for ff: the target's new tip).
 	Integrated bool
 	Commit     string
+	// Waiting is true when the strategy put the work where something
+	// outside ralphd decides whether it is integrated (a pull request);
+	// Commit is the work as landed, and Why says what it waits for.
+	Waiting bool
+	// Why is the strategy's word on work that waits, or that it refused
+	// (the work is then kept).
+	Why string
 	// Conflicts lists the files the rebase could not merge.
 	Conflicts []string
 	// VerifyErr is verify's failure on the rebased result.
 	VerifyErr error
-	// Rejected is true when every push was rejected.
+	// Rejected is true when every round's landing asked for another (for
+	// ff: every push was rejected, or the target moved each time).
 	Rejected bool
 	// Kept is the branch that keeps the work when it was not integrated.
 	Kept string
@@ -162,12 +191,26 @@ type Result struct {
 	LocalErr error
 }
 
+// Outcome sums the result up: Integrated (the work landed, or there was
+// nothing to integrate), Waiting, or Failed.
+func (r Result) Outcome() Outcome {
+	switch {
+	case r.Integrated || r.Empty:
+		return Integrated
+	case r.Waiting:
+		return Waiting
+	}
+	return Failed
+}
+
 // Reason describes a result that was not integrated, for a note on the
 // issue.
 func (r Result) Reason() string {
 	switch {
 	case r.Integrated:
 		return "integrated"
+	case r.Waiting:
+		return "waiting: " + r.Why
 	case len(r.Conflicts) > 0:
 		return fmt.Sprintf("rebase onto the target conflicted in %s; the work is kept on %s", strings.Join(r.Conflicts, ", "), r.Kept)
 	case len(r.Tracker) > 0:
@@ -178,6 +221,8 @@ func (r Result) Reason() string {
 		return fmt.Sprintf("every push to the remote was rejected (%d rounds); the work is kept on %s", r.Rounds, r.Kept)
 	case r.Empty:
 		return "nothing to integrate"
+	case r.Why != "":
+		return fmt.Sprintf("%s; the work is kept on %s", r.Why, r.Kept)
 	}
 	return "not integrated"
 }
@@ -229,122 +274,6 @@ func (q *Queue) Hand(ctx context.Context, req Request) (string, error) {
 		return "", fmt.Errorf("hand over %s: %w", req.Branch, err)
 	}
 	return tip, nil
-}
-
-// Integrate runs req through the queue; calls are serialised.
-func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
-	var res Result
-	if req.Commit == "" {
-		c, err := q.Hand(ctx, req)
-		if err != nil {
-			return res, err
-		}
-		req.Commit = c
-	}
-	if !git.IsHash(req.Commit) {
-		return res, fmt.Errorf("integrate: %q is not a commit id", req.Commit)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := q.scrub(); err != nil {
-		return res, err
-	}
-	tries := q.MaxPushTries
-	if tries <= 0 {
-		tries = DefaultMaxPushTries
-	}
-	var dir string
-	for res.Rounds < tries {
-		res.Rounds++
-		if _, err := q.guard(ctx); err != nil {
-			return res, err
-		}
-		// The queue worktree's git calls up to verify share one drivers
-		// lookup: no code runs there before verify (see gitsafe.Runner).
-		var run *git.Runner
-		if res.Rounds == 1 {
-			if req.Admit != nil {
-				if err := req.Admit(); err != nil {
-					return res, err
-				}
-			}
-			var err error
-			if dir, run, err = q.checkoutWork(ctx, req.Commit); err != nil {
-				return res, err
-			}
-		} else {
-			run = git.NewRunner(dir)
-		}
-		base, err := q.base(ctx)
-		if err != nil {
-			return res, err
-		}
-		conflicts, err := q.rebase(ctx, run, dir, req, base)
-		if err != nil {
-			return res, err
-		}
-		if len(conflicts) > 0 {
-			res.Conflicts = conflicts
-			res.Kept, err = q.keep(ctx, dir, req)
-			return res, err
-		}
-		tip, err := line(ctx, dir, "rev-parse", "HEAD")
-		if err != nil {
-			return res, err
-		}
-		if tip == base {
-			res.Empty, res.Commit = true, base
-			return res, nil
-		}
-		if res.Tracker, err = trackerFiles(ctx, run, base, tip); err != nil || len(res.Tracker) > 0 {
-			if err == nil {
-				res.Kept, err = q.keep(ctx, dir, req)
-			}
-			return res, err
-		}
-		if q.Verify != nil {
-			if err := q.Verify(ctx, dir); err != nil {
-				if ctx.Err() != nil {
-					return res, fmt.Errorf("integrate %s: %w", req.Issue, ctx.Err())
-				}
-				res.VerifyErr = err
-				res.Kept, err = q.keep(ctx, dir, req)
-				return res, err
-			}
-		}
-		if req.Rebased != nil {
-			if err := req.Rebased(tip); err != nil {
-				return res, fmt.Errorf("integrate %s: %w", req.Issue, err)
-			}
-		}
-		if q.Remote != "" {
-			pushed, err := q.push(ctx, tip)
-			if err != nil {
-				return res, err
-			}
-			if !pushed {
-				continue // someone else got there first
-			}
-		}
-		err = q.advance(ctx, tip, base)
-		switch {
-		case q.Remote != "" && err != nil:
-			// The remote has the work; the local branch could not follow.
-			res.Integrated, res.Commit, res.LocalErr = true, tip, err
-			return res, nil
-		case errors.Is(err, errMoved):
-			continue // the target moved under us: rebase onto it again
-		case err != nil:
-			res.Kept, _ = q.keep(ctx, dir, req)
-			return res, err
-		}
-		res.Integrated, res.Commit = true, tip
-		return res, nil
-	}
-	res.Rejected = true
-	var err error
-	res.Kept, err = q.keep(ctx, dir, req)
-	return res, err
 }
 
 // Base returns the commit work should start from: the remote's target
@@ -484,39 +413,6 @@ func (q *Queue) keep(ctx context.Context, dir string, req Request) (string, erro
 		return "", fmt.Errorf("keep the work on %s: %w", req.Issue, err)
 	}
 	return name, nil
-}
-
-// push pushes tip to the remote's target without force. It reports false
-// when the remote rejected it because the target moved.
-func (q *Queue) push(ctx context.Context, tip string) (bool, error) {
-	out, err := git.Git(ctx, q.Repo, nil, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
-	if err == nil {
-		return true, nil
-	}
-	if ctx.Err() != nil {
-		return false, fmt.Errorf("push: %w", ctx.Err())
-	}
-	if pushRejected(string(out)) {
-		return false, nil
-	}
-	return false, fmt.Errorf("push to %s: %w", q.Remote, err)
-}
-
-// pushRejected reads `git push --porcelain` output: a ref line flagged "!"
-// whose reason is that the remote moved (non-fast-forward, fetch first)
-// or that the remote refused a ref update ("remote rejected").
-func pushRejected(out string) bool {
-	for _, l := range strings.Split(out, "\n") {
-		flag, rest, ok := strings.Cut(l, "\t")
-		if !ok || flag != "!" {
-			continue
-		}
-		_, summary, _ := strings.Cut(rest, "\t")
-		if strings.HasPrefix(summary, "[rejected]") || strings.HasPrefix(summary, "[remote rejected]") {
-			return true
-		}
-	}
-	return false
 }
 
 func line(ctx context.Context, dir string, args ...string) (string, error) {
