@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/mergeq"
 )
 
 type kind int
@@ -105,6 +106,7 @@ func Fields() []Field {
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
 		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
+		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set)", mergeq.StrategyNames()...),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
@@ -172,6 +174,7 @@ type Config struct {
 	MaxStuck                int
 	Workers                 int
 	WorkersRemote           string
+	Integrate               string
 	IterationTimeout        time.Duration
 	StopGrace               time.Duration
 	Log                     bool
@@ -466,6 +469,7 @@ func (c *Config) decode() error {
 	c.MaxStuck = num("max_stuck")
 	c.Workers = num("workers")
 	c.WorkersRemote = str("workers_remote")
+	c.Integrate = str("integrate")
 	c.IterationTimeout = dur("iteration_timeout")
 	c.StopGrace = dur("stop_grace")
 	c.Log = boo("log")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/mergeq"
 )
 
 func writeFile(t *testing.T, dir, name, body string) string {
@@ -75,7 +77,8 @@ func TestTypedValues(t *testing.T) {
 	is.Equal(c.IterationTimeout, 90*time.Second)
 	is.Equal(c.MaxCostUSD, 2.5)
 	is.Equal(c.FailureBranches, false)
-	is.Equal(c.MaxStuck, 3) // default
+	is.Equal(c.MaxStuck, 3)                       // default
+	is.Equal(c.Integrate, mergeq.DefaultStrategy) // default: ff
 	is.Equal(c.Agent, "claude")
 }
 
@@ -100,6 +103,8 @@ func TestErrors(t *testing.T) {
 		{"empty file", ` `, nil, "", "the file is empty"},
 		{"bad type", `{"max_stuck": "three"}`, nil, "max_stuck", "want an integer"},
 		{"bad enum", `{"agent": "gpt"}`, nil, "agent", `"gpt" is not allowed; use one of: claude, command`},
+		{"unknown integration strategy", `{"integrate": "squash"}`, nil, "integrate", `"squash" is not allowed; use one of: ` + strings.Join(mergeq.StrategyNames(), ", ")},
+		{"unknown integration strategy env", ``, map[string]string{"RALPH_INTEGRATE": "merge"}, "integrate", `"merge" is not allowed; use one of: ff`},
 		{"bad duration env", ``, map[string]string{"RALPH_ITERATION_TIMEOUT": "soon"}, "iteration_timeout", "want a duration"},
 		{"zero stuck", `{"max_stuck": 0}`, nil, "max_stuck", "at least 1"},
 		{"negative retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "-1"}, "log_retention", `want a whole number of at least 1, got "-1"`},

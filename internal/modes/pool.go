@@ -305,7 +305,7 @@ type Event struct {
 	At     time.Time
 	Worker string
 	Issue  string
-	Kind   string // claimed, lost, integrated, failed, stuck, idle-exit
+	Kind   string // claimed, lost, integrated, waiting, failed, stuck, idle-exit
 	Detail string
 }
 

@@ -113,8 +113,14 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 	if err != nil {
 		return p.fail(ctx, a, Failure{Why: fmt.Sprintf("integration failed: %v", err) + p.keepHanded(ctx, j), Integration: true})
 	}
-	if !res.Integrated && !res.Empty {
+	switch res.Outcome() {
+	case mergeq.Failed:
 		return p.fail(ctx, a, Failure{Why: res.Reason(), Integration: true, Conflicts: res.Conflicts})
+	case mergeq.Waiting:
+		// Out of the queue's hands: not reopened, and not integrated, so
+		// a dependent here does not build on it.
+		p.log(Event{Worker: a.Worker, Issue: id, Kind: "waiting", Detail: res.Why})
+		return nil
 	}
 	if res.Integrated {
 		p.integrated(j.win)
@@ -245,7 +251,7 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 			// Not this worker's issue (or no longer): a marker this pool's
 			// worker did not write, or one whose issue was taken since.
 			p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": the issue is not " + worker + "'s"})
-		case p.landed(ctx, m.rebased):
+		case p.Queue.Landed(ctx, m.rebased):
 			if err := p.ledger.Integrated(m.issue); err != nil {
 				return settled, fmt.Errorf("workers: %w", err)
 			}
@@ -288,23 +294,4 @@ func (p *Pool) settleQueued(ctx context.Context, c *beads.Client, worker string,
 	}
 	p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "its work had not reached " + p.Target})
 	return nil
-}
-
-// landed reports whether rebased, the queue's result for a piece of work,
-// is on the target (or, with a remote, on the remote's target as last
-// fetched or pushed).
-func (p *Pool) landed(ctx context.Context, rebased string) bool {
-	if rebased == "" {
-		return false
-	}
-	refs := []string{"refs/heads/" + p.Target}
-	if p.Queue.Remote != "" {
-		refs = append(refs, "refs/remotes/"+p.Queue.Remote+"/"+p.Target)
-	}
-	for _, r := range refs {
-		if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", rebased, r); err == nil {
-			return true
-		}
-	}
-	return false
 }

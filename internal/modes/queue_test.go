@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/mergeq"
 )
 
 // TestNextClaimBesideJudgement: iterations that call AgentEnded have the
@@ -278,4 +279,49 @@ func TestMarkersThatAreNotFilesDoNotHang(t *testing.T) {
 	is.Equal(len(sum.Integrated), 1)
 	left, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".*-w*"))
 	is.Equal(len(left), 0)
+}
+
+// waitingStrategy lands nothing: the work waits for someone outside
+// ralphd, as a pull request does.
+type waitingStrategy struct{}
+
+func (waitingStrategy) Land(_ context.Context, _ *mergeq.Queue, w mergeq.Work) (mergeq.Landing, error) {
+	return mergeq.Landing{Outcome: mergeq.Waiting, Commit: w.Commit, Why: "a person reviews it"}, nil
+}
+
+func (waitingStrategy) Landed(context.Context, *mergeq.Queue, string) bool { return false }
+
+// TestWaitingWorkIsNeitherFailedNorIntegrated: the pool acts on the
+// queue's outcome, not on its strategy. Work that waits is not a failed
+// attempt (the issue stays closed) and is not counted integrated.
+func TestWaitingWorkIsNeitherFailedNorIntegrated(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	id := p.create("reviewed elsewhere")
+	before := sh(t, p.repo, "git", "rev-parse", "main")
+	pool := p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
+		if err := os.WriteFile(filepath.Join(a.Dir, "w.txt"), []byte("w\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	pool.Queue.Strategy = waitingStrategy{}
+	var mu sync.Mutex
+	var waiting []Event
+	pool.Log = func(e Event) {
+		if e.Kind == "waiting" {
+			mu.Lock()
+			waiting = append(waiting, e)
+			mu.Unlock()
+		}
+	}
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(len(sum.Integrated), 0) // not integrated
+	is.Equal(len(sum.Failed), 0)     // not a failed attempt
+	is.Equal(len(waiting), 1)
+	is.Equal(waiting[0].Issue, id)
+	is.Equal(waiting[0].Detail, "a person reviews it")                                         // the strategy's word
+	is.True(strings.Contains(sh(t, p.repo, p.bd, "show", id, "--json"), `"status": "closed"`)) // not reopened
+	is.Equal(sh(t, p.repo, "git", "rev-parse", "main"), before)                                // the strategy moved nothing
 }

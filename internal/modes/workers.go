@@ -194,6 +194,10 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err != nil || target == "" {
 		return res.stop(StopError, "the project has no branch checked out", fmt.Errorf("workers need a branch checked out in %s to integrate into: %w", l.Dir, err))
 	}
+	strategy, err := mergeq.LookupStrategy(l.Config.Integrate)
+	if err != nil {
+		return res.stop(StopError, "no such integration strategy", err)
+	}
 	// One reading of the tracker serves every worker that needs one at
 	// about the same time; its own Loop keeps the comments cache.
 	reader := *l
@@ -209,7 +213,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Workers: k,
 		Target:  target,
 		Trees:   &git.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
+		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Strategy: strategy, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
 			TipFile: filepath.Join(l.State.Dir(), MergeTipFile), Tree: filepath.Join(l.State.Dir(), MergeTreeDir)},
 		Client:     l.workerClient,
 		Actor:      func(w string) string { return sh.actorPrefix + w },
