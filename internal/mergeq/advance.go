@@ -165,26 +165,9 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	if err := q.dropTree(ctx); err != nil {
 		return false, err
 	}
-	b, err := atomicfile.Read(jpath, maxJournal)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) {
-		return true, fmt.Errorf("recover the merge queue: %w, not a journal ralphd wrote; remove it after checking %s", err, q.Target)
-	}
-	if err != nil {
-		return false, fmt.Errorf("recover the merge queue: %w", err)
-	}
-	dir, old, tip, ok := parseJournal(string(b))
-	if !ok {
-		return true, fmt.Errorf("recover the merge queue: %s is not a journal; remove it after checking %s", jpath, q.Target)
-	}
-	// The queue only ever moves the checkout that has the target (the
-	// repository's own, or wherever the target is checked out): a
-	// journal naming another directory is not the queue's.
-	top, _ := line(ctx, q.Repo, "rev-parse", "--show-toplevel")
-	if home, _ := q.checkout(ctx); !sameDir(top, dir) && !sameDir(home, dir) {
-		return true, fmt.Errorf("recover the merge queue: %s names %s, which is not where %s is checked out; check %s, then remove %s", jpath, dir, q.Target, q.Target, jpath)
+	dir, old, tip, found, err := q.readJournal(ctx, jpath)
+	if !found || err != nil {
+		return found, err
 	}
 	head, err := line(ctx, q.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+q.Target)
 	if err != nil {
@@ -213,6 +196,36 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 		return true, fmt.Errorf("recover the merge queue: %w", err)
 	}
 	return true, os.Remove(jpath)
+}
+
+// readJournal reads the journal at jpath: the checkout of a move in
+// progress, and its old and new tips. found is false when there is no
+// journal. Anything there that is not a journal the queue wrote, or one
+// naming a directory where the target is not checked out, is an error
+// that says what to check.
+func (q *Queue) readJournal(ctx context.Context, jpath string) (dir, old, tip string, found bool, err error) {
+	b, err := atomicfile.Read(jpath, maxJournal)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", "", false, nil
+	}
+	if errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) {
+		return "", "", "", true, fmt.Errorf("recover the merge queue: %w, not a journal ralphd wrote; remove it after checking %s", err, q.Target)
+	}
+	if err != nil {
+		return "", "", "", false, fmt.Errorf("recover the merge queue: %w", err)
+	}
+	dir, old, tip, ok := parseJournal(string(b))
+	if !ok {
+		return "", "", "", true, fmt.Errorf("recover the merge queue: %s is not a journal; remove it after checking %s", jpath, q.Target)
+	}
+	// The queue only ever moves the checkout that has the target (the
+	// repository's own, or wherever the target is checked out): a
+	// journal naming another directory is not the queue's.
+	top, _ := line(ctx, q.Repo, "rev-parse", "--show-toplevel")
+	if home, _ := q.checkout(ctx); !sameDir(top, dir) && !sameDir(home, dir) {
+		return "", "", "", true, fmt.Errorf("recover the merge queue: %s names %s, which is not where %s is checked out; check %s, then remove %s", jpath, dir, q.Target, q.Target, jpath)
+	}
+	return dir, old, tip, true, nil
 }
 
 // finishFiles ends a journalled move whose ref is already at tip: when
