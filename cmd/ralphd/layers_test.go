@@ -35,12 +35,12 @@ var floors = map[string]int{
 	"internal/sandbox": 1, // the bubblewrap layout of a BUILD agent
 
 	// 2: records and settings.
-	"internal/config":   2, // defaults, file, env, flags
 	"internal/logjsonl": 2, // the run log, its events and runs
 	"internal/mergeq":   2, // the merge queue and its integration strategies
 	"prompts":           2, // the BUILD and PLANNING prompts
 
 	// 3: what ralphd remembers, and tells.
+	"internal/config": 3, // defaults, file, env, flags; above agent and mergeq, whose names it allows
 	"internal/notify": 3, // notifications
 	"internal/state":  3, // attempts, history, reports, locks
 
