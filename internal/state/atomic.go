@@ -14,9 +14,11 @@ type atomicWriter struct {
 	redact func([]byte) []byte
 }
 
-func (w atomicWriter) write(path string, data []byte, perm os.FileMode) error {
+// write replaces the file name below d with data, atomically, never
+// through a link (atomicfile.Writer.WriteIn).
+func (w atomicWriter) write(d *atomicfile.Dir, name string, data []byte, perm os.FileMode) error {
 	if w.redact != nil {
 		data = w.redact(data)
 	}
-	return atomicfile.Writer{Hook: w.hook}.Write(path, data, perm)
+	return atomicfile.Writer{Hook: w.hook}.WriteIn(d, name, data, perm)
 }

@@ -106,12 +106,12 @@ func (s *Store) AttemptsPath() string { return s.path(AttemptsFile) }
 // s.mu.
 func (s *Store) loadAttempts() ([]AttemptCount, error) {
 	path := s.AttemptsPath()
-	data, err := readState(path)
+	data, err := s.read(AttemptsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if unusable(err) {
-		dst, mvErr := s.moveAside(path)
+		dst, mvErr := s.moveAside(AttemptsFile)
 		if mvErr != nil {
 			return nil, fmt.Errorf("read attempts: %w; %w", err, mvErr)
 		}
@@ -125,15 +125,15 @@ func (s *Store) loadAttempts() ([]AttemptCount, error) {
 	if len(bad) == 0 {
 		return counts, nil
 	}
-	dst := s.corruptPath(path)
-	if err := s.writer.write(dst, []byte(strings.Join(bad, "\n")+"\n"), filePerm); err != nil {
+	dst := s.corruptName(AttemptsFile)
+	if err := s.writeFile(dst, []byte(strings.Join(bad, "\n")+"\n")); err != nil {
 		return nil, fmt.Errorf("save corrupt attempts lines: %w", err)
 	}
-	if err := s.put(path, FormatAttempts(counts)); err != nil {
+	if err := s.put(AttemptsFile, FormatAttempts(counts)); err != nil {
 		return nil, fmt.Errorf("rewrite attempts: %w", err)
 	}
 	s.warn("%s had %d unreadable or duplicate line(s); they were moved to %s and the %d valid line(s) are used",
-		path, len(bad), dst, len(counts))
+		path, len(bad), s.path(dst), len(counts))
 	return counts, nil
 }
 
@@ -210,7 +210,7 @@ func (s *Store) changeAttempt(issueID string, delta int) (int, error) {
 	} else {
 		counts[i].Count = n
 	}
-	if err := s.put(s.AttemptsPath(), FormatAttempts(counts)); err != nil {
+	if err := s.put(AttemptsFile, FormatAttempts(counts)); err != nil {
 		return 0, fmt.Errorf("update attempts of %s: %w", issueID, err)
 	}
 	return n, nil

@@ -29,10 +29,15 @@ type Baseline struct {
 // BaselinePath returns the path of baseline.json, or of the worker's own
 // baseline-<worker>.json for a view from ForWorker.
 func (s *Store) BaselinePath() string {
+	return s.path(s.baselineName())
+}
+
+// baselineName is BaselinePath's name in the state directory.
+func (s *Store) baselineName() string {
 	if s.worker != "" {
-		return s.path(baselinePrefix + s.worker + ".json")
+		return baselinePrefix + s.worker + ".json"
 	}
-	return s.path(BaselineFile)
+	return BaselineFile
 }
 
 // baselinePrefix starts the name of a worker's baseline.
@@ -46,7 +51,7 @@ func (s *Store) WriteBaseline(b Baseline) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.put(s.BaselinePath(), append(data, '\n')); err != nil {
+	if err := s.put(s.baselineName(), append(data, '\n')); err != nil {
 		return fmt.Errorf("write the baseline: %w", err)
 	}
 	return nil
@@ -57,7 +62,7 @@ func (s *Store) WriteBaseline(b Baseline) error {
 func (s *Store) ReadBaseline() (*Baseline, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, err := readState(s.BaselinePath())
+	data, err := s.read(s.baselineName())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -81,7 +86,7 @@ func ParseBaseline(data []byte) (Baseline, error) {
 func (s *Store) ClearBaseline() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.drop(s.BaselinePath()); err != nil {
+	if err := s.drop(s.baselineName()); err != nil {
 		return fmt.Errorf("clear the baseline: %w", err)
 	}
 	return nil

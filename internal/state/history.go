@@ -162,9 +162,24 @@ func ParseHistoryLine(line []byte) (Record, error) {
 
 // ReadHistory reads a history.jsonl file. Lines that do not parse are
 // skipped and described in one warning; the others are all returned, in
-// file order. A missing file is an empty history.
+// file order. A missing file is an empty history. Neither the file nor
+// its directory may be a link (see atomicfile.Dir).
 func ReadHistory(path string) (records []Record, warnings []string, err error) {
-	data, err := readState(path)
+	d, name, err := openDirOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read history: %w", err)
+	}
+	defer d.Close()
+	return readHistoryIn(d, name)
+}
+
+// readHistoryIn reads the history file name below d, as ReadHistory does.
+func readHistoryIn(d *atomicfile.Dir, name string) (records []Record, warnings []string, err error) {
+	path := d.Join(name)
+	data, err := readIn(d, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -208,7 +223,7 @@ func (s *Store) HistoryPath() string { return s.path(HistoryFile) }
 // History reads history.jsonl; unreadable lines are skipped with a queued
 // warning.
 func (s *Store) History() ([]Record, error) {
-	recs, warns, err := ReadHistory(s.HistoryPath())
+	recs, warns, err := readHistoryIn(s.root, HistoryFile)
 	for _, w := range warns {
 		s.warn("%s", w)
 	}
@@ -235,7 +250,18 @@ func (s *Store) AppendHistory(r Record) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f, err := os.OpenFile(s.HistoryPath(), os.O_RDWR|os.O_APPEND|os.O_CREATE, filePerm)
+	// Never through a link, and never to a file with a second name: an
+	// append, unlike a rename, writes into the file that is there, so a
+	// hard link to one of the user's files would get ralphd's lines. That
+	// is moved aside (with a warning) and a new history started.
+	const flags = os.O_RDWR | os.O_APPEND | os.O_CREATE
+	f, err := s.root.OpenFile(HistoryFile, flags, filePerm)
+	if atomicfile.IsForeign(err) {
+		if err := s.setAside(HistoryFile); err != nil {
+			return fmt.Errorf("append history: %w", err)
+		}
+		f, err = s.root.OpenFile(HistoryFile, flags, filePerm)
+	}
 	if err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
@@ -244,12 +270,12 @@ func (s *Store) AppendHistory(r Record) error {
 		_ = f.Close()
 		return fmt.Errorf("append history: %w", err)
 	}
-	s.resealAppended(s.HistoryPath(), line)
+	s.resealAppended(HistoryFile, line)
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("append history: %w", err)
 	}
 	if created {
-		if err := atomicfile.SyncDir(s.dir); err != nil {
+		if err := s.root.Sync(); err != nil {
 			return fmt.Errorf("append history: %w", err)
 		}
 	}

@@ -136,7 +136,7 @@ func TestHistoryBadLinesSkipped(t *testing.T) {
 func TestHistoryConcurrentAppenders(t *testing.T) {
 	is := is.New(t)
 	a := openStore(t)
-	b := &Store{Now: fixedNow, id: a.id, dir: a.dir, mu: new(sync.Mutex), seal: new(sealState)}
+	b := &Store{Now: fixedNow, id: a.id, dir: a.dir, root: a.root, mu: new(sync.Mutex), seal: new(sealState)}
 	const n = 50
 	var wg sync.WaitGroup
 	for i, s := range []*Store{a, b} {

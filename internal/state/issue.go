@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,8 +99,11 @@ func (s *Store) AttemptRecordPath(issue string) string {
 	return filepath.Join(s.AttemptsDir(), SanitizeIssueID(issue)+".md")
 }
 
-func (s *Store) judgementPath(issue string) string {
-	return filepath.Join(s.AttemptsDir(), SanitizeIssueID(issue)+".json")
+// recordName and judgementName are an issue's files in the state
+// directory.
+func recordName(issue string) string { return AttemptsDirName + "/" + SanitizeIssueID(issue) + ".md" }
+func judgementName(issue string) string {
+	return AttemptsDirName + "/" + SanitizeIssueID(issue) + ".json"
 }
 
 // Issue loads the issue's attempt record. A judgement or verbatim record
@@ -119,7 +121,7 @@ func (s *Store) Issue(issue string) (IssueRecord, error) {
 		return r, nil
 	}
 	var warns []string
-	r.Judgement, r.Attempts, warns = readIssueFiles(s.judgementPath(issue), s.AttemptRecordPath(issue))
+	r.Judgement, r.Attempts, warns = readIssueFiles(s.root, judgementName(issue), recordName(issue))
 	for _, w := range warns {
 		s.warn("%s", w)
 	}
@@ -140,17 +142,19 @@ func ParseJudgement(data []byte) (Judgement, error) {
 	return parseObject[Judgement]("judgement", data)
 }
 
-// readIssueFiles reads an issue's judgement and verbatim record. It only
-// reads: what does not parse is left out and described in warns.
-func readIssueFiles(judgementPath, recordPath string) (j Judgement, attempts []judge.Attempt, warns []string) {
-	if data, err := readState(judgementPath); err == nil {
+// readIssueFiles reads an issue's judgement and verbatim record, the
+// files judgementName and recordName below d. It only reads: what does not
+// parse, or is not a file ralphd made, is left out and described in warns.
+func readIssueFiles(d *atomicfile.Dir, judgementName, recordName string) (j Judgement, attempts []judge.Attempt, warns []string) {
+	judgementPath, recordPath := d.Join(judgementName), d.Join(recordName)
+	if data, err := readIn(d, judgementName); err == nil {
 		if j, err = ParseJudgement(data); err != nil {
 			warns = append(warns, fmt.Sprintf("%s could not be parsed (%v); the issue's escalation starts over", judgementPath, err))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warns = append(warns, fmt.Sprintf("%v; the issue's escalation starts over", err))
 	}
-	if data, err := readState(recordPath); err == nil {
+	if data, err := readIn(d, recordName); err == nil {
 		if attempts, err = judge.ParseRecord(string(data)); err != nil {
 			attempts = nil
 			warns = append(warns, fmt.Sprintf("%s could not be parsed (%v); the next prompt goes without it and the next failed attempt starts it afresh", recordPath, err))
@@ -172,17 +176,18 @@ func (s *Store) RecordFailure(issue string, j Judgement, a judge.Attempt) error 
 	if err != nil {
 		return fmt.Errorf("record the failed attempt on %s: %w", issue, err)
 	}
-	if err := os.MkdirAll(s.AttemptsDir(), dirPerm); err != nil {
+	if err := s.ensureDir(AttemptsDirName); err != nil {
 		return fmt.Errorf("record the failed attempt on %s: %w", issue, err)
 	}
-	if err := s.put(s.judgementPath(issue), append(data, '\n')); err != nil {
+	if err := s.put(judgementName(issue), append(data, '\n')); err != nil {
 		return fmt.Errorf("record the judgement of %s: %w", issue, err)
 	}
-	path := s.AttemptRecordPath(issue)
+	path := recordName(issue)
 	var attempts []judge.Attempt
 	// A record that does not parse is replaced by a fresh one, and so is
-	// anything but a regular file: a planted symlink is never followed.
-	if old, err := readState(path); err == nil {
+	// anything but a file ralphd made: a planted symlink is never
+	// followed, and is moved aside by the write (put).
+	if old, err := s.read(path); err == nil {
 		attempts, _ = judge.ParseRecord(string(old))
 	} else if !errors.Is(err, fs.ErrNotExist) && !unusable(err) {
 		return fmt.Errorf("record the attempt of %s: %w", issue, err)
@@ -232,7 +237,7 @@ func (s *Store) reset(match func(string) bool, named []string) (map[string]int, 
 		kept = append(kept, c)
 	}
 	if len(was) > 0 || named == nil {
-		if err := s.put(s.AttemptsPath(), FormatAttempts(kept)); err != nil {
+		if err := s.put(AttemptsFile, FormatAttempts(kept)); err != nil {
 			return nil, fmt.Errorf("reset attempts: %w", err)
 		}
 	}
@@ -250,7 +255,7 @@ func (s *Store) reset(match func(string) bool, named []string) (map[string]int, 
 // removeIssueFiles removes the issue's judgement and verbatim record. The
 // caller holds s.mu and has cleared (or never had) the issue's counter.
 func (s *Store) removeIssueFiles(issue string) error {
-	for _, p := range []string{s.judgementPath(issue), s.AttemptRecordPath(issue)} {
+	for _, p := range []string{judgementName(issue), recordName(issue)} {
 		if err := s.drop(p); err != nil {
 			return fmt.Errorf("remove the attempt record of %s: %w", issue, err)
 		}
@@ -261,9 +266,13 @@ func (s *Store) removeIssueFiles(issue string) error {
 // removeAllIssueFiles empties the attempts directory of judgements and
 // verbatim records (and the temp files of writes a crash cut short).
 func (s *Store) removeAllIssueFiles() error {
-	entries, err := os.ReadDir(s.AttemptsDir())
+	entries, err := s.root.ReadDir(AttemptsDirName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if atomicfile.IsForeign(err) {
+		// attempts/ is not ralphd's: moved aside, never emptied.
+		return s.ensureDir(AttemptsDirName)
 	}
 	if err != nil {
 		return fmt.Errorf("reset attempt records: %w", err)
@@ -273,7 +282,7 @@ func (s *Store) removeAllIssueFiles() error {
 		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || atomicfile.IsTemp(name)) {
 			continue
 		}
-		if err := s.drop(filepath.Join(s.AttemptsDir(), name)); err != nil {
+		if err := s.drop(AttemptsDirName + "/" + name); err != nil {
 			return fmt.Errorf("reset attempt records: %w", err)
 		}
 	}

@@ -47,7 +47,7 @@ func TestIssueRecordRoundTrip(t *testing.T) {
 	is.Equal(r.Attempts[1].Iteration, 2)
 	is.Equal(r.Attempts[1].Outputs[0].Text, "boom") // verbatim, trailing newline dropped
 	is.Equal(len(s.Warnings()), 0)
-	for _, p := range []string{s.AttemptRecordPath("bd-1"), s.judgementPath("bd-1")} {
+	for _, p := range []string{s.AttemptRecordPath("bd-1"), s.path(judgementName("bd-1"))} {
 		fi, err := os.Stat(p)
 		is.NoErr(err)
 		is.Equal(fi.Mode().Perm(), os.FileMode(0o600))
@@ -90,7 +90,7 @@ func TestResetClearsWholeRecord(t *testing.T) {
 			is.Equal(r.Stuck(3), judge.NotStuck)
 			_, err = os.Stat(s.AttemptRecordPath("bd-1"))
 			is.True(errors.Is(err, os.ErrNotExist))
-			_, err = os.Stat(s.judgementPath("bd-1"))
+			_, err = os.Stat(s.path(judgementName("bd-1")))
 			is.True(errors.Is(err, os.ErrNotExist))
 
 			// A new first attempt starts from nothing.
@@ -134,7 +134,7 @@ func TestResetCutShortByCrash(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(r.Count, 1)
 	is.True(!r.Judgement.Escalation.Stopped) // not inherited
-	_, err = os.Stat(s.judgementPath("bd-1"))
+	_, err = os.Stat(s.path(judgementName("bd-1")))
 	is.True(errors.Is(err, os.ErrNotExist))
 }
 
@@ -174,7 +174,7 @@ func TestIssueUnreadableParts(t *testing.T) {
 	is := is.New(t)
 	s := openStore(t)
 	failedAttempt(t, s, "bd-1", judge.State{Attempts: 1, Stopped: true})
-	is.NoErr(os.WriteFile(s.judgementPath("bd-1"), []byte("{not json"), 0o600))
+	is.NoErr(os.WriteFile(s.path(judgementName("bd-1")), []byte("{not json"), 0o600))
 	is.NoErr(os.WriteFile(s.AttemptRecordPath("bd-1"), []byte("### Attempt 1\n---\niteration: three\n---\n"), 0o600))
 
 	r, err := s.Issue("bd-1")
@@ -221,7 +221,7 @@ func TestUnsafeIssueIDStaysInAttemptsDir(t *testing.T) {
 	for _, e := range entries {
 		is.True(!strings.Contains(e.Name(), "escape")) // nothing written beside attempts/
 	}
-	for _, p := range []string{s.AttemptRecordPath(id), s.judgementPath(id)} {
+	for _, p := range []string{s.AttemptRecordPath(id), s.path(judgementName(id))} {
 		is.Equal(filepath.Dir(p), s.AttemptsDir())
 	}
 	r, err := s.Issue(id)
@@ -283,12 +283,12 @@ func TestIssueFilesDoNotFollowSymlinks(t *testing.T) {
 	is.NoErr(os.WriteFile(outside, []byte("keep me"), 0o600))
 	_, err := s.IncrementAttempt("bd-1")
 	is.NoErr(err)
-	for _, p := range []string{s.judgementPath("bd-1"), s.AttemptRecordPath("bd-1")} {
+	for _, p := range []string{s.path(judgementName("bd-1")), s.AttemptRecordPath("bd-1")} {
 		is.NoErr(os.Symlink(outside, p))
 	}
 	is.NoErr(s.RecordFailure("bd-1", Judgement{LastError: "x"}, judge.Attempt{Iteration: 1}))
 	is.Equal(readFile(t, outside), "keep me")
-	fi, err := os.Lstat(s.judgementPath("bd-1"))
+	fi, err := os.Lstat(s.path(judgementName("bd-1")))
 	is.NoErr(err)
 	is.True(fi.Mode().IsRegular()) // the link was replaced, not followed
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // LegacyAttemptsFile is the in-project attempts file of older bash loops.
@@ -19,9 +21,10 @@ func LegacyAttemptsPath(projectDir string) string {
 }
 
 // HasLegacyAttempts reports whether the project still has a legacy
-// .ralph-attempts file. The caller warns once (see LegacyWarning).
+// .ralph-attempts file (a regular file, not a link). The caller warns once
+// (see LegacyWarning).
 func HasLegacyAttempts(projectDir string) bool {
-	fi, err := os.Stat(LegacyAttemptsPath(projectDir))
+	fi, err := os.Lstat(LegacyAttemptsPath(projectDir))
 	return err == nil && fi.Mode().IsRegular()
 }
 
@@ -36,26 +39,33 @@ func LegacyWarning(projectDir, stateDir string) string {
 // legacy file. Lines of the legacy file that do not parse are saved in the
 // state directory as ralph-attempts.corrupt-<timestamp> first (with a
 // queued warning). It returns the counts it imported; with no legacy file
-// it does nothing.
+// it does nothing. The legacy file is read and removed through the
+// project directory (atomicfile.Dir): a link, FIFO or hard link in its
+// place is refused, and left where it is.
 func (s *Store) Migrate(projectDir string) (map[string]int, error) {
 	legacy := LegacyAttemptsPath(projectDir)
-	data, err := readState(legacy)
+	pd, err := atomicfile.OpenDir(projectDir)
+	if err != nil {
+		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+	}
+	defer pd.Close()
+	data, err := readIn(pd, LegacyAttemptsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]int{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
+		return nil, fmt.Errorf("migrate %s: %w; move it aside or delete it", legacy, err)
 	}
 	imported, bad := ParseAttempts(data)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(bad) > 0 {
-		dst := s.corruptPath(s.path("ralph-attempts"))
-		if err := s.writer.write(dst, []byte(strings.Join(bad, "\n")+"\n"), filePerm); err != nil {
+		dst := s.corruptName("ralph-attempts")
+		if err := s.writeFile(dst, []byte(strings.Join(bad, "\n")+"\n")); err != nil {
 			return nil, fmt.Errorf("migrate %s: save unreadable lines: %w", legacy, err)
 		}
-		s.warn("%s had %d unreadable or duplicate line(s); they were saved to %s", legacy, len(bad), dst)
+		s.warn("%s had %d unreadable or duplicate line(s); they were saved to %s", legacy, len(bad), s.path(dst))
 	}
 	counts, err := s.loadAttempts()
 	if err != nil {
@@ -79,10 +89,10 @@ func (s *Store) Migrate(projectDir string) (map[string]int, error) {
 			counts = append(counts, im)
 		}
 	}
-	if err := s.writer.write(s.AttemptsPath(), FormatAttempts(counts), filePerm); err != nil {
+	if err := s.put(AttemptsFile, FormatAttempts(counts)); err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", legacy, err)
 	}
-	if err := os.Remove(legacy); err != nil {
+	if err := pd.Remove(LegacyAttemptsFile); err != nil {
 		return nil, fmt.Errorf("migrate %s: counts imported, but the file could not be removed (delete it by hand): %w", legacy, err)
 	}
 	return out, nil

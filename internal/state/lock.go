@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // ErrLocked is matched (with errors.Is) by the error Store.Lock returns
@@ -68,9 +70,21 @@ func (s *Store) LockPath() string { return s.path(LockFile) }
 // When another process holds it, Lock returns a *LockedError naming that
 // process; it never waits for it.
 func (s *Store) Lock(mode string) (*Lock, error) {
-	path := s.LockPath()
 	// Never O_TRUNC: the holder's details must survive a failed attempt.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, filePerm)
+	// Never through a link, and never a file with a second name: taking
+	// the lock truncates the file, which a hard link to one of the user's
+	// files would make a loss. Such a thing is moved aside (no ralphd
+	// can hold a lock on it) and a new lock file made.
+	const flags = os.O_RDWR | os.O_CREATE
+	f, err := s.root.OpenFile(LockFile, flags, filePerm)
+	if atomicfile.IsForeign(err) {
+		s.mu.Lock()
+		err = s.setAside(LockFile)
+		s.mu.Unlock()
+		if err == nil {
+			f, err = s.root.OpenFile(LockFile, flags, filePerm)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock project: %w", err)
 	}
@@ -89,7 +103,7 @@ func (s *Store) Lock(mode string) (*Lock, error) {
 			_ = f.Close()
 			return nil, fmt.Errorf("lock project: %w", err)
 		}
-		info, _ := readLockInfo(path)
+		info, _ := readLockInfo(s.root, LockFile)
 		if (info.PID != 0 && pidExists(info.PID)) || try >= 20 {
 			_ = f.Close()
 			return nil, &LockedError{PID: info.PID, Mode: info.Mode, Since: info.Since}
@@ -153,8 +167,8 @@ func ParseLockInfo(data []byte) (LockInfo, error) {
 	return parseObject[LockInfo]("lock file", data)
 }
 
-func readLockInfo(path string) (LockInfo, error) {
-	data, err := readState(path)
+func readLockInfo(d *atomicfile.Dir, name string) (LockInfo, error) {
+	data, err := readIn(d, name)
 	if err != nil {
 		return LockInfo{}, fmt.Errorf("read lock file: %w", err)
 	}
@@ -168,9 +182,22 @@ func readLockInfo(path string) (LockInfo, error) {
 // holder that has not written its details yet is returned with zero
 // fields.
 func LockHolder(path string) (*LockInfo, error) {
-	// Non-blocking: a FIFO planted in the lock file's place must not make
-	// `ralphd status` wait forever for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	d, name, err := openDirOf(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check lock: %w", err)
+	}
+	defer d.Close()
+	return lockHolderIn(d, name)
+}
+
+// lockHolderIn is LockHolder for the lock file name below d.
+func lockHolderIn(d *atomicfile.Dir, name string) (*LockInfo, error) {
+	// Never through a link, and never blocking: a FIFO planted in the lock
+	// file's place must not make `ralphd status` wait forever for a writer.
+	f, err := d.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -186,6 +213,6 @@ func LockHolder(path string) (*LockInfo, error) {
 	if !errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("check lock: %w", err)
 	}
-	info, _ := readLockInfo(path)
+	info, _ := readLockInfo(d, name)
 	return &info, nil
 }

@@ -2,7 +2,7 @@ package state
 
 import (
 	"errors"
-	"path/filepath"
+	"path"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -16,20 +16,21 @@ const (
 	maxGrowFile  = 1 << 30  // history.jsonl and baselines, which grow with the project's age and the tracker
 )
 
-// readState reads a state file with atomicfile.Read: a directory, FIFO,
-// symlink or device in its place is an error wrapping
-// atomicfile.ErrNotRegular, never a read that blocks or never ends.
-func readState(path string) ([]byte, error) {
+// readIn reads the state file name below d (atomicfile.Dir.ReadFile): a
+// directory, FIFO, symlink, device or hard link in its place, or on the
+// way to it, is an error for which atomicfile.IsForeign is true, never a
+// read that blocks, never ends or reaches a file of the user's.
+func readIn(d *atomicfile.Dir, name string) ([]byte, error) {
 	limit := int64(maxStateFile)
-	if name := filepath.Base(path); name == HistoryFile || strings.HasPrefix(name, "baseline") {
+	if base := path.Base(name); base == HistoryFile || strings.HasPrefix(base, "baseline") {
 		limit = maxGrowFile
 	}
-	return atomicfile.Read(path, limit)
+	return d.ReadFile(name, limit)
 }
 
 // unusable reports whether err says a state file cannot be used as it
-// stands (not a regular file, or too large), which ralphd treats like a
-// file that does not parse: it moves it aside and goes on.
+// stands (not a file ralphd made, or too large), which ralphd treats like
+// a file that does not parse: it moves it aside and goes on.
 func unusable(err error) bool {
-	return errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge)
+	return atomicfile.IsForeign(err) || errors.Is(err, atomicfile.ErrTooLarge)
 }

@@ -71,7 +71,7 @@ func TestOddStateFiles(t *testing.T) {
 				within(t, "Open", func() { s, err = Open(context.Background(), root, id, "v0.test") })
 				must(t, err)
 				warns := strings.Join(s.Warnings(), "\n")
-				if !strings.Contains(warns, p+" was "+pl.kind) || !strings.Contains(warns, "it was moved to "+p+".corrupt-") {
+				if !strings.Contains(warns, p+": ") || !strings.Contains(warns, "("+pl.kind+")") || !strings.Contains(warns, "moved aside to "+p+".corrupt-") {
 					t.Errorf("Open warnings %q do not say %s was %s and where it went", warns, p, pl.kind)
 				}
 				kept, _ := filepath.Glob(p + ".corrupt-*")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -19,17 +17,20 @@ func (s *Store) WriteReport(runID string, jsonData, markdown []byte) (string, er
 	if runID == "" || strings.ContainsAny(runID, `/\`) || strings.HasPrefix(runID, ".") {
 		return "", fmt.Errorf("write report: unusable run id %q", runID)
 	}
-	if err := os.MkdirAll(s.ReportsDir(), dirPerm); err != nil {
+	s.mu.Lock()
+	err := s.ensureDir(ReportsDirName)
+	s.mu.Unlock()
+	if err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
-	base := filepath.Join(s.ReportsDir(), runID)
-	if err := s.writer.write(base+".json", jsonData, filePerm); err != nil {
+	base := ReportsDirName + "/" + runID
+	if err := s.writeFile(base+".json", jsonData); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
-	if err := s.writer.write(base+".md", markdown, filePerm); err != nil {
+	if err := s.writeFile(base+".md", markdown); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
-	return base + ".md", nil
+	return s.path(base + ".md"), nil
 }
 
 // PruneReports keeps the reports (<run id>.md and .json) of the newest keep
@@ -40,8 +41,7 @@ func (s *Store) PruneReports(keep int, except string) error {
 	if keep < 1 {
 		return nil
 	}
-	dir := s.ReportsDir()
-	des, err := os.ReadDir(dir)
+	des, err := s.root.ReadDir(ReportsDirName)
 	if err != nil {
 		return fmt.Errorf("list reports for retention: %w", err)
 	}
@@ -71,7 +71,9 @@ func (s *Store) PruneReports(keep int, except string) error {
 	var errs []error
 	for _, e := range runs[:max(len(runs)-keep, 0)] {
 		for _, ext := range []string{".md", ".json"} {
-			if err := os.Remove(filepath.Join(dir, e.ID+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Only a file ralphd made: anything else (a link, a hard
+			// link to a file of the user's) is left and reported.
+			if err := s.root.Remove(ReportsDirName + "/" + e.ID + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}

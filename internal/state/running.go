@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // Running describes the agent of the iteration in flight. It is written
@@ -45,10 +42,15 @@ func ParseRunning(data []byte) (Running, error) {
 // RunningPath returns the path of running.json, or of the worker's own
 // running-<worker>.json for a view from ForWorker.
 func (s *Store) RunningPath() string {
+	return s.path(s.runningName())
+}
+
+// runningName is RunningPath's name in the state directory.
+func (s *Store) runningName() string {
 	if s.worker != "" {
-		return s.path(runningPrefix + s.worker + ".json")
+		return runningPrefix + s.worker + ".json"
 	}
-	return s.path(RunningFile)
+	return RunningFile
 }
 
 // runningPrefix starts the name of a worker's running record.
@@ -63,7 +65,7 @@ func (s *Store) ForWorker(worker string) (*Store, error) {
 	if worker == "" || strings.Trim(worker, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
 		return nil, fmt.Errorf("state: invalid worker name %q", worker)
 	}
-	return &Store{Now: s.Now, id: s.id, dir: s.dir, writer: s.writer, lockWait: s.lockWait, mu: s.mu, seal: s.seal, worker: worker}, nil
+	return &Store{Now: s.Now, id: s.id, dir: s.dir, root: s.root, writer: s.writer, lockWait: s.lockWait, mu: s.mu, seal: s.seal, worker: worker}, nil
 }
 
 // Worker returns the worker a view from ForWorker is for, or "".
@@ -73,7 +75,7 @@ func (s *Store) Worker() string { return s.worker }
 // baseline on disk: iterations a crash may have left unsettled or
 // unjudged, for the next start's sweep.
 func (s *Store) RunningWorkers() ([]string, error) {
-	ents, err := os.ReadDir(s.dir)
+	ents, err := s.root.ReadDir(".")
 	if err != nil {
 		return nil, fmt.Errorf("list running records: %w", err)
 	}
@@ -104,10 +106,9 @@ func (s *Store) WriteRunning(r Running) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data = append(data, '\n')
-	if err := s.writer.write(s.RunningPath(), data, filePerm); err != nil {
+	if err := s.put(s.runningName(), data); err != nil {
 		return fmt.Errorf("write running record: %w", err)
 	}
-	s.reseal(s.RunningPath(), s.redact(data))
 	return nil
 }
 
@@ -119,7 +120,7 @@ func (s *Store) ReadRunning() (*Running, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := s.RunningPath()
-	data, err := readState(path)
+	data, err := s.read(s.runningName())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -131,7 +132,7 @@ func (s *Store) ReadRunning() (*Running, error) {
 		r, err = ParseRunning(data)
 	}
 	if err != nil {
-		dst, mvErr := s.moveAside(path)
+		dst, mvErr := s.moveAside(s.runningName())
 		if mvErr != nil {
 			return nil, mvErr
 		}
@@ -146,10 +147,10 @@ func (s *Store) ReadRunning() (*Running, error) {
 func (s *Store) ClearRunning() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.drop(s.RunningPath()); err != nil {
+	if err := s.drop(s.runningName()); err != nil {
 		return fmt.Errorf("clear running record: %w", err)
 	}
-	if err := atomicfile.SyncDir(s.dir); err != nil {
+	if err := s.root.Sync(); err != nil {
 		return fmt.Errorf("clear running record: %w", err)
 	}
 	return nil

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // sealedFiles are the state files an agent could rewrite to change how
@@ -41,8 +41,16 @@ func (s *Store) Seal() error {
 	}
 	m := map[string][]byte{}
 	for _, p := range s.sealedPaths() {
-		data, err := readState(p)
+		data, err := s.read(p)
 		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if unusable(err) {
+			// Something ralphd did not make: moved aside now, so that
+			// the agent finds (and Unseal compares) ralphd's state only.
+			if err := s.setAside(p); err != nil {
+				return fmt.Errorf("seal the state: %w", err)
+			}
 			continue
 		}
 		if err != nil {
@@ -54,22 +62,18 @@ func (s *Store) Seal() error {
 	return nil
 }
 
-// sealedPaths lists the sealed files that exist now, and those in the
-// seal.
+// sealedPaths lists the names of the sealed files that exist now, and
+// those in the seal. A listing never follows a link: an attempts/ that is
+// a link lists nothing, and its files in the seal are put back in a new
+// attempts/ (Unseal).
 func (s *Store) sealedPaths() []string {
-	var ps []string
-	for _, n := range sealedFiles {
-		ps = append(ps, s.path(n))
-	}
+	ps := slices.Clone(sealedFiles)
 	// The workers' own running records and baselines.
-	for _, pat := range []string{runningPrefix + "*.json", baselinePrefix + "*.json"} {
-		m, _ := filepath.Glob(filepath.Join(s.dir, pat))
-		ps = append(ps, m...)
-	}
-	entries, _ := os.ReadDir(s.AttemptsDir())
+	ps = append(ps, s.workerFiles()...)
+	entries, _ := s.root.ReadDir(AttemptsDirName)
 	for _, e := range entries {
-		if e.Type().IsRegular() {
-			ps = append(ps, filepath.Join(s.AttemptsDir(), e.Name()))
+		if !e.IsDir() {
+			ps = append(ps, AttemptsDirName+"/"+e.Name())
 		}
 	}
 	for p := range s.seal.files {
@@ -92,11 +96,18 @@ func (s *Store) Unseal() ([]string, error) {
 	}
 	var restored []string
 	var errs []error
+	// Not through the redacting writer: these are the bytes ralphd
+	// wrote, already redacted.
+	put := func(p string, data []byte) error {
+		return atomicWriter{hook: s.writer.hook}.write(s.root, p, data, filePerm)
+	}
 	for _, p := range s.sealedPaths() {
 		want, had := s.seal.files[p]
-		got, err := readState(p)
-		// A directory, FIFO or symlink put in a sealed file's place is a
-		// change too: it is moved aside, kept, and the file put back.
+		got, err := s.read(p)
+		// A directory, FIFO, symlink or hard link put in a sealed file's
+		// place, or on the way to it (attempts/ replaced by a link), is
+		// a change too: it is moved aside, kept untouched, and the file
+		// put back; nothing is written or removed through it.
 		exists := !errors.Is(err, fs.ErrNotExist)
 		switch {
 		case !had && !exists:
@@ -104,22 +115,27 @@ func (s *Store) Unseal() ([]string, error) {
 		case had && err == nil && bytes.Equal(got, want):
 			continue
 		case unusable(err):
-			if _, err = s.moveAside(p); err == nil && had {
-				err = atomicWriter{hook: s.writer.hook}.write(p, want, filePerm)
+			if atomicfile.IsForeign(err) {
+				err = s.setAside(p)
+			} else {
+				_, err = s.moveAside(p) // too large
+			}
+			if err == nil && had {
+				err = put(p, want)
 			}
 		case !had:
-			err = os.Remove(p)
+			err = s.root.Remove(p)
+			if atomicfile.IsForeign(err) {
+				err = s.setAside(p)
+			}
 		default:
-			// Not through the redacting writer: these are the bytes ralphd
-			// wrote, already redacted.
-			err = atomicWriter{hook: s.writer.hook}.write(p, want, filePerm)
+			err = put(p, want)
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
+			errs = append(errs, fmt.Errorf("restore %s: %w", s.path(p), err))
 			continue
 		}
-		rel, _ := filepath.Rel(s.dir, p)
-		restored = append(restored, rel)
+		restored = append(restored, p)
 	}
 	if s.seal.open--; s.seal.open == 0 {
 		s.seal.files = nil
@@ -151,22 +167,27 @@ func (s *Store) resealAppended(path string, line []byte) {
 	}
 }
 
-// put writes a state file atomically, as ralphd's own write (see reseal).
-// The caller holds s.mu.
-func (s *Store) put(path string, data []byte) error {
-	if err := s.writer.write(path, data, filePerm); err != nil {
+// put writes the state file name atomically, as ralphd's own write (see
+// reseal). The caller holds s.mu.
+func (s *Store) put(name string, data []byte) error {
+	if err := s.writeFile(name, data); err != nil {
 		return err
 	}
-	s.reseal(path, s.redact(data))
+	s.reseal(name, s.redact(data))
 	return nil
 }
 
-// drop removes a state file, as ralphd's own removal. A missing file is not
-// an error. The caller holds s.mu.
-func (s *Store) drop(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// drop removes the state file name, as ralphd's own removal. A missing
+// file is not an error; something foreign in its place is moved aside
+// with a warning, never deleted. The caller holds s.mu.
+func (s *Store) drop(name string) error {
+	err := s.root.Remove(name)
+	if atomicfile.IsForeign(err) {
+		err = s.setAside(name)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	s.resealRemoved(path)
+	s.resealRemoved(name)
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,21 +108,19 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	if id.TopLevel != "" && HasLegacyAttempts(id.TopLevel) {
 		st.LegacyAttempts = LegacyAttemptsPath(id.TopLevel)
 	}
-	fi, err := os.Stat(dir)
+	d, err := openStateDir(root, id.ID)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {
 		return st, fmt.Errorf("read status: %w", err)
 	}
-	if !fi.IsDir() {
-		return st, fmt.Errorf("read status: %s is not a directory; move it away so ralphd can create its state there", dir)
-	}
+	defer d.Close()
 	st.StateExists = true
 	warn := func(format string, args ...any) { st.Warnings = append(st.Warnings, fmt.Sprintf(format, args...)) }
 
 	// Metadata.
-	if data, err := readState(filepath.Join(dir, MetadataFile)); err == nil {
+	if data, err := readIn(d, MetadataFile); err == nil {
 		m, err := ParseMetadata(data)
 		if err != nil {
 			warn("%s could not be parsed (%v); ralphd will move it aside and write a new one on its next run", filepath.Join(dir, MetadataFile), err)
@@ -141,12 +138,12 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	}
 
 	// Lock and running agent.
-	holder, err := LockHolder(filepath.Join(dir, LockFile))
+	holder, err := lockHolderIn(d, LockFile)
 	if err != nil {
 		warn("%v", err)
 	}
 	st.Lock = holder
-	if data, err := readState(filepath.Join(dir, RunningFile)); err == nil {
+	if data, err := readIn(d, RunningFile); err == nil {
 		r, err := ParseRunning(data)
 		if err != nil {
 			warn("%s could not be parsed (%v)", filepath.Join(dir, RunningFile), err)
@@ -160,13 +157,12 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	}
 
 	// Attempts.
-	if data, err := readState(filepath.Join(dir, AttemptsFile)); err == nil {
+	if data, err := readIn(d, AttemptsFile); err == nil {
 		counts, bad := ParseAttempts(data)
 		for _, c := range counts {
 			r := IssueRecord{IssueID: c.IssueID, Count: c.Count}
 			var warns []string
-			stem := filepath.Join(dir, AttemptsDirName, SanitizeIssueID(c.IssueID))
-			r.Judgement, _, warns = readIssueFiles(stem+".json", stem+".md")
+			r.Judgement, _, warns = readIssueFiles(d, judgementName(c.IssueID), recordName(c.IssueID))
 			st.Warnings = append(st.Warnings, warns...)
 			cause := r.Stuck(stuckLimit)
 			st.Attempts = append(st.Attempts, AttemptStatus{
@@ -185,7 +181,7 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	}
 
 	// History.
-	recs, warns, err := ReadHistory(filepath.Join(dir, HistoryFile))
+	recs, warns, err := readHistoryIn(d, HistoryFile)
 	if unusable(err) {
 		warn("%v; ralphd will move it aside on its next run, and start a new history", err)
 	} else if err != nil {
@@ -200,7 +196,7 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	st.Totals = SummarizeAll(recs)
 
 	// Logs and reports.
-	if entries, err := os.ReadDir(filepath.Join(dir, LogsDirName)); err == nil {
+	if entries, err := d.ReadDir(LogsDirName); err == nil {
 		for _, e := range entries {
 			info, err := e.Info()
 			if err != nil || !info.Mode().IsRegular() {
@@ -208,13 +204,17 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 			}
 			st.Logs = append(st.Logs, LogFile{Name: e.Name(), Path: filepath.Join(dir, LogsDirName, e.Name()), Size: info.Size(), ModTime: info.ModTime()})
 		}
+	} else if unusable(err) {
+		warn("%v; ralphd will move it aside on its next run", err)
 	}
-	if entries, err := os.ReadDir(filepath.Join(dir, ReportsDirName)); err == nil {
+	if entries, err := d.ReadDir(ReportsDirName); err == nil {
 		for _, e := range entries {
 			if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".md") {
 				st.LatestReport = filepath.Join(dir, ReportsDirName, e.Name()) // names sort by time
 			}
 		}
+	} else if unusable(err) {
+		warn("%v; ralphd will move it aside on its next run", err)
 	}
 	return st, nil
 }

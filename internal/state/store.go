@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,8 +56,12 @@ type Store struct {
 	// before calling other methods.
 	Now func() time.Time
 
-	id     Identity
-	dir    string
+	id  Identity
+	dir string
+	// root is the state directory, opened once: every read, write,
+	// listing and removal of a state file goes through it, so none
+	// follows a link (see atomicfile.Dir and nofollow.go).
+	root   *atomicfile.Dir
 	writer atomicWriter
 	// lockWait pauses between two tries of a contended lock.
 	lockWait func()
@@ -96,10 +101,19 @@ func Open(ctx context.Context, root string, id Identity, version string) (*Store
 		return nil, fmt.Errorf("open state: %w", err)
 	}
 	s := &Store{Now: time.Now, id: id, dir: ProjectDir(abs, id.ID), mu: new(sync.Mutex), seal: new(sealState), lockWait: func() { time.Sleep(10 * time.Millisecond) }}
-	for _, d := range []string{s.dir, s.LogsDir(), s.ReportsDir(), s.AttemptsDir()} {
-		if err := os.MkdirAll(d, dirPerm); err != nil {
-			return nil, fmt.Errorf("open state: create %s: %w", d, err)
+	if s.root, err = openProjectDir(abs, id.ID); err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
+	}
+	s.mu.Lock()
+	for _, d := range []string{LogsDirName, ReportsDirName, AttemptsDirName} {
+		err = s.ensureDir(d)
+		if err != nil {
+			break
 		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("open state: %w", err)
 	}
 	s.setAsideOdd()
 	if err := s.updateMetadata(func(m *Metadata) {
@@ -176,14 +190,14 @@ func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
 // project lock, so no other ralphd is writing. It returns the names it
 // removed.
 func (s *Store) RemoveStaleTemps() ([]string, error) {
-	entries, err := os.ReadDir(s.dir)
+	entries, err := s.root.ReadDir(".")
 	if err != nil {
 		return nil, fmt.Errorf("remove stale temp files: %w", err)
 	}
 	var removed []string
 	for _, e := range entries {
 		if e.Type().IsRegular() && atomicfile.IsTemp(e.Name()) {
-			if err := os.Remove(s.path(e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.root.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return removed, fmt.Errorf("remove stale temp files: %w", err)
 			}
 			removed = append(removed, e.Name())
@@ -193,59 +207,78 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 }
 
 // setAsideOdd moves aside whatever stands in place of one of the state
-// files and is not a regular file: a directory, FIFO, symlink or device
-// that ralphd never makes there, and that would make a read fail, block or
-// never end. Each is kept under a corrupt-<time> name, with a warning, so
-// nothing is lost and the run goes on as if the file were missing. A
-// failure to move one is left to the read that meets it.
+// files and is not a file ralphd made: a directory, FIFO, symlink, device
+// or hard link that ralphd never makes there, and that would make a read
+// fail, block, never end or reach a file of the user's. Each is kept under
+// a corrupt-<time> name, with a warning, so nothing is lost and the run
+// goes on as if the file were missing. A failure to move one is left to
+// the operation that meets it.
 func (s *Store) setAsideOdd() {
 	// The lock file too: no ralphd can hold a lock on one that is not a
 	// regular file, since taking it would have failed the same way.
 	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, LockFile}
-	for _, pat := range []string{runningPrefix + "*.json", baselinePrefix + "*.json"} {
-		m, _ := filepath.Glob(filepath.Join(s.dir, pat))
-		for _, p := range m {
-			names = append(names, filepath.Base(p))
-		}
-	}
+	names = append(names, s.workerFiles()...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, name := range names {
-		p := s.path(name)
-		fi, err := os.Lstat(p)
-		if err != nil || fi.Mode().IsRegular() {
-			continue
+		if err := s.root.Check(name); atomicfile.IsForeign(err) {
+			_ = s.setAsideFound(name, err)
 		}
-		dst, err := s.moveAside(p)
-		if err != nil {
-			continue
-		}
-		s.warn("%s was %s, not a file ralphd wrote; it was moved to %s", p, atomicfile.Describe(fi.Mode()), dst)
 	}
 }
 
-// corruptPath returns a new, unused name for a corrupt copy of path:
-// <path>.corrupt-<UTC timestamp>, with -2, -3... added on a collision.
-func (s *Store) corruptPath(path string) string {
-	base := path + ".corrupt-" + s.Now().UTC().Format("20060102T150405Z")
+// workerFiles lists the workers' running records and baselines in the
+// state directory.
+func (s *Store) workerFiles() []string {
+	entries, _ := s.root.ReadDir(".")
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, ".json") && (strings.HasPrefix(n, runningPrefix) || strings.HasPrefix(n, baselinePrefix)) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// corruptName returns a new, unused name for a corrupt copy of name:
+// <name>.corrupt-<UTC timestamp>, with -2, -3... added on a collision.
+func (s *Store) corruptName(name string) string {
+	base := name + ".corrupt-" + s.Now().UTC().Format("20060102T150405Z")
 	p := base
 	for i := 2; ; i++ {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		if _, err := s.root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 			return p
 		}
 		p = fmt.Sprintf("%s-%d", base, i)
 	}
 }
 
-// moveAside renames an unreadable file to a corrupt-<timestamp> name, so
-// it is kept for a human to look at, and returns the new name.
-func (s *Store) moveAside(path string) (string, error) {
-	dst := s.corruptPath(path)
-	if err := os.Rename(path, dst); err != nil {
-		return "", fmt.Errorf("move %s aside: %w", path, err)
+// moveAside renames name, an unreadable state file or whatever stands in
+// its place, to a corrupt-<timestamp> name, so it is kept for a human to
+// look at, and returns the new name's path. It moves the name only: a
+// link is moved, never followed.
+func (s *Store) moveAside(name string) (string, error) {
+	var dst string
+	for range 10 {
+		dst = s.corruptName(name)
+		err := s.root.Rename(name, dst)
+		if errors.Is(err, fs.ErrExist) {
+			continue // made meanwhile
+		}
+		if err != nil {
+			return "", fmt.Errorf("move %s aside: %w", s.path(name), err)
+		}
+		break
 	}
-	if err := atomicfile.SyncDir(filepath.Dir(path)); err != nil {
-		return dst, fmt.Errorf("move %s aside: %w", path, err)
+	dir := "."
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		dir = name[:i]
 	}
-	return dst, nil
+	if err := s.syncDir(dir); err != nil {
+		return s.path(dst), fmt.Errorf("move %s aside: %w", s.path(name), err)
+	}
+	return s.path(dst), nil
 }
 
 // Metadata is metadata.json. The first four fields are the bash loop's;
@@ -367,7 +400,7 @@ func (m Metadata) Encode() ([]byte, error) {
 // Metadata reads metadata.json. A missing file gives a zero Metadata and
 // fs.ErrNotExist.
 func (s *Store) Metadata() (Metadata, error) {
-	data, err := readState(s.path(MetadataFile))
+	data, err := s.read(MetadataFile)
 	if err != nil {
 		return Metadata{}, fmt.Errorf("read metadata: %w", err)
 	}
@@ -391,12 +424,12 @@ func (s *Store) updateMetadata(change func(*Metadata)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := s.path(MetadataFile)
-	old, err := readState(path)
+	old, err := s.read(MetadataFile)
 	var m Metadata
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case unusable(err):
-		dst, mvErr := s.moveAside(path)
+		dst, mvErr := s.moveAside(MetadataFile)
 		if mvErr != nil {
 			return fmt.Errorf("read metadata: %w; %w", err, mvErr)
 		}
@@ -406,7 +439,7 @@ func (s *Store) updateMetadata(change func(*Metadata)) error {
 	default:
 		m, err = ParseMetadata(old)
 		if err != nil {
-			dst, mvErr := s.moveAside(path)
+			dst, mvErr := s.moveAside(MetadataFile)
 			if mvErr != nil {
 				return mvErr
 			}
@@ -437,7 +470,7 @@ func (s *Store) updateMetadata(change func(*Metadata)) error {
 	if bytes.Equal(data, old) {
 		return nil
 	}
-	if err := s.writer.write(path, data, filePerm); err != nil {
+	if err := s.writeFile(MetadataFile, data); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return nil
