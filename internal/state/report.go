@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
@@ -49,12 +50,16 @@ func (s *Store) PruneReports(keep int, except string) error {
 	for _, de := range des {
 		name := de.Name()
 		id := strings.TrimSuffix(strings.TrimSuffix(name, ".md"), ".json")
-		if id == name || id == except || !de.Type().IsRegular() {
+		if id == name || id == except {
 			continue
 		}
 		start, ok := logjsonl.ParseRunID(id)
 		if !ok {
 			continue // not a report ralphd named
+		}
+		if err := s.root.Check(ReportsDirName + "/" + name); atomicfile.IsForeign(err) {
+			s.warn("%v; it is named like a report, but ralphd did not write it, so retention left it alone", err)
+			continue
 		}
 		e := logjsonl.RunEntry{ID: id, Start: start}
 		if info, err := de.Info(); err == nil {

@@ -196,12 +196,19 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && atomicfile.IsTemp(e.Name()) {
-			if err := s.root.Remove(e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return removed, fmt.Errorf("remove stale temp files: %w", err)
-			}
-			removed = append(removed, e.Name())
+		if !atomicfile.IsTemp(e.Name()) {
+			continue
 		}
+		err := s.root.Remove(e.Name())
+		if atomicfile.IsForeign(err) {
+			// Named like ralphd's temp file, but not one: left alone.
+			s.warn("%v; it is named like a temp file of ralphd's, but ralphd did not make it, so it was left alone", err)
+			continue
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, fmt.Errorf("remove stale temp files: %w", err)
+		}
+		removed = append(removed, e.Name())
 	}
 	return removed, nil
 }
