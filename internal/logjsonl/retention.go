@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // logFile is one .log file in a log directory, with what orders it.
@@ -41,15 +42,29 @@ func parseLogName(name string) (t time.Time, suffix int, ok bool) {
 // listLogFiles returns the regular .log files of dir, oldest first: by the
 // time in their name (then a legacy -N suffix, then the modification time,
 // which orders runs started in the same second), or by modification time
-// for files named otherwise.
-func listLogFiles(dir string) ([]logFile, error) {
-	entries, err := os.ReadDir(dir)
+// for files named otherwise. The directory is listed through an
+// atomicfile.Dir: when it is a link, that is an error, never followed.
+// Entries named *.log that are neither regular files nor directories are
+// in odd.
+func listLogFiles(dir string) (files []logFile, odd []string, err error) {
+	d, err := atomicfile.OpenDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var files []logFile
+	defer d.Close()
+	entries, err := d.ReadDir(".")
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".log") {
+		if !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		if e.IsDir() {
+			continue // a directory of the user's, say "archive.log"
+		}
+		if !e.Type().IsRegular() {
+			odd = append(odd, e.Name())
 			continue
 		}
 		info, err := e.Info()
@@ -75,7 +90,7 @@ func listLogFiles(dir string) ([]logFile, error) {
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	return files, nil
+	return files, odd, nil
 }
 
 // Prune keeps the newest keep regular files named *.log in dir and deletes
@@ -85,10 +100,26 @@ func listLogFiles(dir string) ([]logFile, error) {
 // names, by modification time. Other files and directories are left alone.
 // Prune returns the paths it deleted; it tries every file and joins the
 // errors. keep < 1 is treated as 1 when except is set, else as 0.
+//
+// Prune lists and deletes through an atomicfile.Dir: it never follows a
+// link (dir itself being one is an error), and it deletes only files
+// ralphd made. A link, FIFO or hard link named like a log is left alone,
+// and named in the returned error.
 func Prune(dir string, keep int, except string) (removed []string, err error) {
-	files, err := listLogFiles(dir)
+	files, odd, err := listLogFiles(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list logs for retention: %w", err)
+	}
+	d, err := atomicfile.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list logs for retention: %w", err)
+	}
+	defer d.Close()
+	var errs []error
+	for _, name := range odd {
+		if err := d.Check(name); atomicfile.IsForeign(err) {
+			errs = append(errs, fmt.Errorf("log retention: %w; left alone, as ralphd did not make it", err))
+		}
 	}
 	files = slices.DeleteFunc(files, func(f logFile) bool { return f.name == except })
 	if except != "" {
@@ -96,12 +127,11 @@ func Prune(dir string, keep int, except string) (removed []string, err error) {
 	}
 	keep = max(keep, 0)
 	if len(files) <= keep {
-		return nil, nil
+		return nil, errors.Join(errs...)
 	}
-	var errs []error
 	for _, f := range files[:len(files)-keep] {
 		path := filepath.Join(dir, f.name)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := d.Remove(f.name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove old log: %w", err))
 			continue
 		}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // OutcomeUnfinished is the Outcome of a run whose log has no run_end event:
@@ -61,7 +62,7 @@ type RunSummary struct {
 // that cannot be read is listed with only its name, size and Outcome set to
 // an error text; damaged content is tolerated (see Summarize).
 func ListRuns(dir string) ([]RunSummary, error) {
-	files, err := listLogFiles(dir)
+	files, _, err := listLogFiles(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -84,7 +85,8 @@ func ListRuns(dir string) ([]RunSummary, error) {
 // tolerates anything else: lines that are not JSON are counted in BadLines,
 // a missing run_end leaves Outcome as OutcomeUnfinished.
 func Summarize(path string) (RunSummary, error) {
-	f, err := os.Open(path)
+	// Never through a link, never blocking on a FIFO.
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return RunSummary{}, fmt.Errorf("open run log: %w", err)
 	}

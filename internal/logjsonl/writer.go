@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // DefaultMaxLine is the default bound on the length of one agent line.
@@ -91,9 +93,6 @@ func New(w io.Writer, opts Options) *Writer {
 // CreateRun is [CreateWith] for the run runID: the file is <runID>.log, so
 // a run has the same ID in its log as in its report, history and status.
 func CreateRun(dir, runID string, retention int, opts Options) (*Writer, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create log directory: %w", err)
-	}
 	if runID == "" || strings.ContainsAny(runID, `/\`) || runID[0] == '.' {
 		return nil, fmt.Errorf("create log file: bad run ID %q", runID)
 	}
@@ -103,14 +102,21 @@ func CreateRun(dir, runID string, retention int, opts Options) (*Writer, error) 
 // create opens <base>.log in dir, or <base>-N.log when that is taken, and
 // applies retention.
 func create(dir, base string, retention int, opts Options) (*Writer, error) {
+	// Through an atomicfile.Dir: dir itself must not be a link, and the
+	// new file is made with O_EXCL|O_NOFOLLOW in it.
+	d, err := atomicfile.MakeDirAll(dir, 0o700)
+	if err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	defer d.Close()
 	for i := 0; i < maxSuffix; i++ {
 		name := base + ".log"
 		if i > 0 {
 			name = base + "-" + strconv.Itoa(i) + ".log"
 		}
 		path := filepath.Join(dir, name)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-		if errors.Is(err, fs.ErrExist) {
+		f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		if errors.Is(err, fs.ErrExist) || atomicfile.IsForeign(err) {
 			continue
 		}
 		if err != nil {
