@@ -387,6 +387,9 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	if err != nil {
 		l.human().Error("could not restore ralphd's state files", "err", err)
 	}
+	for _, w := range l.State.Warnings() { // what was moved aside, and where to
+		l.human().Warn(w, "issue", it.issue.ID)
+	}
 	logTamper := l.verifyLog()
 	changes, err := it.held.restore(context.WithoutCancel(ctx), l.Dir)
 	if err != nil {

@@ -96,6 +96,18 @@ func (s *Store) Unseal() ([]string, error) {
 	}
 	var restored []string
 	var errs []error
+	// attempts/ replaced by a link (or anything but ralphd's directory):
+	// moved aside, untouched, and made again, before anything is listed or
+	// put back in it.
+	if d, err := s.root.OpenDir(AttemptsDirName); err == nil {
+		_ = d.Close()
+	} else if atomicfile.IsForeign(err) {
+		if err := s.ensureDir(AttemptsDirName); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", s.path(AttemptsDirName), err))
+		} else {
+			restored = append(restored, AttemptsDirName)
+		}
+	}
 	// Not through the redacting writer: these are the bytes ralphd
 	// wrote, already redacted.
 	put := func(p string, data []byte) error {
