@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -99,17 +101,31 @@ func ChangedFiles(was, now DirFiles) []string {
 // say) was held by its mode alone and cannot be made again: what is in
 // its place is removed, and the error says so.
 //
-// Every removal comes before every write: a path is only ever reached
-// through directories, never through a symlink RestoreDir has just made
-// again (which may point out of dir).
+// Every operation goes through an atomicfile.Dir opened on dir's parent:
+// no link under it is ever followed, not even one the agent put in place
+// of dir itself or of a directory inside it, so nothing outside dir is
+// ever written or removed. Removing a link removes the link, never what
+// it points to. Every removal comes before every write.
 func RestoreDir(dir string, was DirFiles, paths []string) error {
+	dir = filepath.Clean(dir)
+	pd, err := atomicfile.OpenDir(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", dir, err)
+	}
+	defer pd.Close()
+	base := filepath.Base(dir)
+	name := func(p string) string {
+		if p == "." {
+			return base
+		}
+		return base + "/" + filepath.ToSlash(p)
+	}
 	var errs []error
 	for _, p := range paths {
 		if _, ok := was[p]; ok {
 			continue
 		}
-		path := filepath.Join(dir, p)
-		if err := os.RemoveAll(path); err != nil && !gone(path) {
+		if err := pd.RemoveAll(name(p)); err != nil && !gone(err) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 		}
 	}
@@ -118,20 +134,20 @@ func RestoreDir(dir string, was DirFiles, paths []string) error {
 		if !ok {
 			continue
 		}
-		path := filepath.Join(dir, p)
+		n := name(p)
 		if f.Mode.IsRegular() || f.Mode&fs.ModeSymlink != 0 {
-			if err := writeBack(path, f); err != nil {
+			if err := writeBack(pd, n, f); err != nil {
 				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
 			}
 			continue
 		}
 		if f.Mode.IsDir() {
-			if err := makeDir(path, f.Mode.Perm()); err != nil {
+			if err := makeDir(pd, n, f.Mode.Perm()); err != nil {
 				errs = append(errs, fmt.Errorf("restore %s: %w", p, err))
 			}
 			continue
 		}
-		if err := os.RemoveAll(path); err != nil && !gone(path) {
+		if err := pd.RemoveAll(n); err != nil && !gone(err) {
 			errs = append(errs, fmt.Errorf("remove %s: %w", p, err))
 			continue
 		}
@@ -140,52 +156,68 @@ func RestoreDir(dir string, was DirFiles, paths []string) error {
 	return errors.Join(errs...)
 }
 
-// gone reports whether nothing is at path any more: it does not exist, or
-// a directory on the way to it is now a file (a file that had been
-// replaced by a tree was written back before the tree's files came up).
-func gone(path string) bool {
-	_, err := os.Lstat(path)
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+// gone reports whether err says nothing is at a path any more: it does
+// not exist, or a directory on the way to it is now a file (a file that
+// had been replaced by a tree was written back before the tree's files
+// came up).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, atomicfile.ErrNotDir)
 }
 
-// makeDir makes path a directory with permissions perm, removing whatever
-// else is in its place (a link is removed, never followed).
-func makeDir(path string, perm fs.FileMode) error {
-	if fi, err := os.Lstat(path); err == nil && !fi.IsDir() {
-		if err := os.Remove(path); err != nil {
+// makeDir makes name below pd a directory with permissions perm, removing
+// whatever else is in its place (a link is removed, never followed).
+func makeDir(pd *atomicfile.Dir, name string, perm fs.FileMode) error {
+	if fi, err := pd.Lstat(name); err == nil && !fi.IsDir() {
+		if err := pd.RemoveAny(name); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(path, perm); err != nil {
+	d, err := pd.MakeDir(name, perm)
+	if err != nil {
 		return err
 	}
-	return os.Chmod(path, perm)
+	defer d.Close()
+	return d.Chmod(".", perm)
 }
 
-// writeBack replaces path with the held file or symlink f atomically,
-// removing whatever directory is in its place.
-func writeBack(path string, f DirFile) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+// writeBack replaces name below pd with the held file or symlink f,
+// removing whatever is in its place (never through it).
+func writeBack(pd *atomicfile.Dir, name string, f DirFile) error {
+	parent, base := path.Split(name)
+	if parent != "" {
+		d, err := pd.MakeDir(strings.TrimSuffix(parent, "/"), 0o755)
+		if err != nil {
+			return err
+		}
+		_ = d.Close()
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		if err := os.RemoveAll(path); err != nil {
+	if fi, err := pd.Lstat(name); err == nil && (fi.IsDir() || !f.Mode.IsRegular()) {
+		if err := pd.RemoveAll(name); err != nil {
 			return err
 		}
 	}
 	if f.Mode.IsRegular() {
-		return atomicfile.Write(path, f.Data, f.Mode.Perm())
-	}
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+atomicfile.TempInfix+"link")
-	_ = os.Remove(tmp) // one a crash left
-	if err := os.Symlink(string(f.Data), tmp); err != nil {
+		err := atomicfile.Writer{}.WriteIn(pd, name, f.Data, f.Mode.Perm())
+		if atomicfile.IsForeign(err) {
+			// A link, FIFO or hard link in its place: the name is
+			// removed (never what it leads to) and the file written.
+			if err := pd.RemoveAny(name); err != nil {
+				return err
+			}
+			err = atomicfile.Writer{}.WriteIn(pd, name, f.Data, f.Mode.Perm())
+		}
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	tmp := parent + "." + base + atomicfile.TempInfix + "link"
+	_ = pd.RemoveAny(tmp) // one a crash left
+	if err := pd.Symlink(string(f.Data), tmp); err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(filepath.Dir(path))
+	if err := pd.Rename(tmp, name); err != nil {
+		_ = pd.RemoveAny(tmp)
+		return err
+	}
+	return pd.Sync()
 }
 
 // DirSnapshot is every file under a directory, by path relative to it. A
