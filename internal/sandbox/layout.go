@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,15 +27,46 @@ type Layout struct {
 	// point). One missing outside every writable path is left out: the
 	// agent cannot create it, and bwrap could not make its mount point.
 	Sealed []string
-	// Hidden dirs are replaced by an empty private tmpfs (the user's
-	// runtime dir, whose sockets reach services outside the sandbox).
-	// Missing ones are left out.
+	// Hidden dirs are replaced by an empty private tmpfs: /tmp, /run and
+	// the user's runtime dir, whose sockets reach programs outside the
+	// sandbox (a read-only mount does not stop connect() on a unix
+	// socket). What an agent needs inside them is bound back by Writable
+	// or ReadOnly, which go deeper. Missing ones are left out.
 	Hidden []string
+	// Masked are sockets and FIFOs outside the hidden dirs (found by
+	// Strays), each covered by MaskWith, an empty read-only file.
+	Masked   []string
+	MaskWith string
+	// Net, when set, gives the sandbox a network namespace of its own;
+	// nil shares the host's network.
+	Net *Net
+}
+
+// Net is the network of a sandbox with a network namespace of its own:
+// only loopback, and a way out through ralphd's proxy when Socket is set.
+type Net struct {
+	// Socket is the proxy's unix socket (Proxy). Its dir is bound
+	// read-only into the sandbox, and the agent starts under Forwarder,
+	// which listens on 127.0.0.1 inside the namespace, forwards what
+	// reaches it to Socket, and points the agent's proxy variables at
+	// itself. Empty: no way out at all.
+	Socket string
+	// Forwarder is the executable that runs ForwarderCommand: ralphd
+	// itself. It is bound read-only into the sandbox.
+	Forwarder string
+	// NoProxy are the hosts the agent reaches directly, inside the
+	// namespace (NoProxy says which).
+	NoProxy []string
 }
 
 // Prepare makes the missing Dirs (mode 0700), so that they can be bound
-// writable.
+// writable, and the empty file that masks strays.
 func (l Layout) Prepare() error {
+	if l.MaskWith != "" && len(l.Masked) > 0 {
+		if err := os.WriteFile(l.MaskWith, nil, 0o444); err != nil {
+			return fmt.Errorf("make the sandbox's mask file: %w", err)
+		}
+	}
 	for _, d := range l.Dirs {
 		if !filepath.IsAbs(d) {
 			continue
@@ -58,17 +90,32 @@ type mount struct {
 // earlier one at or above its path), so mounts are sorted by depth: a
 // read-only dir inside the writable work tree is bound after it.
 //
-// The sandbox has its own pid namespace with a fresh /proc, a minimal
-// /dev, no capabilities, a new session (no controlling terminal to inject
-// keystrokes into), and dies with its parent. The network is shared.
+// The sandbox has its own pid, IPC (System V and POSIX message queues),
+// UTS and, where the kernel allows, cgroup namespaces, a fresh /proc, a
+// minimal /dev with a private /dev/shm, no capabilities, a new session
+// (no controlling terminal to inject keystrokes into), and dies with its
+// parent. With Net it has its own network namespace too, which also
+// takes abstract unix sockets (they belong to a network namespace) and
+// the host's loopback out of reach; without, the network is shared.
 func (l Layout) Args(bwrap string, argv []string) []string {
 	args := []string{bwrap,
-		"--die-with-parent", "--new-session", "--unshare-pid", "--cap-drop", "ALL",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+	}
+	if l.Net != nil {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args,
 		"--ro-bind", "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
-	}
+	)
 	var ms []mount
+	readOnly := l.ReadOnly
+	if n := l.Net; n != nil && n.Socket != "" {
+		readOnly = append(slices.Clip(readOnly), filepath.Dir(n.Socket), n.Forwarder)
+		argv = append([]string{n.Forwarder, ForwarderCommand, "-socket", n.Socket, "-no-proxy", strings.Join(n.NoProxy, ","), "--"}, argv...)
+	}
 	for _, p := range clean(l.Hidden) {
 		if isDir(p) {
 			ms = append(ms, mount{p, []string{"--tmpfs"}, 0})
@@ -81,7 +128,7 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 			writable = append(writable, p)
 		}
 	}
-	for _, p := range clean(l.ReadOnly) {
+	for _, p := range clean(readOnly) {
 		if exists(p) {
 			ms = append(ms, mount{p, []string{"--ro-bind", p}, 2})
 		}
@@ -93,6 +140,11 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 		case isDir(filepath.Dir(p)) && slices.ContainsFunc(writable, func(w string) bool { return within(p, w) }):
 			// An empty tmpfs, made read-only once mounted.
 			ms = append(ms, mount{p, []string{"--tmpfs"}, 2}, mount{p, []string{"--remount-ro"}, 3})
+		}
+	}
+	if l.MaskWith != "" && exists(l.MaskWith) {
+		for _, p := range clean(l.Masked) {
+			ms = append(ms, mount{p, []string{"--ro-bind", l.MaskWith}, 4})
 		}
 	}
 	slices.SortStableFunc(ms, func(a, b mount) int {
@@ -142,4 +194,43 @@ func exists(p string) bool {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// How far Strays looks: dirs this deep below a root, this many entries
+// in all (a home dir's sockets sit near its top: ~/.ssh, ~/.gnupg, an
+// editor's server dir).
+const (
+	strayDepth  = 3
+	strayBudget = 20000
+)
+
+// Strays returns the unix sockets and FIFOs in roots, down to depth
+// levels below each, looking at no more than budget entries, and not
+// inside skip (dirs the sandbox hides, or binds writable: the agent
+// may make sockets there itself). Symlinks are not followed.
+func Strays(roots, skip []string, depth, budget int) []string {
+	skip = clean(skip)
+	var out []string
+	for _, root := range clean(roots) {
+		base := strings.Count(root, "/")
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if budget--; budget < 0 {
+				return filepath.SkipAll
+			}
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() {
+				if p != root && (slices.Contains(skip, p) || strings.Count(p, "/")-base > depth) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type()&(fs.ModeSocket|fs.ModeNamedPipe) != 0 && !slices.ContainsFunc(skip, func(s string) bool { return within(p, s) }) {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	return out
 }

@@ -80,7 +80,27 @@ func TestBuildLayout(t *testing.T) {
 	for _, p := range []string{"/w/repo/.beads", "/w/repo/.ralph", "/w/repo/.git/hooks"} {
 		is.True(slices.Contains(l.Sealed, p)) // sealed
 	}
-	is.Equal(l.Hidden, []string{"/run/user/1000"})
+	is.Equal(l.Hidden, []string{"/run/user/1000", "/tmp", "/var/tmp", "/run", "/var/run"}) // private: no host sockets
+}
+
+// What a BUILD agent needs from inside the private /tmp and /run is bound
+// back read-only: what the caller keeps, the dirs on PATH there, and the
+// user's home and a linked worktree's main checkout when they live there
+// (as in tests); nothing inside a writable path, and never a hidden dir
+// itself.
+func TestBuildLayoutKeeps(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"PATH": "/usr/bin:/tmp/tools/bin:/tmp:/run/current-system/sw/bin:/tmp/w/repo/bin"}
+	l := BuildLayout(Project{
+		WorkTree: "/tmp/w/linked", GitDir: "/tmp/w/repo/.git/worktrees/linked", GitCommonDir: "/tmp/w/repo/.git", Scratch: "/tmp/s",
+		Home: "/tmp/h", Keep: []string{"/tmp/ralphd", "/tmp/s/bin", "/home/u/bin"}, Getenv: func(k string) string { return env[k] },
+	})
+	for _, p := range []string{"/tmp/ralphd", "/tmp/tools/bin", "/run/current-system/sw/bin", "/tmp/h", "/tmp/w/repo"} {
+		is.True(slices.Contains(l.ReadOnly, p)) // kept
+	}
+	for _, p := range []string{"/tmp", "/usr/bin", "/home/u/bin", "/tmp/s/bin", "/tmp/w/repo/.git"} {
+		is.True(!slices.Contains(l.ReadOnly, p)) // a hidden dir, visible anyway, or writable
+	}
 }
 
 func TestChoose(t *testing.T) {
@@ -117,4 +137,24 @@ func TestChoose(t *testing.T) {
 			is.True(strings.Contains(d.Notice, tt.notice))
 		})
 	}
+}
+
+// With a Net, the sandbox has its own network namespace, and with a
+// proxy the agent starts under the forwarder, whose binary and the
+// proxy's socket dir are bound read-only.
+func TestArgsNet(t *testing.T) {
+	is := is.New(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	fwd, sock := filepath.Join(root, "ralphd"), filepath.Join(root, "net", "proxy.sock")
+	is.NoErr(os.MkdirAll(filepath.Dir(sock), 0o700))
+	is.NoErr(os.WriteFile(fwd, nil, 0o755))
+	for _, want := range []string{"--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"} {
+		is.True(slices.Contains(Layout{}.Args("bwrap", []string{"a"}), want)) // always
+	}
+	is.True(slices.Contains(Layout{Net: &Net{}}.Args("bwrap", []string{"a"}), "--unshare-net"))
+	args := Layout{Net: &Net{Socket: sock, Forwarder: fwd, NoProxy: []string{"localhost", "::1"}}}.Args("bwrap", []string{"agent", "-p"})
+	is.True(slices.Contains(args, "--unshare-net"))
+	is.Equal(args[slices.Index(args, "--"):], []string{"--", fwd, ForwarderCommand, "-socket", sock, "-no-proxy", "localhost,::1", "--", "agent", "-p"})
+	is.True(slices.Contains(mounts(args), "--ro-bind "+filepath.Dir(sock)))
+	is.True(slices.Contains(mounts(args), "--ro-bind "+fwd))
 }

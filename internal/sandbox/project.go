@@ -32,7 +32,18 @@ type Project struct {
 	// Shared, when set, names what of the git common dir belongs to
 	// others: the agent is one of several workers in one repository.
 	Shared *Shared
+	// Keep are paths inside the private /tmp and /run (HiddenDirs) that
+	// the agent still needs, bound back read-only: ralphd's own
+	// executable, for the bd client, and whatever the backend names.
+	// The dirs on PATH inside them and the file /etc/resolv.conf leads to
+	// are kept without being named.
+	Keep []string
 }
+
+// HiddenDirs are the dirs where programs put the unix sockets and FIFOs
+// others connect to (tmux, ssh-agent, X11, D-Bus, Docker, systemd):
+// inside the sandbox each is an empty private tmpfs instead.
+var HiddenDirs = []string{"/tmp", "/var/tmp", "/run", "/var/run"}
 
 // Shared is what a worker's agent may write of the git common dir it
 // shares with the other workers and the merge queue: its commits need the
@@ -83,8 +94,16 @@ func BuildLayout(p Project) Layout {
 			filepath.Join(p.WorkTree, ".beads"),
 			filepath.Join(p.WorkTree, ".ralph"),
 		},
-		Hidden: []string{getenv("XDG_RUNTIME_DIR")},
+		Hidden: append([]string{getenv("XDG_RUNTIME_DIR")}, HiddenDirs...),
 	}
+	// What lies in a hidden dir but must be seen: the user's home (in
+	// tests), and a linked worktree's main work tree and common dir,
+	// where git reads HEAD, config and packed refs.
+	keep := append(slices.Clone(p.Keep), p.Home)
+	if c := p.GitCommonDir; c != "" && filepath.Base(c) == ".git" {
+		keep = append(keep, filepath.Dir(c))
+	}
+	keep = append(keep, p.GitCommonDir)
 	for _, g := range []string{p.GitDir, p.GitCommonDir} {
 		if g == "" {
 			continue
@@ -122,7 +141,35 @@ func BuildLayout(p Project) Layout {
 		// A linked worktree's tracker is the main work tree's .beads.
 		l.Sealed = append(l.Sealed, filepath.Join(filepath.Dir(p.GitCommonDir), ".beads"))
 	}
+	l.ReadOnly = append(l.ReadOnly, kept(l.Hidden, slices.Concat(l.Writable, l.Dirs), keep, getenv("PATH"))...)
+	if p.Home != "" && p.Scratch != "" {
+		// Sockets in the home dir (an ssh ControlMaster's, gpg-agent's,
+		// an editor's server) are reachable through a read-only mount.
+		l.Masked = Strays([]string{p.Home}, slices.Concat(l.Writable, l.Dirs), strayDepth, strayBudget)
+		l.MaskWith = filepath.Join(p.Scratch, ".masked")
+	}
 	return l
+}
+
+// kept returns what of the hidden dirs the agent needs back: keep, the
+// dirs on path and the file /etc/resolv.conf leads to (systemd-resolved
+// keeps it in /run), when inside a hidden dir but not one itself, and not
+// inside a writable path (bound already, and writable).
+func kept(hidden, writable, keep []string, path string) []string {
+	var out []string
+	writable = clean(writable)
+	want := append(slices.Clone(keep), filepath.SplitList(path)...)
+	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
+		want = append(want, r)
+	}
+	hidden = clean(hidden)
+	for _, p := range clean(want) {
+		if slices.ContainsFunc(hidden, func(h string) bool { return within(p, h) && p != h }) &&
+			!slices.ContainsFunc(writable, func(w string) bool { return within(p, w) }) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // within reports whether path is dir or inside it.

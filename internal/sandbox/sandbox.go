@@ -54,7 +54,7 @@ func Probe(ctx context.Context, pathEnv string) Support {
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	argv := Layout{}.Args(path, []string{"true"})
+	argv := Layout{Net: &Net{}}.Args(path, []string{"true"})
 	cmd := proc.Command(ctx, time.Second, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
