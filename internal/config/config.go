@@ -21,6 +21,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/sandbox"
 )
 
 type kind int
@@ -108,6 +109,8 @@ func Fields() []Field {
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
 		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set)", mergeq.StrategyNames()...),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
+		field("network", kindString, sandbox.NetSettings()[0], "the sandboxed BUILD agent's network: allowlist (out only through ralphd's proxy, to the agent's model API and network_allow) or open (the host's network, unfiltered)", sandbox.NetSettings()...),
+		field("network_allow", kindString, "", "more hosts a sandboxed agent may reach, comma-separated: host (ports 443 and 80), host:port or *.domain, e.g. registry.npmjs.org,proxy.golang.org"),
 		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
@@ -191,6 +194,8 @@ type Config struct {
 	PushFailureBranches     bool
 	AllowDirty              bool
 	Sandbox                 string
+	Network                 string
+	NetworkAllow            []string
 	BuildBatch              int
 	PlanEvery               int
 	Poll                    time.Duration
@@ -486,6 +491,16 @@ func (c *Config) decode() error {
 	c.PushFailureBranches = boo("push_failure_branches")
 	c.AllowDirty = boo("allow_dirty")
 	c.Sandbox = str("sandbox")
+	c.Network = str("network")
+	c.NetworkAllow = nil
+	for _, h := range strings.Split(str("network_allow"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			c.NetworkAllow = append(c.NetworkAllow, h)
+		}
+	}
+	if _, err := sandbox.ParseAllow(c.NetworkAllow); err != nil {
+		return &Error{Source: c.sources["network_allow"], Key: "network_allow", Msg: err.Error()}
+	}
 	c.BuildBatch = num("build_batch")
 	c.PlanEvery = num("plan_every")
 	c.Poll = dur("poll")

@@ -80,6 +80,12 @@ func TestTypedValues(t *testing.T) {
 	is.Equal(c.MaxStuck, 3)                       // default
 	is.Equal(c.Integrate, mergeq.DefaultStrategy) // default: ff
 	is.Equal(c.Agent, "claude")
+	is.Equal(c.Network, "allowlist") // a sandboxed agent's network is filtered unless asked otherwise
+	is.Equal(len(c.NetworkAllow), 0)
+
+	c, err = Load(Loader{Getenv: envOf(map[string]string{"RALPH_NETWORK_ALLOW": " registry.npmjs.org,,*.golang.org:443 "})})
+	is.NoErr(err)
+	is.Equal(c.NetworkAllow, []string{"registry.npmjs.org", "*.golang.org:443"})
 }
 
 func TestErrors(t *testing.T) {
@@ -114,6 +120,9 @@ func TestErrors(t *testing.T) {
 		{"negative workers", `{"workers": -1}`, nil, "workers", `want a whole number of at least 0, got "-1"`},
 		{"command without cmd", `{"agent": "command"}`, nil, "agent", "needs agent_cmd"},
 		{"not an object", `[1,2]`, nil, "", "not a JSON object"},
+		{"bad network", `{"network": "none"}`, nil, "network", `"none" is not allowed; use one of: allowlist, open`},
+		{"bad network_allow", `{"network_allow": "registry.npmjs.org, https://proxy.golang.org"}`, nil, "network_allow", `"https://proxy.golang.org": want a host name`},
+		{"bad network_allow port env", ``, map[string]string{"RALPH_NETWORK_ALLOW": "example.com:99999"}, "network_allow", `port "99999" is not a number`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,11 +62,15 @@ func ParseAllow(entries []string) (Allow, error) {
 }
 
 func parseRule(e string) (rule, error) {
+	bad := fmt.Errorf("%q: want a host name or address, optionally with :port (example.com, *.example.com, 127.0.0.1:8080)", e)
+	if strings.ContainsAny(e, "/@ ?#") {
+		return rule{}, bad
+	}
 	host, port := e, ""
 	if h, p, err := net.SplitHostPort(e); err == nil {
 		host, port = h, p
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return rule{}, fmt.Errorf("network allowlist entry %q: port %q is not a number from 1 to 65535", e, p)
+			return rule{}, fmt.Errorf("%q: port %q is not a number from 1 to 65535", e, p)
 		}
 	} else if strings.HasPrefix(e, "[") {
 		host = strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")
@@ -74,10 +78,10 @@ func parseRule(e string) (rule, error) {
 	host = normHost(host)
 	name := strings.TrimPrefix(host, "*.")
 	switch {
-	case name == "" || strings.ContainsAny(host, "/@ ?#"):
-		return rule{}, fmt.Errorf("network allowlist entry %q: want a host name or address, optionally with :port (example.com, *.example.com, 127.0.0.1:8080)", e)
+	case name == "":
+		return rule{}, bad
 	case strings.Contains(name, "*"):
-		return rule{}, fmt.Errorf("network allowlist entry %q: a wildcard goes only at the start, as *.example.com", e)
+		return rule{}, fmt.Errorf("%q: a wildcard goes only at the start, as *.example.com", e)
 	}
 	return rule{host: host, port: port, source: e}, nil
 }

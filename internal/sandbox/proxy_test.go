@@ -74,7 +74,9 @@ func newUpstreams(t *testing.T) upstreams {
 	return u
 }
 
-func hostOf(s *httptest.Server) string { return strings.TrimPrefix(strings.TrimPrefix(s.URL, "http://"), "https://") }
+func hostOf(s *httptest.Server) string {
+	return strings.TrimPrefix(strings.TrimPrefix(s.URL, "http://"), "https://")
+}
 
 // startProxy runs a proxy that allows u.plain and u.tls, and records
 // what it refused.
