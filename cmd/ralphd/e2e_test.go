@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,6 +279,39 @@ func TestE2ESandboxStopsWritesAroundTheBroker(t *testing.T) {
 	is.True(strings.Contains(raw, `"sandbox":"bwrap"`)) // the log says the agent ran sandboxed
 	status, _, _ := e.ralphd("status")
 	is.True(strings.Contains(status, "BUILD agent sandboxed (bwrap)"))
+}
+
+// With the default network=allowlist, the sandboxed claude reaches its
+// scripted model on the host's loopback only through ralphd's proxy (the
+// sandbox has a network namespace of its own: the model's 127.0.0.1 is
+// not the sandbox's). Another port on the same loopback, a stand-in for
+// the Dolt server or any service of the user's, gets the proxy's 403,
+// which ralphd logs with the host and counts; bypassing the proxy
+// reaches nothing.
+func TestE2ESandboxNetworkAllowlist(t *testing.T) {
+	is := is.New(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "secret") }))
+	defer other.Close()
+	e := newE2E(t, false, forIssue("e2e-a",
+		scriptedapi.Bash("curl -sS -w ' %{http_code}\\n' "+other.URL+"/steal"),
+		scriptedapi.Bash("curl -sS --noproxy '*' --max-time 5 "+other.URL+"/steal").Expect(
+			scriptedapi.Contains("is not on the sandbox's network allowlist"), scriptedapi.Contains(" 403")),
+		scriptedapi.Say("Refused, as it should be.").Expect(scriptedapi.Failed()),
+	))
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	_, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--sandbox", "bwrap")
+	is.Equal(code, 3)        // one iteration, work left
+	is.NoErr(e.srv.Verify()) // the model was reached, through the proxy, and every check held
+	for _, r := range e.srv.ToolResults() {
+		is.True(!strings.Contains(r.Content, "secret")) // the other service never answered
+	}
+	host := strings.TrimPrefix(other.URL, "http://")
+	is.True(strings.Contains(stderr, "the sandbox refused a connection")) // logged...
+	is.True(strings.Contains(stderr, host))                               // ...with the host
+	is.True(strings.Contains(stderr, "count=1"))                          // and counted
 }
 
 // The API answers 401: the agent is unusable, so ralphd stops at once with

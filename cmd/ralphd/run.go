@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/proc"
+	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -82,6 +83,10 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	case proc.ReaperCommand:
 		// The process that ends an iteration's cgroup if ralphd dies.
 		return proc.RunReaper(argv[1:], a.stderr)
+	case sandbox.ForwarderCommand:
+		// The first process of a sandbox with its own network: it
+		// becomes the agent.
+		return sandbox.RunForwarder(argv[1:], a.stderr)
 	case demoAgentCommand:
 		return runDemoAgent(ctx, a)
 	case demoBDCommand:

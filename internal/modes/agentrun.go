@@ -84,7 +84,12 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		},
 	}
 	if l.sandboxed(r.mode) {
-		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, r.gitDir, r.gitCommonDir, g.ReadOnly()...)
+		net, stopNet, err := l.sandboxNet(scratch)
+		if err != nil {
+			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent's network: %w", err)
+		}
+		defer stopNet()
+		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, r.gitDir, r.gitCommonDir, net, g.ReadOnly()...)
 		if err != nil {
 			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
 		}

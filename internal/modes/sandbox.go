@@ -3,9 +3,11 @@ package modes
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -28,9 +30,10 @@ func (l *Loop) sandboxName(mode string) string {
 // sandboxWrap returns the RunOptions.Wrap that runs a BUILD agent under
 // bwrap, and the TMPDIR entry for its environment. gitDir and common are
 // the work tree's git dirs when the caller found them since the last
-// agent or check ended ("" to look them up here). readOnly are more
-// paths the agent must not write (its bd client and the broker's socket).
-func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, readOnly ...string) (func(string, []string) (string, []string), string, error) {
+// agent or check ended ("" to look them up here). net, when set, is the
+// sandbox's own network (sandboxNet). readOnly are more paths the agent
+// must not write (its bd client and the broker's socket).
+func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, net *sandbox.Net, readOnly ...string) (func(string, []string) (string, []string), string, error) {
 	if gitDir == "" || common == "" {
 		var err error
 		if gitDir, common, err = l.repo().GitDirs(ctx); err != nil {
@@ -55,15 +58,105 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Getenv: getenv,
 		Shared: l.shared.sandboxShared(l.State.Worker()),
+		// ralphd itself, for the bd client, when it lives in the private /tmp.
+		Keep: []string{l.Self, l.BDClient},
 	})
+	layout.Net = net
 	if err := layout.Prepare(); err != nil {
 		return nil, "", err
 	}
 	wrap := func(path string, argv []string) (string, []string) {
+		// What ralphd inherited without close-on-exec stays outside.
+		if err := sandbox.SealFDs(); err != nil {
+			l.human().Warn("could not seal ralphd's open files from the sandbox", "err", err)
+		}
 		args := layout.Args(l.Sandbox.Bwrap, append([]string{path}, argv[1:]...))
 		return args[0], args
 	}
 	return wrap, "TMPDIR=" + tmp, nil
+}
+
+// sandboxNet starts the network proxy of a sandboxed BUILD agent, unless
+// network=open: the agent then gets a network namespace of its own whose
+// only way out is the proxy, to its model API and network_allow. stop
+// ends the proxy and says how many connections it refused.
+func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err error) {
+	if l.Config.Network == sandbox.NetOpen {
+		return nil, func() {}, nil
+	}
+	if l.Self == "" {
+		return nil, nil, fmt.Errorf("network=%s needs ralphd's own executable to forward the agent's connections; set network=open to share the host's network", sandbox.NetAllowlist)
+	}
+	allow, err := sandbox.ParseAllow(append(modelHosts(l.Backend, l.environ()), l.Config.NetworkAllow...))
+	if err != nil {
+		return nil, nil, err
+	}
+	sock, err := sandbox.ProxyDir(scratch)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	p, err := sandbox.ListenProxy(sock, allow, func(host string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[host] {
+			seen[host] = true
+			l.human().Warn("the sandbox refused a connection: not on the network allowlist (network_allow)", "host", host)
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
+		_ = p.Close()
+		if n := p.Refused(); n > 0 {
+			l.human().Info("the sandbox's network proxy refused connections", "count", n)
+		}
+	}
+	return &sandbox.Net{Socket: sock, Forwarder: l.Self, NoProxy: allow.NoProxy()}, stop, nil
+}
+
+// modelHosts returns the hosts a backend's CLI must reach: its model
+// API, from the backend when it says (Hosts), else from the base URL
+// variables in env and the CLI's default API host.
+func modelHosts(b agent.Backend, env []string) []string {
+	if h, ok := b.(interface{ Hosts() []string }); ok {
+		return h.Hosts()
+	}
+	getenv := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var hosts []string
+	from := func(vars ...string) {
+		for _, v := range vars {
+			if u, err := url.Parse(getenv(v)); err == nil && u.Host != "" {
+				hosts = append(hosts, u.Host)
+			}
+		}
+	}
+	switch b.Name() {
+	case "claude":
+		from("ANTHROPIC_BASE_URL")
+		hosts = append(hosts, "api.anthropic.com")
+	case "codex":
+		from("OPENAI_BASE_URL")
+		hosts = append(hosts, "api.openai.com", "chatgpt.com")
+	case "gemini":
+		from("GOOGLE_GEMINI_BASE_URL")
+		hosts = append(hosts, "generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com")
+	case "opencode":
+		from("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+		hosts = append(hosts, "api.anthropic.com", "api.openai.com", "models.dev")
+	case "amp":
+		hosts = append(hosts, "ampcode.com")
+	}
+	return hosts
 }
 
 // sandboxNote is the one line a BUILD run says when it runs unsandboxed
