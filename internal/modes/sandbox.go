@@ -3,7 +3,6 @@ package modes
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +55,7 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	dirs, files := agent.Writable(l.Backend, agent.Home{Dir: getenv("HOME"), Getenv: getenv})
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
-		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Getenv: getenv,
+		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: getenv("HOME"), Getenv: getenv,
 		Shared: l.shared.sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, when it lives in the private /tmp.
 		Keep: []string{l.Self, l.BDClient},
@@ -87,7 +86,16 @@ func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err er
 	if l.Self == "" {
 		return nil, nil, fmt.Errorf("network=%s needs ralphd's own executable to forward the agent's connections; set network=open to share the host's network", sandbox.NetAllowlist)
 	}
-	allow, err := sandbox.ParseAllow(append(modelHosts(l.Backend, l.environ()), l.Config.NetworkAllow...))
+	env := l.environ()
+	getenv := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	allow, err := sandbox.ParseAllow(append(l.Backend.Hosts(getenv), l.Config.NetworkAllow...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,48 +123,6 @@ func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err er
 		}
 	}
 	return &sandbox.Net{Socket: sock, Forwarder: l.Self, NoProxy: allow.NoProxy()}, stop, nil
-}
-
-// modelHosts returns the hosts a backend's CLI must reach: its model
-// API, from the backend when it says (Hosts), else from the base URL
-// variables in env and the CLI's default API host.
-func modelHosts(b agent.Backend, env []string) []string {
-	if h, ok := b.(interface{ Hosts() []string }); ok {
-		return h.Hosts()
-	}
-	getenv := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	var hosts []string
-	from := func(vars ...string) {
-		for _, v := range vars {
-			if u, err := url.Parse(getenv(v)); err == nil && u.Host != "" {
-				hosts = append(hosts, u.Host)
-			}
-		}
-	}
-	switch b.Name() {
-	case "claude":
-		from("ANTHROPIC_BASE_URL")
-		hosts = append(hosts, "api.anthropic.com")
-	case "codex":
-		from("OPENAI_BASE_URL")
-		hosts = append(hosts, "api.openai.com", "chatgpt.com")
-	case "gemini":
-		from("GOOGLE_GEMINI_BASE_URL")
-		hosts = append(hosts, "generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com")
-	case "opencode":
-		from("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
-		hosts = append(hosts, "api.anthropic.com", "api.openai.com", "models.dev")
-	case "amp":
-		hosts = append(hosts, "ampcode.com")
-	}
-	return hosts
 }
 
 // sandboxNote is the one line a BUILD run says when it runs unsandboxed

@@ -49,7 +49,7 @@ func TestSandboxHolds(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: home, Getenv: getenv})
 	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
-		AgentDirs: dirs, AgentFiles: files, Getenv: getenv})
+		AgentDirs: dirs, AgentFiles: files, Home: home, Getenv: getenv})
 	sh := func(script string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

@@ -312,7 +312,7 @@ func TestSandboxNoHostIPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"XDG_RUNTIME_DIR": h.runtime}
-	l := BuildLayout(Project{WorkTree: wt, Scratch: h.tmp, Home: h.home, Agent: "claude", Keep: []string{self},
+	l := BuildLayout(Project{WorkTree: wt, Scratch: h.tmp, Home: h.home, AgentDirs: []string{h.home + "/.claude"}, Keep: []string{self},
 		Getenv: func(k string) string { return env[k] }})
 	l.Net = &Net{}
 	if got := h.probe(t, bwrap, l); len(got) > 0 {

@@ -27,7 +27,11 @@ type Project struct {
 	// backend lists: agent.Writable): writable.
 	AgentDirs  []string
 	AgentFiles []string
-	// Getenv reads XDG_RUNTIME_DIR, which is hidden.
+	// Home is the user's home dir: sockets near its top are masked, and
+	// it is kept when it lies in a hidden dir (in tests).
+	Home string
+	// Getenv reads XDG_RUNTIME_DIR, which is hidden, and PATH, whose
+	// dirs in the hidden dirs are kept.
 	Getenv func(string) string
 	// Shared, when set, names what of the git common dir belongs to
 	// others: the agent is one of several workers in one repository.

@@ -107,7 +107,7 @@ func (r *sharedRepo) layout() Layout {
 	// The command backend's agent writes only the shared XDG cache.
 	dirs, files := agent.Writable(agent.Command{}, agent.Home{Dir: r.home})
 	return BuildLayout(Project{WorkTree: r.w1, GitDir: filepath.Join(r.common, "worktrees", "w1"), GitCommonDir: r.common, Scratch: r.tmp,
-		AgentDirs: dirs, AgentFiles: files, Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
+		AgentDirs: dirs, AgentFiles: files, Home: r.home, Shared: &Shared{OwnRefs: "refs/heads/ralphd/workers/w1"}})
 }
 
 // start runs script in w1's sandbox, with $C, $W2, $REPO and $T (the
