@@ -55,7 +55,7 @@ ralphd cannot run without is missing.`)
 		checkBD(ctx, cfg.BD),
 		checkAgent(ctx, a, cfg),
 		checkGit(ctx),
-		checkSandbox(ctx, a, cfg.Sandbox),
+		checkSandbox(ctx, a, cfg.Sandbox, cfg.Network != sandbox.NetOpen),
 		checkCgroup(),
 		checkSystemd(ctx),
 		checkStateDir(stateRoot(a)),
@@ -166,9 +166,9 @@ func checkAgent(ctx context.Context, a *app, cfg *config.Config) verdict {
 	return v
 }
 
-func checkSandbox(ctx context.Context, a *app, setting string) verdict {
+func checkSandbox(ctx context.Context, a *app, setting string, isolateNet bool) verdict {
 	v := verdict{name: "sandbox"}
-	s := sandbox.Probe(ctx, a.getenv("PATH"))
+	s := sandbox.Probe(ctx, a.getenv("PATH"), isolateNet)
 	switch {
 	case s.OK():
 		v.level, v.detail = levelOK, "bubblewrap works here ("+s.Path+"); BUILD runs sandboxed"

@@ -189,7 +189,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		errorf(a.stderr, "%v", err)
 		return nil, exitUsage
 	}
-	sb, err := sandbox.Choose(p.cfg.Sandbox, sandbox.Probe(ctx, a.getenv("PATH")))
+	sb, err := sandbox.Choose(p.cfg.Sandbox, sandbox.Probe(ctx, a.getenv("PATH"), p.cfg.Network != sandbox.NetOpen))
 	if err != nil {
 		ls.close()
 		errorf(a.stderr, "%v", err)

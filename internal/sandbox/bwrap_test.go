@@ -19,7 +19,7 @@ import (
 // make a sandbox (CI must have it: scripts/test installs bubblewrap).
 func bwrapOrSkip(t *testing.T) string {
 	t.Helper()
-	s := Probe(context.Background(), "")
+	s := Probe(context.Background(), "", true)
 	if !s.OK() {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but bwrap cannot run: %v", s.Err)
@@ -120,7 +120,7 @@ func TestSandboxEndsLeftovers(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	is := is.New(t)
-	s := Probe(context.Background(), t.TempDir()) // a PATH without bwrap
+	s := Probe(context.Background(), t.TempDir(), true) // a PATH without bwrap
 	is.Equal(s.Err, ErrNoBwrap)
 	is.True(!s.OK())
 }
@@ -165,4 +165,20 @@ func TestSandboxLinkedWorktree(t *testing.T) {
 	is.True(err != nil) // the shared tracker is read-only
 	_, err = sh("git config core.fsmonitor evil")
 	is.True(err != nil) // git's config too
+}
+
+// A host with user namespaces but no network namespaces (a bwrap that
+// refuses --unshare-net) still gets a sandbox when the network setting is
+// open, and is found out by the probe when it is not.
+func TestProbeAsksForTheNetworkOnlyWhenIsolated(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	fake := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --unshare-net ] && { echo 'bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted' >&2; exit 1; }; done\nexit 0\n"
+	is.NoErr(os.WriteFile(filepath.Join(dir, "bwrap"), []byte(fake), 0o755))
+
+	open := Probe(context.Background(), dir, false)
+	is.NoErr(open.Err) // network=open: no netns asked for, the sandbox works
+	isolated := Probe(context.Background(), dir, true)
+	is.True(isolated.Err != nil) // network isolated: the missing netns shows at the probe
+	is.True(strings.Contains(isolated.Err.Error(), "RTM_NEWADDR"))
 }

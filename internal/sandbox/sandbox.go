@@ -46,15 +46,22 @@ func (s Support) OK() bool { return s.Path != "" && s.Err == nil }
 // Probe looks for bwrap on pathEnv (a PATH value; the process's own PATH
 // when empty) and runs it once with the namespaces and mounts a real
 // sandbox uses, so that disabled user namespaces or a seccomp filter that
-// refuses them show up here rather than as a failed iteration.
-func Probe(ctx context.Context, pathEnv string) Support {
+// refuses them show up here rather than as a failed iteration. With
+// isolateNet (the network setting is not "open") it asks for a network
+// namespace too, so a host that has user namespaces but not network ones
+// is found out here; without it, such a host still gets a sandbox.
+func Probe(ctx context.Context, pathEnv string, isolateNet bool) Support {
 	path, err := lookPath("bwrap", pathEnv)
 	if err != nil {
 		return Support{Err: ErrNoBwrap}
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	argv := Layout{Net: &Net{}}.Args(path, []string{"true"})
+	l := Layout{}
+	if isolateNet {
+		l.Net = &Net{}
+	}
+	argv := l.Args(path, []string{"true"})
 	cmd := proc.Command(ctx, time.Second, argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

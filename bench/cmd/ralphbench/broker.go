@@ -112,7 +112,7 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		return nil, fmt.Errorf("the broker audited %d calls, want %d", got, n)
 	}
 
-	s := sandbox.Probe(ctx, "")
+	s := sandbox.Probe(ctx, "", true)
 	if !s.OK() {
 		r.Sandbox = s.Err.Error()
 		return r, nil
