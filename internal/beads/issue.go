@@ -42,6 +42,14 @@ type Issue struct {
 	EstimatedMinutes   int // 0 when bd prints none
 	Labels             []string
 
+	// Extra holds the issue's other top-level fields, the ones Issue has
+	// no Go field for, by bd's JSON name: a string as its value, any other
+	// value as compact JSON text. bd omits most of them when empty, so it
+	// is nil for most issues. It lets a caller read a field of bd's that
+	// this package does not model (such as spec_id) without a new Go
+	// field; a null reads as absent.
+	Extra map[string]string `json:",omitempty"`
+
 	// Comments are filled only by callers that read them (Client.Comments);
 	// list and ready print just CommentCount.
 	Comments []Comment

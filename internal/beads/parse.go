@@ -2,6 +2,7 @@ package beads
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -278,6 +279,12 @@ func parseIssueObject(obj gjson.Result) (Issue, error) {
 		case "comments":
 			is.Comments, err = commentsValue(v)
 		default:
+			if text, ok := extraValue(v); ok {
+				if is.Extra == nil {
+					is.Extra = map[string]string{}
+				}
+				is.Extra[k.Str] = text
+			}
 			return true
 		}
 		if err != nil {
@@ -383,6 +390,23 @@ func dependenciesValue(v gjson.Result) ([]Dependency, error) {
 		return nil, perr
 	}
 	return deps, nil
+}
+
+// extraValue reads a field Issue has no Go field for (Issue.Extra): a
+// string as its value, null as absent, and any other value as compact
+// JSON text, so that two printings of the same value compare equal.
+func extraValue(v gjson.Result) (string, bool) {
+	switch v.Type {
+	case gjson.Null:
+		return "", false
+	case gjson.String:
+		return v.Str, true
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(v.Raw)); err != nil {
+		return v.Raw, true // valid already: the whole input was checked
+	}
+	return b.String(), true
 }
 
 // stringValue reads a JSON string; null reads as "".

@@ -215,8 +215,11 @@ var parseCases = map[string]parseCase{
 		is.True(got[0].ClosedAt.IsZero())
 	}},
 
-	"show-after-notes-json":     {kind: kindIssues, ids: []string{"rt-cjz"}},
-	"show-all-fields-json":      {kind: kindIssues, ids: []string{"rt-5fa"}},
+	"show-after-notes-json": {kind: kindIssues, ids: []string{"rt-cjz"}},
+	"show-all-fields-json": {kind: kindIssues, ids: []string{"rt-5fa"}, check: func(is *is.I, got []beads.Issue) {
+		// Fields without a Go field are kept by bd's JSON name.
+		is.Equal(got[0].Extra, map[string]string{"spec_id": "SPEC-1", "metadata": `{"k":"v"}`})
+	}},
 	"show-all-fields-long-json": {kind: kindIssues, ids: []string{"rt-5fa"}},
 	"show-blocked-json": {kind: kindIssues, ids: []string{"rt-2j9"}, check: func(is *is.I, got []beads.Issue) {
 		// Full issue objects, as show prints them, become edges.
@@ -483,6 +486,19 @@ func compareWithOracle(t *testing.T, data []byte, got []beads.Issue) {
 		if p := str("parent"); p != "" {
 			is.Equal(g.Parent, p)
 		}
+		for k, text := range g.Extra {
+			v, ok := m[k]
+			is.True(ok) // an extra field is one bd printed
+			if s, ok := v.(string); ok {
+				is.Equal(text, s) // a string extra field is its value
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(text))
+			dec.UseNumber()
+			var back any
+			is.NoErr(dec.Decode(&back))
+			is.Equal(back, v) // any other extra field is its JSON
+		}
 		deps := asSlice(m["dependencies"])
 		is.Equal(len(g.Dependencies), len(deps))
 		for k := 0; k < len(deps) && k < len(g.Dependencies); k++ {
@@ -530,9 +546,12 @@ func TestParseIssuesShapes(t *testing.T) {
 			want:  []beads.Issue{{ID: "a-1", Title: "t", Priority: 3}},
 		},
 		{
-			name:  "unknown fields of every type are ignored; the estimate is read",
-			input: `[{"id":"a-1","priority":1,"metadata":{"k":[1,{"x":null}]},"ephemeral":true,"estimated_minutes":90,"future":[[]]}]`,
-			want:  []beads.Issue{{ID: "a-1", Priority: 1, EstimatedMinutes: 90}},
+			name: "unknown fields of every type are kept as text; the estimate is read",
+			input: `[{"id":"a-1","priority":1,"metadata":{"k": [1, {"x":null}]},"ephemeral":true,"estimated_minutes":90,` +
+				`"future":[[]],"spec_id":"S-1","gone":null}]`,
+			want: []beads.Issue{{ID: "a-1", Priority: 1, EstimatedMinutes: 90, Extra: map[string]string{
+				"metadata": `{"k":[1,{"x":null}]}`, "ephemeral": "true", "future": "[[]]", "spec_id": "S-1",
+			}}},
 		},
 		{
 			name:  "null optional fields read as zero",
@@ -580,12 +599,12 @@ func TestParseIssuesShapes(t *testing.T) {
 		{
 			name:  "blocked_by as objects (ready --explain shape)",
 			input: `[{"id":"a","priority":2,"blocked_by":[{"id":"b","priority":1}],"blocked_by_count":1}]`,
-			want:  []beads.Issue{{ID: "a", Priority: 2, BlockedBy: []string{"b"}}},
+			want:  []beads.Issue{{ID: "a", Priority: 2, BlockedBy: []string{"b"}, Extra: map[string]string{"blocked_by_count": "1"}}},
 		},
 		{
 			name:  "object with data and other keys is not an envelope",
 			input: `{"data":[],"schema_version":1,"id":"a","priority":0}`,
-			want:  []beads.Issue{{ID: "a"}},
+			want:  []beads.Issue{{ID: "a", Extra: map[string]string{"data": "[]", "schema_version": "1"}}},
 		},
 	}
 	for _, tt := range tests {
