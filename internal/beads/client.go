@@ -271,53 +271,29 @@ func (c *Client) AppendNotes(ctx context.Context, id, text string) (Issue, error
 	return c.one(ctx, id, false, "update", id, "--append-notes", text)
 }
 
-// Fields holds the issue fields Update sets; nil fields are left alone. A
-// pointer to "" clears a text field.
-type Fields struct {
-	Priority    *int
-	Type        *string
-	Acceptance  *string
-	Title       *string
-	Description *string
-	Design      *string
-	Parent      *string // "" removes the parent
-	ExternalRef *string
-	DeferUntil  *string // RFC 3339, or "" to clear
-	Due         *string // RFC 3339, or "" to clear
-	Estimate    *int    // minutes
+// Set is one `bd update` flag, by its long name without the dashes (such
+// as "priority" or "external-ref"), and the value to give it. An empty
+// Value clears a text field.
+type Set struct {
+	Flag  string
+	Value string
 }
 
-// Update replaces the given fields of an issue and returns the updated
-// issue. ralphd uses it to revert changes a mode may not make. Fields with
-// nothing set is an error, because bd would print no JSON.
-func (c *Client) Update(ctx context.Context, id string, f Fields) (Issue, error) {
-	args := []string{"update", id}
-	if f.Priority != nil {
-		args = append(args, "--priority", strconv.Itoa(*f.Priority))
-	}
-	if f.Estimate != nil {
-		args = append(args, "--estimate", strconv.Itoa(*f.Estimate))
-	}
-	for _, s := range []struct {
-		flag string
-		v    *string
-	}{
-		{"--type", f.Type},
-		{"--acceptance", f.Acceptance},
-		{"--title", f.Title},
-		{"--description", f.Description},
-		{"--design", f.Design},
-		{"--parent", f.Parent},
-		{"--external-ref", f.ExternalRef},
-		{"--defer", f.DeferUntil},
-		{"--due", f.Due},
-	} {
-		if s.v != nil {
-			args = append(args, s.flag, *s.v)
-		}
-	}
-	if len(args) == 2 {
+// Update runs `bd update <id> --<flag> <value>...` with the given flags in
+// order and returns the updated issue. ralphd uses it to revert changes a
+// mode may not make, so it takes any field bd's update sets without a Go
+// field here for each. No flags is an error, because bd would print no
+// JSON; so is a flag name bd could misread.
+func (c *Client) Update(ctx context.Context, id string, sets ...Set) (Issue, error) {
+	if len(sets) == 0 {
 		return Issue{}, fmt.Errorf("bd update %s: no fields to change", id)
+	}
+	args := []string{"update", id}
+	for _, s := range sets {
+		if err := checkFlag(s.Flag); err != nil {
+			return Issue{}, fmt.Errorf("bd update %s: %w", id, err)
+		}
+		args = append(args, "--"+s.Flag, s.Value)
 	}
 	return c.one(ctx, id, false, args...)
 }
@@ -552,6 +528,19 @@ func checkID(id string) error {
 
 // checkLabel rejects a label bd would misread: empty, or starting with
 // "-" (a flag).
+// checkFlag rejects a flag name that is not a long flag's: empty, or
+// anything but lower-case letters, digits and inner dashes.
+func checkFlag(name string) error {
+	ok := name != "" && !strings.HasPrefix(name, "-") && !strings.HasSuffix(name, "-")
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
+	}
+	if !ok {
+		return fmt.Errorf("invalid flag name %q", name)
+	}
+	return nil
+}
+
 func checkLabel(l string) error {
 	switch {
 	case strings.TrimSpace(l) == "":

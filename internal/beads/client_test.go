@@ -46,7 +46,6 @@ func (f *fakeBD) args(t *testing.T) []string {
 }
 
 func intp(n int) *int           { return &n }
-func strp(s string) *string     { return &s }
 func argv(s ...string) []string { return s }
 
 func TestClientOperations(t *testing.T) {
@@ -182,10 +181,10 @@ func TestClientOperations(t *testing.T) {
 			name:    "update fields for a revert",
 			fixture: "update-priority-json",
 			run: func(c *beads.Client) ([]beads.Issue, error) {
-				i, err := c.Update(ctx, "rt-2j9", beads.Fields{
-					Priority: intp(0), Type: strp("task"), Acceptance: strp(""), Title: strp("T"),
-					Description: strp("D"), Design: strp("G"),
-				})
+				i, err := c.Update(ctx, "rt-2j9", beads.Set{Flag: "priority", Value: "0"},
+					beads.Set{Flag: "type", Value: "task"}, beads.Set{Flag: "acceptance", Value: ""},
+					beads.Set{Flag: "title", Value: "T"}, beads.Set{Flag: "description", Value: "D"},
+					beads.Set{Flag: "design", Value: "G"})
 				return []beads.Issue{i}, err
 			},
 			wantArgs: argv("update", "rt-2j9", "--priority", "0", "--type", "task", "--acceptance", "",
@@ -359,7 +358,7 @@ func TestClientExitErrors(t *testing.T) {
 			name:    "error object on stdout only",
 			fixture: "err-bad-priority-update",
 			run: func(c *beads.Client) error {
-				_, err := c.Update(ctx, "rt-2j9", beads.Fields{Priority: intp(9)})
+				_, err := c.Update(ctx, "rt-2j9", beads.Set{Flag: "priority", Value: "9"})
 				return err
 			},
 			wantMsg:   msgBadPrio9,
@@ -537,7 +536,19 @@ func TestClientRejectsBadOperands(t *testing.T) {
 			_, err := c.Create(ctx, beads.CreateOptions{Title: "  "})
 			return err
 		}},
-		{"update without fields", func(c *beads.Client) error { _, err := c.Update(ctx, "rt-1", beads.Fields{}); return err }},
+		{"update without fields", func(c *beads.Client) error { _, err := c.Update(ctx, "rt-1"); return err }},
+		{"update with a dashed flag name", func(c *beads.Client) error {
+			_, err := c.Update(ctx, "rt-1", beads.Set{Flag: "-p", Value: "0"})
+			return err
+		}},
+		{"update with a flag name holding a value", func(c *beads.Client) error {
+			_, err := c.Update(ctx, "rt-1", beads.Set{Flag: "priority=0", Value: "1"})
+			return err
+		}},
+		{"update of a flag-like id", func(c *beads.Client) error {
+			_, err := c.Update(ctx, "--all", beads.Set{Flag: "priority", Value: "0"})
+			return err
+		}},
 		{"empty status", func(c *beads.Client) error { _, err := c.UpdateStatus(ctx, "rt-1", ""); return err }},
 		{"empty note", func(c *beads.Client) error { _, err := c.AppendNotes(ctx, "rt-1", ""); return err }},
 		{"flag-like close id", func(c *beads.Client) error { _, err := c.Close(ctx, "-f", "x"); return err }},

@@ -10,7 +10,10 @@
 // any bd command.
 //
 // The policy is data (policy.go) over bd's command-line grammar
-// (grammar.go). It is enforced in two layers here:
+// (grammar.go). The tracker fields BUILD may not change are one table
+// (fields.go), with one row per field: the guard's refusals, the tamper
+// diff and its reverts all follow from it. The policy is enforced in
+// three layers here:
 //
 //   - Layer 1, the guard: Install puts a `bd` wrapper first on the agent's
 //     PATH that runs ralphd's Main. It parses the argv exactly as bd would
@@ -27,8 +30,9 @@
 //     backend turns into its own deny rules, and Hook is a PreToolUse hook
 //     that finds every bd call in a Bash command with a real shell parser
 //     (ExtractBDCalls) and blocks the tool call if any is refused.
-//
-// Layer 3 (snapshots, diffs and reverts) lives elsewhere; it catches what
-// these layers cannot see, such as the real bd called by absolute path from
-// a script.
+//   - Layer 3, tamper detection (tamper.go): Diff compares snapshots of
+//     the tracker taken before and after a BUILD window and Revert undoes
+//     the forbidden changes with PLAN powers. It catches what the first
+//     two layers cannot see, such as the real bd called by absolute path
+//     from a script, or an edit of bd's data.
 package guard

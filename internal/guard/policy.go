@@ -56,36 +56,7 @@ type Rule struct {
 	ID      string
 	Reason  string
 	Instead string
-	// Protects names the tracker fields and edges (bd's JSON names, see
-	// the Field constants) the rule keeps BUILD from changing. The tamper
-	// diff checks exactly these, so what BUILD may not do through the
-	// guard is also caught when done around it.
-	Protects []string
 }
-
-// Tracker fields and edges a refusal can protect, by bd's JSON names.
-// FieldIssue is the issue's existence; FieldStatus protects the statuses
-// BUILD may not set (see BuildStatuses); FieldComments the comments
-// already on an issue.
-const (
-	FieldIssue        = "issue"
-	FieldTitle        = "title"
-	FieldPriority     = "priority"
-	FieldType         = "issue_type"
-	FieldAcceptance   = "acceptance_criteria"
-	FieldStatus       = "status"
-	FieldParent       = "parent"
-	FieldDeferUntil   = "defer_until"
-	FieldDueAt        = "due_at"
-	FieldExternalRef  = "external_ref"
-	FieldEstimate     = "estimated_minutes"
-	FieldLabels       = "labels"
-	FieldDependencies = "dependencies"
-	FieldComments     = "comments"
-	// FieldReservedLabels protects the labels only ralphd adds
-	// (ReservedLabels): BUILD may add other labels, not these.
-	FieldReservedLabels = "reserved_labels"
-)
 
 // StuckLabel marks an issue ralphd gave up on after its failed attempts:
 // ralphd adds it, skips the issue from then on, and PLANNING (or `ralphd
@@ -96,24 +67,6 @@ const StuckLabel = "ralph:stuck"
 // by them: BUILD may not add one (RuleReservedLabel), and the tamper diff
 // reverts one added around the guard.
 func ReservedLabels() []string { return []string{StuckLabel} }
-
-// Protected returns every protected field with the rule that protects it,
-// in the order the rules are listed.
-func Protected() []Protection {
-	var ps []Protection
-	for _, r := range rules {
-		for _, f := range r.Protects {
-			ps = append(ps, Protection{Field: f, Rule: r})
-		}
-	}
-	return ps
-}
-
-// Protection is one field and the rule that protects it.
-type Protection struct {
-	Field string
-	Rule  Rule
-}
 
 // BuildStatuses returns the statuses BUILD may set with `bd update
 // --status`; closing goes through `bd close`.
@@ -126,90 +79,90 @@ const noteInstead = "add a note with `bd update <id> --append-notes \"…\"` say
 // rules holds every rule. It is the single source of the reasons and advice
 // that refusals, `ralphd policy` and the README print.
 var rules = []Rule{
-	{RulePlanAll, "PLANNING may run any bd command", "", nil},
+	{RulePlanAll, "PLANNING may run any bd command", ""},
 	{RuleUnknownMode, "the guard's mode is neither build nor plan, so every call is refused",
-		"run the agent through ralphd, which sets " + EnvMode + " to build or plan", nil},
+		"run the agent through ralphd, which sets " + EnvMode + " to build or plan"},
 
-	{RuleRead, "read-only commands are always allowed", "", nil},
-	{RuleCreate, "BUILD may create issues; PLANNING reviews new issues", "", nil},
+	{RuleRead, "read-only commands are always allowed", ""},
+	{RuleCreate, "BUILD may create issues; PLANNING reviews new issues", ""},
 	{RuleUpdate, "BUILD may set status (open, in_progress, blocked), notes, description, design, " +
-		"assignee and claim, and add labels", "", nil},
-	{RuleNote, "BUILD may add notes and comments", "", nil},
-	{RuleLabelAdd, "BUILD may add labels", "", nil},
-	{RuleDepAdd, "BUILD may add dependencies", "", nil},
-	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", "", nil},
+		"assignee and claim, and add labels", ""},
+	{RuleNote, "BUILD may add notes and comments", ""},
+	{RuleLabelAdd, "BUILD may add labels", ""},
+	{RuleDepAdd, "BUILD may add dependencies", ""},
+	{RuleClose, "BUILD may close issues with a non-empty --reason that cites the evidence", ""},
 	// Reopening is a status change, which BUILD may make (RuleUpdate: `bd
 	// update --status open` reopens a closed issue too). It puts work back;
 	// it never makes unproven work count as done, and the next close is
 	// judged like any other. So the tamper diff does not judge it either.
-	{RuleReopen, "BUILD may reopen issues: a reopen puts work back in the queue, and its next close is judged like any other", "", nil},
-	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", "", nil},
+	{RuleReopen, "BUILD may reopen issues: a reopen puts work back in the queue, and its next close is judged like any other", ""},
+	{RuleGitHook, "git runs bd's hooks on commit, merge, push and checkout, so they must work while BUILD commits code", ""},
 
 	{RuleDelete, "deleting issues is PLANNING's power",
 		"if the issue is obsolete or a duplicate, add a note with `bd update <id> --append-notes \"…\"` " +
-			"saying why; PLANNING will review it", []string{FieldIssue, FieldComments}},
+			"saying why; PLANNING will review it"},
 	{RuleDepRemove, "removing dependencies is PLANNING's power",
 		"if a dependency is wrong, add a note with `bd update <id> --append-notes \"…\"` saying why; " +
-			"if it blocks you, `bd update <id> --status blocked`; PLANNING will review it", []string{FieldDependencies}},
+			"if it blocks you, `bd update <id> --status blocked`; PLANNING will review it"},
 	{RulePriority, "changing priority is PLANNING's power; BUILD works issues in the order PLANNING set",
 		"add a note with `bd update <id> --append-notes \"…\"` saying which priority it should have and why, " +
-			"or create a blocking issue; PLANNING will review it", []string{FieldPriority}},
-	{RuleType, "changing an issue's type is PLANNING's power", noteInstead, []string{FieldType}},
+			"or create a blocking issue; PLANNING will review it"},
+	{RuleType, "changing an issue's type is PLANNING's power", noteInstead},
 	{RuleAcceptance, "acceptance criteria belong to PLANNING; BUILD meets them and does not rewrite them",
 		"if the criteria are wrong or cannot be met, add a note with `bd update <id> --append-notes \"…\"` " +
-			"and create a blocking issue; PLANNING will review it", []string{FieldAcceptance}},
+			"and create a blocking issue; PLANNING will review it"},
 	{RuleTitle, "the title defines the work item; retitling it changes what the issue means, which is PLANNING's power",
-		"propose the new title in a note: `bd update <id> --append-notes \"…\"`; PLANNING will review it", []string{FieldTitle}},
+		"propose the new title in a note: `bd update <id> --append-notes \"…\"`; PLANNING will review it"},
 	{RuleStatusClosed, "`bd update --status closed` closes even past open blockers and records no reason; " +
 		"closing must go through `bd close --reason`",
-		"close with `bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`", nil},
+		"close with `bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
 	{RuleStatus, "BUILD may set the status only to open, in_progress or blocked",
 		"use `bd update <id> --status in_progress|blocked|open`; to finish, `bd close <id> --reason \"…\"`; " +
-			"to postpone, set it blocked and add a note; PLANNING will review it", []string{FieldStatus}},
+			"to postpone, set it blocked and add a note; PLANNING will review it"},
 	{RuleLabelRemove, "BUILD may add labels but not remove or replace them",
 		"add labels with `bd label add <id> <label>`; to drop one, add a note with " +
-			"`bd update <id> --append-notes \"…\"`; PLANNING will review it", []string{FieldLabels}},
+			"`bd update <id> --append-notes \"…\"`; PLANNING will review it"},
 	{RuleReservedLabel, "`" + StuckLabel + "` is ralphd's own judgement that BUILD gave up on an issue, made after the attempts " +
 		"it counts; only ralphd adds it",
 		"if you cannot finish the issue, say why in a note (`bd update <id> --append-notes \"…\"`), " +
 			"or set it blocked (`bd update <id> --status blocked`), and stop; ralphd counts the failed attempts " +
-			"and marks the issue stuck itself", []string{FieldReservedLabels}},
-	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead, []string{FieldParent}},
+			"and marks the issue stuck itself"},
+	{RuleParent, "reparenting restructures the issue graph, which is PLANNING's power", noteInstead},
 	{RuleSchedule, "deferring and due dates decide when work happens, which is PLANNING's power",
 		"if the issue cannot be done now, `bd update <id> --status blocked` and add a note with " +
-			"`bd update <id> --append-notes \"…\"` saying why; PLANNING will review it", []string{FieldDeferUntil, FieldDueAt}},
+			"`bd update <id> --append-notes \"…\"` saying why; PLANNING will review it"},
 	{RuleUpdateField, "BUILD may change only status, notes, description, design, assignee and claim, and add labels",
-		noteInstead, []string{FieldExternalRef, FieldEstimate}},
+		noteInstead},
 	{RuleCreateFlag, "bulk, explicit-ID, cross-repo and infrastructure issue creation is PLANNING's job",
-		"create one issue at a time with `bd create \"title\" -d \"…\"` and link it with `bd dep add`", nil},
+		"create one issue at a time with `bd create \"title\" -d \"…\"` and link it with `bd dep add`"},
 	{RuleCycleCheck, "skipping the cycle check can leave a dependency cycle that only PLANNING can undo",
-		"run the same command without --no-cycle-check", nil},
+		"run the same command without --no-cycle-check"},
 	{RuleCloseReason, "closing needs a non-empty --reason, given inline, that cites the evidence",
-		"`bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`", nil},
+		"`bd close <id> --reason \"<what you did, and the command or test output that proves it>\"`"},
 	{RuleCloseForce, "--force closes pinned issues and issues with unsatisfied gates; BUILD may not override those checks",
 		"close without --force; if the close is refused, add a note with `bd update <id> --append-notes \"…\"` " +
-			"and leave it for PLANNING", nil},
+			"and leave it for PLANNING"},
 	{RuleEdit, "`bd edit` opens an editor on any field, including those BUILD may not change",
-		"use `bd update <id>` with --notes, --append-notes, --description, --design, --status or --assignee", nil},
+		"use `bd update <id>` with --notes, --append-notes, --description, --design, --status or --assignee"},
 	{RuleRaw, "raw, bulk and administrative changes bypass the per-field rules; they belong to PLANNING or a human",
-		"make the change with the allowed commands one at a time, or describe it in a note; PLANNING will review it", nil},
+		"make the change with the allowed commands one at a time, or describe it in a note; PLANNING will review it"},
 	{RuleNotAllowed, "this bd command is not on the BUILD allowlist",
-		"`ralphd policy` lists what BUILD may run; if you need this change, " + noteInstead, nil},
+		"`ralphd policy` lists what BUILD may run; if you need this change, " + noteInstead},
 	{RuleUnknownCommand, "there is no such bd command, and BUILD refuses commands it does not know",
-		"check the spelling; `bd --help` lists the commands", nil},
+		"check the spelling; `bd --help` lists the commands"},
 	{RuleUnknownFlag, "this command has no such flag, and BUILD refuses flags it does not know",
-		"`bd <command> --help` lists the flags; drop the flag or use an allowed one", nil},
+		"`bd <command> --help` lists the flags; drop the flag or use an allowed one"},
 	{RuleFlag, "this flag is not on BUILD's allowlist for this command",
-		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead, nil},
+		"`ralphd policy` lists the flags BUILD may use; if you need this change, " + noteInstead},
 	{RuleBadArgv, "the command line is malformed; bd would reject it and ralphd cannot check it",
-		"write it as `bd <command> [flags] [ids]`", nil},
+		"write it as `bd <command> [flags] [ids]`"},
 	{RuleElsewhere, "BUILD works on this project's tracker only: --db, --directory (-C) and --global, " +
 		"or a call made from outside the work tree, can open another one, where ralphd judges nothing and whose " +
 		"own files and hooks the agent may have written",
-		"run bd from the work tree, without --db, -C or --global", nil},
+		"run bd from the work tree, without --db, -C or --global"},
 	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
 		"input) where ralphd must read it to decide",
-		"write the command name, the flag names and the values of --status and --reason literally", nil},
+		"write the command name, the flag names and the values of --status and --reason literally"},
 }
 
 // ruleByID returns the rule with the given ID.
@@ -316,15 +269,7 @@ var policy = []commandPolicy{
 	{path: "update", allow: true, rule: RuleUpdate,
 		flags: "status notes append-notes description body-file stdin allow-empty-description design " +
 			"design-file assignee claim add-label session",
-		refuse: map[string]string{
-			"priority": RulePriority, "type": RuleType, "acceptance": RuleAcceptance, "title": RuleTitle,
-			"remove-label": RuleLabelRemove, "set-labels": RuleLabelRemove, "parent": RuleParent,
-			"defer": RuleSchedule, "due": RuleSchedule,
-			"estimate": RuleUpdateField, "external-ref": RuleUpdateField, "spec-id": RuleUpdateField,
-			"metadata": RuleUpdateField, "set-metadata": RuleUpdateField, "unset-metadata": RuleUpdateField,
-			"ephemeral": RuleUpdateField, "persistent": RuleUpdateField, "history": RuleUpdateField,
-			"no-history": RuleUpdateField, "await-id": RuleUpdateField,
-		},
+		refuse:     withProtectedFlags(updateRefusals),
 		values:     map[string][]string{"status": allowedStatuses},
 		labelFlags: []string{"add-label"},
 		note:       "--status only open, in_progress or blocked"},
@@ -378,6 +323,16 @@ var policy = []commandPolicy{
 	{path: "prune", rule: RuleRaw},
 	{path: "purge", rule: RuleRaw},
 	{path: "admin", rule: RuleRaw},
+}
+
+// updateRefusals are the `bd update` flags BUILD may not use beside those
+// of the protected fields, which their rows refuse (fields.go): these
+// remove labels, or set what the table does not protect.
+var updateRefusals = map[string]string{
+	"remove-label": RuleLabelRemove, "set-labels": RuleLabelRemove,
+	"spec-id": RuleUpdateField, "metadata": RuleUpdateField, "set-metadata": RuleUpdateField,
+	"unset-metadata": RuleUpdateField, "ephemeral": RuleUpdateField, "persistent": RuleUpdateField,
+	"history": RuleUpdateField, "no-history": RuleUpdateField, "await-id": RuleUpdateField,
 }
 
 // policyFor returns the BUILD policy of a canonical command path.

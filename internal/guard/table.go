@@ -76,7 +76,9 @@ func commandRow(p commandPolicy) TableRow {
 		row.Build = "allowed (limited)"
 		var fs []string
 		for _, f := range strings.Fields(p.flags) {
-			fs = append(fs, displayFlag(p.path, f))
+			if p.allows(f) { // a protected field's flag is refused by its row
+				fs = append(fs, displayFlag(p.path, f))
+			}
 		}
 		notes = append(notes, "Only "+strings.Join(fs, ", ")+", and global flags.")
 	case len(p.refuse) > 0 || len(p.values) > 0 || len(p.require) > 0:

@@ -15,9 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
 )
@@ -46,7 +44,9 @@ func (s Snapshot) Issues() []beads.Issue {
 // Kind names a forbidden change.
 type Kind string
 
-// The forbidden changes BUILD mode can be caught making.
+// The forbidden changes BUILD mode can be caught making. A change to a
+// protected field whose row (fields.go) names no kind is
+// "<its JSON name>_changed".
 const (
 	Deleted        Kind = "deleted"               // an issue disappeared
 	Priority       Kind = "priority_changed"      // priority differs
@@ -120,70 +120,25 @@ type Options struct {
 	ReservedLabels []string
 }
 
-// scalar is the check of one protected single-valued field: its value as
-// text, and how to put the value before back.
-type scalar struct {
-	kind   Kind
-	value  func(beads.Issue) string
-	revert func(ctx context.Context, t Tracker, b beads.Issue) error
-}
-
-func update(f func(b beads.Issue) beads.Fields) func(context.Context, Tracker, beads.Issue) error {
-	return func(ctx context.Context, t Tracker, b beads.Issue) error {
-		_, err := t.Update(ctx, b.ID, f(b))
-		return err
-	}
-}
-
-func timeText(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// scalars maps each protected single-valued field (guard.Field*) to its
-// check. Fields with more structure (the issue itself, status, labels,
-// dependencies, comments) are checked in Diff.
-var scalars = map[string]scalar{
-	FieldPriority: {Priority, func(i beads.Issue) string { return strconv.Itoa(i.Priority) },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Priority: &b.Priority} })},
-	FieldType: {Type, func(i beads.Issue) string { return i.IssueType },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Type: &b.IssueType} })},
-	FieldAcceptance: {Acceptance, func(i beads.Issue) string { return i.AcceptanceCriteria },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Acceptance: &b.AcceptanceCriteria} })},
-	FieldTitle: {Title, func(i beads.Issue) string { return i.Title },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Title: &b.Title} })},
-	FieldParent: {Parent, func(i beads.Issue) string { return i.Parent },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Parent: &b.Parent} })},
-	FieldDeferUntil: {DeferUntil, func(i beads.Issue) string { return timeText(i.DeferUntil) },
-		update(func(b beads.Issue) beads.Fields { v := timeText(b.DeferUntil); return beads.Fields{DeferUntil: &v} })},
-	FieldDueAt: {DueAt, func(i beads.Issue) string { return timeText(i.DueAt) },
-		update(func(b beads.Issue) beads.Fields { v := timeText(b.DueAt); return beads.Fields{Due: &v} })},
-	FieldExternalRef: {ExternalRef, func(i beads.Issue) string { return i.ExternalRef },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{ExternalRef: &b.ExternalRef} })},
-	FieldEstimate: {Estimate, func(i beads.Issue) string { return strconv.Itoa(i.EstimatedMinutes) },
-		update(func(b beads.Issue) beads.Fields { return beads.Fields{Estimate: &b.EstimatedMinutes} })},
-}
-
-// structured are the protected fields Diff checks by hand.
+// structured are the protected fields without flags, which Diff checks
+// and Revert undoes by hand.
 var structured = []string{FieldIssue, FieldStatus, FieldLabels, FieldDependencies, FieldComments,
 	FieldReservedLabels}
 
-// protection is the guard's table, read once: each protected field and
-// the rule that protects it.
-var protection = func() map[string]string {
-	m := map[string]string{}
-	for _, p := range Protected() {
-		m[p.Field] = p.Rule.ID
+// protection is the table of protected fields (fields.go), read once:
+// each field by bd's JSON name.
+var protection = func() map[string]protectedField {
+	m := make(map[string]protectedField, len(protectedFields))
+	for _, f := range protectedFields {
+		m[f.name] = f
 	}
 	return m
 }()
 
 // Diff returns the forbidden changes between before and after, in a stable
 // order (by issue id, then field). The fields it checks are the ones the
-// guard's rules protect (guard.Protected); comments are compared where
-// both snapshots hold them (beads.Issue.Comments).
+// guard protects (guard.Protected); comments are compared where both
+// snapshots hold them (beads.Issue.Comments).
 func Diff(before, after Snapshot, opts Options) []Violation {
 	var vs []Violation
 	fields := make([]string, 0, len(protection))
@@ -197,16 +152,17 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 		b := before[id]
 		a, ok := after[id]
 		if !ok {
-			if rule, on := protection[FieldIssue]; on {
-				vs = append(vs, Violation{Kind: Deleted, IssueID: id, Before: b.Title, Rule: rule})
+			if p, on := protection[FieldIssue]; on {
+				vs = append(vs, Violation{Kind: Deleted, IssueID: id, Before: b.Title, Rule: p.rule})
 			}
 			continue
 		}
 		for _, f := range fields {
-			rule := protection[f]
-			if c, ok := scalars[f]; ok {
-				if bv, av := c.value(b), c.value(a); bv != av {
-					vs = append(vs, Violation{Kind: c.kind, IssueID: id, Before: bv, After: av, Rule: rule})
+			p := protection[f]
+			rule := p.rule
+			if p.scalar() {
+				if bv, av := p.value(b), p.value(a); bv != av {
+					vs = append(vs, Violation{Kind: p.violation(), IssueID: id, Before: bv, After: av, Rule: rule})
 				}
 				continue
 			}
@@ -218,7 +174,7 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 			case FieldDependencies:
 				for _, d := range b.Dependencies {
 					// A parent-child edge is the parent field's to judge.
-					if !a.DependsOn(d) && (d.Type != beads.DepParentChild || protection[FieldParent] == "") {
+					if !a.DependsOn(d) && (d.Type != beads.DepParentChild || protection[FieldParent].rule == "") {
 						vs = append(vs, Violation{Kind: DepRemoved, IssueID: id, Dep: d, Rule: rule})
 					}
 				}
@@ -296,7 +252,7 @@ func sortedIDs(s Snapshot) []string {
 // Tracker is what Revert needs from bd, used with PLAN powers.
 type Tracker interface {
 	Create(ctx context.Context, o beads.CreateOptions) (beads.Issue, error)
-	Update(ctx context.Context, id string, f beads.Fields) (beads.Issue, error)
+	Update(ctx context.Context, id string, sets ...beads.Set) (beads.Issue, error)
 	DepAdd(ctx context.Context, issueID, dependsOnID, depType string) error
 	LabelAdd(ctx context.Context, id, label string) error
 	LabelRemove(ctx context.Context, id, label string) error
@@ -366,16 +322,25 @@ func revertOne(ctx context.Context, t Tracker, before Snapshot, v Violation) err
 		_, err := t.Reopen(ctx, v.IssueID, "ralphd: a BUILD close must cite the commands run and their results")
 		return err
 	}
-	for _, c := range scalars {
-		if c.kind == v.Kind {
-			return c.revert(ctx, t, b)
-		}
+	if f, ok := fieldOfKind(v.Kind); ok {
+		return revertField(ctx, t, f, b)
 	}
 	return fmt.Errorf("unknown violation kind %q", v.Kind)
 }
 
+// revertField sets a protected field back to its value in b.
+func revertField(ctx context.Context, t Tracker, f protectedField, b beads.Issue) error {
+	_, err := t.Update(ctx, b.ID, beads.Set{Flag: f.revertFlag(), Value: f.value(b)})
+	return err
+}
+
+// createSets are the protected fields `bd create` sets: a re-created
+// issue has them already (see recreate).
+var createSets = []string{FieldTitle, FieldPriority, FieldType, FieldAcceptance}
+
 // recreate puts a deleted issue back as it was before: id, fields, labels,
-// dependencies, the protected scalar fields, comments and status.
+// dependencies, the protected fields create does not set, comments and
+// status.
 func recreate(ctx context.Context, t Tracker, b beads.Issue) error {
 	p := b.Priority
 	opts := beads.CreateOptions{
@@ -395,11 +360,12 @@ func recreate(ctx context.Context, t Tracker, b beads.Issue) error {
 		}
 	}
 	var zero beads.Issue
-	for _, f := range []string{FieldParent, FieldDeferUntil, FieldDueAt, FieldExternalRef, FieldEstimate} {
-		if c := scalars[f]; c.value(b) != c.value(zero) {
-			if err := c.revert(ctx, t, b); err != nil {
-				return fmt.Errorf("restore %s of %s: %w", f, b.ID, err)
-			}
+	for _, f := range protectedFields {
+		if !f.scalar() || slices.Contains(createSets, f.name) || f.value(b) == f.value(zero) {
+			continue
+		}
+		if err := revertField(ctx, t, f, b); err != nil {
+			return fmt.Errorf("restore %s of %s: %w", f.name, b.ID, err)
 		}
 	}
 	for _, c := range b.Comments {
