@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,15 +190,16 @@ func TestReopenIsAllowedAndNotReverted(t *testing.T) {
 }
 
 // genWords is bd's vocabulary for generated argvs: commands BUILD may run
-// and some it may not, flags in every spelling pflag takes, and values
-// that matter to the rules.
+// and some it may not, flags in every spelling pflag takes (and every
+// protected field's flags, from the table), and values that matter to the
+// rules (and every protected field's sample).
 var genWords = struct{ cmds, flags, values [][]string }{
 	cmds: [][]string{
 		{"update"}, {"update"}, {"update"}, {"create"}, {"q"}, {"label", "add"}, {"assign"}, {"dep", "add"}, {"dep"},
 		{"dep", "relate"}, {"link"}, {"close"}, {"close"}, {"reopen"}, {"note"}, {"comments", "add"}, {"comment"},
 		{"show"}, {"ready"}, {"priority"}, {"label", "remove"}, {"dep", "remove"}, {"delete"}, {"defer"},
 	},
-	flags: [][]string{
+	flags: withProtectedWords([][]string{
 		{"--status"}, {"-s"}, {"--priority"}, {"-p"}, {"-p0"}, {"--priority=0"}, {"--pri"}, {"--title"},
 		{"--add-label"}, {"--labels"}, {"-l"}, {"--type"}, {"-t"}, {"--parent"}, {"--claim"}, {"--assignee"},
 		{"-a"}, {"--notes"}, {"--append-notes"}, {"-d"}, {"--design"}, {"--acceptance"}, {"--reason"}, {"-r"},
@@ -206,13 +208,35 @@ var genWords = struct{ cmds, flags, values [][]string }{
 		{"--no-cycle-check"}, {"--claim-next"}, {"--deps"}, {"--no-inherit-labels"}, {"--depends-on"},
 		{"--blocked-by"}, {"--status=closed"}, {"-sclosed"}, {"--add-label=ralph:stuck"}, {"-lralph:stuck"},
 		{"--type=parent-child"}, {"--status=open"}, {"-sblocked"},
-	},
-	values: [][]string{
+	}, func(f protectedField) []string {
+		var out []string
+		for _, flag := range f.updateFlags() {
+			out = append(out, "--"+flag)
+		}
+		return out
+	}),
+	values: withProtectedWords([][]string{
 		{"T"}, {"T"}, {"P"}, {"C"}, {"tp-zzz"}, {"0"}, {"4"}, {"closed"}, {"open"}, {"in_progress"}, {"blocked"},
 		{"deferred"}, {"pinned"}, {"ralph:stuck"}, {"x,ralph:stuck"}, {"keep"}, {"parent-child"}, {"blocks"},
 		{"related"}, {"2031-01-01"}, {"a title"}, {"bug"}, {""}, {"tests pass (exit 0)"}, {" "}, {"true"},
 		{"parent-child:T"}, {"blocks:P"},
-	},
+	}, func(f protectedField) []string { return []string{f.sample} }),
+}
+
+// withProtectedWords adds to words the words of every protected field
+// with flags that it lacks.
+func withProtectedWords(words [][]string, of func(protectedField) []string) [][]string {
+	for _, f := range protectedFields {
+		if !f.scalar() {
+			continue
+		}
+		for _, w := range of(f) {
+			if !slices.ContainsFunc(words, func(x []string) bool { return len(x) == 1 && x[0] == w }) {
+				words = append(words, []string{w})
+			}
+		}
+	}
+	return words
 }
 
 // genArgv builds one argv from genWords: a command, then a few flags and

@@ -16,22 +16,16 @@ import (
 	"github.com/ralphd/ralphd/internal/testkit/standin/standintest"
 )
 
-// aroundGuard is, for each field a guard rule protects, a change to it made
-// around the guard: with the real bd by its absolute path, or by editing
-// bd's data (dataEdits, as an agent writing .beads/ directly would). "T"
-// stands for the target issue, "P" for another one.
+// aroundGuard is, for each protected field, the changes to it made around
+// the guard beside its row's own (aroundGuardOps): with the real bd by its
+// absolute path, or by editing bd's data (dataEdits, as an agent writing
+// .beads/ directly would). "T" stands for the target issue, "P" for
+// another one.
 var aroundGuard = map[string][][]string{
 	FieldIssue:        {{"delete", "T", "--force"}, {"edit-data: drop issue"}},
-	FieldTitle:        {{"update", "T", "--title", "an easier issue"}},
-	FieldPriority:     {{"update", "T", "--priority", "0"}, {"edit-data: priority"}},
-	FieldType:         {{"update", "T", "--type", "chore"}},
-	FieldAcceptance:   {{"update", "T", "--acceptance", "nothing"}},
+	FieldPriority:     {{"edit-data: priority"}},
 	FieldStatus:       {{"update", "T", "--status", "deferred"}, {"update", "T", "--status", "pinned"}, {"edit-data: status"}},
-	FieldParent:       {{"update", "T", "--parent", "P"}, {"dep", "add", "T", "P", "--type", "parent-child"}},
-	FieldDeferUntil:   {{"update", "T", "--defer", "2031-01-01T00:00:00Z"}},
-	FieldDueAt:        {{"update", "T", "--due", "2031-01-01T00:00:00Z"}},
-	FieldExternalRef:  {{"update", "T", "--external-ref", "gh-9"}},
-	FieldEstimate:     {{"update", "T", "--estimate", "600"}},
+	FieldParent:       {{"dep", "add", "T", "P", "--type", "parent-child"}},
 	FieldLabels:       {{"label", "remove", "T", "keep"}, {"edit-data: drop labels"}},
 	FieldDependencies: {{"dep", "remove", "T", "P"}, {"edit-data: drop dependencies"}},
 	FieldComments:     {{"edit-data: drop comments"}},
@@ -39,8 +33,19 @@ var aroundGuard = map[string][][]string{
 		{"edit-data: stuck label"}},
 }
 
-// TestProtectedFieldsAroundTheGuard walks the guard's table: for every
-// protected field it first proves the guard refuses the change in BUILD,
+// aroundGuardOps returns the changes tried around the guard for a
+// protected field: for a row with flags, `bd update T --<flag> <sample>`,
+// so that a new row is tried without a new test; then aroundGuard's.
+func aroundGuardOps(f protectedField) [][]string {
+	var ops [][]string
+	if f.scalar() {
+		ops = append(ops, []string{"update", "T", "--" + f.revertFlag(), f.sample})
+	}
+	return append(ops, aroundGuard[f.name]...)
+}
+
+// TestProtectedFieldsAroundTheGuard walks the table of protected fields:
+// for every field it first proves the guard refuses the change in BUILD,
 // then makes it around the guard with the stand-in bd and proves Diff
 // finds it, Revert undoes it and leaves a note.
 func TestProtectedFieldsAroundTheGuard(t *testing.T) {
@@ -51,14 +56,14 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range Protected() {
-		ops, ok := aroundGuard[p.Field]
-		if !ok {
-			t.Errorf("no change around the guard is tried for the protected field %q", p.Field)
+	for _, p := range protectedFields {
+		ops := aroundGuardOps(p)
+		if len(ops) == 0 {
+			t.Errorf("no change around the guard is tried for the protected field %q", p.name)
 			continue
 		}
 		for _, op := range ops {
-			t.Run(p.Field+"/"+strings.Join(op, "_"), func(t *testing.T) {
+			t.Run(p.name+"/"+strings.Join(op, "_"), func(t *testing.T) {
 				is := is.New(t)
 				bd, target, other := seed(t, bin)
 				argv := make([]string, len(op))
@@ -84,7 +89,7 @@ func TestProtectedFieldsAroundTheGuard(t *testing.T) {
 				is.True(len(vs) > 0) // the change is detected
 				found := false
 				for _, v := range vs {
-					found = found || v.Rule == p.Rule.ID
+					found = found || v.Rule == p.rule
 				}
 				is.True(found) // found under the rule the guard refuses it with
 				for _, r := range Revert(context.Background(), bd, before, vs) {
