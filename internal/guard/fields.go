@@ -94,6 +94,7 @@ var protectedFields = []protectedField{
 		read: func(i beads.Issue) string { return i.ExternalRef }},
 	{name: FieldEstimate, rule: RuleUpdateField, flags: "estimate", kind: Estimate, sample: "600",
 		read: func(i beads.Issue) string { return strconv.Itoa(i.EstimatedMinutes) }},
+	{name: "spec_id", rule: RuleUpdateField, flags: "spec-id", sample: "SPEC-9"},
 }
 
 // scalar reports whether Diff and Revert handle the field from its row

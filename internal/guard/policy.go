@@ -330,7 +330,7 @@ var policy = []commandPolicy{
 // remove labels, or set what the table does not protect.
 var updateRefusals = map[string]string{
 	"remove-label": RuleLabelRemove, "set-labels": RuleLabelRemove,
-	"spec-id": RuleUpdateField, "metadata": RuleUpdateField, "set-metadata": RuleUpdateField,
+	"metadata": RuleUpdateField, "set-metadata": RuleUpdateField,
 	"unset-metadata": RuleUpdateField, "ephemeral": RuleUpdateField, "persistent": RuleUpdateField,
 	"history": RuleUpdateField, "no-history": RuleUpdateField, "await-id": RuleUpdateField,
 }
