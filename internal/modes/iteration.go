@@ -53,6 +53,9 @@ type buildIter struct {
 	// held is .ralph/ and the git configuration as they were before the
 	// agent started.
 	held planningFiles
+	// win is the iteration's window in the pool's ledger (workers), from
+	// its agent's start.
+	win *window
 }
 
 // violated reports whether the iteration made forbidden changes.

@@ -218,6 +218,9 @@ type Loop struct {
 	// agentEnded, when set, is told that the BUILD agent of a worker has
 	// ended and its work is about to be judged (workers.Assignment).
 	agentEnded func()
+	// win is a worker's window in the pool's ledger for the iteration its
+	// Assignment gives it (ledger.go).
+	win *window
 }
 
 // repo is the project's git working tree.

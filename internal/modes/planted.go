@@ -10,8 +10,8 @@ import (
 // reflog, a directory as HEAD: see gitscrub), before the judgement's git
 // calls, which would block or read without end there, and records each
 // as a violation of the iteration. It returns one line for each. Workers
-// scrub in the pool (internal/modes), which charges every window that
-// was open, as it does a move of a ref.
+// scrub in the pool (pool_planted.go), whose ledger charges every window
+// that was open, as it does a move of a ref.
 func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
 	if l.shared != nil || it.held.gitCommonDir == "" {
 		return nil

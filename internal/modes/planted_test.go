@@ -18,7 +18,7 @@ import (
 // index or HEAD, the target's reflog, a .gitignore of its work tree). Without the scrub, the pool's next git
 // call there blocks for its two-minute timeout, again and again; with it,
 // the pool ends well within a minute, each planting is reported as a move
-// and charged to the workerWindow, and the retried work is integrated.
+// and charged to the window, and the retried work is integrated.
 func TestPlantedFIFOsDoNotStallThePool(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -96,7 +96,7 @@ func TestPlantedFIFOsDoNotStallThePool(t *testing.T) {
 				for _, s := range m.Suspects {
 					charged = charged || s.Issue == bad && s.Charged
 				}
-				is.True(charged) // the planting workerWindow is charged
+				is.True(charged) // the planting window is charged
 			}
 			is.True(found) // reported
 			is.Equal(len(sum.Failed[bad]), 1)

@@ -9,7 +9,7 @@
 // rebase, rejected pushes); then the issue is reopened with a note that
 // says why (naming the conflicting files) and released, so that it is
 // retried on a fresh base. A lost claim race is never an attempt. The
-// attempts are kept by a Ledger (ralphd's state store, so `ralphd status`
+// attempts are kept by a Tally (ralphd's state store, so `ralphd status`
 // and `ralphd reset` see them), which also decides when an issue is stuck;
 // a stuck issue is labelled StuckLabel and no worker claims it again.
 
@@ -49,6 +49,9 @@ type Assignment struct {
 	// and one reading of the tracker can serve both (the judgement, and
 	// the claim's read-back). It returns at once.
 	AgentEnded func()
+
+	// win is the iteration's window in the pool's ledger.
+	win *window
 }
 
 // Iteration works on an assignment in its worktree. It reports whether it
@@ -67,7 +70,7 @@ var ErrSkip = errors.New("workers: issue skipped")
 // issues they hold, and Run returns the first such error.
 var ErrStop = errors.New("workers: stop")
 
-// Failure is one failed attempt, as the pool hands it to the Ledger.
+// Failure is one failed attempt, as the pool hands it to the Tally.
 type Failure struct {
 	Why string
 	// Integration: the iteration finished the issue, but its work could
@@ -77,22 +80,22 @@ type Failure struct {
 	Conflicts []string
 }
 
-// Ledger keeps the attempts on issues and decides when one is stuck.
-type Ledger interface {
+// Tally keeps the attempts on issues and decides when one is stuck.
+type Tally interface {
 	// Attempts returns the failed attempts counted on an issue so far.
 	Attempts(issue string) (int, error)
 	// Failed records a failed attempt of a (unless the Iteration already
 	// counted it) and returns the attempts now counted and whether the
-	// issue is stuck; the Ledger marks a stuck issue (StuckLabel) itself.
+	// issue is stuck; the Tally marks a stuck issue (StuckLabel) itself.
 	Failed(ctx context.Context, a Assignment, f Failure) (attempts int, stuck bool, err error)
 	// Integrated: the issue's work is on the target; its attempts end.
 	Integrated(issue string) error
 }
 
-// MemoryLedger is a Ledger that keeps the counts in memory, for tests and
+// MemoryTally is a Tally that keeps the counts in memory, for tests and
 // tools: Max failed attempts (zero: DefaultMaxAttempts) make an issue
 // stuck, which is then labelled Label through the worker's bd client.
-type MemoryLedger struct {
+type MemoryTally struct {
 	Max   int
 	Label string
 
@@ -100,15 +103,15 @@ type MemoryLedger struct {
 	count map[string]int
 }
 
-// Attempts implements Ledger.
-func (m *MemoryLedger) Attempts(issue string) (int, error) {
+// Attempts implements Tally.
+func (m *MemoryTally) Attempts(issue string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.count[issue], nil
 }
 
-// Failed implements Ledger.
-func (m *MemoryLedger) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
+// Failed implements Tally.
+func (m *MemoryTally) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
 	m.mu.Lock()
 	if m.count == nil {
 		m.count = map[string]int{}
@@ -131,8 +134,8 @@ func (m *MemoryLedger) Failed(ctx context.Context, a Assignment, f Failure) (int
 	return n, true, nil
 }
 
-// Integrated implements Ledger.
-func (m *MemoryLedger) Integrated(issue string) error {
+// Integrated implements Tally.
+func (m *MemoryTally) Integrated(issue string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.count, issue)
@@ -161,9 +164,9 @@ type Pool struct {
 	Actor func(worker string) string
 	// Iterate is the work.
 	Iterate Iteration
-	// Ledger keeps the attempts; nil means a MemoryLedger labelling
+	// Tally keeps the attempts; nil means a MemoryTally labelling
 	// StuckLabel.
-	Ledger Ledger
+	Tally Tally
 	// StuckLabel marks issues no worker claims again.
 	StuckLabel string
 	// Scope, when set, limits the claims to the descendants of this issue
@@ -209,17 +212,19 @@ type Pool struct {
 	// unfinished are the issues whose last handling here ended without
 	// their work on the target (blockers.go).
 	unfinished map[string]bool
-	ledger     Ledger
+	tally      Tally
 	sum        Summary
 	draining   bool
 	stopErr    error
 	status     map[string]WorkerStatus
 
-	// checking serialises the checks of the refs (refs.go); windows,
-	// refs, clean (when they were last all found in place), and when the
-	// last check began and what it returned, are guarded by mu.
+	// ledger holds the iterations' windows, and charges them with what
+	// the checks of the refs and the scrubs find (ledger.go).
+	ledger ledger
+	// checking serialises the checks of the refs (refs.go); refs, clean
+	// (when they were last all found in place), and when the last check
+	// began and what it returned, are guarded by mu.
 	checking     sync.Mutex
-	windows      []*workerWindow
 	refs         map[string]*refState
 	clean        time.Time
 	lastCheck    time.Time
@@ -347,9 +352,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	if p.Iterate == nil || p.Trees == nil || p.Queue == nil || p.Client == nil || p.Target == "" {
 		return Summary{}, errors.New("workers: the pool needs Iterate, Trees, Queue, Client and Target")
 	}
-	p.ledger = p.Ledger
-	if p.ledger == nil {
-		p.ledger = &MemoryLedger{Label: p.StuckLabel}
+	p.tally = p.Tally
+	if p.tally == nil {
+		p.tally = &MemoryTally{Label: p.StuckLabel}
 	}
 	p.sum = Summary{Failed: map[string][]string{}}
 	p.probe, p.emptyIn = make(chan struct{}, 1), -1
@@ -669,11 +674,11 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
-	opened := tree.Base // the workerWindow checks the branch against it
+	opened := tree.Base // the window checks the branch against it
 	p.mu.Lock()
 	p.sum.Saved = append(p.sum.Saved, saved...)
 	p.mu.Unlock()
-	prior, err := p.ledger.Attempts(is.ID)
+	prior, err := p.tally.Attempts(is.ID)
 	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}
@@ -683,12 +688,13 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	client := p.Client(actor, tree.Dir)
 	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client, AgentEnded: agentEnded}
 	win := p.openWindow(worker, is.ID, tree, opened)
+	a.win = win
 	done, err := p.Iterate(ctx, a)
 	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, done && err == nil)
 	if cerr != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: check the refs: %w", worker, cerr))
 	}
-	charge := p.charged(win)
+	charge := p.ledger.failed(win)
 	switch {
 	case ctx.Err() != nil:
 		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
@@ -729,8 +735,8 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	return j, nil
 }
 
-// fail has the Ledger count a failed attempt, notes why on the issue,
-// then reopens and releases it; the Ledger marks a stuck issue.
+// fail has the Tally count a failed attempt, notes why on the issue,
+// then reopens and releases it; the Tally marks a stuck issue.
 func (p *Pool) fail(ctx context.Context, a Assignment, f Failure) error {
 	worker, actor, id := a.Worker, a.Actor, a.Issue.ID
 	a.BD = p.Client(actor, p.Queue.Repo)
@@ -738,7 +744,7 @@ func (p *Pool) fail(ctx context.Context, a Assignment, f Failure) error {
 	p.sum.Failed[id] = append(p.sum.Failed[id], f.Why)
 	p.mu.Unlock()
 	p.log(Event{Worker: worker, Issue: id, Kind: "failed", Detail: f.Why})
-	n, stuck, err := p.ledger.Failed(ctx, a, f)
+	n, stuck, err := p.tally.Failed(ctx, a, f)
 	if err != nil {
 		return p.giveUp(ctx, actor, id, fmt.Errorf("worker %s: %w", worker, err))
 	}

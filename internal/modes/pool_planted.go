@@ -15,11 +15,11 @@ import (
 // file (a loose ref, a reflog, a worktree's HEAD or index): every git
 // call that reads it would then block for its timeout, again and again.
 // The pool removes what is planted there (gitscrub) at the start, at
-// each workerWindow's end, and, through the queue, before each hand-over and
+// each window's end, and, through the queue, before each hand-over and
 // integration, and charges it like a move of a ref: to every iteration
-// whose workerWindow was open since a scrub last found nothing.
+// whose window was open since a scrub last found nothing.
 //
-// Those scrubs come after the agent whose workerWindow ends, but the other
+// Those scrubs come after the agent whose window ends, but the other
 // workers' agents run meanwhile: one can plant a FIFO just before another
 // worker's git call. So the pool also scrubs every scrubEvery while it
 // runs; a scrub lets go of a git already waiting on a FIFO it removes,
@@ -71,7 +71,7 @@ func (p *Pool) prepareScrub(ctx context.Context) (stop func(), err error) {
 }
 
 // scrub removes what is planted where git opens files, and charges each
-// finding like a move of a ref. With a worker named (at its workerWindow's end,
+// finding like a move of a ref. With a worker named (at its window's end,
 // when no git of the pool's adds or removes its worktree), that worker's
 // worktree is checked whole: its HEAD, git directory and .git file, and
 // its files (gitscrub.ScrubTree): the hand-over's add and the judgement's

@@ -36,7 +36,7 @@ import (
 type job struct {
 	a      Assignment
 	issue  beads.Issue
-	win    *workerWindow
+	win    *window
 	commit string // the work, as handed over
 	h      *holding
 	done   chan struct{} // closed when the job has ended
@@ -96,7 +96,7 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 	a, id := j.a, j.issue.ID
 	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: a.Worker, Issue: id, Commit: j.commit,
 		Admit: func() error {
-			if why := p.charged(j.win); why != "" {
+			if why := p.ledger.failed(j.win); why != "" {
 				return &chargedError{why}
 			}
 			return nil
@@ -123,14 +123,14 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 		return nil
 	}
 	if res.Integrated {
-		p.integrated(j.win)
+		p.ledger.integrated(j.win)
 	}
 	if p.Queue.Remote != "" && res.Commit != "" {
 		// For a dependent another clone claims (remote.go); work that
 		// was empty is "at" the remote's target it started from.
 		p.noteIntegrated(ctx, a.Worker, a.Actor, id, res.Commit)
 	}
-	if err := p.ledger.Integrated(id); err != nil {
+	if err := p.tally.Integrated(id); err != nil {
 		return fmt.Errorf("worker %s: %w", a.Worker, err)
 	}
 	j.h.integrated = true
@@ -252,7 +252,7 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 			// worker did not write, or one whose issue was taken since.
 			p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": the issue is not " + worker + "'s"})
 		case p.Queue.Landed(ctx, m.rebased):
-			if err := p.ledger.Integrated(m.issue); err != nil {
+			if err := p.tally.Integrated(m.issue); err != nil {
 				return settled, fmt.Errorf("workers: %w", err)
 			}
 			p.log(Event{Worker: worker, Issue: m.issue, Kind: "recovered", Detail: "its work reached " + p.Target + " before the stop"})

@@ -19,18 +19,18 @@ import (
 // left each worker's refs after every step it makes (the worktree opened
 // at the target, the agent's iteration, which may only add commits on top
 // of the base, the integration), and checks them, with the target, at
-// each workerWindow's end, before each integration (in the queue, under its
+// each window's end, before each integration (in the queue, under its
 // lock) and when the pool ends. A move it did not make is put back, what
 // it pointed at is kept on a workertree.MovedPrefix branch, and it is
 // reported to RefMoved with the iterations that may have made it: every
-// one whose agent workerWindow was open since the refs were last found in
+// one whose agent window was open since the refs were last found in
 // place. Those not yet integrated are charged: their attempt fails, and
 // their work stays on a branch.
 
 // RefMove is a move of a ref the pool owns that it did not make.
 type RefMove struct {
 	git.Move
-	// Suspects are the iterations whose agent workerWindow was open since the
+	// Suspects are the iterations whose agent window was open since the
 	// ref was last found in place.
 	Suspects []Suspect
 }
@@ -44,37 +44,27 @@ type Suspect struct {
 	Charged bool
 }
 
-// workerWindow is one iteration's agent workerWindow, from the worktree handed to it
-// until its work is integrated or given up.
-type workerWindow struct {
-	worker, issue string
-	start, end    time.Time // end is zero while the iteration runs
-	integrated    bool
-	charge        string // why its attempt fails; "" when it is not charged
-}
-
 // refState is where the pool left a worker's refs.
 type refState struct {
 	dir, branch string
 	// tip is the branch's commit when settled; base is what the agent's
 	// commits must stay on top of while it runs.
 	tip, base string
-	running   bool      // the agent's workerWindow is open: only growth is checked, at its end
+	running   bool      // the agent's window is open: only growth is checked, at its end
 	busy      bool      // ralphd itself is moving them (opening, integrating)
 	since     time.Time // when they were last found in place
 }
 
-// openWindow records the start of worker's iteration on issue in the
-// worktree t, whose branch is at base.
-func (p *Pool) openWindow(worker, issue string, t git.Tree, base string) *workerWindow {
-	w := &workerWindow{worker: worker, issue: issue, start: time.Now()}
+// openWindow opens the window of worker's iteration on issue in the
+// ledger, and records its refs: the worktree t, whose branch is at base.
+func (p *Pool) openWindow(worker, issue string, t git.Tree, base string) *window {
+	w := p.ledger.open(worker, issue)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.windows = append(p.windows, w)
 	if p.refs == nil {
 		p.refs = map[string]*refState{}
 	}
-	p.refs[worker] = &refState{dir: t.Dir, branch: t.Branch, base: base, running: true, since: w.start}
+	p.refs[worker] = &refState{dir: t.Dir, branch: t.Branch, base: base, running: true, since: time.Now()}
 	return w
 }
 
@@ -111,29 +101,21 @@ func (p *Pool) settleRefs(ctx context.Context, worker, tip string) string {
 	return tip
 }
 
-// charged returns why w's attempt fails, or "".
-func (p *Pool) charged(w *workerWindow) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return w.charge
-}
-
-// endWindow ends w's agent workerWindow: worker's own refs must have only grown
+// endWindow ends w's agent window: worker's own refs must have only grown
 // from the base (or, when the iteration failed, may be rewound to an
 // older target commit: ralphd keeps failed work on a branch and rewinds
 // the worktree), and every other settled worker's refs and the target
 // must be where the pool left them. It returns the tip the worker's work
 // is at, for the queue.
 //
-// The worker's own refs are its alone while its workerWindow is open (no check
+// The worker's own refs are its alone while its window is open (no check
 // looks at a running worker's), so that check runs beside the others'.
 // The check of the others' refs and the target is shared: any check that
-// began after the workerWindow ended will do, so the workers whose windows end
+// began after the window ended will do, so the workers whose windows end
 // together wait for one check, not for one each (checkAfter).
-func (p *Pool) endWindow(ctx context.Context, w *workerWindow, done bool) (string, error) {
+func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, error) {
+	end := p.ledger.end(w)
 	p.mu.Lock()
-	w.end = time.Now()
-	end := w.end
 	r := p.refs[w.worker]
 	p.mu.Unlock()
 	errs := []error{p.scrub(w.worker)}
@@ -148,7 +130,7 @@ func (p *Pool) endWindow(ctx context.Context, w *workerWindow, done bool) (strin
 	return p.settleRefs(ctx, w.worker, tip), errors.Join(errs...)
 }
 
-// checkGrowth checks a worker's refs at the end of its own workerWindow: HEAD
+// checkGrowth checks a worker's refs at the end of its own window: HEAD
 // names its branch, and the branch holds the base. It returns where it
 // found or left the branch ("" when it cannot tell).
 func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done bool) (string, error) {
@@ -220,12 +202,12 @@ func (p *Pool) checkAfter(ctx context.Context, t time.Time) error {
 }
 
 // checkOthers checks the target and every settled worker's refs (a
-// running worker's are checked at its workerWindow's end, by checkGrowth). The
+// running worker's are checked at its window's end, by checkGrowth). The
 // workers' refs and HEADs are read in two git calls; a ref found out of
 // place is then looked at again, and put back, on its own.
 // The target is checked only when the merge queue is not integrating (an
 // integration checks it itself first, under the queue's lock, before it
-// admits any work), so that a workerWindow's end never waits for a verify.
+// admits any work), so that a window's end never waits for a verify.
 func (p *Pool) checkOthers(ctx context.Context) error {
 	started := time.Now()
 	moves, checked, err := p.Queue.TryCheck(ctx)
@@ -372,23 +354,10 @@ func (p *Pool) targetMoved(m git.Move) {
 	p.moved(m, since)
 }
 
-// moved charges every iteration whose workerWindow was open after since, and
-// reports the move.
+// moved charges, through the ledger, every iteration whose window was
+// open after since, and reports the move.
 func (p *Pool) moved(m git.Move, since time.Time) {
-	rm := RefMove{Move: m}
-	why := "while this iteration ran, " + m.String() + "; ralphd cannot tell which agent did it, so every iteration whose workerWindow was open is charged"
-	p.mu.Lock()
-	for _, w := range p.windows {
-		if !w.end.IsZero() && w.end.Before(since) {
-			continue
-		}
-		s := Suspect{Worker: w.worker, Issue: w.issue, Charged: !w.integrated}
-		if s.Charged && w.charge == "" {
-			w.charge = why
-		}
-		rm.Suspects = append(rm.Suspects, s)
-	}
-	p.mu.Unlock()
+	rm := RefMove{Move: m, Suspects: p.ledger.found(finding{kind: gitFinding, details: []string{m.String()}, since: since})}
 	p.log(Event{Worker: m.Worker, Kind: "ref-moved", Detail: m.String() + suspectList(rm.Suspects)})
 	if p.RefMoved != nil {
 		p.RefMoved(rm)
@@ -397,7 +366,7 @@ func (p *Pool) moved(m git.Move, since time.Time) {
 
 func suspectList(ss []Suspect) string {
 	if len(ss) == 0 {
-		return "; no agent workerWindow was open"
+		return "; no agent window was open"
 	}
 	var b strings.Builder
 	b.WriteString("; charged: ")
@@ -411,17 +380,6 @@ func suspectList(ss []Suspect) string {
 		}
 	}
 	return b.String()
-}
-
-// integrated marks w's work as on the target: a move found later is not
-// charged to it.
-func (p *Pool) integrated(w *workerWindow) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w.integrated = true
-	if w.end.IsZero() {
-		w.end = time.Now()
-	}
 }
 
 // finish checks every ref once more when the pool ends.

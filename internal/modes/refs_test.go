@@ -105,7 +105,7 @@ func TestAgentMovesTargetAndOtherBranch(t *testing.T) {
 		for _, s := range m.Suspects {
 			charged[s.Issue] = s.Charged
 		}
-		is.True(charged[attacker]) // the guilty workerWindow
+		is.True(charged[attacker]) // the guilty window
 		is.True(charged[victim])   // and the one beside it: ralphd cannot tell
 	}
 	is.True(refs["refs/heads/main"])
@@ -132,7 +132,7 @@ func TestAgentMovesTargetAndOtherBranch(t *testing.T) {
 	is.Equal(sh(t, p.repo, "git", "status", "--porcelain", "--", ".", ":(exclude).beads"), "")
 }
 
-// TestMoveAfterTheLastIntegration: a move made after every workerWindow ended
+// TestMoveAfterTheLastIntegration: a move made after every window ended
 // is found when the pool ends, put back, and charged to nobody.
 func TestMoveAfterTheLastIntegration(t *testing.T) {
 	is := is.New(t)

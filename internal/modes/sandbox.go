@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/sandbox"
 )
 
@@ -132,4 +133,14 @@ func (l *Loop) sandboxNote(mode string) string {
 		return ""
 	}
 	return l.Sandbox.Notice
+}
+
+// sandboxShared is what worker self's sandbox may write of the
+// repository's refs: its own branch only (sandbox.Shared). Outside workers
+// (sh nil) it is nil.
+func (sh *pool) sandboxShared(self string) *sandbox.Shared {
+	if sh == nil {
+		return nil
+	}
+	return &sandbox.Shared{OwnRefs: "refs/heads/" + git.BranchDir(self)}
 }

@@ -69,9 +69,9 @@ type pool struct {
 	scope  string
 	scoped atomic.Pointer[map[string]bool]
 
-	// windows are the iterations whose agent may have made what a
-	// judgement finds (windows.go).
-	windows windowSet
+	// ledger is the Pool's: the iterations' windows, which a judgement's
+	// findings are charged to (ledger.go).
+	ledger *ledger
 
 	// baselineSeq numbers the reading baseline is (see trackview): a
 	// judgement never diffs the baseline against an older reading.
@@ -221,7 +221,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		Scope:      l.Config.Scope,
 		InScope:    sh.inScope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
-		Ledger:     &ledger{l: l, sh: sh},
+		Tally:      &stateTally{l: l, sh: sh},
 		RefMoved:   l.refMoved(sh),
 		Hold:       l.hold,
 		Paused:     l.pausedNow,
@@ -229,6 +229,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
 	}
+	sh.ledger = &p.ledger
 	// A judgement's reading waits for every worker whose agent has ended
 	// and, for a moment (Debounce), for those whose agent runs, which in
 	// a pool in step end together; it starts at once when all of them
@@ -311,10 +312,8 @@ func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 	w.Dir = dir
 	// The queue's window, like an iteration's: a change another judgement
 	// finds while it is open is charged to it too.
-	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}}
-	sh.windows.add(win, "queue", l.now())
-	defer sh.windows.remove(win)
-	sh.windows.ranUnsandboxed(win)
+	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: sh.ledger.openQueue(l.now())}
+	defer sh.ledger.closeAgent(win.win)
 	var c check
 	if err := w.guardedChecks(ctx, 0, func(ce checkEnv) {
 		c = w.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
@@ -364,7 +363,8 @@ func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]
 	if at.IsZero() {
 		at = l.now()
 	}
-	for _, c := range sh.windows.judged(win, found, at, l.sandboxed(ModeBuild)) {
+	sh.ledger.found(finding{kind: trackerFinding, details: slices.Clone(found), by: win.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
+	for _, c := range sh.ledger.judged(win.win) {
 		found = append(found, fmt.Sprintf("%s (found by iteration %d, worker %s, issue %s, while the queue's verify ran)", c.detail, c.iteration, c.worker, c.issueID))
 	}
 	endWindow(after)
@@ -386,6 +386,7 @@ func (l *Loop) forWorker(sh *pool, a Assignment) (*Loop, error) {
 	w.shared = sh
 	w.lastWorked = ""
 	w.agentEnded = a.AgentEnded
+	w.win = a.win
 	return &w, nil
 }
 
@@ -559,18 +560,18 @@ func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Iss
 	})
 }
 
-// ledger keeps the workers' attempts in ralphd's state, where `ralphd
+// stateTally keeps the workers' attempts in ralphd's state, where `ralphd
 // status` and `ralphd reset` see them. The BUILD iteration counts and
-// judges its own attempt; the ledger adds the failures only the pool sees
+// judges its own attempt; the tally adds the failures only the pool sees
 // (integration), and resets an issue once its work is on the target.
-type ledger struct {
+type stateTally struct {
 	l  *Loop
 	sh *pool
 }
 
-func (g *ledger) Attempts(issue string) (int, error) { return g.l.State.Attempt(issue) }
+func (g *stateTally) Attempts(issue string) (int, error) { return g.l.State.Attempt(issue) }
 
-func (g *ledger) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
+func (g *stateTally) Failed(ctx context.Context, a Assignment, f Failure) (int, bool, error) {
 	id := a.Issue.ID
 	r, err := g.l.record(id)
 	if err != nil {
@@ -607,7 +608,7 @@ func (g *ledger) Failed(ctx context.Context, a Assignment, f Failure) (int, bool
 	return r.Count, stuck(r, g.l.Config.MaxStuck) != judge.NotStuck, nil
 }
 
-func (g *ledger) Integrated(issue string) error {
+func (g *stateTally) Integrated(issue string) error {
 	_, err := g.l.State.Reset(issue)
 	return err
 }
