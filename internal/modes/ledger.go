@@ -258,13 +258,13 @@ func (g *ledger) failed(w *window) string {
 // agent is about to start; the returned func closes it. Outside workers
 // it does nothing.
 func (l *Loop) openWindow(it *buildIter) func() {
-	sh := l.shared
-	if sh == nil || l.win == nil {
+	p := l.shared
+	if p == nil || l.win == nil {
 		return func() {}
 	}
 	it.win = l.win
-	sh.ledger.agentStarted(it.win, it.n, l.now())
-	return func() { sh.ledger.closeAgent(it.win) }
+	p.ledger.agentStarted(it.win, it.n, l.now())
+	return func() { p.ledger.closeAgent(it.win) }
 }
 
 // ranUnsandboxed marks it's window (workers) as one in which the agents'
@@ -282,8 +282,8 @@ func (l *Loop) ranUnsandboxed(it *buildIter) {
 // everything this judgement reads and reverts. Outside workers it does
 // nothing.
 func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
-	sh := l.shared
-	if sh == nil || it.win == nil {
+	p := l.shared
+	if p == nil || it.win == nil {
 		return
 	}
 	at := l.now()
@@ -295,8 +295,8 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 	// Sandboxed, no agent can reach the tracker, the state or the run log:
 	// only code run outside the sandbox (checks) can have made what this
 	// judgement found.
-	sh.ledger.found(finding{kind: trackerFinding, details: slices.Clone(it.rec.Violations), by: it.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
-	for _, c := range sh.ledger.judged(it.win) {
+	p.ledger.found(finding{kind: trackerFinding, details: slices.Clone(it.rec.Violations), by: it.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
+	for _, c := range p.ledger.judged(it.win) {
 		detail := fmt.Sprintf("%s — found by iteration %d (worker %s, issue %s) while this iteration's agent ran beside it; "+
 			"ralphd cannot tell which agent made it, so every iteration whose window was open is charged", c.detail, c.iteration, c.worker, c.issueID)
 		it.fixed = append(it.fixed, "charged: "+detail)
@@ -313,7 +313,7 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 // named (the pool fails the attempts of those not yet integrated), or
 // one with no issue when no window was open. The move is already put
 // back, and what it pointed at kept on a branch.
-func (l *Loop) refMoved(sh *pool) func(RefMove) {
+func (l *Loop) refMoved(p *Pool) func(RefMove) {
 	return func(m RefMove) {
 		detail := m.String()
 		if len(m.Suspects) == 0 {
@@ -326,9 +326,9 @@ func (l *Loop) refMoved(sh *pool) func(RefMove) {
 			}
 			l.event(logjsonl.EventViolation, logjsonl.Violation{IssueID: s.Issue, Mode: ModeBuild, Kind: "ref_moved", Detail: d})
 		}
-		sh.mu.Lock()
-		sh.res.Violations++
-		sh.mu.Unlock()
+		p.resMu.Lock()
+		p.res.Violations++
+		p.resMu.Unlock()
 		l.human().Warn("a ref ralphd owns was moved behind its back: put back", "move", detail, "kept", m.Kept)
 	}
 }

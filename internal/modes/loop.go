@@ -203,8 +203,9 @@ type Loop struct {
 	// deferReset: a verified close keeps the issue's attempt record until
 	// the worker's work is integrated (workers.go).
 	deferReset bool
-	// shared is what a worker's Loop shares with the other workers.
-	shared *pool
+	// shared is the pool a worker's Loop runs in, with the other
+	// workers; nil outside workers.
+	shared *Pool
 	// lastReady is the single loop's last `bd ready` answer (readycache.go).
 	lastReady readyAnswer
 	// readSeq numbers the pool's reading snapshotAfter last returned

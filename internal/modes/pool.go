@@ -31,6 +31,7 @@ import (
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/mergeq"
 )
 
@@ -148,7 +149,10 @@ const (
 	DefaultIdle        = 2 * time.Second
 )
 
-// Pool is K workers. Run it once.
+// Pool is K workers. Run it once. A BUILD run with workers
+// (BuildWorkers) also keeps in it what its workers' iterations share: the
+// run's result and iteration numbers, the tracker's baseline and reading,
+// and the integrity ledger.
 type Pool struct {
 	// Workers is K; zero means 1.
 	Workers int
@@ -256,6 +260,49 @@ type Pool struct {
 
 	probes        atomic.Int64 // `bd ready --claim` calls made
 	probesSkipped atomic.Int64 // answered by a probe of the same generation
+
+	// The BUILD run's judgements (set by BuildWorkers; zero in a pool
+	// that judges nothing itself).
+	//
+	// resMu guards res, the run's result, and the iteration numbers:
+	// next numbers iterations (unique in the run, never reused); inflight
+	// counts those running, for the iteration cap.
+	resMu          sync.Mutex
+	res            *Result
+	next, inflight int
+	// actorPrefix starts the bd actor of every worker of this pool.
+	actorPrefix string
+	// judging serialises the tamper judgements of concurrent iterations;
+	// baseline is the tracker as the last judgement left it (forbidden
+	// changes reverted). Every iteration is judged against it, not against
+	// its own start: a change (or a revert) another worker's window made is
+	// judged once, by whichever judgement sees it first.
+	judging  sync.Mutex
+	baseline guard.Snapshot
+	// scoped is the ids under Scope in baseline (workers_scope.go).
+	scoped atomic.Pointer[map[string]bool]
+	// baselineSeq numbers the reading baseline is (see trackview): a
+	// judgement never diffs the baseline against an older reading.
+	baselineSeq uint64
+	// view is the pool's one reading of the tracker, shared by the
+	// claims' read-backs and the judgements.
+	view *guard.View
+	// judgingSoon counts the workers whose agent has ended and whose
+	// judgement has not had its first reading yet: they will ask for one
+	// soon, so a reading waits for them (see trackview.View.Expected).
+	judgingSoon atomic.Int32
+	// working maps each issue a worker's iteration is on to that
+	// worker's actor: the closes its judgement will judge. Its own lock:
+	// judgements read it while they hold judging.
+	workingMu sync.Mutex
+	working   map[string]string
+	// ownStuck holds the issues ralphd itself labelled stuck in this run
+	// (issue id → true): the pool's baseline may not have the label yet,
+	// and a judgement must not take it for an agent's (revertAgainst).
+	ownStuck sync.Map
+	// agents counts the workers whose agent runs: each will ask for a
+	// reading when it ends.
+	agents atomic.Int32
 }
 
 // WorkerStatus is what one worker is doing.

@@ -137,9 +137,9 @@ func (l *Loop) sandboxNote(mode string) string {
 
 // sandboxShared is what worker self's sandbox may write of the
 // repository's refs: its own branch only (sandbox.Shared). Outside workers
-// (sh nil) it is nil.
-func (sh *pool) sandboxShared(self string) *sandbox.Shared {
-	if sh == nil {
+// (p nil) it is nil.
+func (p *Pool) sandboxShared(self string) *sandbox.Shared {
+	if p == nil {
 		return nil
 	}
 	return &sandbox.Shared{OwnRefs: "refs/heads/" + git.BranchDir(self)}

@@ -28,7 +28,7 @@ func TestNotBehindBaseline(t *testing.T) {
 		return guard.NewSnapshot([]beads.Issue{{ID: "a-1", Status: status.Load().(string)}}), nil
 	}}
 	ctx := context.Background()
-	sh := &pool{view: view}
+	sh := &Pool{view: view}
 	l := &Loop{shared: sh}
 
 	// The worker's after-reading: a-1 closed (forbidden).

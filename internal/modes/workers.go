@@ -46,103 +46,48 @@ const MergeTipFile = "mergeq.tip"
 // worktrees/, read-only to the agents.
 const MergeTreeDir = "mergeq"
 
-// pool is what the workers of one BUILD run share: the run's result, the
-// iteration numbers, and the tamper baseline.
-type pool struct {
-	mu  sync.Mutex
-	res *Result
-	// actorPrefix starts the bd actor of every worker of this pool.
-	actorPrefix string
-	// next numbers iterations (unique in the run, never reused);
-	// inflight counts those running, for the iteration cap.
-	next, inflight int
-
-	// judging serialises the tamper judgements of concurrent iterations;
-	// baseline is the tracker as the last judgement left it (forbidden
-	// changes reverted). Every iteration is judged against it, not against
-	// its own start: a change (or a revert) another worker's window made is
-	// judged once, by whichever judgement sees it first.
-	judging  sync.Mutex
-	baseline guard.Snapshot
-	// scope is the run's scope; scoped the ids under it in baseline
-	// (workers_scope.go).
-	scope  string
-	scoped atomic.Pointer[map[string]bool]
-
-	// ledger is the Pool's: the iterations' windows, which a judgement's
-	// findings are charged to (ledger.go).
-	ledger *ledger
-
-	// baselineSeq numbers the reading baseline is (see trackview): a
-	// judgement never diffs the baseline against an older reading.
-	baselineSeq uint64
-
-	// view is the pool's one reading of the tracker, shared by the
-	// claims' read-backs and the judgements.
-	view *guard.View
-	// judgingSoon counts the workers whose agent has ended and whose
-	// judgement has not had its first reading yet: they will ask for one
-	// soon, so a reading waits for them (see trackview.View.Expected).
-	judgingSoon atomic.Int32
-
-	// working maps each issue a worker's iteration is on to that
-	// worker's actor: the closes its judgement will judge. Its own lock:
-	// judgements read it while they hold judging.
-	workingMu sync.Mutex
-	working   map[string]string
-
-	// ownStuck holds the issues ralphd itself labelled stuck in this run
-	// (issue id → true): the pool's baseline may not have the label yet,
-	// and a judgement must not take it for an agent's (revertAgainst).
-	ownStuck sync.Map
-
-	// agents counts the workers whose agent runs: each will ask for a
-	// reading when it ends.
-	agents atomic.Int32
-}
-
 // startWorking records that actor's iteration is on id; the returned func
 // ends that.
-func (sh *pool) startWorking(id, actor string) func() {
-	sh.workingMu.Lock()
-	defer sh.workingMu.Unlock()
-	if sh.working == nil {
-		sh.working = map[string]string{}
+func (p *Pool) startWorking(id, actor string) func() {
+	p.workingMu.Lock()
+	defer p.workingMu.Unlock()
+	if p.working == nil {
+		p.working = map[string]string{}
 	}
-	sh.working[id] = actor
+	p.working[id] = actor
 	return func() {
-		sh.workingMu.Lock()
-		defer sh.workingMu.Unlock()
-		if sh.working[id] == actor {
-			delete(sh.working, id)
+		p.workingMu.Lock()
+		defer p.workingMu.Unlock()
+		if p.working[id] == actor {
+			delete(p.working, id)
 		}
 	}
 }
 
 // worksOn reports whether actor's iteration is on id now.
-func (sh *pool) worksOn(id, actor string) bool {
-	sh.workingMu.Lock()
-	defer sh.workingMu.Unlock()
-	return actor != "" && sh.working[id] == actor
+func (p *Pool) worksOn(id, actor string) bool {
+	p.workingMu.Lock()
+	defer p.workingMu.Unlock()
+	return actor != "" && p.working[id] == actor
 }
 
 // agentStarted counts a worker's agent as running until the returned
 // func is called. Outside workers it does nothing.
-func (sh *pool) agentStarted() func() {
-	if sh == nil {
+func (p *Pool) agentStarted() func() {
+	if p == nil {
 		return func() {}
 	}
-	return countUntil(&sh.agents)
+	return countUntil(&p.agents)
 }
 
 // judgementDue counts a worker whose agent has ended as about to ask for
 // a reading, until the returned func is called (its first reading came,
 // or the iteration ended without). Outside workers it does nothing.
-func (sh *pool) judgementDue() func() {
-	if sh == nil {
+func (p *Pool) judgementDue() func() {
+	if p == nil {
 		return func() {}
 	}
-	return countUntil(&sh.judgingSoon)
+	return countUntil(&p.judgingSoon)
 }
 
 // countUntil adds one to c until the returned func is first called.
@@ -207,35 +152,38 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
 	}
-	sh := &pool{res: res, scope: l.Config.Scope, baselineSeq: base.Seq, view: view, actorPrefix: l.WorkerActor("")}
-	sh.setBaseline(base.Snap)
 	p := &Pool{
 		Workers: k,
 		Target:  target,
 		Trees:   &git.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
-		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Strategy: strategy, Verify: func(ctx context.Context, dir string) error { return l.verifyIn(ctx, sh, dir) }, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
+		Queue: &mergeq.Queue{Repo: l.Dir, Target: target, Remote: l.Config.WorkersRemote, Strategy: strategy, Journal: filepath.Join(l.State.Dir(), MergeJournalFile),
 			TipFile: filepath.Join(l.State.Dir(), MergeTipFile), Tree: filepath.Join(l.State.Dir(), MergeTreeDir)},
 		Client:     l.workerClient,
-		Actor:      func(w string) string { return sh.actorPrefix + w },
 		StuckLabel: StuckLabel,
 		Scope:      l.Config.Scope,
-		InScope:    sh.inScope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
-		Tally:      &stateTally{l: l, sh: sh},
-		RefMoved:   l.refMoved(sh),
 		Hold:       l.hold,
 		Paused:     l.pausedNow,
 		Log: func(e Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
+		res:         res,
+		baselineSeq: base.Seq,
+		view:        view,
+		actorPrefix: l.WorkerActor(""),
 	}
-	sh.ledger = &p.ledger
+	p.setBaseline(base.Snap)
+	p.Queue.Verify = func(ctx context.Context, dir string) error { return l.verifyIn(ctx, p, dir) }
+	p.Actor = func(w string) string { return p.actorPrefix + w }
+	p.InScope = p.inScope
+	p.Tally = &stateTally{l: l, p: p}
+	p.RefMoved = l.refMoved(p)
 	// A judgement's reading waits for every worker whose agent has ended
 	// and, for a moment (Debounce), for those whose agent runs, which in
 	// a pool in step end together; it starts at once when all of them
 	// wait.
 	view.Expected = func() (int, int) {
-		return int(sh.judgingSoon.Load()), int(sh.agents.Load())
+		return int(p.judgingSoon.Load()), int(p.agents.Load())
 	}
 	// The claims' read-backs share readings of their own, which wait for
 	// every worker in a claim, and a moment for those whose agent runs
@@ -245,7 +193,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	claimsReader := *l
 	claimsReader.snap = snapshotCache{}
 	claims := &guard.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
-	claims.Expected = func() (int, int) { return p.Claiming(), int(sh.agents.Load()) }
+	claims.Expected = func() (int, int) { return p.Claiming(), int(p.agents.Load()) }
 	// The claim's read-back: the issue as a reading that started after
 	// the claim has it.
 	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
@@ -264,7 +212,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 				return false, err
 			}
 		}
-		return l.workerIteration(ctx, sh, maxIter, a)
+		return l.workerIteration(ctx, p, maxIter, a)
 	}
 	sum, err := p.Run(ctx)
 	_ = os.Remove(p.StatusFile)
@@ -304,7 +252,7 @@ func (l *Loop) workerClient(actor, dir string) *beads.Client {
 // their iterations were judged: it runs under the guard, contained, and
 // is judged like an iteration (see queueJudgement): a forbidden change
 // to the tracker found after it is reverted, and fails the integration.
-func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
+func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 	if l.Config.Verify == "" {
 		return nil
 	}
@@ -312,15 +260,15 @@ func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 	w.Dir = dir
 	// The queue's window, like an iteration's: a change another judgement
 	// finds while it is open is charged to it too.
-	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: sh.ledger.openQueue(l.now())}
-	defer sh.ledger.closeAgent(win.win)
+	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: p.ledger.openQueue(l.now())}
+	defer p.ledger.closeAgent(win.win)
 	var c check
 	if err := w.guardedChecks(ctx, 0, func(ce checkEnv) {
 		c = w.runCheck(ctx, ce, check{Name: "verify", Gate: GateVerify, Command: l.Config.Verify})
 	}); err != nil {
 		return err
 	}
-	found, err := l.queueJudgement(ctx, sh, win)
+	found, err := l.queueJudgement(ctx, p, win)
 	if err != nil {
 		return fmt.Errorf("judge the tracker after verify: %w", err)
 	}
@@ -341,9 +289,9 @@ func (l *Loop) verifyIn(ctx context.Context, sh *pool, dir string) error {
 // judgements charged to win: whoever made it (the code the queue ran, or
 // an agent running beside it), the integration fails, so the work stays
 // on a branch, and its issue is retried.
-func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]string, error) {
+func (l *Loop) queueJudgement(ctx context.Context, p *Pool, win *buildIter) ([]string, error) {
 	j := *l
-	j.shared, j.readingDue = sh, nil
+	j.shared, j.readingDue = p, nil
 	after, err := j.snapshotAfter(ctx)
 	if err != nil {
 		return nil, err
@@ -363,8 +311,8 @@ func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]
 	if at.IsZero() {
 		at = l.now()
 	}
-	sh.ledger.found(finding{kind: trackerFinding, details: slices.Clone(found), by: win.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
-	for _, c := range sh.ledger.judged(win.win) {
+	p.ledger.found(finding{kind: trackerFinding, details: slices.Clone(found), by: win.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
+	for _, c := range p.ledger.judged(win.win) {
 		found = append(found, fmt.Sprintf("%s (found by iteration %d, worker %s, issue %s, while the queue's verify ran)", c.detail, c.iteration, c.worker, c.issueID))
 	}
 	endWindow(after)
@@ -373,7 +321,7 @@ func (l *Loop) queueJudgement(ctx context.Context, sh *pool, win *buildIter) ([]
 
 // forWorker is the Loop one worker's iterations run with: the worktree,
 // bd as the worker's actor, and the worker's own running record.
-func (l *Loop) forWorker(sh *pool, a Assignment) (*Loop, error) {
+func (l *Loop) forWorker(p *Pool, a Assignment) (*Loop, error) {
 	st, err := l.State.ForWorker(a.Worker)
 	if err != nil {
 		return nil, err
@@ -383,7 +331,7 @@ func (l *Loop) forWorker(sh *pool, a Assignment) (*Loop, error) {
 	w.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
 	w.Human = l.human().With("worker", a.Worker)
 	w.deferReset = true
-	w.shared = sh
+	w.shared = p
 	w.lastWorked = ""
 	w.agentEnded = a.AgentEnded
 	w.win = a.win
@@ -393,8 +341,8 @@ func (l *Loop) forWorker(sh *pool, a Assignment) (*Loop, error) {
 // workerIteration is one BUILD iteration of one worker: the run's caps,
 // the issue's stuck check, then buildIteration in the worker's Loop, its
 // result merged into the run's.
-func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a Assignment) (bool, error) {
-	w, err := l.forWorker(sh, a)
+func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assignment) (bool, error) {
+	w, err := l.forWorker(p, a)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrStop, err)
 	}
@@ -403,44 +351,44 @@ func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a Ass
 		return false, fmt.Errorf("%w: %w", ErrStop, err)
 	}
 	if cause := stuck(r, l.Config.MaxStuck); cause != judge.NotStuck {
-		sh.mu.Lock()
-		err := w.markStuck(ctx, sh.res, r)
-		sh.mu.Unlock()
+		p.resMu.Lock()
+		err := w.markStuck(ctx, p.res, r)
+		p.resMu.Unlock()
 		if err != nil {
 			return false, fmt.Errorf("%w: %w", ErrStop, err)
 		}
 		return false, fmt.Errorf("%w: %s", ErrSkip, stuckWhy(r, cause))
 	}
-	sh.mu.Lock()
-	if maxIter > 0 && sh.res.Iterations+sh.inflight >= maxIter {
-		sh.res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, a.Issue.ID), nil)
-		sh.mu.Unlock()
+	p.resMu.Lock()
+	if maxIter > 0 && p.res.Iterations+p.inflight >= maxIter {
+		p.res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, a.Issue.ID), nil)
+		p.resMu.Unlock()
 		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
 	}
-	if l.overBudget(sh.res) {
-		sh.res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), nil)
-		sh.mu.Unlock()
+	if l.overBudget(p.res) {
+		p.res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), nil)
+		p.resMu.Unlock()
 		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
 	}
-	n := sh.next
-	sh.next++
-	sh.inflight++
+	n := p.next
+	p.next++
+	p.inflight++
 	mine := &Result{Mode: ModeBuild, RunID: l.RunID, Iterations: n}
 	start := 0.0
-	if sh.res.CostUSD != nil {
-		start = *sh.res.CostUSD
+	if p.res.CostUSD != nil {
+		start = *p.res.CostUSD
 		mine.CostUSD = &start // the budget left is the run's, not the worker's
 	}
-	sh.mu.Unlock()
+	p.resMu.Unlock()
 
-	endWorking := sh.startWorking(a.Issue.ID, a.Actor)
+	endWorking := p.startWorking(a.Issue.ID, a.Actor)
 	it, err := w.buildIteration(ctx, mine, a.Issue)
 	endWorking()
 
-	sh.mu.Lock()
-	sh.inflight--
-	sh.merge(mine, n, start)
-	sh.mu.Unlock()
+	p.resMu.Lock()
+	p.inflight--
+	p.merge(mine, n, start)
+	p.resMu.Unlock()
 	done := slices.Contains(mine.Closed, a.Issue.ID)
 	switch {
 	case ctx.Err() != nil:
@@ -462,9 +410,9 @@ func (l *Loop) workerIteration(ctx context.Context, sh *pool, maxIter int, a Ass
 }
 
 // merge adds one worker iteration's result (its iterations numbered from
-// n, its cost counted from start) to the run's. The caller holds sh.mu.
-func (sh *pool) merge(mine *Result, n int, start float64) {
-	res := sh.res
+// n, its cost counted from start) to the run's. The caller holds p.resMu.
+func (p *Pool) merge(mine *Result, n int, start float64) {
+	res := p.res
 	res.Iterations += mine.Iterations - n // 0 for an iteration given back
 	for _, id := range mine.Tried {
 		res.tried(id)
@@ -489,22 +437,22 @@ func (sh *pool) merge(mine *Result, n int, start float64) {
 // baseline. The returned func ends the window, making after the baseline.
 // Outside workers it does nothing.
 func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
-	sh := l.shared
-	if sh == nil {
+	p := l.shared
+	if p == nil {
 		return func(guard.Snapshot) {}
 	}
-	sh.judging.Lock()
-	if sh.baseline != nil {
-		it.before = sh.baseline
+	p.judging.Lock()
+	if p.baseline != nil {
+		it.before = p.baseline
 	}
 	var once sync.Once
 	return func(after guard.Snapshot) {
 		once.Do(func() {
 			if after != nil {
-				sh.setBaseline(after)
-				sh.baselineSeq = l.readSeq
+				p.setBaseline(after)
+				p.baselineSeq = l.readSeq
 			}
-			sh.judging.Unlock()
+			p.judging.Unlock()
 		})
 	}
 }
@@ -516,11 +464,11 @@ func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
 // see the reverted changes made again. The caller holds the judgement
 // window (judgeWindow). Outside workers it returns after.
 func (l *Loop) notBehindBaseline(ctx context.Context, after guard.Snapshot) (guard.Snapshot, error) {
-	sh := l.shared
-	if sh == nil || sh.view == nil || l.readSeq >= sh.baselineSeq {
+	p := l.shared
+	if p == nil || p.view == nil || l.readSeq >= p.baselineSeq {
 		return after, nil
 	}
-	return l.snapshotSince(ctx, sh.baselineSeq-1)
+	return l.snapshotSince(ctx, p.baselineSeq-1)
 }
 
 // sharedBaseline makes a worker's iteration start from the shared baseline
@@ -530,14 +478,14 @@ func (l *Loop) notBehindBaseline(ctx context.Context, after guard.Snapshot) (gua
 // and restored from, would undo the revert. Outside workers it does
 // nothing.
 func (l *Loop) sharedBaseline(it *buildIter) {
-	sh := l.shared
-	if sh == nil {
+	p := l.shared
+	if p == nil {
 		return
 	}
-	sh.judging.Lock()
-	defer sh.judging.Unlock()
-	if sh.baseline != nil {
-		it.before = sh.baseline
+	p.judging.Lock()
+	defer p.judging.Unlock()
+	if p.baseline != nil {
+		it.before = p.baseline
 	}
 }
 
@@ -549,14 +497,14 @@ func (l *Loop) sharedBaseline(it *buildIter) {
 // like another worker's included, so the issue must be one that worker's
 // iteration is on now. Outside workers it returns others.
 func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Issue {
-	sh := l.shared
-	if sh == nil {
+	p := l.shared
+	if p == nil {
 		return others
 	}
-	mine := sh.actorPrefix + l.State.Worker()
+	mine := p.actorPrefix + l.State.Worker()
 	return slices.DeleteFunc(others, func(o beads.Issue) bool {
 		a := after[o.ID].Assignee
-		return a != mine && sh.worksOn(o.ID, a)
+		return a != mine && p.worksOn(o.ID, a)
 	})
 }
 
@@ -565,8 +513,8 @@ func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Iss
 // judges its own attempt; the tally adds the failures only the pool sees
 // (integration), and resets an issue once its work is on the target.
 type stateTally struct {
-	l  *Loop
-	sh *pool
+	l *Loop
+	p *Pool
 }
 
 func (g *stateTally) Attempts(issue string) (int, error) { return g.l.State.Attempt(issue) }
@@ -580,9 +528,9 @@ func (g *stateTally) Failed(ctx context.Context, a Assignment, f Failure) (int, 
 	if f.Integration {
 		// The iteration closed the issue and counted its attempt, whose
 		// record stays until integration (deferReset): record why it failed.
-		g.sh.mu.Lock()
-		g.sh.res.Closed = slices.DeleteFunc(g.sh.res.Closed, func(x string) bool { return x == id })
-		g.sh.mu.Unlock()
+		g.p.resMu.Lock()
+		g.p.res.Closed = slices.DeleteFunc(g.p.res.Closed, func(x string) bool { return x == id })
+		g.p.resMu.Unlock()
 		at := judge.Attempt{Iteration: r.Count, LastGate: "integrate", ExitCode: 1, FilesModified: f.Conflicts,
 			Outputs: []judge.Output{{Name: "integrate", ExitCode: 1, Text: f.Why}}}
 		if err := g.l.State.RecordFailure(id, r.Judgement, at); err != nil {
@@ -592,14 +540,14 @@ func (g *stateTally) Failed(ctx context.Context, a Assignment, f Failure) (int, 
 			return 0, false, err
 		}
 		if stuck(r, g.l.Config.MaxStuck) != judge.NotStuck {
-			w, err := g.l.forWorker(g.sh, a)
+			w, err := g.l.forWorker(g.p, a)
 			if err != nil {
 				return r.Count, true, err
 			}
 			w.BD = a.BD
-			g.sh.mu.Lock()
-			err = w.markStuck(ctx, g.sh.res, r)
-			g.sh.mu.Unlock()
+			g.p.resMu.Lock()
+			err = w.markStuck(ctx, g.p.res, r)
+			g.p.resMu.Unlock()
 			return r.Count, true, err
 		}
 		return r.Count, false, nil

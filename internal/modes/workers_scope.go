@@ -8,11 +8,11 @@ import (
 // setBaseline makes s the workers' shared baseline and, with a scope,
 // records which issues are under it there. The caller holds judging (or
 // no worker runs yet).
-func (sh *pool) setBaseline(s guard.Snapshot) {
-	sh.baseline = s
-	if sh.scope != "" {
-		ids := beads.Descendants(s, sh.scope)
-		sh.scoped.Store(&ids)
+func (p *Pool) setBaseline(s guard.Snapshot) {
+	p.baseline = s
+	if p.Scope != "" {
+		ids := beads.Descendants(s, p.Scope)
+		p.scoped.Store(&ids)
 	}
 }
 
@@ -21,7 +21,7 @@ func (sh *pool) setBaseline(s guard.Snapshot) {
 // now, and another worker's agent may have moved an issue into the scope
 // around the guard (a parent change is PLANNING's): until a judgement
 // reverts it, that issue is not in scope here, and no worker claims it.
-func (sh *pool) inScope(is beads.Issue) bool {
-	ids := sh.scoped.Load()
+func (p *Pool) inScope(is beads.Issue) bool {
+	ids := p.scoped.Load()
 	return ids != nil && (*ids)[is.ID]
 }
