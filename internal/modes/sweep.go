@@ -104,6 +104,9 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
 	}
 	before := guard.NewSnapshot(b.Issues)
+	if !b.ExtraFields {
+		keepExtraOf(before, after)
+	}
 	l.confirmCloseReasons(ctx, before, after)
 	_, details := l.revertAgainst(ctx, before, after, b.Iteration)
 	if len(details) > 0 {
@@ -187,4 +190,19 @@ func removeScratch(prefix string) int {
 		}
 	}
 	return n
+}
+
+// keepExtraOf gives each issue of a baseline written before ralphd kept
+// issues' other fields (beads.Issue.Extra) those fields as they are now,
+// so that the judgement after an upgrade does not read them as emptied by
+// the agent and "revert" them to nothing. A change the agent made to one
+// of them in that one interrupted window goes unjudged: losing the
+// user's data would be worse.
+func keepExtraOf(before, after guard.Snapshot) {
+	for id, b := range before {
+		if a, ok := after[id]; ok && b.Extra == nil {
+			b.Extra = a.Extra
+			before[id] = b
+		}
+	}
 }

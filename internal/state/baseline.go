@@ -24,6 +24,11 @@ type Baseline struct {
 	IssueID   string        `json:"issue_id"`
 	TakenAt   time.Time     `json:"taken_at"`
 	Issues    []beads.Issue `json:"issues"`
+	// ExtraFields marks a baseline whose issues carry their other fields
+	// (beads.Issue.Extra). One written before ralphd kept them lacks them
+	// all, and reads as if every such field were empty: WriteBaseline sets
+	// it, so a reader can tell the two apart.
+	ExtraFields bool `json:"extra_fields,omitempty"`
 }
 
 // BaselinePath returns the path of baseline.json, or of the worker's own
@@ -45,6 +50,7 @@ const baselinePrefix = "baseline-"
 
 // WriteBaseline records the tracker before an iteration, atomically.
 func (s *Store) WriteBaseline(b Baseline) error {
+	b.ExtraFields = true
 	data, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("write the baseline: %w", err)
