@@ -20,7 +20,7 @@ func TestKeepExtraOfALegacyBaseline(t *testing.T) {
 
 	keepExtraOf(before, after)
 	is.Equal(before["t-a"].Extra["spec_id"], "SPEC-1") // the field as it is now
-	is.Equal(len(before), 2)                            // no issue added or dropped
+	is.Equal(len(before), 2)                           // no issue added or dropped
 	for _, v := range guard.Diff(before, after, guard.Options{}) {
 		is.True(v.IssueID != "t-a") // nothing left to "revert" on t-a
 	}
