@@ -22,7 +22,16 @@ const (
 	// Serialization: a Dolt server's "Error 1213 (40001): serialization
 	// failure"; the claim lost a race and should be retried.
 	Serialization
+	// Stale: bd exited with ExitStale, a compare-and-set that found the
+	// issue changed under it; the claim lost a race. From bd's changelog,
+	// not verified against that version.
+	Stale
 )
+
+// ExitStale is the exit code of a bd compare-and-set (--if-status,
+// --if-assignee) that found the issue changed. bd 1.0.5 never exits 13.
+// From bd's changelog, not verified against that version.
+const ExitStale = 13
 
 // Refusal is a parsed claim refusal.
 type Refusal struct {
@@ -89,14 +98,21 @@ func isSerialization(s string) bool {
 }
 
 // RefusalOf extracts the claim refusal carried by err (an *ExitError or
-// *ReportedError), if any.
+// *ReportedError), if any. An exit with ExitStale and no message ralphd
+// knows is a Stale refusal.
 func RefusalOf(err error) (Refusal, bool) {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		if r, ok := ParseRefusal(ee.Message); ok {
 			return r, true
 		}
-		return ParseRefusal(ee.Stderr)
+		if r, ok := ParseRefusal(ee.Stderr); ok {
+			return r, true
+		}
+		if ee.Code == ExitStale {
+			return Refusal{Kind: Stale}, true // from bd's changelog, not verified against that version
+		}
+		return Refusal{}, false
 	}
 	var re *ReportedError
 	if errors.As(err, &re) {
@@ -112,14 +128,12 @@ func RefusalOf(err error) (Refusal, bool) {
 // ErrSerialization.
 // Issues with any of excludeLabels are passed over.
 func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue Issue, ok bool, err error) {
-	args := []string{"ready", "--claim"}
 	for _, l := range excludeLabels {
 		if err := checkLabel(l); err != nil {
 			return Issue{}, false, fmt.Errorf("bd ready --claim: %w", err)
 		}
-		args = append(args, "--exclude-label", l)
 	}
-	issues, err := c.issues(ctx, args)
+	issues, err := c.issues(ctx, readyClaimArgs(excludeLabels...))
 	if err != nil {
 		return Issue{}, false, err
 	}
@@ -135,5 +149,19 @@ func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue
 // Release gives a claim up: `bd update <id> --status open --assignee ""`,
 // the only release bd 1.0.5 has (any actor may do it; started_at stays).
 func (c *Client) Release(ctx context.Context, id string) (Issue, error) {
-	return c.one(ctx, id, false, "update", id, "--status", StatusOpen, "--assignee", "")
+	return c.one(ctx, id, false, releaseArgs(id)...)
+}
+
+// readyClaimArgs is the argv of ReadyClaim (without --json).
+func readyClaimArgs(excludeLabels ...string) []string {
+	args := []string{"ready", "--claim"}
+	for _, l := range excludeLabels {
+		args = append(args, "--exclude-label", l)
+	}
+	return args
+}
+
+// releaseArgs is the argv of Release (without --json).
+func releaseArgs(id string) []string {
+	return []string{"update", id, "--status", StatusOpen, "--assignee", ""}
 }

@@ -149,7 +149,9 @@ func (c *Claimer) run(ctx context.Context, claim func(context.Context) (Issue, b
 				return res, fmt.Errorf("claim: %w", err)
 			case r.Kind == Serialization:
 				continue // a lost race on a Dolt server: retry with jitter
-			case r.Kind == AlreadyClaimed:
+			case r.Kind == AlreadyClaimed, r.Kind == Stale:
+				// Stale: a compare-and-set lost to another writer (from
+				// bd's changelog, not verified against that version).
 				res.Outcome, res.Holder = Lost, r.Holder
 				return res, nil
 			default:

@@ -110,14 +110,18 @@ func (c *Client) Ready(ctx context.Context, opts ReadyOptions) ([]Issue, error) 
 	if opts.Limit < 0 {
 		return nil, fmt.Errorf("bd ready: negative limit %d", opts.Limit)
 	}
-	args := []string{"ready", "--limit", strconv.Itoa(opts.Limit)}
 	if opts.Parent != "" {
 		if err := checkID(opts.Parent); err != nil {
 			return nil, fmt.Errorf("bd ready: %w", err)
 		}
-		args = append(args, "--parent", opts.Parent)
 	}
-	return c.issues(ctx, args)
+	return c.issues(ctx, readyArgs(opts))
+}
+
+// readyArgs is the argv of Ready (without --json).
+func readyArgs(opts ReadyOptions) []string {
+	args := []string{"ready", "--limit", strconv.Itoa(opts.Limit)}
+	return appendFlag(args, "--parent", opts.Parent)
 }
 
 // Show returns one issue with its dependencies as edges whose
@@ -158,14 +162,17 @@ type ListOptions struct {
 
 // List returns issues, all of them (--limit 0), in bd's order.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]Issue, error) {
+	return c.issues(ctx, listArgs(opts))
+}
+
+// listArgs is the argv of List (without --json).
+func listArgs(opts ListOptions) []string {
 	args := []string{"list", "--limit", "0"}
-	if opts.Status != "" {
-		args = append(args, "--status", opts.Status)
-	}
+	args = appendFlag(args, "--status", opts.Status)
 	if opts.All {
 		args = append(args, "--all")
 	}
-	return c.issues(ctx, args)
+	return args
 }
 
 // Blocked returns the open issues that have open blockers, with BlockedBy
@@ -212,6 +219,20 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (Issue, error) {
 	if strings.TrimSpace(o.Title) == "" {
 		return Issue{}, errors.New("bd create: empty title")
 	}
+	args := createArgs(o)
+	out, err := c.RunJSON(ctx, args...)
+	if err != nil {
+		return Issue{}, err
+	}
+	is, err := ParseIssue(out)
+	if err != nil {
+		return Issue{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
+	}
+	return is, nil
+}
+
+// createArgs is the argv of Create (without --json).
+func createArgs(o CreateOptions) []string {
 	args := []string{"create"}
 	if strings.HasPrefix(o.Title, "-") {
 		args = append(args, "--title", o.Title)
@@ -234,15 +255,7 @@ func (c *Client) Create(ctx context.Context, o CreateOptions) (Issue, error) {
 	if len(o.Deps) > 0 {
 		args = append(args, "--deps", strings.Join(o.Deps, ","))
 	}
-	out, err := c.RunJSON(ctx, args...)
-	if err != nil {
-		return Issue{}, err
-	}
-	is, err := ParseIssue(out)
-	if err != nil {
-		return Issue{}, fmt.Errorf("%s: %w", commandLine(jsonArgs(args)), err)
-	}
-	return is, nil
+	return args
 }
 
 // UpdateStatus sets an issue's status and returns the updated issue.
@@ -250,14 +263,20 @@ func (c *Client) UpdateStatus(ctx context.Context, id, status string) (Issue, er
 	if status == "" {
 		return Issue{}, fmt.Errorf("bd update %s: empty status", id)
 	}
-	return c.one(ctx, id, false, "update", id, "--status", status)
+	return c.one(ctx, id, false, statusArgs(id, status)...)
 }
+
+// statusArgs is the argv of UpdateStatus (without --json).
+func statusArgs(id, status string) []string { return []string{"update", id, "--status", status} }
 
 // Claim atomically sets an issue in_progress with the actor as assignee.
 // A claim by another actor fails with an *ExitError.
 func (c *Client) Claim(ctx context.Context, id string) (Issue, error) {
-	return c.one(ctx, id, false, "update", id, "--claim")
+	return c.one(ctx, id, false, claimArgs(id)...)
 }
+
+// claimArgs is the argv of Claim (without --json).
+func claimArgs(id string) []string { return []string{"update", id, "--claim"} }
 
 // AppendNotes appends text to an issue's notes (bd joins with a newline);
 // it never replaces them.
@@ -268,8 +287,11 @@ func (c *Client) AppendNotes(ctx context.Context, id, text string) (Issue, error
 	if c.Redact != nil {
 		text = c.Redact(text)
 	}
-	return c.one(ctx, id, false, "update", id, "--append-notes", text)
+	return c.one(ctx, id, false, appendNotesArgs(id, text)...)
 }
+
+// appendNotesArgs is the argv of AppendNotes (without --json).
+func appendNotesArgs(id, text string) []string { return []string{"update", id, "--append-notes", text} }
 
 // Set is one `bd update` flag, by its long name without the dashes (such
 // as "priority" or "external-ref"), and the value to give it. An empty
@@ -288,44 +310,65 @@ func (c *Client) Update(ctx context.Context, id string, sets ...Set) (Issue, err
 	if len(sets) == 0 {
 		return Issue{}, fmt.Errorf("bd update %s: no fields to change", id)
 	}
-	args := []string{"update", id}
 	for _, s := range sets {
 		if err := checkFlag(s.Flag); err != nil {
 			return Issue{}, fmt.Errorf("bd update %s: %w", id, err)
 		}
+	}
+	return c.one(ctx, id, false, updateArgs(id, sets...)...)
+}
+
+// updateArgs is the argv of Update (without --json).
+func updateArgs(id string, sets ...Set) []string {
+	args := []string{"update", id}
+	for _, s := range sets {
 		args = append(args, "--"+s.Flag, s.Value)
 	}
-	return c.one(ctx, id, false, args...)
+	return args
 }
 
 // Close closes an issue with a reason and returns it. bd refuses, with an
 // *ExitError, to close an issue that has open blockers.
 func (c *Client) Close(ctx context.Context, id, reason string) (Issue, error) {
-	args := []string{"close", id}
-	args = appendFlag(args, "--reason", reason)
-	return c.one(ctx, id, false, args...)
+	return c.one(ctx, id, false, closeArgs(id, reason)...)
+}
+
+// closeArgs is the argv of Close (without --json).
+func closeArgs(id, reason string) []string {
+	return appendFlag([]string{"close", id}, "--reason", reason)
 }
 
 // Reopen reopens a closed issue, with an optional reason, and returns it.
 // Reopening an open issue succeeds; bd then prints no issue, so Reopen
 // reads it with show.
 func (c *Client) Reopen(ctx context.Context, id, reason string) (Issue, error) {
-	args := []string{"reopen", id}
-	args = appendFlag(args, "--reason", reason)
-	return c.one(ctx, id, true, args...)
+	return c.one(ctx, id, true, reopenArgs(id, reason)...)
+}
+
+// reopenArgs is the argv of Reopen (without --json).
+func reopenArgs(id, reason string) []string {
+	return appendFlag([]string{"reopen", id}, "--reason", reason)
 }
 
 // DepAdd records that issueID depends on dependsOnID, so dependsOnID
 // blocks issueID when depType is "" or DepBlocks.
 func (c *Client) DepAdd(ctx context.Context, issueID, dependsOnID, depType string) error {
-	args := []string{"dep", "add", issueID, dependsOnID}
-	args = appendFlag(args, "--type", depType)
-	return c.noResult(ctx, []string{issueID, dependsOnID}, args)
+	return c.noResult(ctx, []string{issueID, dependsOnID}, depAddArgs(issueID, dependsOnID, depType))
+}
+
+// depAddArgs is the argv of DepAdd (without --json).
+func depAddArgs(issueID, dependsOnID, depType string) []string {
+	return appendFlag([]string{"dep", "add", issueID, dependsOnID}, "--type", depType)
 }
 
 // DepRemove removes the dependency of issueID on dependsOnID.
 func (c *Client) DepRemove(ctx context.Context, issueID, dependsOnID string) error {
-	return c.noResult(ctx, []string{issueID, dependsOnID}, []string{"dep", "remove", issueID, dependsOnID})
+	return c.noResult(ctx, []string{issueID, dependsOnID}, depRemoveArgs(issueID, dependsOnID))
+}
+
+// depRemoveArgs is the argv of DepRemove (without --json).
+func depRemoveArgs(issueID, dependsOnID string) []string {
+	return []string{"dep", "remove", issueID, dependsOnID}
 }
 
 // Comments returns the comments on an issue, oldest first.
@@ -333,7 +376,7 @@ func (c *Client) Comments(ctx context.Context, id string) ([]Comment, error) {
 	if err := checkID(id); err != nil {
 		return nil, fmt.Errorf("bd comments: %w", err)
 	}
-	out, err := c.RunJSON(ctx, "comments", id)
+	out, err := c.RunJSON(ctx, commentsArgs(id)...)
 	if err != nil {
 		return nil, err
 	}
@@ -349,16 +392,21 @@ func (c *Client) CommentAdd(ctx context.Context, id, text string) error {
 	if err := checkID(id); err != nil {
 		return fmt.Errorf("bd comments add: %w", err)
 	}
-	_, err := c.RunJSON(ctx, "comments", "add", id, text)
+	_, err := c.RunJSON(ctx, commentAddArgs(id, text)...)
 	return err
 }
+
+// commentsArgs and commentAddArgs are the argv of Comments and CommentAdd
+// (without --json).
+func commentsArgs(id string) []string         { return []string{"comments", id} }
+func commentAddArgs(id, text string) []string { return []string{"comments", "add", id, text} }
 
 // LabelAdd adds a label to an issue.
 func (c *Client) LabelAdd(ctx context.Context, id, label string) error {
 	if err := checkLabel(label); err != nil {
 		return fmt.Errorf("bd label add: %w", err)
 	}
-	return c.noResult(ctx, []string{id}, []string{"label", "add", id, label})
+	return c.noResult(ctx, []string{id}, labelArgs("add", id, label))
 }
 
 // LabelRemove removes a label from an issue.
@@ -366,8 +414,12 @@ func (c *Client) LabelRemove(ctx context.Context, id, label string) error {
 	if err := checkLabel(label); err != nil {
 		return fmt.Errorf("bd label remove: %w", err)
 	}
-	return c.noResult(ctx, []string{id}, []string{"label", "remove", id, label})
+	return c.noResult(ctx, []string{id}, labelArgs("remove", id, label))
 }
+
+// labelArgs is the argv of LabelAdd (op "add") and LabelRemove ("remove"),
+// without --json.
+func labelArgs(op, id, label string) []string { return []string{"label", op, id, label} }
 
 // RunJSON runs bd with args and --json (plus --actor when set) and returns
 // its stdout. It fails with a typed error when bd is missing, times out,
@@ -436,16 +488,23 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 	if !errors.As(err, &xe) {
 		return nil, fmt.Errorf("%s: %w", commandLine(argv), err)
 	}
-	msg, ok := ParseErrorObject(stdout.Bytes())
+	return nil, exitError(c.Dir, argv, xe.ExitCode(), stdout.Bytes(), stderr.Bytes())
+}
+
+// exitError is the error ralphd makes of a bd run in dir that exited with
+// a non-zero code: an *ExitError carrying bd's message, or a
+// *NotInitializedError when bd found no tracker.
+func exitError(dir string, argv []string, code int, stdout, stderr []byte) error {
+	msg, ok := ParseErrorObject(stdout)
 	if !ok {
-		msg, _ = ParseErrorObject(stderr.Bytes())
+		msg, _ = ParseErrorObject(stderr)
 	}
-	ee := &ExitError{Args: argv, Code: xe.ExitCode(), Stderr: trimStderr(stderr.String()), Message: msg}
-	if strings.Contains(stderr.String(), "no beads database found") ||
+	ee := &ExitError{Args: argv, Code: code, Stderr: trimStderr(string(stderr)), Message: msg}
+	if strings.Contains(string(stderr), "no beads database found") ||
 		strings.Contains(msg, "no beads database found") {
-		return nil, &NotInitializedError{Dir: c.Dir, Err: ee}
+		return &NotInitializedError{Dir: dir, Err: ee}
 	}
-	return nil, ee
+	return ee
 }
 
 // startError classifies a failure to start bd.

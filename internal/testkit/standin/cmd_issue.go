@@ -308,7 +308,7 @@ func (inv *invocation) newIssueID(title, desc string) string {
 var updateFlags = []string{"acceptance", "add-label", "append-notes", "assignee", "body-file", "claim", "defer",
 	"description", "design", "design-file", "due", "estimate", "external-ref", "metadata", "notes", "parent",
 	"priority", "remove-label", "session", "set-labels", "set-metadata", "spec-id", "status", "stdin", "title",
-	"type", "unset-metadata"}
+	"type", "unset-metadata", "clear-notes"}
 
 func runUpdate(inv *invocation) int {
 	fl := inv.fl
@@ -368,7 +368,7 @@ func runUpdate(inv *invocation) int {
 	}
 	actor := inv.actor()
 	now := roundTime(inv.now)
-	failed := false
+	failed, stale := false, false
 	var updated []*issue
 	for _, ref := range ids {
 		is, err := inv.resolve(ref)
@@ -412,13 +412,18 @@ func runUpdate(inv *invocation) int {
 				// A repeat claim by the same actor changes nothing.
 			case is.Assignee != "" && is.Assignee != actor:
 				fmt.Fprintf(inv.stderr, "Error claiming %s: issue already claimed by %s\n", is.ID, is.Assignee)
-				failed = true
+				failed, stale = true, inv.deviates(DeviateClaimStale)
 				continue
 			default:
 				fmt.Fprintf(inv.stderr, "Error claiming %s: issue not claimable: status %s\n", is.ID, is.Status)
-				failed = true
+				failed, stale = true, inv.deviates(DeviateClaimStale)
 				continue
 			}
+		}
+		if msg := inv.notesRefused(is); msg != "" {
+			fmt.Fprintln(inv.stderr, msg)
+			failed = true
+			continue
 		}
 		onlyClaim := true
 		for _, f := range updateFlags {
@@ -453,6 +458,9 @@ func runUpdate(inv *invocation) int {
 		}
 		if fl.changed("notes") {
 			is.Notes = fl.str("notes")
+		}
+		if fl.changed("clear-notes") && fl.boolean("clear-notes") { // DeviateNotes
+			is.Notes = ""
 		}
 		if a := fl.str("append-notes"); fl.changed("append-notes") {
 			if is.Notes != "" {
@@ -546,6 +554,9 @@ func runUpdate(inv *invocation) int {
 				fmt.Fprintf(inv.stdout, "✓ Updated issue: %s — %s\n", is.ID, is.Title)
 			}
 		}
+	}
+	if stale {
+		return 13 // DeviateClaimStale
 	}
 	if failed {
 		return 1

@@ -311,6 +311,9 @@ func (inv *invocation) readyClaim(list []*issue) int {
 	if inv.jsonOut {
 		inv.printJSON([]obj{})
 		fmt.Fprintln(inv.stdout)
+		if inv.deviates(DeviateExitCode) {
+			return 1
+		}
 		return 0
 	}
 	fmt.Fprint(inv.stdout, "\n○ No ready work to claim\n\n")

@@ -121,8 +121,14 @@ func (inv *invocation) rand() io.Reader {
 
 // dispatch finds the command like cobra does, parses its flags and runs it.
 func (inv *invocation) dispatch(args []string) int {
+	if inv.deviates(DeviateLeases) {
+		if code, ok := inv.heartbeat(args); ok {
+			return code
+		}
+	}
 	root := buildTree()
 	cmd, rest, unknown := lookup(root, args)
+	inv.deviateCommand(cmd)
 	if unknown != "" {
 		fmt.Fprintf(inv.stderr, "Error: unknown command %q for \"bd\"%s\nRun 'bd --help' for usage.\n", unknown, suggestions(root, unknown))
 		return 1
@@ -364,6 +370,9 @@ func (inv *invocation) failJSON(toStdout bool, msg string) int {
 func (inv *invocation) printJSON(v any) { inv.writeJSON(inv.stdout, v) }
 
 func (inv *invocation) writeJSON(w io.Writer, v any) {
+	if inv.deviates(DeviateRenamedField) {
+		v = renameFields(v)
+	}
 	if inv.envelope {
 		if o, ok := v.(obj); ok {
 			v = o.without("schema_version")
