@@ -403,6 +403,9 @@ func judgeFailure(want Expect, err error, vars map[string]string) []string {
 	if want.Refusal != RefusedNone {
 		r, ok := RefusalOf(err)
 		switch {
+		case ok && want.Refusal == AlreadyClaimed && r.Kind == Stale:
+			// A lost race either way, holder unknown (from bd's changelog,
+			// not verified against that version).
 		case !ok || r.Kind != want.Refusal:
 			diffs = append(diffs, fmt.Sprintf("ralphd does not read this as a claim refusal (%s): %v", refusalName(want.Refusal), err))
 		case want.Holder != "" && r.Holder != expandOr(want.Holder, vars):

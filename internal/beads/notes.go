@@ -21,6 +21,9 @@ func setNotesArgs(id, text string) []string { return []string{"update", id, "--n
 // version does alike. The notes are text ralphd read from the tracker, so
 // they are not redacted again.
 func (c *Client) SetNotes(ctx context.Context, id, text string) (Issue, error) {
+	if text == "" {
+		return c.clearNotes(ctx, id)
+	}
 	is, err := c.one(ctx, id, false, setNotesArgs(id, text)...)
 	if err == nil && is.Notes == text {
 		return is, nil
@@ -32,10 +35,8 @@ func (c *Client) SetNotes(ctx context.Context, id, text string) (Issue, error) {
 	if is, err = c.clearNotes(ctx, id); err != nil {
 		return Issue{}, errors.Join(first, err)
 	}
-	if text != "" {
-		if is, err = c.one(ctx, id, false, appendNotesArgs(id, text)...); err != nil {
-			return Issue{}, errors.Join(first, err)
-		}
+	if is, err = c.one(ctx, id, false, appendNotesArgs(id, text)...); err != nil {
+		return Issue{}, errors.Join(first, err)
 	}
 	if is.Notes != text {
 		return is, fmt.Errorf("bd update %s: the notes read %q after the restore, want %q", id, truncate(is.Notes, 60), truncate(text, 60))

@@ -410,13 +410,17 @@ func runUpdate(inv *invocation) int {
 				inv.claimed = append(inv.claimed, is.ID)
 			case is.Status == statusInProgress && is.Assignee == actor:
 				// A repeat claim by the same actor changes nothing.
+			case is.Assignee != "" && is.Assignee != actor && inv.deviates(DeviateClaimStale):
+				fmt.Fprintf(inv.stderr, "Error claiming %s: stale: the issue changed since it was read\n", is.ID)
+				failed, stale = true, true
+				continue
 			case is.Assignee != "" && is.Assignee != actor:
 				fmt.Fprintf(inv.stderr, "Error claiming %s: issue already claimed by %s\n", is.ID, is.Assignee)
-				failed, stale = true, inv.deviates(DeviateClaimStale)
+				failed = true
 				continue
 			default:
 				fmt.Fprintf(inv.stderr, "Error claiming %s: issue not claimable: status %s\n", is.ID, is.Status)
-				failed, stale = true, inv.deviates(DeviateClaimStale)
+				failed = true
 				continue
 			}
 		}

@@ -31,7 +31,8 @@ const (
 	// existing notes is refused unless --force, --notes "" is refused in
 	// favour of --clear-notes.
 	DeviateNotes = "notes-refused"
-	// DeviateClaimStale makes a refused claim exit 13, as a later bd's
+	// DeviateClaimStale makes a claim of an issue another actor holds
+	// exit 13 with a message ralphd does not know, as a later bd's
 	// compare-and-set does when the issue changed (from bd's changelog).
 	DeviateClaimStale = "claim-exit-13"
 	// DeviateLeases adds `bd heartbeat <id>`, which renews a claim's
