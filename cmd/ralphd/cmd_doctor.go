@@ -38,8 +38,15 @@ something is wrong, how to fix it: bd and its version, the agent CLI and
 whether it is logged in (where that can be told offline), git,
 bubblewrap and user namespaces (the BUILD sandbox), cgroup v2, the systemd
 user manager, and write access to the state dir. Exits 1 when something
-ralphd cannot run without is missing.`)
+ralphd cannot run without is missing.
+
+With a bare --bd (no path after it), check instead the bd contract: every
+bd command, output shape and exit code ralphd relies on, run against your bd
+(from PATH, or --bd PATH) in a scratch git repository, one line each with ok
+or the exact difference. Exits 1 when bd differs in something ralphd relies
+on; the result is recorded per bd version for later runs.`)
 	config.BindFlags(fs, "agent", "agent_cmd", "bd", "sandbox")
+	args, contract := contractSwitch(args)
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
@@ -50,6 +57,9 @@ ralphd cannot run without is missing.`)
 	cfg, err := loadConfigHere(ctx, a, fs)
 	if err != nil {
 		return reportErr(a, err)
+	}
+	if contract {
+		return doctorBD(ctx, a, cfg)
 	}
 	vs := []verdict{
 		checkBD(ctx, cfg.BD),

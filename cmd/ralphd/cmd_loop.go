@@ -168,6 +168,10 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		ls.close()
 		return nil, reportErr(a, err)
 	}
+	if code := checkBDVersion(ctx, a, realBD, mode, p.cfg); code != exitOK {
+		ls.close()
+		return nil, code
+	}
 	backend, code := lookupBackend(a, p.cfg)
 	if backend == nil {
 		ls.close()

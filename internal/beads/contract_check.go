@@ -363,7 +363,11 @@ func judge(want Expect, dir string, argv []string, r runResult, vars map[string]
 	case want.Fails && r.code == 0:
 		add("exit 0, want a failure (non-zero)")
 	case !want.Fails && r.code != 0:
-		add("exit %d, want 0: %s", r.code, stderrSummary(string(r.stderr)))
+		if s := stderrSummary(string(r.stderr)); s != "" {
+			add("exit %d, want 0: %s", r.code, s)
+		} else {
+			add("exit %d, want 0", r.code)
+		}
 		return diffs
 	}
 	for _, p := range []struct {

@@ -48,7 +48,10 @@ func (c *Client) KeepLease(ctx context.Context, id string) (stop func()) {
 }
 
 func (c *Client) keepLease(ctx context.Context, id string, every time.Duration) (stop func()) {
-	if has, _ := leases.Load(c.Bin); has != true || checkID(id) != nil {
+	if c == nil || checkID(id) != nil {
+		return func() {}
+	}
+	if has, _ := leases.Load(c.Bin); has != true {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -88,6 +88,7 @@ func Fields() []Field {
 		field("agent_cmd", kindString, "", "command line for the command agent backend, run with sh -c (implies agent=command)"),
 		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
 		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
+		field("bd_contract_override", kindBool, "false", "run build and the daemon even on a bd version `ralphd doctor --bd` found to differ from what ralphd relies on"),
 		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
 		atLeast1(field("max_stuck", kindInt, "3", "failed attempts before an issue is marked STUCK and skipped")),
 		field("iteration_timeout", kindDuration, "45m", "wall-clock limit for one agent run"),
@@ -173,6 +174,7 @@ type Config struct {
 	AgentCmd                string
 	Model                   string
 	BD                      string
+	BDContractOverride      bool
 	Scope                   string
 	MaxStuck                int
 	Workers                 int
@@ -470,6 +472,7 @@ func (c *Config) decode() error {
 	c.AgentCmd = str("agent_cmd")
 	c.Model = str("model")
 	c.BD = str("bd")
+	c.BDContractOverride = boo("bd_contract_override")
 	c.Scope = str("scope")
 	c.MaxStuck = num("max_stuck")
 	c.Workers = num("workers")
