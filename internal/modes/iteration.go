@@ -68,6 +68,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if err != nil {
 		return iteration{reason: step}, err
 	}
+	defer l.BD.KeepLease(ctx, is.ID)() // renews the claim where bd has leases (from bd's changelog, not verified against that version)
 	// From here until the checks have run, the agent's code runs: ralphd's
 	// state files are sealed, and whatever it changes in them is put back.
 	it.held = l.holdPlanningFiles(ctx)
