@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"time"
 
@@ -33,32 +31,40 @@ type BDCheck struct {
 
 var plainVersion = regexp.MustCompile(`^[0-9][0-9A-Za-z.+_-]{0,63}$`)
 
-// bdCheckPath is the file of version's check: <root>/bd-contract/<version>.json,
-// or a hash of the version when it is not plain.
-func bdCheckPath(root, version string) string {
+// bdCheckName is the file of version's check under the state root:
+// bd-contract/<version>.json, or a hash of the version when it is not
+// plain.
+func bdCheckName(version string) string {
 	name := version
 	if !plainVersion.MatchString(version) {
 		sum := sha256.Sum256([]byte(version))
 		name = "sha256-" + hex.EncodeToString(sum[:8])
 	}
-	return filepath.Join(root, BDChecksDirName, name+".json")
+	return BDChecksDirName + "/" + name + ".json"
 }
 
 // WriteBDCheck records c under the state root, replacing the record of
-// the same version atomically.
+// the same version atomically, through an atomicfile.Dir as every state
+// file is written: no link in the state root is followed.
 func WriteBDCheck(root string, c BDCheck) error {
 	if c.Version == "" {
 		return errors.New("record a bd check: no version")
-	}
-	path := bdCheckPath(root, c.Version)
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return fmt.Errorf("record a bd check: %w", err)
 	}
 	data, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return fmt.Errorf("record a bd check: %w", err)
 	}
-	if err := atomicfile.Write(path, append(data, '\n'), filePerm); err != nil {
+	d, err := atomicfile.MakeDirAll(root, dirPerm)
+	if err != nil {
+		return fmt.Errorf("record a bd check: %w", err)
+	}
+	defer d.Close()
+	sub, err := d.MakeDir(BDChecksDirName, dirPerm)
+	if err != nil {
+		return fmt.Errorf("record a bd check: %w", err)
+	}
+	_ = sub.Close()
+	if err := d.WriteFile(bdCheckName(c.Version), append(data, '\n'), filePerm); err != nil {
 		return fmt.Errorf("record a bd check: %w", err)
 	}
 	return nil
@@ -67,7 +73,16 @@ func WriteBDCheck(root string, c BDCheck) error {
 // ReadBDCheck returns the recorded check of a bd version; found is false
 // when there is none.
 func ReadBDCheck(root, version string) (c BDCheck, found bool, err error) {
-	data, err := atomicfile.Read(bdCheckPath(root, version), 1<<20)
+	d, err := atomicfile.OpenDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return BDCheck{}, false, nil
+	}
+	if err != nil {
+		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: %w", version, err)
+	}
+	defer d.Close()
+	name := bdCheckName(version)
+	data, err := d.ReadFile(name, 1<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return BDCheck{}, false, nil
 	}
@@ -75,10 +90,10 @@ func ReadBDCheck(root, version string) (c BDCheck, found bool, err error) {
 		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: %w", version, err)
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: %s: %w", version, bdCheckPath(root, version), err)
+		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: %s: %w", version, d.Join(name), err)
 	}
 	if c.Version != version {
-		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: the file records version %q", version, c.Version)
+		return BDCheck{}, false, fmt.Errorf("read the bd check of %s: %s records version %q", version, d.Join(name), c.Version)
 	}
 	return c, true, nil
 }

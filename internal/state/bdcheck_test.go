@@ -62,4 +62,21 @@ func TestBDCheckMissingAndCorrupt(t *testing.T) {
 	is.NoErr(os.WriteFile(filepath.Join(root, BDChecksDirName, "1.3.2.json"), []byte(`{"version":"1.3.3"}`), 0o600))
 	_, _, err = ReadBDCheck(root, "1.3.2")
 	is.True(err != nil) // a record of another version
+
+	// A link planted for the record is never followed, to read or write.
+	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	is.NoErr(os.WriteFile(target, []byte(`{"version":"1.4.0","passed":true}`), 0o600))
+	is.NoErr(os.Symlink(target, filepath.Join(root, BDChecksDirName, "1.4.0.json")))
+	_, _, err = ReadBDCheck(root, "1.4.0")
+	is.True(err != nil)
+	is.True(WriteBDCheck(root, BDCheck{Version: "1.4.0"}) != nil || !isLink(t, filepath.Join(root, BDChecksDirName, "1.4.0.json")))
+	data, err := os.ReadFile(target)
+	is.NoErr(err)
+	is.Equal(string(data), `{"version":"1.4.0","passed":true}`) // untouched
+}
+
+func isLink(t *testing.T, path string) bool {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
 }
