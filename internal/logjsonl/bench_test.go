@@ -115,3 +115,16 @@ func benchStream(b *testing.B, worker string) {
 		}
 	}
 }
+
+// BenchmarkRender renders a Claude run's log for a person, as `ralphd
+// logs` does: a run_start naming the agent, then the synthetic stream.
+func BenchmarkRender(b *testing.B) {
+	in := append([]byte(`{"type":"loop_meta","event":"run_start","timestamp":"2026-01-28T15:30:00Z","data":{"schema_version":1,"mode":"build","agent":"claude"}}`+"\n"), benchInput(b)...)
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := logjsonl.Render(io.Discard, bytes.NewReader(in), logjsonl.RenderOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
