@@ -42,7 +42,22 @@ const (
 	EventResult     EventKind = "result"
 )
 
+// Event kinds only a LogParser reports: what a person reading the run log
+// sees and the loop has no use for.
+const (
+	EventThinking EventKind = "thinking" // the model's reasoning, in Text
+	EventPrompt   EventKind = "prompt"   // input the CLI echoes back (the prompt, a user message), in Text
+	EventUsage    EventKind = "usage"    // a turn or step finished: Tokens and CostUSD as the CLI counts them, worded in Text
+	EventNote     EventKind = "note"     // anything else the stream said worth a line, worded in Text
+	EventRaw      EventKind = "raw"      // the line is best shown as it is
+)
+
 // Event is one normalised event parsed from an agent's output line.
+//
+// A Parser fills the first eight fields, for the loop. A LogParser fills
+// the others too, for `ralphd logs`: the backend words what its CLI said
+// (Text, Label, Detail), and the run log's renderer lays every CLI's
+// events out alike.
 type Event struct {
 	Kind      EventKind
 	SessionID string
@@ -52,6 +67,41 @@ type Event struct {
 	Command   string // the shell command of a shell tool call
 	IsError   bool
 	ResetAt   time.Time // for EventRateLimit, when known
+
+	// Verbose marks an event the log shows only when asked for
+	// everything (a rate limit that still allows, a note).
+	Verbose bool
+	// Detail is more of the event, shown only in verbose mode: the
+	// session id of an EventInit.
+	Detail string
+	// Label heads the text of its line: the kind of failure of an
+	// EventResult ("agent error [error_max_turns]"), or the name of the
+	// tool whose EventToolResult failed.
+	Label string
+	// Shell marks an EventToolCall that runs Command in a shell, even
+	// when the command is empty.
+	Shell bool
+	// Input is the main argument of an EventToolCall that is not a shell
+	// command: a path, a pattern, a URL, or its whole JSON input.
+	Input string
+	// ExitCode is the exit code of the shell command of an
+	// EventToolResult, when the CLI reports it.
+	ExitCode *int
+	// Error is the error message of a failed EventToolResult, which the
+	// log shows whole (of Text, the tool's output, it shows the first
+	// line).
+	Error string
+	// Denied marks an EventToolResult refused by a permission rule or by
+	// ralphd's policy.
+	Denied bool
+	// Tokens and CostUSD are what an EventUsage or EventResult reports,
+	// as the CLI counts them (Outcome.Usage is what ralphd counts).
+	Tokens  *Tokens
+	CostUSD *float64
+	// Turns and Duration are the run's turns and duration an EventResult
+	// reports, when the CLI reports them.
+	Turns    int
+	Duration time.Duration
 }
 
 // Usage is what a backend reports of a run's tokens: usage.Tokens, the

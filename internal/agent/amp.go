@@ -97,3 +97,7 @@ func (a Amp) NewParser() Parser {
 	p.texts = ampTexts
 	return p
 }
+
+// NewLogParser returns a parser of Amp's stream-json for the run log:
+// Claude Code's.
+func (a Amp) NewLogParser() LogParser { return &claudeLog{} }

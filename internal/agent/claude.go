@@ -684,3 +684,173 @@ func joinNonEmpty(sep string, parts ...string) string {
 	}
 	return strings.Join(keep, sep)
 }
+
+// NewLogParser returns a parser of Claude Code's stream-json for the run
+// log.
+func (c Claude) NewLogParser() LogParser { return &claudeLog{} }
+
+// maxLoggedTools bounds the tool names a claudeLog remembers, as a log is
+// not trusted input.
+const maxLoggedTools = 10000
+
+// claudeLog reads Claude Code's stream-json (and Amp's, and the command
+// backend's) for the run log.
+type claudeLog struct {
+	tools     map[string]string // tool_use id to tool name, to name a failed call
+	lastError string            // the text of the last assistant error
+}
+
+// Log parses one line of stream-json.
+func (l *claudeLog) Log(line []byte) ([]Event, bool) {
+	v, ok := logObject(line)
+	if !ok {
+		return nil, false
+	}
+	switch v.Get("type").String() {
+	case "system":
+		return []Event{l.system(v)}, true
+	case "assistant":
+		return l.assistant(v), true
+	case "user":
+		return l.user(v), true
+	case "result":
+		return []Event{l.result(v)}, true
+	case "rate_limit_event":
+		return []Event{claudeRateLimitLog(v.Get("rate_limit_info"))}, true
+	case "stream_event":
+		return []Event{{Kind: EventRaw, Verbose: true}}, true
+	}
+	return nil, false
+}
+
+func (l *claudeLog) system(v gjson.Result) Event {
+	sub := v.Get("subtype").String()
+	if sub != "init" {
+		return Event{Kind: EventNote, Verbose: true, Text: "system " + sub}
+	}
+	ev := Event{Kind: EventInit, SessionID: v.Get("session_id").String(), Text: "init"}
+	if ver := v.Get("claude_code_version").String(); ver != "" {
+		ev.Text += " · claude code " + ver
+	}
+	if m := v.Get("model").String(); m != "" {
+		ev.Text += " · " + m
+	}
+	if ev.SessionID != "" {
+		ev.Detail = "session " + ev.SessionID
+	}
+	return ev
+}
+
+func (l *claudeLog) assistant(v gjson.Result) []Event {
+	content := v.Get("message.content")
+	if e := v.Get("error"); e.Exists() && e.String() != "" {
+		// An API error: the message's text says what went wrong.
+		var text []string
+		for _, blk := range content.Array() {
+			if t := blk.Get("text").String(); t != "" {
+				text = append(text, t)
+			}
+		}
+		l.lastError = strings.Join(text, " ")
+		return []Event{{Kind: EventError, IsError: true, Text: e.String() + ": " + l.lastError}}
+	}
+	if content.Type == gjson.String {
+		return []Event{{Kind: EventText, Text: content.String()}}
+	}
+	var evs []Event
+	for _, blk := range content.Array() {
+		switch typ := blk.Get("type").String(); typ {
+		case "text":
+			evs = append(evs, Event{Kind: EventText, Text: blk.Get("text").String()})
+		case "thinking":
+			evs = append(evs, Event{Kind: EventThinking, Text: blk.Get("thinking").String()})
+		case "tool_use", "server_tool_use":
+			name, id := blk.Get("name").String(), blk.Get("id").String()
+			if id != "" && len(l.tools) < maxLoggedTools {
+				if l.tools == nil {
+					l.tools = make(map[string]string)
+				}
+				l.tools[id] = name
+			}
+			evs = append(evs, toolCallEvent(name, id, name == "Bash", blk.Get("input")))
+		default:
+			evs = append(evs, Event{Kind: EventNote, Verbose: true, Text: typ})
+		}
+	}
+	return evs
+}
+
+func (l *claudeLog) user(v gjson.Result) []Event {
+	content := v.Get("message.content")
+	if !content.IsArray() {
+		return []Event{{Kind: EventPrompt, Text: content.String()}}
+	}
+	var evs []Event
+	for _, blk := range content.Array() {
+		if blk.Get("type").String() != "tool_result" {
+			continue
+		}
+		id := blk.Get("tool_use_id").String()
+		ev := Event{Kind: EventToolResult, ToolID: id, Text: contentText(blk.Get("content")), IsError: blk.Get("is_error").Bool()}
+		if ev.IsError {
+			ev.Denied = isDenial(ev.Text)
+			ev.Label = l.tools[id]
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// result reports the run's result, and words an error result unless the
+// assistant's error message said the same already.
+func (l *claudeLog) result(v gjson.Result) Event {
+	ev := Event{Kind: EventResult, IsError: v.Get("is_error").Bool(), Turns: int(v.Get("num_turns").Int()),
+		Duration: millis(v.Get("duration_ms").Int())}
+	if c := v.Get("total_cost_usd"); c.Type == gjson.Number {
+		cost := c.Float()
+		ev.CostUSD = &cost
+	}
+	if !ev.IsError {
+		return ev
+	}
+	text := v.Get("result").String()
+	if text != "" && text == l.lastError {
+		return ev
+	}
+	ev.Label = "agent error"
+	if sub := v.Get("subtype").String(); sub != "" && sub != "success" {
+		ev.Label += " [" + sub + "]"
+	}
+	if st := v.Get("api_error_status"); st.Type == gjson.Number {
+		ev.Label += " (HTTP " + st.String() + ")"
+	}
+	if text == "" {
+		var errs []string
+		for _, e := range v.Get("errors").Array() {
+			errs = append(errs, e.String())
+		}
+		text = strings.Join(errs, "; ")
+	}
+	ev.Text = text
+	return ev
+}
+
+// millis converts a count of milliseconds to a duration, bounded.
+func millis(ms int64) time.Duration {
+	const most = int64(1<<63-1) / int64(time.Millisecond)
+	return time.Duration(min(max(ms, -most), most)) * time.Millisecond
+}
+
+// claudeRateLimitLog is the log's event of a rate_limit_event: a limit
+// that still allows is shown only in verbose mode.
+func claudeRateLimitLog(info gjson.Result) Event {
+	status := info.Get("status").String()
+	ev := Event{Kind: EventRateLimit, Text: status, IsError: status == "rejected", Verbose: strings.HasPrefix(status, "allowed")}
+	if t := info.Get("rateLimitType").String(); t != "" {
+		ev.Text += " (" + t + ")"
+	}
+	if at := info.Get("resetsAt").Int(); at > 0 {
+		ev.ResetAt = time.Unix(at, 0)
+	}
+	return ev
+}

@@ -477,3 +477,98 @@ func (p *codexParser) Finish(exitCode int, stderrTail string) Outcome {
 	}
 	return out
 }
+
+// NewLogParser returns a parser of `codex exec --json` output for the run
+// log.
+func (c Codex) NewLogParser() LogParser { return codexLog{} }
+
+// codexLog reads `codex exec --json` lines for the run log.
+type codexLog struct{}
+
+// Log parses one line. A top-level error event counts as Codex's stream
+// whatever else writes it.
+func (codexLog) Log(line []byte) ([]Event, bool) {
+	v, ok := logObject(line)
+	if !ok {
+		return nil, false
+	}
+	typ := v.Get("type").String()
+	switch typ {
+	case "thread.started":
+		return []Event{{Kind: EventInit, SessionID: v.Get("thread_id").String(), Text: "codex session " + v.Get("thread_id").String()}}, true
+	case "turn.completed":
+		u := v.Get("usage")
+		in, out := u.Get("input_tokens").Int(), u.Get("output_tokens").Int()
+		return []Event{{Kind: EventUsage, Text: "turn done: " + tokenWords(in, out), Tokens: &Tokens{InputTokens: in, OutputTokens: out}}}, true
+	case "turn.failed":
+		return []Event{{Kind: EventError, IsError: true, Text: "turn failed: " + v.Get("error.message").String()}}, true
+	case "item.started", "item.updated", "item.completed":
+		return codexItemLog(typ, v.Get("item")), true
+	case "turn.started":
+		return []Event{{Kind: EventNote, Verbose: true, Text: typ}}, true
+	}
+	if ev, ok := errorLineLog(v); ok {
+		return []Event{ev}, true
+	}
+	return nil, false
+}
+
+// errorLineLog reads a bare {"type":"error","message":...} line, which
+// Codex and Gemini CLI write alike.
+func errorLineLog(v gjson.Result) (Event, bool) {
+	if v.Get("type").String() != "error" || !v.Get("message").Exists() || v.Get("sessionID").Exists() {
+		return Event{}, false
+	}
+	return Event{Kind: EventError, IsError: true, Text: v.Get("message").String()}, true
+}
+
+// codexItemLog reads one thread item: a command when it starts and when
+// it ends, anything else when it is complete.
+func codexItemLog(typ string, it gjson.Result) []Event {
+	completed := typ == "item.completed"
+	id := it.Get("id").String()
+	switch kind := it.Get("type").String(); kind {
+	case "command_execution":
+		switch typ {
+		case "item.started":
+			return []Event{{Kind: EventToolCall, Tool: kind, ToolID: id, Shell: true, Command: unwrapShell(it.Get("command").String())}}
+		case "item.completed":
+			ev := shellResultEvent(id, it.Get("exit_code"), it.Get("aggregated_output").String())
+			ev.Tool = kind
+			ev.Denied = ev.Denied || it.Get("status").String() == "declined"
+			return []Event{ev}
+		}
+	case "agent_message":
+		if completed {
+			return []Event{{Kind: EventText, Text: it.Get("text").String()}}
+		}
+	case "reasoning":
+		if completed {
+			return []Event{{Kind: EventThinking, Text: it.Get("text").String()}}
+		}
+	case "error":
+		if completed {
+			return []Event{{Kind: EventError, Text: it.Get("message").String()}}
+		}
+	default:
+		if completed {
+			return []Event{{Kind: EventToolCall, Tool: kind, ToolID: id}}
+		}
+	}
+	return nil
+}
+
+// unwrapShell shows `/bin/bash -c '<cmd>'` (how Codex reports a command)
+// as <cmd>, when the quoting is the simple single-quoted kind.
+func unwrapShell(cmd string) string {
+	for _, sh := range []string{"/bin/bash -lc '", "/bin/bash -c '", "bash -lc '", "bash -c '", "/bin/sh -c '", "sh -c '"} {
+		if rest, ok := strings.CutPrefix(cmd, sh); ok && strings.HasSuffix(rest, "'") {
+			inner := strings.TrimSuffix(rest, "'")
+			if !strings.Contains(inner, "'") {
+				return inner
+			}
+			return strings.ReplaceAll(inner, `'"'"'`, "'")
+		}
+	}
+	return cmd
+}

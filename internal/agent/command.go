@@ -127,3 +127,7 @@ func (p *commandParser) Finish(exitCode int, stderrTail string) Outcome {
 	}
 	return out
 }
+
+// NewLogParser returns a parser of the command's stream-json lines for
+// the run log; any other line is shown as it is.
+func (c Command) NewLogParser() LogParser { return &claudeLog{} }

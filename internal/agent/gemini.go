@@ -367,3 +367,59 @@ func (p *geminiParser) verdict(exitCode int, stderrTail string) verdict {
 	}
 	return verdict{status: StatusCrashed, reason: crashReason(exitCode, stderrTail)}
 }
+
+// NewLogParser returns a parser of Gemini CLI's stream-json for the run
+// log.
+func (g Gemini) NewLogParser() LogParser { return geminiLog{} }
+
+// geminiLog reads Gemini CLI's stream-json events for the run log.
+type geminiLog struct{}
+
+// Log parses one line: a timestamped event of a known type.
+func (geminiLog) Log(line []byte) ([]Event, bool) {
+	v, ok := logObject(line)
+	if !ok {
+		return nil, false
+	}
+	if ev, ok := errorLineLog(v); ok {
+		return []Event{ev}, true
+	}
+	if v.Get("timestamp").Type != gjson.String {
+		return nil, false
+	}
+	switch v.Get("type").String() {
+	case "init":
+		sid := v.Get("session_id").String()
+		return []Event{{Kind: EventInit, SessionID: sid, Text: "gemini session " + sid + " · model " + v.Get("model").String()}}, true
+	case "message":
+		if v.Get("role").String() != "assistant" {
+			return []Event{{Kind: EventPrompt, Text: v.Get("content").String()}}, true
+		}
+		// Deltas arrive in pieces; each is shown as it came, on its own,
+		// rather than guessing where the sentence ends.
+		return []Event{{Kind: EventText, Text: v.Get("content").String()}}, true
+	case "tool_use":
+		name := v.Get("tool_name").String()
+		return []Event{toolCallEvent(name, v.Get("tool_id").String(), name == "run_shell_command", v.Get("parameters"))}, true
+	case "tool_result":
+		id := v.Get("tool_id").String()
+		if v.Get("status").String() == "error" {
+			msg := firstNonEmpty(v.Get("error.message").String(), v.Get("output").String())
+			return []Event{failedToolEvent(id, msg, strings.Contains(strings.ToLower(msg), "policy"))}, true
+		}
+		return []Event{shellResultEvent(id, gjson.Result{}, v.Get("output").String())}, true
+	case "error":
+		return []Event{{Kind: EventError, IsError: true, Text: v.Get("severity").String() + " " + v.Get("message").String()}}, true
+	case "result":
+		st := v.Get("stats")
+		in, out := st.Get("input_tokens").Int(), st.Get("output_tokens").Int()
+		ev := Event{Kind: EventUsage, Text: "result: " + v.Get("status").String() + " · " + tokenWords(in, out),
+			Tokens: &Tokens{InputTokens: in, OutputTokens: out}}
+		if e := v.Get("error.message").String(); e != "" {
+			ev.IsError = true
+			ev.Text += " · " + e
+		}
+		return []Event{ev}, true
+	}
+	return nil, false
+}

@@ -410,3 +410,64 @@ func (p *opencodeParser) errVerdict(e opencodeError, now time.Time) verdict {
 	}
 	return verdict{status: StatusAgentError, reason: "opencode error " + firstText(msg)}
 }
+
+// NewLogParser returns a parser of `opencode run --format json` output
+// for the run log.
+func (o Opencode) NewLogParser() LogParser { return opencodeLog{} }
+
+// opencodeLog reads opencode's JSON events for the run log.
+type opencodeLog struct{}
+
+// Log parses one line: an event of a session (with a part, or an error,
+// or the end).
+func (opencodeLog) Log(line []byte) ([]Event, bool) {
+	v, ok := logObject(line)
+	if !ok {
+		return nil, false
+	}
+	typ := v.Get("type").String()
+	part := v.Get("part")
+	if !v.Get("sessionID").Exists() || (!part.Exists() && typ != "error" && typ != "done") {
+		return nil, false
+	}
+	switch typ {
+	case "text":
+		return []Event{{Kind: EventText, Text: part.Get("text").String()}}, true
+	case "reasoning":
+		return []Event{{Kind: EventThinking, Text: part.Get("text").String()}}, true
+	case "tool_use":
+		st := part.Get("state")
+		tool := part.Get("tool").String()
+		id := firstNonEmpty(part.Get("callID").String(), part.Get("id").String())
+		evs := []Event{toolCallEvent(tool, id, tool == "bash", st.Get("input"))}
+		if st.Get("status").String() == "error" {
+			msg := st.Get("error").String()
+			return append(evs, failedToolEvent(id, msg, strings.Contains(strings.ToLower(msg), "rule"))), true
+		}
+		return append(evs, shellResultEvent(id, st.Get("metadata.exit"), st.Get("output").String())), true
+	case "step_finish":
+		t := part.Get("tokens")
+		in, out := t.Get("input").Int(), t.Get("output").Int()
+		ev := Event{Kind: EventUsage, Text: "step done: " + tokenWords(in, out), Tokens: &Tokens{InputTokens: in, OutputTokens: out}}
+		if c := part.Get("cost"); c.Exists() {
+			cost := c.Float()
+			ev.CostUSD = &cost
+			ev.Text += ", " + dollars(cost)
+		}
+		return []Event{ev}, true
+	case "error":
+		msg := firstNonEmpty(v.Get("error.data.message").String(), v.Get("error.name").String())
+		return []Event{{Kind: EventError, IsError: true, Text: msg}}, true
+	}
+	return []Event{{Kind: EventNote, Verbose: true, Text: typ}}, true
+}
+
+// firstNonEmpty returns the first of ss that is not empty.
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
