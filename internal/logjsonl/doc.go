@@ -41,7 +41,8 @@
 // from other processes never interleave inside a line.
 //
 // The reading side serves `ralphd logs`: [ListRuns] summarises the runs in
-// a log directory, [Render] turns one run into text for a person (it
-// understands Claude Code's stream-json and falls back to raw text), and
+// a log directory, [Render] turns one run into text for a person (the
+// agent's lines as the backend that ran reads them, see
+// agent.NewLogParser; raw text when none does), and
 // [Follow] tails a run that is still being written.
 package logjsonl

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/agent"
 )
 
 const (
@@ -54,9 +56,12 @@ type RenderOptions struct {
 // header (number, issue id and title, attempt n/N), the agent's text, each
 // tool call on one line (for Bash, the command), guard denials highlighted,
 // and the iteration's result (outcome, duration, turns, cost). It
-// understands ralphd's loop_meta and agent_output records and Claude Code's
-// stream-json; any other line is shown as raw text. Lines that are not JSON
-// do not stop it. With opts.Raw it copies r unchanged.
+// understands ralphd's loop_meta and agent_output records; every other
+// line is the agent's, which the backend named in run_start reads (see
+// agent.NewLogParser), or, in a log that names none, the first backend
+// whose stream the line is. A line no backend reads is shown as raw text.
+// Lines that are not JSON do not stop it. With opts.Raw it copies r
+// unchanged.
 func Render(w io.Writer, r io.Reader, opts RenderOptions) error {
 	if opts.Raw {
 		if _, err := io.Copy(w, r); err != nil {
@@ -227,6 +232,10 @@ type renderer struct {
 	states map[string]*agentState
 	ended  bool  // run_end was shown
 	err    error // first write error
+	// agent is the backend that ran, as run_start names it.
+	agent string
+	// backends are the names of all backends, for a log that names none.
+	backends []string
 	// prefix starts every line of the record being shown: "[w2] " for a
 	// line of worker w2.
 	prefix string
@@ -234,10 +243,19 @@ type renderer struct {
 
 // agentState is what the renderer remembers of one agent's stream.
 type agentState struct {
-	prefix    string            // "[w2] ", or "" for the run's own agent
-	tools     map[string]string // tool_use id to tool name, this iteration
-	result    *agentResult      // the agent's result not yet shown
-	lastError string            // the text of the last assistant error shown
+	prefix string       // "[w2] ", or "" for the run's own agent
+	result *agentResult // the agent's result not yet shown
+	// parser reads this iteration's agent lines; nil until the first.
+	parser agent.LogParser
+	// detected is the backend whose stream a log that names none turned
+	// out to be, and guesses the parsers of each backend still trying.
+	detected string
+	guesses  []agent.LogParser
+}
+
+// restart makes the next agent line start a new iteration's parser.
+func (st *agentState) restart() {
+	st.parser, st.guesses = nil, nil
 }
 
 // maxStates bounds the agents the renderer keeps apart, the run's own
@@ -254,7 +272,7 @@ func (rd *renderer) use(worker string) {
 			st = rd.states[worker]
 		}
 		if st == nil {
-			st = &agentState{tools: map[string]string{}}
+			st = &agentState{}
 			if worker != "" {
 				st.prefix = "[" + oneLine(truncate(worker, 32)) + "] "
 			}
@@ -387,30 +405,13 @@ func (rd *renderer) line(b []byte, total int) {
 	}
 	rd.use(worker)
 	defer rd.use("")
-	if rd.otherAgentLine(rec) {
-		return
-	}
 	switch typ {
 	case TypeMeta:
 		rd.meta(rec)
 	case TypeAgentOutput:
 		rd.agentOutput(rec)
-	case "system":
-		rd.system(rec)
-	case "assistant":
-		rd.assistant(rec)
-	case "user":
-		rd.user(rec)
-	case "result":
-		rd.agentResultLine(rec)
-	case "rate_limit_event":
-		rd.rateLimit(rec)
-	case "stream_event":
-		if rd.opts.Verbose {
-			rd.raw(b, total)
-		}
 	default:
-		rd.raw(b, total)
+		rd.agentLine(b, total)
 	}
 }
 
@@ -432,7 +433,11 @@ func (rd *renderer) meta(rec gjson.Result) {
 			parts[0] += " " + ts.In(rd.loc).Format(time.DateTime)
 		}
 		parts = appendNonEmpty(parts, data.Get("mode").String())
-		agent := data.Get("agent").String()
+		rd.agent = data.Get("agent").String()
+		for _, st := range rd.states {
+			st.restart()
+		}
+		agent := rd.agent
 		if m := data.Get("model").String(); m != "" {
 			agent += " (" + m + ")"
 		}
@@ -460,8 +465,7 @@ func (rd *renderer) meta(rec gjson.Result) {
 		}
 	case EventIterationStart:
 		rd.showResult()
-		clear(rd.tools)
-		rd.lastError = ""
+		rd.restart()
 		parts := []string{"━━ iteration " + data.Get("iteration").String()}
 		issue := data.Get("issue_id").String()
 		if issue != "" && issue != "none" {
@@ -626,6 +630,17 @@ func (rd *renderer) showResult() {
 func (rd *renderer) agentOutput(rec gjson.Result) {
 	stream := rec.Get("stream").String()
 	line := rec.Get("line").String()
+	if stream == StreamStdout && !rec.Get("chunk").Exists() {
+		// A whole stdout line that is not a JSON object: the stream of a
+		// backend whose CLI does not write JSON, or noise.
+		b := []byte(line)
+		if evs, ok := rd.parse(b); ok {
+			for _, ev := range evs {
+				rd.event(ev, b, len(b))
+			}
+			return
+		}
+	}
 	var tags []string
 	if stream != StreamStdout {
 		tags = append(tags, stream)
@@ -642,192 +657,6 @@ func (rd *renderer) agentOutput(rec gjson.Result) {
 		st = dim
 	}
 	rd.println(st, oneLine(label+rd.cut(line, len(line))))
-}
-
-func (rd *renderer) system(rec gjson.Result) {
-	if rec.Get("subtype").String() != "init" {
-		if rd.opts.Verbose {
-			rd.println(dim, oneLine("  · system "+rec.Get("subtype").String()))
-		}
-		return
-	}
-	parts := []string{"  · init"}
-	if v := rec.Get("claude_code_version").String(); v != "" {
-		parts = append(parts, "claude code "+v)
-	}
-	parts = appendNonEmpty(parts, rec.Get("model").String())
-	if rd.opts.Verbose {
-		if id := rec.Get("session_id").String(); id != "" {
-			parts = append(parts, "session "+id)
-		}
-	}
-	rd.println(dim, oneLine(strings.Join(parts, " · ")))
-}
-
-func (rd *renderer) assistant(rec gjson.Result) {
-	content := rec.Get("message.content")
-	if e := rec.Get("error"); e.Exists() && e.String() != "" {
-		var text []string
-		for _, blk := range content.Array() {
-			if t := blk.Get("text").String(); t != "" {
-				text = append(text, t)
-			}
-		}
-		rd.lastError = strings.Join(text, " ")
-		rd.println(red, oneLine("  ! "+e.String()+": "+rd.lastError))
-		return
-	}
-	if content.Type == gjson.String {
-		rd.block(plain, "  ", content.String())
-		return
-	}
-	for _, blk := range content.Array() {
-		switch blk.Get("type").String() {
-		case "text":
-			rd.block(plain, "  ", blk.Get("text").String())
-		case "thinking":
-			if rd.opts.Verbose {
-				rd.block(dim, "  (thinking) ", blk.Get("thinking").String())
-			}
-		case "tool_use", "server_tool_use":
-			name := blk.Get("name").String()
-			if id := blk.Get("id").String(); id != "" && len(rd.tools) < 10000 {
-				rd.tools[id] = name
-			}
-			rd.println(cyan, rd.toolCall(name, blk.Get("input")))
-		default:
-			if rd.opts.Verbose {
-				rd.println(dim, oneLine("  · "+blk.Get("type").String()))
-			}
-		}
-	}
-}
-
-// toolCall renders one tool call on one line.
-func (rd *renderer) toolCall(name string, input gjson.Result) string {
-	if name == "Bash" {
-		return "  $ " + oneLine(input.Get("command").String())
-	}
-	var arg string
-	for _, key := range []string{"file_path", "path", "notebook_path", "pattern", "url", "query", "description", "prompt", "command"} {
-		if v := input.Get(key); v.Type == gjson.String && v.String() != "" {
-			arg = v.String()
-			break
-		}
-	}
-	if arg == "" && input.Exists() && input.Raw != "{}" {
-		arg = input.Raw
-	}
-	s := "  ▸ " + name
-	if arg != "" {
-		s += " " + rd.cut(arg, len(arg))
-	}
-	return oneLine(s)
-}
-
-func (rd *renderer) user(rec gjson.Result) {
-	content := rec.Get("message.content")
-	if !content.IsArray() {
-		if rd.opts.Verbose {
-			rd.block(dim, "  > ", content.String())
-		}
-		return
-	}
-	for _, blk := range content.Array() {
-		if blk.Get("type").String() != "tool_result" {
-			continue
-		}
-		text := toolResultText(blk.Get("content"))
-		first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-		first = rd.cut(first, len(first))
-		switch {
-		case blk.Get("is_error").Bool() && isDenial(text):
-			rd.println(redBold, oneLine("  ⛔ denied: "+first))
-		case blk.Get("is_error").Bool():
-			s := "  ✗ "
-			if name := rd.tools[blk.Get("tool_use_id").String()]; name != "" {
-				s += name + ": "
-			}
-			rd.println(red, oneLine(s+first))
-		case rd.opts.Verbose:
-			rd.println(dim, oneLine("    → "+first))
-		}
-	}
-}
-
-// toolResultText returns a tool result's content, a string or a list of
-// text blocks.
-func toolResultText(c gjson.Result) string {
-	if !c.IsArray() {
-		return c.String()
-	}
-	var parts []string
-	for _, blk := range c.Array() {
-		if t := blk.Get("text"); t.Exists() {
-			parts = append(parts, t.String())
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-// isDenial reports whether an error tool result is a policy denial: a
-// message from ralphd's hook, or Claude Code's own "Permission to use ...
-// has been denied" for the rules ralphd compiles into its settings.
-func isDenial(text string) bool {
-	lower := strings.ToLower(text)
-	return strings.Contains(lower, "ralphd") ||
-		(strings.Contains(lower, "permission to use") && strings.Contains(lower, "denied"))
-}
-
-func (rd *renderer) agentResultLine(rec gjson.Result) {
-	res := &agentResult{
-		turns:      rec.Get("num_turns").Int(),
-		durationMS: rec.Get("duration_ms").Int(),
-		isError:    rec.Get("is_error").Bool(),
-	}
-	if c := rec.Get("total_cost_usd"); c.Type == gjson.Number {
-		cost := c.Float()
-		res.cost = &cost
-	}
-	rd.result = res
-	if !res.isError {
-		return
-	}
-	s := "  ✗ agent error"
-	if sub := rec.Get("subtype").String(); sub != "" && sub != "success" {
-		s += " [" + sub + "]"
-	}
-	if st := rec.Get("api_error_status"); st.Type == gjson.Number {
-		s += " (HTTP " + st.String() + ")"
-	}
-	text := rec.Get("result").String()
-	if text != "" && text == rd.lastError {
-		return // the assistant's error message said it already
-	}
-	if text == "" {
-		var errs []string
-		for _, e := range rec.Get("errors").Array() {
-			errs = append(errs, e.String())
-		}
-		text = strings.Join(errs, "; ")
-	}
-	rd.println(red, oneLine(withDetail(s, ": ", rd.cut(text, len(text)))))
-}
-
-func (rd *renderer) rateLimit(rec gjson.Result) {
-	info := rec.Get("rate_limit_info")
-	status := info.Get("status").String()
-	if strings.HasPrefix(status, "allowed") && !rd.opts.Verbose {
-		return
-	}
-	s := "  ⏳ rate limit: " + status
-	if t := info.Get("rateLimitType").String(); t != "" {
-		s += " (" + t + ")"
-	}
-	if at := info.Get("resetsAt").Int(); at > 0 {
-		s += ", resets " + time.Unix(at, 0).In(rd.loc).Format(time.DateTime)
-	}
-	rd.println(yellow, oneLine(s))
 }
 
 // cut shortens s to the renderer's MaxText bytes, on a character boundary,
