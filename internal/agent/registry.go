@@ -36,15 +36,19 @@ type backendEntry struct {
 // configuration's allowed values, `ralphd agents`, doctor, the sandbox and
 // Lookup all read it. The first entry is the default.
 func registry() []backendEntry {
-	return []backendEntry{
+	return append([]backendEntry{
 		{Claude{}, func(c Config) (Backend, error) { return Claude{Bin: c.Bin, Now: c.Now}, nil }},
 		{Command{}, newCommandBackend},
 		{Codex{}, func(c Config) (Backend, error) { return Codex{Bin: c.Bin, Now: c.Now}, nil }},
 		{Opencode{}, func(c Config) (Backend, error) { return Opencode{Bin: c.Bin, Now: c.Now}, nil }},
 		{Gemini{}, func(c Config) (Backend, error) { return Gemini{Bin: c.Bin, Now: c.Now}, nil }},
 		{Amp{}, func(c Config) (Backend, error) { return Amp{Bin: c.Bin, Now: c.Now}, nil }},
-	}
+	}, testOnlyBackends...)
 }
+
+// testOnlyBackends follow the registry's own while a test registers a
+// backend of its own (see export_test.go); ralphd never sets it.
+var testOnlyBackends []backendEntry
 
 func newCommandBackend(c Config) (Backend, error) {
 	if strings.TrimSpace(c.AgentCmd) == "" {
