@@ -698,6 +698,7 @@ const maxLoggedTools = 10000
 type claudeLog struct {
 	tools     map[string]string // tool_use id to tool name, to name a failed call
 	lastError string            // the text of the last assistant error
+	evs       []Event           // the last line's events, reused
 }
 
 // Log parses one line of stream-json.
@@ -706,21 +707,26 @@ func (l *claudeLog) Log(line []byte) ([]Event, bool) {
 	if !ok {
 		return nil, false
 	}
+	clear(l.evs)
+	evs := l.evs[:0]
 	switch v.Get("type").String() {
 	case "system":
-		return []Event{l.system(v)}, true
+		evs = append(evs, l.system(v))
 	case "assistant":
-		return l.assistant(v), true
+		evs = l.assistant(evs, v)
 	case "user":
-		return l.user(v), true
+		evs = l.user(evs, v)
 	case "result":
-		return []Event{l.result(v)}, true
+		evs = append(evs, l.result(v))
 	case "rate_limit_event":
-		return []Event{claudeRateLimitLog(v.Get("rate_limit_info"))}, true
+		evs = append(evs, claudeRateLimitLog(v.Get("rate_limit_info")))
 	case "stream_event":
-		return []Event{{Kind: EventRaw, Verbose: true}}, true
+		evs = append(evs, Event{Kind: EventRaw, Verbose: true})
+	default:
+		return nil, false
 	}
-	return nil, false
+	l.evs = evs
+	return evs, true
 }
 
 func (l *claudeLog) system(v gjson.Result) Event {
@@ -741,7 +747,8 @@ func (l *claudeLog) system(v gjson.Result) Event {
 	return ev
 }
 
-func (l *claudeLog) assistant(v gjson.Result) []Event {
+// assistant appends the events of an assistant message to evs.
+func (l *claudeLog) assistant(evs []Event, v gjson.Result) []Event {
 	content := v.Get("message.content")
 	if e := v.Get("error"); e.Exists() && e.String() != "" {
 		// An API error: the message's text says what went wrong.
@@ -752,12 +759,11 @@ func (l *claudeLog) assistant(v gjson.Result) []Event {
 			}
 		}
 		l.lastError = strings.Join(text, " ")
-		return []Event{{Kind: EventError, IsError: true, Text: e.String() + ": " + l.lastError}}
+		return append(evs, Event{Kind: EventError, IsError: true, Text: e.String() + ": " + l.lastError})
 	}
 	if content.Type == gjson.String {
-		return []Event{{Kind: EventText, Text: content.String()}}
+		return append(evs, Event{Kind: EventText, Text: content.String()})
 	}
-	var evs []Event
 	for _, blk := range content.Array() {
 		switch typ := blk.Get("type").String(); typ {
 		case "text":
@@ -780,12 +786,12 @@ func (l *claudeLog) assistant(v gjson.Result) []Event {
 	return evs
 }
 
-func (l *claudeLog) user(v gjson.Result) []Event {
+// user appends the events of a user message (tool results) to evs.
+func (l *claudeLog) user(evs []Event, v gjson.Result) []Event {
 	content := v.Get("message.content")
 	if !content.IsArray() {
-		return []Event{{Kind: EventPrompt, Text: content.String()}}
+		return append(evs, Event{Kind: EventPrompt, Text: content.String()})
 	}
-	var evs []Event
 	for _, blk := range content.Array() {
 		if blk.Get("type").String() != "tool_result" {
 			continue

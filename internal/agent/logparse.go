@@ -19,9 +19,10 @@ import (
 // be fed any log, however long.
 type LogParser interface {
 	// Log parses one stdout line (without its newline) into the events a
-	// person reading the log should see, in order. ok reports whether the
-	// line was the CLI's stream at all; a line that was not (and gives
-	// no events) is shown as it is. Log must tolerate any input.
+	// person reading the log should see, in order; they are valid until
+	// the next call. ok reports whether the line was the CLI's stream at
+	// all; a line that was not (and gives no events) is shown as it is.
+	// Log must tolerate any input.
 	Log(line []byte) (evs []Event, ok bool)
 }
 

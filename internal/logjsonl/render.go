@@ -382,22 +382,36 @@ func (rd *renderer) line(b []byte, total int) {
 	if len(bytes.TrimSpace(b)) == 0 && total == len(b) {
 		return
 	}
-	if total > len(b) || !validJSON(b) {
+	if total > len(b) {
 		rd.raw(b, total)
 		return
 	}
-	rec := gjson.ParseBytes(b)
-	if !rec.IsObject() {
+	// ralphd's own records and the lines it tagged with a worker are
+	// checked and parsed here; the agent's lines only by the backend
+	// that reads them.
+	own := mayBeOwn(b)
+	w, untagged := SplitWorker(b)
+	if (own || w != "") && !validJSON(b) {
 		rd.raw(b, total)
 		return
+	}
+	var rec gjson.Result
+	var typ string
+	if own {
+		typ = gjson.GetBytes(b, "type").String()
+	}
+	if typ == TypeMeta || typ == TypeAgentOutput {
+		if rec = gjson.ParseBytes(b); !rec.IsObject() {
+			rd.raw(b, total)
+			return
+		}
 	}
 	// Whose line it is: a worker's event names it in its data, a worker's
 	// agent line in its first key (WorkerKey).
-	typ := rec.Get("type").String()
 	var worker string
 	if typ == TypeMeta {
 		worker = rec.Get("data.worker").String()
-	} else if w, untagged := SplitWorker(b); w != "" {
+	} else if w != "" {
 		worker, b, total = w, untagged, len(untagged) // a tagged line is whole
 	}
 	if rd.opts.Worker != "" && worker != "" && worker != rd.opts.Worker {
@@ -413,6 +427,14 @@ func (rd *renderer) line(b []byte, total int) {
 	default:
 		rd.agentLine(b, total)
 	}
+}
+
+// mayBeOwn reports whether the JSON object b may be one of ralphd's own
+// records: it names their type, or escapes a character, which may spell
+// it. Most agent lines are not, and need no look for their type here.
+func mayBeOwn(b []byte) bool {
+	return bytes.Contains(b, []byte(TypeMeta)) || bytes.Contains(b, []byte(TypeAgentOutput)) ||
+		bytes.Contains(b, []byte(`\u`))
 }
 
 // raw shows a line Render does not understand.
