@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // This file is how `ralphd logs` reads an agent's stream: each backend
@@ -55,9 +57,11 @@ func (l parserLog) Log(line []byte) ([]Event, bool) {
 	return evs, len(evs) > 0
 }
 
-// logObject parses line as a JSON object, or reports false.
+// logObject parses line as a JSON object, or reports false. It checks
+// the line with jsonvalid, not gjson, whose recursion a deeply nested line
+// would drive into a stack overflow.
 func logObject(line []byte) (gjson.Result, bool) {
-	if !gjson.ValidBytes(line) {
+	if !text.ValidJSON(line) {
 		return gjson.Result{}, false
 	}
 	v := gjson.ParseBytes(line)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // TimestampLayout is the layout of the "timestamp" of loop_meta records:
@@ -123,7 +125,7 @@ func isJSONObject(line []byte) bool {
 		case ' ', '\t', '\r':
 			continue
 		case '{':
-			return validJSON(line)
+			return text.ValidJSON(line)
 		}
 		return false
 	}

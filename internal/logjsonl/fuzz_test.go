@@ -120,30 +120,6 @@ func FuzzSummarize(f *testing.F) {
 	})
 }
 
-// FuzzValidJSON checks validJSON against encoding/json.Valid.
-func FuzzValidJSON(f *testing.F) {
-	addFixtureSeeds(f, func(b []byte) {
-		for line := range bytes.Lines(b) {
-			f.Add(line)
-		}
-	})
-	for _, s := range []string{
-		``, ` `, `{}`, `[]`, `{"a":[1,-0.5e+3,true,false,null,"\u00e9\n"]}`, `01`, `-`, `1.`, `1e`, `.5`, `"\x"`,
-		`{"a" 1}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{,}`, `"` + "\x01" + `"`, "\"\xff\xfe\"", `"\ud800"`, ` {"a":{}} `,
-		strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth),
-		strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
-		`{"a":` + strings.Repeat(`{"b":`, maxDepth-1) + `1` + strings.Repeat("}", maxDepth),
-		`{"a":` + strings.Repeat(`{"b":`, maxDepth) + `1` + strings.Repeat("}", maxDepth+1),
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := validJSON(data), json.Valid(data); got != want {
-			t.Fatalf("validJSON(%.200q) = %v, encoding/json says %v", data, got, want)
-		}
-	})
-}
-
 // FuzzParseLogName checks the reading of a run log's file name (any name
 // a logs directory holds): a name it takes is a .log whose time is a run
 // ID's or the legacy layout's, and whose -N suffix is not negative.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // heldLog creates a run log with a few records of ralphd's and a guard
@@ -120,7 +122,7 @@ func TestVerifyRestores(t *testing.T) {
 				t.Fatalf("log has %d lines, want %d", n, wantLines)
 			}
 			for _, line := range bytes.Split(bytes.TrimSuffix(read(t, w.Path()), []byte("\n")), []byte("\n")) {
-				if !validJSON(line) {
+				if !text.ValidJSON(line) {
 					t.Fatalf("restored log has a line that is not JSON: %q", line)
 				}
 			}

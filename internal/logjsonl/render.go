@@ -18,6 +18,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 const (
@@ -391,7 +392,7 @@ func (rd *renderer) line(b []byte, total int) {
 	// that reads them.
 	own := mayBeOwn(b)
 	w, untagged := SplitWorker(b)
-	if (own || w != "") && !validJSON(b) {
+	if (own || w != "") && !text.ValidJSON(b) {
 		rd.raw(b, total)
 		return
 	}

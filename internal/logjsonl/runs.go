@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // OutcomeUnfinished is the Outcome of a run whose log has no run_end event:
@@ -121,7 +122,7 @@ func (s *RunSummary) read(r io.Reader) error {
 			}
 			if rest, n := lr.rest(); n > 0 {
 				s.Size += int64(n)
-				if n > len(rest) || !validJSON(rest) {
+				if n > len(rest) || !text.ValidJSON(rest) {
 					s.BadLines++
 				}
 			}
@@ -132,12 +133,12 @@ func (s *RunSummary) read(r io.Reader) error {
 			continue // an over-long line: agent output
 		}
 		if !bytes.Contains(line, []byte(`"loop_meta"`)) {
-			if !validJSON(line) {
+			if !text.ValidJSON(line) {
 				s.BadLines++
 			}
 			continue
 		}
-		if !validJSON(line) {
+		if !text.ValidJSON(line) {
 			s.BadLines++
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 func benchLines(b *testing.B) [][]byte {
@@ -29,7 +31,7 @@ func BenchmarkValidJSON(b *testing.B) {
 	lines := benchLines(b)
 	for b.Loop() {
 		for _, l := range lines {
-			if !validJSON(l) {
+			if !text.ValidJSON(l) {
 				b.Fatal("invalid fixture line")
 			}
 		}

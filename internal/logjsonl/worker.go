@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // WorkerKey is the top-level key that tags an agent's line with its worker
@@ -42,7 +44,7 @@ func appendTagged(dst, line, tag []byte) []byte {
 	i := bytes.IndexByte(line, '{') // after optional whitespace: line is an object
 	dst = append(dst, line[:i+1]...)
 	dst = append(dst, tag...)
-	if j := skipSpace(line, i+1); j < len(line) && line[j] != '}' {
+	if j := text.SkipJSONSpace(line, i+1); j < len(line) && line[j] != '}' {
 		dst = append(dst, ',')
 	}
 	return append(dst, line[i+1:]...)
@@ -54,7 +56,7 @@ func appendTagged(dst, line, tag []byte) []byte {
 // tag in the place ralphd puts it (the first key, written compactly) is
 // read; a loop_meta event's worker is in its data.
 func SplitWorker(line []byte) (worker string, untagged []byte) {
-	i := skipSpace(line, 0)
+	i := text.SkipJSONSpace(line, 0)
 	if i >= len(line) || line[i] != '{' || !bytes.HasPrefix(line[i+1:], []byte(workerPrefix)) {
 		return "", line
 	}
@@ -62,7 +64,7 @@ func SplitWorker(line []byte) (worker string, untagged []byte) {
 	if start >= len(line) || line[start] != '"' {
 		return "", line
 	}
-	end, ok := scanString(line, start+1)
+	end, ok := text.ScanJSONString(line, start+1)
 	if !ok || end > len(line) {
 		return "", line
 	}

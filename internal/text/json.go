@@ -1,23 +1,30 @@
-package logjsonl
+// JSON lines are checked the way encoding/json checks them, several times
+// faster on the string-heavy lines agents print, and without recursion, so
+// that no line, however deeply nested, can exhaust the stack (a recursive
+// validator, gjson's among them, can). The run log checks every line it
+// writes and shows with ValidJSON, and so do the agents' log parsers
+// before they read a line.
+
+package text
 
 import "encoding/binary"
 
-// maxDepth is the deepest nesting validJSON accepts, the same limit as
+// MaxJSONDepth is the deepest nesting ValidJSON accepts, the same limit as
 // encoding/json's.
-const maxDepth = 10000
+const MaxJSONDepth = 10000
 
-// validJSON reports whether data is one valid JSON value, surrounded by
-// optional whitespace. It accepts exactly what encoding/json.Valid accepts
+// ValidJSON reports whether data is one valid JSON value, surrounded by
+// optional whitespace. It accepts exactly what encoding/json.ValidJSON accepts
 // (bytes that are not UTF-8 are allowed inside strings, nesting is limited
-// to maxDepth) but is several times faster on the string-heavy lines agents
+// to MaxJSONDepth) but is several times faster on the string-heavy lines agents
 // print, and it does not recurse, so no input can exhaust the stack.
-func validJSON(data []byte) bool {
+func ValidJSON(data []byte) bool {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // the open containers, '{' or '['
 	i := 0
 	for {
 		// A value is expected at i.
-		i = skipSpace(data, i)
+		i = SkipJSONSpace(data, i)
 		if i >= len(data) {
 			return false
 		}
@@ -28,10 +35,10 @@ func validJSON(data []byte) bool {
 			if c == '[' {
 				closer = ']'
 			}
-			if len(stack) == maxDepth { // even an empty one, as encoding/json counts
+			if len(stack) == MaxJSONDepth { // even an empty one, as encoding/json counts
 				return false
 			}
-			i = skipSpace(data, i+1)
+			i = SkipJSONSpace(data, i+1)
 			if i < len(data) && data[i] == closer {
 				i++ // empty container: a complete value
 				break
@@ -44,7 +51,7 @@ func validJSON(data []byte) bool {
 			}
 			continue // the first member's value
 		case c == '"':
-			i, ok = scanString(data, i+1)
+			i, ok = ScanJSONString(data, i+1)
 		case c == '-' || (c >= '0' && c <= '9'):
 			i, ok = scanNumber(data, i)
 		case c == 't':
@@ -61,7 +68,7 @@ func validJSON(data []byte) bool {
 		}
 		// A value ended at i: close containers until a comma or the end.
 		for {
-			i = skipSpace(data, i)
+			i = SkipJSONSpace(data, i)
 			if len(stack) == 0 {
 				return i == len(data)
 			}
@@ -73,7 +80,7 @@ func validJSON(data []byte) bool {
 			if c == ',' {
 				i++
 				if top == '{' {
-					i = skipSpace(data, i)
+					i = SkipJSONSpace(data, i)
 					if i, ok = objectKey(data, i); !ok {
 						return false
 					}
@@ -95,18 +102,20 @@ func objectKey(data []byte, i int) (int, bool) {
 	if i >= len(data) || data[i] != '"' {
 		return i, false
 	}
-	i, ok := scanString(data, i+1)
+	i, ok := ScanJSONString(data, i+1)
 	if !ok {
 		return i, false
 	}
-	i = skipSpace(data, i)
+	i = SkipJSONSpace(data, i)
 	if i >= len(data) || data[i] != ':' {
 		return i, false
 	}
 	return i + 1, true
 }
 
-func skipSpace(data []byte, i int) int {
+// SkipJSONSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func SkipJSONSpace(data []byte, i int) int {
 	for i < len(data) {
 		switch data[i] {
 		case ' ', '\t', '\n', '\r':
@@ -139,9 +148,9 @@ func plainWord(w uint64) bool {
 	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(w-ones*0x20)&^w)&highs == 0
 }
 
-// scanString scans the rest of a string whose opening quote is before i
+// ScanJSONString scans the rest of a string whose opening quote is before i
 // and returns the index after the closing quote.
-func scanString(data []byte, i int) (int, bool) {
+func ScanJSONString(data []byte, i int) (int, bool) {
 	for {
 		for len(data)-i >= 8 && plainWord(binary.LittleEndian.Uint64(data[i:])) {
 			i += 8
