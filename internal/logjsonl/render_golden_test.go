@@ -116,3 +116,18 @@ func firstDiff(got, want string) string {
 	}
 	return "(no line differs)"
 }
+
+// TestRenderDeepLine checks that a line nested deeper than any parser
+// should recurse is shown raw, whichever backend reads the run: a log is
+// not trusted input.
+func TestRenderDeepLine(t *testing.T) {
+	deep := `{"type":"assistant","message":` + strings.Repeat("[", 8<<20-100)
+	for _, agent := range []string{"", "claude", "codex", "opencode", "gemini"} {
+		in := deep + "\n"
+		if agent != "" {
+			in = `{"type":"loop_meta","event":"run_start","timestamp":"2026-01-28T15:30:00Z","data":{"agent":"` + agent + `"}}` + "\n" + in
+		}
+		out := renderString(t, []byte(in), RenderOptions{MaxText: 40})
+		hasLines(t, out, `  {"type":"assistant","message":[[[[[[[[[[… (8388538 bytes)`) // not a crash
+	}
+}
