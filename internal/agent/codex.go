@@ -513,15 +513,6 @@ func (codexLog) Log(line []byte) ([]Event, bool) {
 	return nil, false
 }
 
-// errorLineLog reads a bare {"type":"error","message":...} line, which
-// Codex and Gemini CLI write alike.
-func errorLineLog(v gjson.Result) (Event, bool) {
-	if v.Get("type").String() != "error" || !v.Get("message").Exists() || v.Get("sessionID").Exists() {
-		return Event{}, false
-	}
-	return Event{Kind: EventError, IsError: true, Text: v.Get("message").String()}, true
-}
-
 // codexItemLog reads one thread item: a command when it starts and when
 // it ends, anything else when it is complete.
 func codexItemLog(typ string, it gjson.Result) []Event {

@@ -68,6 +68,15 @@ func logObject(line []byte) (gjson.Result, bool) {
 	return v, v.IsObject()
 }
 
+// errorLineLog reads a bare {"type":"error","message":...} line, which
+// Codex and Gemini CLI write alike.
+func errorLineLog(v gjson.Result) (Event, bool) {
+	if v.Get("type").String() != "error" || !v.Get("message").Exists() || v.Get("sessionID").Exists() {
+		return Event{}, false
+	}
+	return Event{Kind: EventError, IsError: true, Text: v.Get("message").String()}, true
+}
+
 // isDenial reports whether a tool's error or output is a policy denial: a
 // message from ralphd's guard or hook, or Claude Code's own "Permission
 // to use ... has been denied" for the rules ralphd compiles into its
@@ -140,4 +149,14 @@ func dollars(usd float64) string {
 		return fmt.Sprintf("$%.2f", usd)
 	}
 	return fmt.Sprintf("$%.4f", usd)
+}
+
+// firstNonEmpty returns the first of ss that is not empty.
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -461,13 +461,3 @@ func (opencodeLog) Log(line []byte) ([]Event, bool) {
 	}
 	return []Event{{Kind: EventNote, Verbose: true, Text: typ}}, true
 }
-
-// firstNonEmpty returns the first of ss that is not empty.
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}

@@ -55,7 +55,7 @@ type RenderOptions struct {
 
 // Render writes the run log read from r for a person: for each iteration a
 // header (number, issue id and title, attempt n/N), the agent's text, each
-// tool call on one line (for Bash, the command), guard denials highlighted,
+// tool call on one line (for a shell, the command), denials highlighted,
 // and the iteration's result (outcome, duration, turns, cost). It
 // understands ralphd's loop_meta and agent_output records; every other
 // line is the agent's, which the backend named in run_start reads (see
