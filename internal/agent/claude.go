@@ -303,7 +303,7 @@ func (p *claudeParser) Line(line []byte) []Event {
 
 // line parses one line and reports whether it was Claude stream-json.
 func (p *claudeParser) line(line []byte) ([]Event, bool) {
-	if !gjson.ValidBytes(line) {
+	if !text.ValidJSON(line) {
 		return nil, false
 	}
 	v := gjson.ParseBytes(line)

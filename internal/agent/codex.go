@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"github.com/ralphd/ralphd/internal/text"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // CodexHomeDir is the directory the Codex backend creates in
@@ -314,7 +315,7 @@ type codexParser struct {
 // Line parses one line. Lines that are not JSON objects of a known type
 // yield no events.
 func (p *codexParser) Line(line []byte) []Event {
-	if !gjson.ValidBytes(line) {
+	if !text.ValidJSON(line) {
 		return nil
 	}
 	v := gjson.ParseBytes(line)

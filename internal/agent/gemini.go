@@ -2,12 +2,13 @@ package agent
 
 import (
 	"fmt"
-	"github.com/ralphd/ralphd/internal/text"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // GeminiPolicyFile is the name of the policy file the Gemini backend
@@ -197,7 +198,7 @@ type geminiParser struct {
 
 // Line parses one line.
 func (p *geminiParser) Line(line []byte) []Event {
-	if !gjson.ValidBytes(line) {
+	if !text.ValidJSON(line) {
 		return nil
 	}
 	v := gjson.ParseBytes(line)

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralphd/ralphd/internal/text"
-
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // OpencodeConfigEnv is the variable through which the opencode backend
@@ -197,7 +197,7 @@ type opencodeError struct {
 
 // Line parses one line.
 func (p *opencodeParser) Line(line []byte) []Event {
-	if !gjson.ValidBytes(line) {
+	if !text.ValidJSON(line) {
 		return nil
 	}
 	v := gjson.ParseBytes(line)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // ParseIssues parses the issue array bd prints for ready, list, blocked,
@@ -138,7 +140,7 @@ func ParseStats(data []byte) (Stats, error) {
 // or stderr for some failures. It returns false for anything else,
 // including invalid JSON.
 func ParseErrorObject(data []byte) (string, bool) {
-	if !gjson.ValidBytes(data) {
+	if !text.ValidJSON(data) {
 		return "", false
 	}
 	root := unwrapEnvelope(gjson.ParseBytes(data))
@@ -154,7 +156,7 @@ func payload(data []byte) (gjson.Result, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return gjson.Result{}, newBadJSON(data, "empty output")
 	}
-	if !gjson.ValidBytes(data) {
+	if !text.ValidJSON(data) {
 		return gjson.Result{}, newBadJSON(data, "invalid JSON")
 	}
 	return unwrapEnvelope(gjson.ParseBytes(data)), nil
@@ -544,7 +546,7 @@ func typeName(v gjson.Result) string {
 
 // ParseComments parses the array `bd comments <id> --json` prints.
 func ParseComments(data []byte) ([]Comment, error) {
-	if !gjson.ValidBytes(data) {
+	if !text.ValidJSON(data) {
 		return nil, fmt.Errorf("comments: not valid JSON")
 	}
 	return commentsValue(gjson.ParseBytes(data))
