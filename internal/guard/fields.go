@@ -142,22 +142,6 @@ func timeText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// Protected returns every protected field with the rule that protects it,
-// in the table's order.
-func Protected() []Protection {
-	ps := make([]Protection, 0, len(protectedFields))
-	for _, f := range protectedFields {
-		ps = append(ps, Protection{Field: f.name, Rule: ruleByID(f.rule)})
-	}
-	return ps
-}
-
-// Protection is one field and the rule that protects it.
-type Protection struct {
-	Field string
-	Rule  Rule
-}
-
 // withProtectedFlags returns the refusals of `bd update`'s flags: a copy
 // of the given ones, and every protected field's flags, each under its
 // field's rule.

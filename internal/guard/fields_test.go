@@ -84,3 +84,19 @@ func TestProtectedFieldInExtra(t *testing.T) {
 	is.Equal(f.violation(), Kind("spec_id_changed"))
 	is.True(f.value(a) != f.value(b))
 }
+
+// Protected returns every protected field with the rule that protects it,
+// in the table's order.
+func Protected() []Protection {
+	ps := make([]Protection, 0, len(protectedFields))
+	for _, f := range protectedFields {
+		ps = append(ps, Protection{Field: f.name, Rule: ruleByID(f.rule)})
+	}
+	return ps
+}
+
+// Protection is one field and the rule that protects it.
+type Protection struct {
+	Field string
+	Rule  Rule
+}

@@ -137,7 +137,7 @@ var protection = func() map[string]protectedField {
 
 // Diff returns the forbidden changes between before and after, in a stable
 // order (by issue id, then field). The fields it checks are the ones the
-// guard protects (guard.Protected); comments are compared where both
+// guard protects (the table in fields.go); comments are compared where both
 // snapshots hold them (beads.Issue.Comments).
 func Diff(before, after Snapshot, opts Options) []Violation {
 	var vs []Violation
