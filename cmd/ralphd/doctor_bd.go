@@ -86,12 +86,12 @@ func printCase(w io.Writer, r beads.CaseResult) {
 // returns the exit code.
 func summarise(a *app, rep beads.ContractReport, haveVersion bool) int {
 	counts := map[beads.Verdict]int{}
-	var diffs []string
 	for _, r := range rep.Results {
 		counts[r.Verdict]++
-		if r.Verdict == beads.Differs {
-			diffs = append(diffs, r.Name+": "+strings.Join(r.Diffs, "; "))
-		}
+	}
+	var diffs []string
+	for _, r := range rep.Failed() {
+		diffs = append(diffs, r.Name+": "+strings.Join(r.Diffs, "; "))
 	}
 	fmt.Fprintf(a.stdout, "%d checks: %d ok, %d warn, %d FAIL\n",
 		len(rep.Results), counts[beads.Passed], counts[beads.Tolerated], counts[beads.Differs])

@@ -300,7 +300,7 @@ func (ch *contractRun) runCase(ctx context.Context, c ContractCase) CaseResult {
 	if err != nil && !errors.As(err, &be) {
 		return fail(err.Error())
 	}
-	if diffs := judge(c.Want, ch.dir(c.Run), argv, r, ch.vars); len(diffs) > 0 {
+	if diffs := c.Judge(ch.dir(c.Run), argv, r.stdout, r.stderr, r.code, ch.vars); len(diffs) > 0 {
 		return fail(diffs...)
 	}
 	return res
@@ -651,69 +651,11 @@ func expandQuoted(s string, vars map[string]string) string {
 	})
 }
 
-// Recording is one recorded bd run: its command line, exit code and
-// output.
-type Recording struct {
-	Command        string
-	Exit           int
-	Stdout, Stderr string
-}
-
-// CheckRecording lists how a recorded run differs from the case's
-// expectation, with the case's FixtureVars for its names; the case's bd
-// subcommand must be the recording's too.
-func (c ContractCase) CheckRecording(rec Recording) []string {
-	vars := map[string]string{}
-	for k, v := range c.FixtureVars {
-		vars[k] = v
-	}
-	var diffs []string
-	if want, got := subcommand(c.Run.Args), subcommand(commandArgs(rec.Command)); want != got {
-		diffs = append(diffs, fmt.Sprintf("the recording runs bd %q, the case bd %q", got, want))
-	}
-	r := runResult{stdout: []byte(rec.Stdout), stderr: []byte(rec.Stderr), code: rec.Exit}
-	return append(diffs, judge(c.Want, "", commandArgs(rec.Command), r, vars)...)
-}
-
-// commandArgs is bd's argv in a recorded command line: its words after
-// any VAR=value prefixes and the program name. Quoted words are split,
-// which leaves the command words (before any quoted value) intact.
-func commandArgs(line string) []string {
-	words := strings.Fields(line)
-	for len(words) > 0 && strings.Contains(words[0], "=") {
-		words = words[1:]
-	}
-	if len(words) > 0 {
-		words = words[1:]
-	}
-	return words
-}
-
-// subcommands are bd's commands whose second word picks a subcommand.
-var subcommands = map[string][]string{
-	"dep":      {"add", "remove", "list", "tree"},
-	"label":    {"add", "remove", "list", "list-all"},
-	"comments": {"add"},
-}
-
-// subcommand is the command of a bd argv: its first word that is not a
-// flag (global flags with a value skipped), and the subcommand after it.
-func subcommand(args []string) string {
-	var words []string
-	for i := 0; i < len(args) && len(words) < 2; i++ {
-		a := args[i]
-		switch {
-		case a == "--actor" || a == "-C" || a == "--db":
-			i++
-		case strings.HasPrefix(a, "-"):
-		case len(words) == 0:
-			words = append(words, a)
-		default:
-			if slices.Contains(subcommands[words[0]], a) {
-				words = append(words, a)
-			}
-			return strings.Join(words, " ")
-		}
-	}
-	return strings.Join(words, " ")
+// Judge lists how one bd run (its argv, output and exit code) differs
+// from the case's expectation; vars name the run's scratch paths and ids
+// as the expectation writes them. The check of a user's bd and the test
+// kit's check of the recorded runs both judge through it.
+// dir is where the case ran ("" for a recording, whose paths vars name).
+func (c ContractCase) Judge(dir string, argv []string, stdout, stderr []byte, code int, vars map[string]string) []string {
+	return judge(c.Want, dir, argv, runResult{stdout: stdout, stderr: stderr, code: code}, vars)
 }
