@@ -126,15 +126,13 @@ func setUpDemoProject(ctx context.Context, dir, bd string) error {
 		return err
 	}
 	run := func(name string, args ...string) error {
-		cmd := proc.Command(ctx, time.Second, name, args...)
 		if name == "git" {
 			// A ~/.gitconfig the demo does not control may set hooks,
 			// filters or an fsmonitor: none of them runs.
-			var err error
-			if cmd, err = git.Command(ctx, dir, args...); err != nil {
-				return err
-			}
+			_, err := git.Output(ctx, dir, args...)
+			return err
 		}
+		cmd := proc.Command(ctx, time.Second, name, args...)
 		cmd.Dir = dir
 		cmd.Env = append(cmd.Environ(), "BD_NON_INTERACTIVE=1")
 		var out bytes.Buffer

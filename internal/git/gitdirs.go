@@ -16,30 +16,38 @@ type Layout struct {
 	Tree      string // the object at HEAD:<sub> (see Repo.Layout); "" when there is none
 }
 
-// GitDirs returns the work tree's git dir and git's common dir (they
-// differ in a linked worktree), both absolute.
-func (r Repo) GitDirs(ctx context.Context) (gitDir, commonDir string, err error) {
-	l, err := r.Layout(ctx, "")
-	return l.GitDir, l.CommonDir, err
+// CommonDir returns the absolute path of the common git directory of the
+// repository whose work tree (or one of its worktrees) is dir. Unlike
+// Layout, it reads no ref: it is safe before a scrub.
+func CommonDir(ctx context.Context, dir string) (string, error) {
+	l, err := Repo{Dir: dir}.layout(ctx, false, "")
+	return l.CommonDir, err
 }
 
 // Layout returns the work tree's git dirs, HEAD, and, when sub is not
 // "", the object HEAD has at sub (a path from the top of the work tree,
 // such as ".ralph"), all from one git call.
 func (r Repo) Layout(ctx context.Context, sub string) (Layout, error) {
-	args := []string{"rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir",
+	return r.layout(ctx, true, sub)
+}
+
+// layout is Layout, with HEAD and HEAD:<sub> read only when head is true.
+func (r Repo) layout(ctx context.Context, head bool, sub string) (Layout, error) {
+	args := []string{"rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir"}
+	if head {
 		// --revs-only leaves out what does not resolve, where --verify
 		// takes one name only: HEAD:<sub> cannot resolve without HEAD,
 		// so the number of lines says which did.
-		"--revs-only", "HEAD"}
-	if sub != "" {
-		args = append(args, "HEAD:"+sub)
+		args = append(args, "--revs-only", "HEAD")
+		if sub != "" {
+			args = append(args, "HEAD:"+sub)
+		}
 	}
 	out, err := r.git(ctx, args...)
 	if err != nil {
 		return Layout{}, err
 	}
-	l, err := parseLayout(string(out), sub != "")
+	l, err := parseLayout(string(out), head && sub != "")
 	if err != nil {
 		return Layout{}, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}

@@ -9,21 +9,29 @@ import (
 	"github.com/matryer/is"
 )
 
+// TestGitDirs: Layout and CommonDir find the work tree's git dir and
+// git's common dir, in the main work tree and in a linked one.
 func TestGitDirs(t *testing.T) {
 	is := is.New(t)
 	dir, r := newRepo(t)
 	dir, _ = filepath.EvalSymlinks(dir)
-	gitDir, common, err := r.GitDirs(t.Context())
+	l, err := r.Layout(t.Context(), "")
 	is.NoErr(err)
-	is.Equal(gitDir, filepath.Join(dir, ".git"))
+	is.Equal(l.GitDir, filepath.Join(dir, ".git"))
+	is.Equal(l.CommonDir, filepath.Join(dir, ".git"))
+	common, err := CommonDir(t.Context(), dir)
+	is.NoErr(err)
 	is.Equal(common, filepath.Join(dir, ".git"))
 
 	linked := filepath.Join(t.TempDir(), "linked")
 	git(t, dir, "worktree", "add", "-q", linked)
-	gitDir, common, err = Repo{Dir: linked}.GitDirs(t.Context())
+	l, err = Repo{Dir: linked}.Layout(t.Context(), "")
 	is.NoErr(err)
-	is.Equal(gitDir, filepath.Join(dir, ".git", "worktrees", "linked")) // the linked worktree's own git dir
-	is.Equal(common, filepath.Join(dir, ".git"))                        // the main repository's
+	is.Equal(l.GitDir, filepath.Join(dir, ".git", "worktrees", "linked")) // the linked worktree's own git dir
+	is.Equal(l.CommonDir, filepath.Join(dir, ".git"))                     // the main repository's
+	common, err = CommonDir(t.Context(), linked)
+	is.NoErr(err)
+	is.Equal(common, filepath.Join(dir, ".git")) // the main repository's
 }
 
 func TestLayout(t *testing.T) {

@@ -92,7 +92,7 @@ func IsHash(s string) bool {
 // RefAt returns the commit ref (a full name, e.g. refs/heads/main) points
 // at, or "" when it does not exist.
 func RefAt(ctx context.Context, repo, ref string) (string, error) {
-	out, err := Git(ctx, repo, nil, "for-each-ref", "--format=%(objectname)", ref)
+	out, err := Output(ctx, repo, "for-each-ref", "--format=%(objectname)", ref)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", ref, err)
 	}
@@ -107,7 +107,7 @@ func RefAt(ctx context.Context, repo, ref string) (string, error) {
 // Refs returns the commit each ref under the given prefixes (full names,
 // e.g. refs/heads/ralphd/workers/) points at, in one git call.
 func Refs(ctx context.Context, repo string, prefixes ...string) (map[string]string, error) {
-	out, err := Git(ctx, repo, nil, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	out, err := Output(ctx, repo, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", strings.Join(prefixes, ", "), err)
 	}
@@ -149,9 +149,9 @@ func RestoreRef(ctx context.Context, repo, ref, want, got, what string, now time
 		old = zeroOID
 	}
 	if want == "" {
-		_, err = Git(ctx, repo, nil, "update-ref", "-m", "ralphd: put back", "-d", ref, old)
+		_, err = Output(ctx, repo, "update-ref", "-m", "ralphd: put back", "-d", ref, old)
 	} else {
-		_, err = Git(ctx, repo, nil, "update-ref", "-m", "ralphd: put back", ref, want, old)
+		_, err = Output(ctx, repo, "update-ref", "-m", "ralphd: put back", ref, want, old)
 	}
 	if err != nil {
 		return kept, fmt.Errorf("put %s back: %w", ref, err)
@@ -164,7 +164,7 @@ func RestoreRef(ctx context.Context, repo, ref, want, got, what string, now time
 // it returns "" when commit is already reachable from base.
 func KeepIfNew(ctx context.Context, repo, commit, base, prefix string, now time.Time) (string, error) {
 	if base != "" {
-		if _, err := Git(ctx, repo, nil, "merge-base", "--is-ancestor", commit, base); err == nil {
+		if _, err := Output(ctx, repo, "merge-base", "--is-ancestor", commit, base); err == nil {
 			return "", nil
 		}
 	}
@@ -183,7 +183,7 @@ func KeepIfNew(ctx context.Context, repo, commit, base, prefix string, now time.
 		}
 		name = fmt.Sprintf("%s-%d", stamp, i)
 	}
-	if _, err := Git(ctx, repo, nil, "update-ref", "-m", "ralphd: keep", "refs/heads/"+name, commit, zeroOID); err != nil {
+	if _, err := Output(ctx, repo, "update-ref", "-m", "ralphd: keep", "refs/heads/"+name, commit, zeroOID); err != nil {
 		return "", fmt.Errorf("keep %s on %s: %w", short(commit), name, err)
 	}
 	return name, nil
@@ -210,7 +210,7 @@ func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.
 	if cur != got {
 		return kept, fmt.Errorf("put HEAD of %s back: %w (now %s)", dir, ErrHeadMoved, short(cur))
 	}
-	if _, err := Git(ctx, dir, nil, "symbolic-ref", "-m", "ralphd: put back", "HEAD", branch); err != nil {
+	if _, err := Output(ctx, dir, "symbolic-ref", "-m", "ralphd: put back", "HEAD", branch); err != nil {
 		return kept, fmt.Errorf("put HEAD of %s back: %w", dir, err)
 	}
 	return kept, nil
@@ -238,7 +238,7 @@ func (m *Manager) Reserve(ctx context.Context, workers []string, base string) er
 		if cur != "" {
 			continue
 		}
-		if _, err := Git(ctx, m.Repo, nil, "update-ref", "-m", "ralphd: reserve", ref, at, zeroOID); err != nil {
+		if _, err := Output(ctx, m.Repo, "update-ref", "-m", "ralphd: reserve", ref, at, zeroOID); err != nil {
 			return fmt.Errorf("reserve the branch of %s: %w", w, err)
 		}
 	}

@@ -214,7 +214,7 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 			saved = append(saved, s)
 		}
 	}
-	if _, err := Git(ctx, m.Repo, nil, "worktree", "add", "-q", "--force", "-B", t.Branch, t.Dir, baseCommit); err != nil {
+	if _, err := Output(ctx, m.Repo, "worktree", "add", "-q", "--force", "-B", t.Branch, t.Dir, baseCommit); err != nil {
 		return t, saved, fmt.Errorf("open worktree for %s: %w", worker, err)
 	}
 	m.markOpen(worker)
@@ -263,10 +263,10 @@ func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Sav
 	if err != nil {
 		return nil, err
 	}
-	if _, err := GitIn(ctx, run, "checkout", "-q", "--force", "-B", t.Branch, base); err != nil {
+	if _, err := run.Output(ctx, "checkout", "-q", "--force", "-B", t.Branch, base); err != nil {
 		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
 	}
-	if _, err := GitIn(ctx, run, "clean", "-fdq"); err != nil {
+	if _, err := run.Output(ctx, "clean", "-fdq"); err != nil {
 		return saved, fmt.Errorf("reset worktree %s: %w", t.Dir, err)
 	}
 	return saved, nil
@@ -318,7 +318,7 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
 	if commit == "" { // committed work only: FailureBranch keeps nothing when HEAD is its base
-		if _, err := Git(ctx, t.Dir, nil, "branch", name, head); err != nil {
+		if _, err := Output(ctx, t.Dir, "branch", name, head); err != nil {
 			return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 		}
 		commit = head
@@ -329,7 +329,7 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 // keep puts a wip branch at commit.
 func (m *Manager) keep(ctx context.Context, worker, commit string) (Saved, error) {
 	name := m.wipName(ctx, worker)
-	if _, err := Git(ctx, m.Repo, nil, "branch", name, commit); err != nil {
+	if _, err := Output(ctx, m.Repo, "branch", name, commit); err != nil {
 		return Saved{}, fmt.Errorf("keep work of %s: %w", worker, err)
 	}
 	return Saved{Worker: worker, Branch: name, Commit: commit}, nil
@@ -352,12 +352,12 @@ func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Git(ctx, m.Repo, nil, "worktree", "remove", "--force", t.Dir); err != nil {
+	if _, err := Output(ctx, m.Repo, "worktree", "remove", "--force", t.Dir); err != nil {
 		return saved, fmt.Errorf("remove worktree %s: %w", t.Dir, err)
 	}
 	// Its work is on the wip branch now: start the worker's branch afresh
 	// at base, so that the next Open does not keep the same work twice.
-	if _, err := Git(ctx, m.Repo, nil, "branch", "-f", t.Branch, base); err != nil {
+	if _, err := Output(ctx, m.Repo, "branch", "-f", t.Branch, base); err != nil {
 		return saved, fmt.Errorf("reset branch %s: %w", t.Branch, err)
 	}
 	return saved, nil
@@ -374,7 +374,7 @@ func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recover worktrees: base %q: %w", base, err)
 	}
-	if _, err := Git(ctx, m.Repo, nil, "worktree", "prune"); err != nil {
+	if _, err := Output(ctx, m.Repo, "worktree", "prune"); err != nil {
 		return nil, fmt.Errorf("recover worktrees: %w", err)
 	}
 	registered, err := m.registered(ctx)
@@ -453,7 +453,7 @@ func List(ctx context.Context, repo string) ([]Worktree, error) {
 	var out []byte
 	var err error
 	for try := 1; ; try++ {
-		out, err = Git(ctx, repo, nil, "worktree", "list", "--porcelain", "-z")
+		out, err = Output(ctx, repo, "worktree", "list", "--porcelain", "-z")
 		if err == nil || try == listTries || !halfAdded(err) {
 			break
 		}
@@ -522,10 +522,11 @@ func parseWorktreeList(out []byte) []Worktree {
 // worktree is reused), so the lock files a killed git left are stale and
 // go first.
 func abortRebase(ctx context.Context, dir string) error {
-	gitDir, err := gitLine(ctx, dir, "rev-parse", "--absolute-git-dir")
+	l, err := Repo{Dir: dir}.layout(ctx, false, "")
 	if err != nil {
 		return fmt.Errorf("check for a rebase in %s: %w", dir, err)
 	}
+	gitDir := l.GitDir
 	for _, l := range []string{"index.lock", "HEAD.lock"} {
 		if err := os.Remove(filepath.Join(gitDir, l)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove a stale lock in %s: %w", gitDir, err)
@@ -536,20 +537,20 @@ func abortRebase(ctx context.Context, dir string) error {
 		if _, err := os.Stat(state); err != nil {
 			continue
 		}
-		if _, err := Git(ctx, dir, nil, "rebase", "--abort"); err == nil {
+		if _, err := Output(ctx, dir, "rebase", "--abort"); err == nil {
 			return nil
 		}
 		// A rebase killed while it was starting has a state git cannot
 		// abort. The branch itself moves only when a rebase ends, so it
 		// still has the work: drop the state and check the branch out.
 		headName, _ := atomicfile.Read(filepath.Join(state, "head-name"), 4096) // the agent's to write
-		if _, err := Git(ctx, dir, nil, "rebase", "--quit"); err != nil {
+		if _, err := Output(ctx, dir, "rebase", "--quit"); err != nil {
 			if err := os.RemoveAll(state); err != nil {
 				return fmt.Errorf("drop the interrupted rebase in %s: %w", dir, err)
 			}
 		}
 		if branch, ok := strings.CutPrefix(strings.TrimSpace(string(headName)), "refs/heads/"); ok {
-			if _, err := Git(ctx, dir, nil, "checkout", "-q", "--force", branch); err != nil {
+			if _, err := Output(ctx, dir, "checkout", "-q", "--force", branch); err != nil {
 				return fmt.Errorf("return to %s after the interrupted rebase in %s: %w", branch, dir, err)
 			}
 		}

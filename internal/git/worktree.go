@@ -206,9 +206,8 @@ func (r Repo) restore(ctx context.Context, base string) error {
 	return nil
 }
 
+// gitEnv is git with env added to the environment.
 func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	run := r.run
 	if run == nil {
 		run = NewRunner(r.Dir)
@@ -218,11 +217,11 @@ func (r Repo) gitEnv(ctx context.Context, env []string, args ...string) ([]byte,
 
 // tempIndex makes a copy of the index as of HEAD in the git dir.
 func (r Repo) tempIndex(ctx context.Context) (string, func(), error) {
-	gitDir, err := r.git(ctx, "rev-parse", "--absolute-git-dir")
+	l, err := r.layout(ctx, false, "")
 	if err != nil {
 		return "", nil, err
 	}
-	idx := filepath.Join(strings.TrimSpace(string(gitDir)), fmt.Sprintf("ralphd-index-%d", time.Now().UnixNano()))
+	idx := filepath.Join(l.GitDir, fmt.Sprintf("ralphd-index-%d", time.Now().UnixNano()))
 	cleanup := func() { _ = os.Remove(idx) }
 	if _, err := r.gitEnv(ctx, []string{"GIT_INDEX_FILE=" + idx}, "read-tree", "HEAD"); err != nil {
 		cleanup()

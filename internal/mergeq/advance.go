@@ -49,7 +49,7 @@ func (q *Queue) advance(ctx context.Context, tip, base string) error {
 		return fmt.Errorf("advance %s: %w", q.Target, errMoved) // the next round's guard puts it back
 	}
 	if old != base { // else tip was rebased onto it: a fast-forward
-		if _, err := git.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", old, tip); err != nil {
+		if _, err := git.Output(ctx, q.Repo, "merge-base", "--is-ancestor", old, tip); err != nil {
 			if q.Remote != "" {
 				return nil // the remote has the work; the local branch has commits of its own
 			}
@@ -66,7 +66,7 @@ func (q *Queue) advance(ctx context.Context, tip, base string) error {
 		}
 	}
 	if dir == "" {
-		if _, err := git.Git(ctx, q.Repo, nil, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
+		if _, err := git.Output(ctx, q.Repo, "update-ref", "-m", "ralphd: integrate", ref, tip, old); err != nil {
 			return fmt.Errorf("advance %s: %w: %w", q.Target, errMoved, err)
 		}
 		if q.want != "" {
@@ -100,7 +100,7 @@ func (q *Queue) checkout(ctx context.Context) (string, error) {
 // has ended.
 func (q *Queue) moveCheckout(ctx context.Context, dir, old, tip string) error {
 	run := git.NewRunner(dir)
-	out, err := git.GitIn(ctx, run, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
+	out, err := run.Output(ctx, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude).beads")
 	if err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
@@ -128,13 +128,13 @@ func (q *Queue) shift(ctx context.Context, run *git.Runner, dir, old, tip, why s
 	if err := writeJournal(jpath, dir, old, tip); err != nil {
 		return fmt.Errorf("advance %s: %w", q.Target, err)
 	}
-	if _, err := git.GitIn(ctx, run, "read-tree", "-m", "-u", old, tip); err != nil {
+	if _, err := run.Output(ctx, "read-tree", "-m", "-u", old, tip); err != nil {
 		_ = os.Remove(jpath) // read-tree checks before it writes: nothing moved
 		return fmt.Errorf("advance %s in %s: %w", q.Target, dir, err)
 	}
-	if _, err := git.GitIn(ctx, run, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := run.Output(ctx, "update-ref", "-m", why, "refs/heads/"+q.Target, tip, old); err != nil {
 		// Someone committed meanwhile: put the files back.
-		if _, uerr := git.GitIn(ctx, run, "read-tree", "-m", "-u", tip, old); uerr != nil {
+		if _, uerr := run.Output(ctx, "read-tree", "-m", "-u", tip, old); uerr != nil {
 			return fmt.Errorf("advance %s: %w: %w (and the checkout could not be put back: %w; Recover will)", q.Target, errMoved, err, uerr)
 		}
 		_ = os.Remove(jpath)
@@ -192,7 +192,7 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 			return true, err
 		}
 	}
-	if _, err := git.Git(ctx, dir, nil, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
+	if _, err := git.Output(ctx, dir, "update-ref", "-m", "ralphd: integrate (recovered)", "refs/heads/"+q.Target, tip, old); err != nil {
 		return true, fmt.Errorf("recover the merge queue: %w", err)
 	}
 	return true, os.Remove(jpath)
@@ -266,7 +266,7 @@ func redo(ctx context.Context, dir, old, tip string) error {
 	if err := undoPartial(ctx, dir, old, tip); err != nil {
 		return err
 	}
-	if _, err := git.Git(ctx, dir, nil, "read-tree", "-m", "-u", old, tip); err != nil {
+	if _, err := git.Output(ctx, dir, "read-tree", "-m", "-u", old, tip); err != nil {
 		return fmt.Errorf("recover the merge queue: redo the move: %w", err)
 	}
 	return nil
@@ -275,7 +275,7 @@ func redo(ctx context.Context, dir, old, tip string) error {
 // undoPartial puts back, at old, the files an interrupted two-way
 // read-tree from old to tip may have written; the index is still old's.
 func undoPartial(ctx context.Context, dir, old, tip string) error {
-	out, err := git.Git(ctx, dir, nil, "diff", "--no-renames", "--name-status", "-z", old, tip)
+	out, err := git.Output(ctx, dir, "diff", "--no-renames", "--name-status", "-z", old, tip)
 	if err != nil {
 		return fmt.Errorf("recover the merge queue: %w", err)
 	}
@@ -296,7 +296,7 @@ func undoPartial(ctx context.Context, dir, old, tip string) error {
 	}
 	if len(restore) > 0 {
 		args := append([]string{"checkout", "-q", old, "--"}, restore...)
-		if _, err := git.Git(ctx, dir, nil, args...); err != nil {
+		if _, err := git.Output(ctx, dir, args...); err != nil {
 			return fmt.Errorf("recover the merge queue: %w", err)
 		}
 	}

@@ -60,7 +60,7 @@ func (fastForward) Landed(ctx context.Context, q *Queue, commit string) bool {
 // push pushes tip to the remote's target without force. It reports false
 // when the remote rejected it because the target moved.
 func (q *Queue) push(ctx context.Context, tip string) (bool, error) {
-	out, err := git.Git(ctx, q.Repo, nil, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
+	out, err := git.Output(ctx, q.Repo, "push", "--porcelain", q.Remote, tip+":refs/heads/"+q.Target)
 	if err == nil {
 		return true, nil
 	}

@@ -189,7 +189,7 @@ func (q *Queue) checkRemote(ctx context.Context) ([]string, error) {
 
 // ancestor reports whether a is an ancestor of b.
 func (q *Queue) ancestor(ctx context.Context, a, b string) bool {
-	_, err := git.Git(ctx, q.Repo, nil, "merge-base", "--is-ancestor", a, b)
+	_, err := git.Output(ctx, q.Repo, "merge-base", "--is-ancestor", a, b)
 	return err == nil
 }
 
@@ -346,7 +346,7 @@ func (q *Queue) putHeadBack(ctx context.Context, head string) (string, error) {
 	if !files {
 		return kept, nil
 	}
-	if _, err := git.Git(ctx, q.home, nil, "read-tree", "-m", "-u", at, q.want); err != nil {
+	if _, err := git.Output(ctx, q.home, "read-tree", "-m", "-u", at, q.want); err != nil {
 		_ = os.Remove(jpath)
 		return kept, fmt.Errorf("%w: put the files of %s back: %w", ErrTargetMoved, q.home, err)
 	}
@@ -422,7 +422,7 @@ func followFiles(ctx context.Context, dir, from, to string) error {
 	if !indexAt(ctx, dir, from) || indexAt(ctx, dir, to) {
 		return nil
 	}
-	if _, err := git.Git(ctx, dir, nil, "read-tree", "-m", "-u", from, to); err != nil {
+	if _, err := git.Output(ctx, dir, "read-tree", "-m", "-u", from, to); err != nil {
 		return fmt.Errorf("put the files of %s back: %w", dir, err)
 	}
 	return nil

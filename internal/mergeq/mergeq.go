@@ -292,7 +292,7 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 	// checks every worktree's HEAD), or on a network blip: retry, bounded.
 	var err error
 	for try := 1; try <= fetchTries; try++ {
-		if _, err = git.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
+		if _, err = git.Output(ctx, q.Repo, "fetch", "-q", "--no-tags", q.Remote, "+refs/heads/"+q.Target+":"+ref); err == nil {
 			return q.remoteTip(ctx, ref)
 		}
 		if try == fetchTries {
@@ -315,11 +315,11 @@ func (q *Queue) commitLeftovers(ctx context.Context, req Request) (bool, error) 
 	if left, err := q.leftovers(ctx, req); err != nil || !left {
 		return false, err
 	}
-	if _, err := git.Git(ctx, req.Dir, nil, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
+	if _, err := git.Output(ctx, req.Dir, "add", "-A", "--", ".", ":(exclude).beads"); err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	msg := fmt.Sprintf("ralphd: work %s left uncommitted on %s", req.Worker, req.Issue)
-	if _, err := git.Git(ctx, req.Dir, nil, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+	if _, err := git.Output(ctx, req.Dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
 	return true, nil
@@ -328,7 +328,7 @@ func (q *Queue) commitLeftovers(ctx context.Context, req Request) (bool, error) 
 // leftovers reports whether the worker left changes uncommitted (outside
 // .beads/).
 func (q *Queue) leftovers(ctx context.Context, req Request) (bool, error) {
-	out, err := git.Git(ctx, req.Dir, nil, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
+	out, err := git.Output(ctx, req.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude).beads")
 	if err != nil {
 		return false, fmt.Errorf("integrate %s: %w", req.Branch, err)
 	}
@@ -339,17 +339,17 @@ func (q *Queue) leftovers(ctx context.Context, req Request) (bool, error) {
 // base. On a conflict it lists the conflicting files and aborts, which
 // puts the work back where it was.
 func (q *Queue) rebase(ctx context.Context, run *git.Runner, dir string, req Request, base string) ([]string, error) {
-	_, err := git.GitIn(ctx, run, "rebase", "-q", "--no-autostash", base)
+	_, err := run.Output(ctx, "rebase", "-q", "--no-autostash", base)
 	if err == nil {
 		return nil, nil
 	}
 	if ctx.Err() != nil {
-		_, _ = git.Git(context.WithoutCancel(ctx), dir, nil, "rebase", "--abort")
+		_, _ = git.Output(context.WithoutCancel(ctx), dir, "rebase", "--abort")
 		return nil, fmt.Errorf("rebase the work on %s: %w", req.Issue, ctx.Err())
 	}
-	out, derr := git.GitIn(ctx, run, "diff", "--name-only", "--diff-filter=U")
+	out, derr := run.Output(ctx, "diff", "--name-only", "--diff-filter=U")
 	conflicts := strings.Fields(string(out))
-	if _, aerr := git.Git(ctx, dir, nil, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
+	if _, aerr := git.Output(ctx, dir, "rebase", "--abort"); aerr != nil && inRebase(ctx, dir) {
 		return nil, fmt.Errorf("rebase the work on %s: %w; and abort: %w", req.Issue, err, aerr)
 	}
 	if derr != nil || len(conflicts) == 0 {
@@ -361,7 +361,7 @@ func (q *Queue) rebase(ctx context.Context, run *git.Runner, dir string, req Req
 // trackerFiles lists the files under .beads/ that differ between base and
 // tip, but for bd's interactions.jsonl, which bd appends to itself.
 func trackerFiles(ctx context.Context, run *git.Runner, base, tip string) ([]string, error) {
-	out, err := git.GitIn(ctx, run, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
+	out, err := run.Output(ctx, "diff", "--name-only", "--no-renames", "-z", base, tip, "--", ".beads")
 	if err != nil {
 		return nil, fmt.Errorf("list the tracker files the work changes: %w", err)
 	}
@@ -409,13 +409,13 @@ func (q *Queue) keep(ctx context.Context, dir string, req Request) (string, erro
 		}
 		name = fmt.Sprintf("%s%s/%s-%d", KeptPrefix, issue, q.now().UTC().Format("20060102-150405"), i)
 	}
-	if _, err := git.Git(ctx, q.Repo, nil, "branch", name, tip); err != nil {
+	if _, err := git.Output(ctx, q.Repo, "branch", name, tip); err != nil {
 		return "", fmt.Errorf("keep the work on %s: %w", req.Issue, err)
 	}
 	return name, nil
 }
 
 func line(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := git.Git(ctx, dir, nil, args...)
+	out, err := git.Output(ctx, dir, args...)
 	return strings.TrimSpace(string(out)), err
 }

@@ -37,7 +37,7 @@ func (q *Queue) remoteTip(ctx context.Context, ref string) (string, error) {
 				return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
 			}
 		}
-		_, ferr = git.Git(ctx, q.Repo, nil, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
+		_, ferr = git.Output(ctx, q.Repo, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
 	}
 }
 
@@ -55,7 +55,7 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // lsRemote asks the remote where its target is.
 func (q *Queue) lsRemote(ctx context.Context) (string, error) {
-	out, err := git.Git(ctx, q.Repo, nil, "ls-remote", "--heads", q.Remote, q.ref())
+	out, err := git.Output(ctx, q.Repo, "ls-remote", "--heads", q.Remote, q.ref())
 	if err != nil {
 		return "", fmt.Errorf("ask %s where %s is: %w", q.Remote, q.Target, err)
 	}

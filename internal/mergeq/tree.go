@@ -52,13 +52,13 @@ func (q *Queue) checkoutWork(ctx context.Context, commit string) (string, *git.R
 	if err := q.dropTree(ctx); err != nil {
 		return "", nil, err
 	}
-	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "prune"); err != nil {
+	if _, err := git.Output(ctx, q.Repo, "worktree", "prune"); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
-	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
+	if _, err := git.Output(ctx, q.Repo, "worktree", "add", "-q", "--force", "--detach", dir, commit); err != nil {
 		return "", nil, fmt.Errorf("merge queue worktree: %w", err)
 	}
 	q.tree, q.treeGitDir = dir, ""
@@ -85,16 +85,16 @@ func (q *Queue) resetTree(ctx context.Context, run *git.Runner, dir, commit stri
 	}
 	for _, d := range []string{"rebase-merge", "rebase-apply"} {
 		if _, err := os.Stat(filepath.Join(gitDir, d)); err == nil {
-			if _, err := git.GitIn(ctx, run, "rebase", "--quit"); err != nil {
+			if _, err := run.Output(ctx, "rebase", "--quit"); err != nil {
 				return fmt.Errorf("merge queue worktree: %w", err)
 			}
 			break
 		}
 	}
-	if _, err := git.GitIn(ctx, run, "checkout", "-q", "--force", "--detach", commit); err != nil {
+	if _, err := run.Output(ctx, "checkout", "-q", "--force", "--detach", commit); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
-	if _, err := git.GitIn(ctx, run, "clean", "-fdq"); err != nil {
+	if _, err := run.Output(ctx, "clean", "-fdq"); err != nil {
 		return fmt.Errorf("merge queue worktree: %w", err)
 	}
 	return nil
@@ -110,7 +110,7 @@ func (q *Queue) RemoveTree(ctx context.Context) error {
 	}
 	dir := q.tree
 	q.tree, q.treeGitDir = "", ""
-	if _, err := git.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+	if _, err := git.Output(ctx, q.Repo, "worktree", "remove", "--force", "--force", dir); err != nil {
 		return fmt.Errorf("remove the merge queue worktree: %w", err)
 	}
 	return nil
@@ -132,7 +132,7 @@ func (q *Queue) dropTree(ctx context.Context) error {
 	}
 	for _, w := range all {
 		if sameDir(w.Dir, dir) {
-			if _, err := git.Git(ctx, q.Repo, nil, "worktree", "remove", "--force", "--force", dir); err != nil {
+			if _, err := git.Output(ctx, q.Repo, "worktree", "remove", "--force", "--force", dir); err != nil {
 				// git refuses a worktree whose .git file a kill mid `worktree
 				// add` left unfinished ("not a .git file"): forget it by hand.
 				if ferr := q.forgetTree(ctx, dir); ferr != nil {

@@ -933,10 +933,10 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 // target lacks.
 func (p *Pool) branchOnTarget(ctx context.Context, worker string) (bool, error) {
 	br := "refs/heads/" + git.Branch(worker)
-	if _, err := git.Git(ctx, p.Queue.Repo, nil, "rev-parse", "--verify", "-q", br); err != nil {
+	if _, err := git.Output(ctx, p.Queue.Repo, "rev-parse", "--verify", "-q", br); err != nil {
 		return true, nil // no branch, no work
 	}
-	out, err := git.Git(ctx, p.Queue.Repo, nil, "rev-list", "--count", "refs/heads/"+p.Target+".."+br)
+	out, err := git.Output(ctx, p.Queue.Repo, "rev-list", "--count", "refs/heads/"+p.Target+".."+br)
 	if err != nil {
 		return false, fmt.Errorf("workers: %w", err)
 	}

@@ -274,7 +274,7 @@ func (p *Pool) recoverQueued(ctx context.Context, c *beads.Client) (map[string]b
 func (p *Pool) settleQueued(ctx context.Context, c *beads.Client, worker string, m queuedMark, is beads.Issue) error {
 	actor := p.actor(worker)
 	kept, where := "", "the commit handed over is gone from the repository"
-	if _, err := git.Git(ctx, p.Queue.Repo, nil, "cat-file", "-e", m.commit+"^{commit}"); err == nil {
+	if _, err := git.Output(ctx, p.Queue.Repo, "cat-file", "-e", m.commit+"^{commit}"); err == nil {
 		if kept, err = git.KeepIfNew(ctx, p.Queue.Repo, m.commit, "refs/heads/"+p.Target, git.WipPrefix+worker, time.Now()); err != nil {
 			return fmt.Errorf("workers: keep %s's work on %s: %w", worker, m.issue, err)
 		}

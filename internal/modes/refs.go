@@ -143,11 +143,11 @@ func (p *Pool) checkGrowth(ctx context.Context, worker string, r *refState, done
 		return "", err
 	}
 	if got != "" {
-		if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", r.base, got); err == nil {
+		if _, err := git.Output(ctx, p.Queue.Repo, "merge-base", "--is-ancestor", r.base, got); err == nil {
 			return got, nil // the agent's own commits, or nothing
 		}
 		if !done {
-			if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", got, r.base); err == nil {
+			if _, err := git.Output(ctx, p.Queue.Repo, "merge-base", "--is-ancestor", got, r.base); err == nil {
 				return got, nil // rewound to where the attempts began
 			}
 		}

@@ -101,7 +101,7 @@ func (p *Pool) awaitRemoteBlocker(ctx context.Context, worker, actor, id string,
 				return "", fmt.Errorf("worker %s: blocker %s of %s: %w", worker, d.DependsOnID, id, err)
 			}
 			for _, c := range commits {
-				if _, err := git.Git(ctx, p.Queue.Repo, nil, "merge-base", "--is-ancestor", c, tip); err == nil {
+				if _, err := git.Output(ctx, p.Queue.Repo, "merge-base", "--is-ancestor", c, tip); err == nil {
 					return "", nil
 				}
 			}

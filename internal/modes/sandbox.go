@@ -35,10 +35,11 @@ func (l *Loop) sandboxName(mode string) string {
 // must not write (its bd client and the broker's socket).
 func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, net *sandbox.Net, readOnly ...string) (func(string, []string) (string, []string), string, error) {
 	if gitDir == "" || common == "" {
-		var err error
-		if gitDir, common, err = l.repo().GitDirs(ctx); err != nil {
+		where, err := l.repo().Layout(ctx, "")
+		if err != nil {
 			return nil, "", fmt.Errorf("find the git dirs to protect: %w", err)
 		}
+		gitDir, common = where.GitDir, where.CommonDir
 	}
 	tmp := filepath.Join(scratch, "tmp")
 	if err := os.Mkdir(tmp, 0o700); err != nil {

@@ -134,7 +134,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
-	out, err := git.Git(ctx, l.Dir, nil, "symbolic-ref", "-q", "--short", "HEAD")
+	out, err := git.Output(ctx, l.Dir, "symbolic-ref", "-q", "--short", "HEAD")
 	target := strings.TrimSpace(string(out))
 	if err != nil || target == "" {
 		return res.stop(StopError, "the project has no branch checked out", fmt.Errorf("workers need a branch checked out in %s to integrate into: %w", l.Dir, err))

@@ -117,10 +117,11 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		r.Sandbox = s.Err.Error()
 		return r, nil
 	}
-	gitDir, common, err := git.Repo{Dir: proj}.GitDirs(ctx)
+	where, err := git.Repo{Dir: proj}.Layout(ctx, "")
 	if err != nil {
 		return nil, err
 	}
+	gitDir, common := where.GitDir, where.CommonDir
 	home, _ := os.UserHomeDir()
 	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: home, Getenv: os.Getenv})
 	layout := sandbox.BuildLayout(sandbox.Project{

@@ -1,7 +1,9 @@
-// Every git call ralphd makes goes through Command, so that none of the
+// The runner: every git call ralphd makes goes through Runner.OutputEnv
+// (Output, OutputEnv and Runner's methods are ways in), so that none of the
 // repository's own code runs: not its fsmonitor, hooks, clean/smudge/process filters,
 // external diff drivers or textconv programs, wherever they are configured
 // (.git/config, an included file, the global config, .gitattributes).
+// The same place bounds each call in time (timeout) and memory (maxData).
 //
 // A BUILD agent can plant any of these in the repository it works in, and
 // ralphd's own git calls run after the agent, outside the bd guard.
@@ -10,7 +12,7 @@
 //   - fsmonitor: core.fsmonitor=false;
 //   - hooks: core.hooksPath=/dev/null (no hook can exist there);
 //   - filters: `-c` cannot remove a driver, and the attribute that names one
-//     can come from any .gitattributes, so Command asks git which
+//     can come from any .gitattributes, so the runner asks git which
 //     filter.<name>.* drivers its configuration defines and empties each
 //     one's clean, smudge and process commands (and clears required), for
 //     every subcommand that may read file content;
@@ -80,7 +82,7 @@ var plain = []string{"config", "rev-parse", "symbolic-ref", "commit-tree", "bran
 	"for-each-ref", "merge-base", "rev-list", "show-ref", "update-ref", "clean", "worktree"}
 
 // needsDrivers reports whether git with args may run a filter or merge
-// driver, so that Command must look them up and turn them off.
+// driver, so that the runner must look them up and turn them off.
 func needsDrivers(sub string, args []string) bool {
 	switch {
 	case !slices.Contains(plain, sub):
@@ -96,20 +98,10 @@ func needsDrivers(sub string, args []string) bool {
 	return false
 }
 
-// Command returns a git command for args in dir that runs none of the
-// repository's own code. It runs in its own process group and ends with
-// ctx (see proc.Command). Unless the subcommand is one that reads no file
-// content (rev-parse, config, ...), Command first asks git which filter
-// drivers are configured, which is one more git call; that call runs no
-// code either.
-func Command(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
-	return NewRunner(dir).Command(ctx, args...)
-}
-
-// Output runs git with args in dir (see Command) and returns its stdout;
-// the error says what failed and carries git's stderr.
+// Output runs git with args in dir and returns its stdout (see
+// Runner.OutputEnv); the error says what failed and carries git's stderr.
 func Output(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	return OutputEnv(ctx, dir, nil, args...)
+	return NewRunner(dir).OutputEnv(ctx, nil, args...)
 }
 
 // OutputEnv is Output with env added to the environment.
@@ -117,15 +109,16 @@ func OutputEnv(ctx context.Context, dir string, env []string, args ...string) ([
 	return NewRunner(dir).OutputEnv(ctx, env, args...)
 }
 
-// A Runner runs several git commands in one directory, as Command does,
-// with one lookup of the filter and merge drivers for all of them: the
-// first command that needs the list looks it up, the others reuse it.
+// A Runner runs git commands in one directory, with one lookup of the
+// filter and merge drivers for all of them: the first command that needs
+// the list looks it up, the others reuse it. Every git call of ralphd's
+// goes through one (Output and OutputEnv make one for a single call).
 //
-// The list is what git's configuration said at the lookup. Use a Runner
-// for commands that run back to back while no code but ralphd's changes
-// the configuration (no agent or check running, their process trees
-// ended); a new one for each such step. Command alone has the same
-// exposure between its lookup and its git's start.
+// The list is what git's configuration said at the lookup. Share a Runner
+// between commands that run back to back while no code but ralphd's
+// changes the configuration (no agent or check running, their process
+// trees ended); use a new one for each such step. A single call has the
+// same exposure between its lookup and its git's start.
 type Runner struct {
 	dir     string
 	sets    [][2]string // fixed and the drivers' overrides, once looked up
@@ -135,26 +128,27 @@ type Runner struct {
 // NewRunner returns a Runner for git commands in dir.
 func NewRunner(dir string) *Runner { return &Runner{dir: dir} }
 
-// Command is Command for the runner's directory and drivers.
-func (r *Runner) Command(ctx context.Context, args ...string) (*exec.Cmd, error) {
-	sets := fixed
-	sub := subcommand(args)
-	if needsDrivers(sub, args) {
-		if r.sets == nil {
-			filters, merges, err := drivers(ctx, r.dir)
-			if err != nil {
-				return nil, err
-			}
-			r.sets = withDrivers(filters, merges)
-		}
-		sets = r.sets
-	}
-	return command(ctx, r.dir, sets, withSafeFlags(args, sub)), nil
+// Output runs git with args in the runner's directory, as OutputEnv does.
+func (r *Runner) Output(ctx context.Context, args ...string) ([]byte, error) {
+	return r.OutputEnv(ctx, nil, args...)
 }
 
-// OutputEnv is OutputEnv for the runner's directory and drivers.
+// timeout bounds one git call, the lookup of the drivers included.
+const timeout = 2 * time.Minute
+
+// OutputEnv runs git with args in the runner's directory, with env added
+// to its environment, and returns its stdout; the error says what failed
+// and carries git's stderr. It is the one place ralphd runs git: the
+// call is bounded in time (timeout) and memory (maxData), runs in its own
+// process group, ends with ctx (see proc.Command) and dies with ralphd,
+// and runs none of the repository's code. Unless the subcommand is one
+// that reads no file content (rev-parse, config, ...), it first asks git
+// which filter and merge drivers are configured (once per Runner); that
+// call runs no code either.
 func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
-	cmd, err := r.Command(ctx, args...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd, err := r.command(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -171,9 +165,34 @@ func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([
 	return out, nil
 }
 
+// command returns the git command for args in the runner's directory,
+// with the safe configuration, the drivers turned off when it may run
+// one, and the subcommand's safe flags.
+func (r *Runner) command(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	sets := fixed
+	sub := subcommand(args)
+	if needsDrivers(sub, args) {
+		if r.sets == nil {
+			filters, merges, err := drivers(ctx, r.dir)
+			if err != nil {
+				return nil, err
+			}
+			r.sets = withDrivers(filters, merges)
+		}
+		sets = r.sets
+	}
+	return command(ctx, r.dir, sets, withSafeFlags(args, sub)), nil
+}
+
+// gitLine runs git with args in dir and returns its stdout, trimmed.
+func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := Output(ctx, dir, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
 // maxData caps the memory (RLIMIT_DATA) of each git OutputEnv runs. A
 // loose ref that is a link to /dev/zero, planted by an agent just before
-// a git of ralphd's reads it (gitscrub removes it at the next scrub), has
+// a git of ralphd's reads it (Scrub removes it at the next scrub), has
 // git read until the machine runs out of memory; capped, git fails with
 // "Out of memory" at this size. No git call of ralphd's needs near it:
 // packs are mapped from their files, which the cap does not count.
