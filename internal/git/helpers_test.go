@@ -16,9 +16,9 @@ func (m *Manager) Remove(ctx context.Context, worker, base string) ([]Saved, err
 		return nil, err
 	}
 	t := m.tree(worker)
-	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	baseCommit, err := m.commit(ctx, base)
 	if err != nil {
-		return nil, fmt.Errorf("remove worktree of %s: base %q: %w", worker, base, err)
+		return nil, fmt.Errorf("remove worktree of %s: %w", worker, err)
 	}
 	registered, err := m.registered(ctx)
 	if err != nil {

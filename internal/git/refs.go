@@ -91,31 +91,43 @@ func IsHash(s string) bool {
 
 // RefAt returns the commit ref (a full name, e.g. refs/heads/main) points
 // at, or "" when it does not exist.
+//
+// The name is a for-each-ref pattern: a branch under it (ref/...) counts
+// too, the first in name order when ref itself does not exist.
 func RefAt(ctx context.Context, repo, ref string) (string, error) {
-	out, err := Output(ctx, repo, "for-each-ref", "--format=%(objectname)", ref)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", ref, err)
+	refs, err := forEachRef(ctx, repo, ref)
+	if err != nil || len(refs) == 0 {
+		return "", err
 	}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if IsHash(l) {
-			return l, nil
-		}
-	}
-	return "", nil
+	return refs[0][0], nil
 }
 
 // Refs returns the commit each ref under the given prefixes (full names,
 // e.g. refs/heads/ralphd/workers/) points at, in one git call.
 func Refs(ctx context.Context, repo string, prefixes ...string) (map[string]string, error) {
-	out, err := Output(ctx, repo, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, prefixes...)...)
+	found, err := forEachRef(ctx, repo, prefixes...)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", strings.Join(prefixes, ", "), err)
+		return nil, err
 	}
 	refs := map[string]string{}
+	for _, r := range found {
+		refs[r[1]] = r[0]
+	}
+	return refs, nil
+}
+
+// forEachRef returns the commit and the name of each ref that matches
+// patterns, in name order, from one for-each-ref.
+func forEachRef(ctx context.Context, repo string, patterns ...string) ([][2]string, error) {
+	out, err := Output(ctx, repo, append([]string{"for-each-ref", "--format=%(objectname) %(refname)"}, patterns...)...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", strings.Join(patterns, ", "), err)
+	}
+	var refs [][2]string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		sha, ref, ok := strings.Cut(l, " ")
 		if ok && IsHash(sha) {
-			refs[ref] = sha
+			refs = append(refs, [2]string{sha, ref})
 		}
 	}
 	return refs, nil
@@ -124,10 +136,14 @@ func Refs(ctx context.Context, repo string, prefixes ...string) (map[string]stri
 // Head returns what HEAD of the worktree dir is: "ref: <full ref>" when it
 // names a branch, or the commit when it is detached.
 func Head(ctx context.Context, dir string) (string, error) {
-	if sym, err := gitLine(ctx, dir, "symbolic-ref", "-q", "HEAD"); err == nil && sym != "" {
+	out, err := Output(ctx, dir, "symbolic-ref", "-q", "HEAD")
+	if sym := strings.TrimSpace(string(out)); err == nil && sym != "" {
 		return "ref: " + sym, nil
 	}
-	c, err := gitLine(ctx, dir, "rev-parse", "--verify", "-q", "HEAD")
+	c, err := Repo{Dir: dir}.Head(ctx)
+	if err == nil && c == "" {
+		err = errors.New("HEAD names no commit")
+	}
 	if err != nil {
 		return "", fmt.Errorf("read HEAD of %s: %w", dir, err)
 	}
@@ -168,25 +184,48 @@ func KeepIfNew(ctx context.Context, repo, commit, base, prefix string, now time.
 			return "", nil
 		}
 	}
-	stamp := prefix + "/" + now.UTC().Format("20060102-150405")
-	name := stamp
-	for i := 2; ; i++ {
-		at, err := RefAt(ctx, repo, "refs/heads/"+name)
-		if err != nil {
-			return "", err
-		}
-		if at == "" && !locked(ctx, repo, "refs/heads/"+name) {
-			break
-		}
-		if at == commit {
-			return name, nil
-		}
-		name = fmt.Sprintf("%s-%d", stamp, i)
+	name, at, err := freeBranch(ctx, repo, prefix+"/"+now.UTC().Format("20060102-150405"), commit)
+	if err != nil || at {
+		return name, err
 	}
-	if _, err := Output(ctx, repo, "update-ref", "-m", "ralphd: keep", "refs/heads/"+name, commit, zeroOID); err != nil {
+	if err := createBranch(ctx, repo, name, commit, "ralphd: keep"); err != nil {
 		return "", fmt.Errorf("keep %s on %s: %w", short(commit), name, err)
 	}
 	return name, nil
+}
+
+// freeBranch returns name when it is free for a new branch, else the
+// first of name-2, name-3, ... that is, or that a branch already has at
+// reuse (when set; at then says so). A name is taken by a branch, by a
+// branch under it (name/...), which git would refuse beside it, and by a
+// lock file (a git updating it, or one killed while it did).
+func freeBranch(ctx context.Context, repo, name, reuse string) (free string, at bool, err error) {
+	common, err := CommonDir(ctx, repo)
+	if err != nil {
+		return "", false, err
+	}
+	try := name
+	for i := 2; ; i++ {
+		c, err := RefAt(ctx, repo, "refs/heads/"+try)
+		if err != nil {
+			return "", false, err
+		}
+		if reuse != "" && c == reuse {
+			return try, true, nil
+		}
+		if c == "" && !locked(common, "refs/heads/"+try) {
+			return try, false, nil
+		}
+		try = fmt.Sprintf("%s-%d", name, i)
+	}
+}
+
+// createBranch makes the branch name at commit, which must not exist
+// yet: a compare-and-swap from nothing, so that a branch someone made
+// meanwhile is never overwritten.
+func createBranch(ctx context.Context, repo, name, commit, why string) error {
+	_, err := Output(ctx, repo, "update-ref", "-m", why, "refs/heads/"+name, commit, zeroOID)
+	return err
 }
 
 // ErrHeadMoved is wrapped by the error of SetHead when the worktree's HEAD
@@ -222,23 +261,22 @@ func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.
 func (m *Manager) Reserve(ctx context.Context, workers []string, base string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	at, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	at, err := m.commit(ctx, base)
 	if err != nil {
-		return fmt.Errorf("reserve the workers' branches: base %q: %w", base, err)
+		return fmt.Errorf("reserve the workers' branches: %w", err)
 	}
 	for _, w := range workers {
 		if err := CheckWorker(w); err != nil {
 			return err
 		}
-		ref := "refs/heads/" + Branch(w)
-		cur, err := RefAt(ctx, m.Repo, ref)
+		cur, err := RefAt(ctx, m.Repo, "refs/heads/"+Branch(w))
 		if err != nil {
 			return err
 		}
 		if cur != "" {
 			continue
 		}
-		if _, err := Output(ctx, m.Repo, "update-ref", "-m", "ralphd: reserve", ref, at, zeroOID); err != nil {
+		if err := createBranch(ctx, m.Repo, Branch(w), at, "ralphd: reserve"); err != nil {
 			return fmt.Errorf("reserve the branch of %s: %w", w, err)
 		}
 	}
@@ -258,13 +296,10 @@ func removeLockIn(common, ref string) error {
 	return nil
 }
 
-// locked reports whether ref has a lock file beside it (a git updating
-// it, or one killed while it did): such a name is not free.
-func locked(ctx context.Context, repo, ref string) bool {
-	common, err := CommonDir(ctx, repo)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(common, filepath.FromSlash(ref)+".lock"))
+// locked reports whether ref has a lock file beside it in the common git
+// dir common (a git updating it, or one killed while it did): such a
+// name is not free.
+func locked(common, ref string) bool {
+	_, err := os.Stat(filepath.Join(common, filepath.FromSlash(ref)+".lock"))
 	return err == nil
 }

@@ -184,12 +184,6 @@ func (r *Runner) command(ctx context.Context, args ...string) (*exec.Cmd, error)
 	return command(ctx, r.dir, sets, withSafeFlags(args, sub)), nil
 }
 
-// gitLine runs git with args in dir and returns its stdout, trimmed.
-func gitLine(ctx context.Context, dir string, args ...string) (string, error) {
-	out, err := Output(ctx, dir, args...)
-	return strings.TrimSpace(string(out)), err
-}
-
 // maxData caps the memory (RLIMIT_DATA) of each git OutputEnv runs. A
 // loose ref that is a link to /dev/zero, planted by an agent just before
 // a git of ralphd's reads it (Scrub removes it at the next scrub), has

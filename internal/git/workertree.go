@@ -155,9 +155,9 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 	if err := CheckWorker(worker); err != nil {
 		return Tree{}, nil, err
 	}
-	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	baseCommit, err := m.commit(ctx, base)
 	if err != nil {
-		return Tree{}, nil, fmt.Errorf("open worktree for %s: base %q: %w", worker, base, err)
+		return Tree{}, nil, fmt.Errorf("open worktree for %s: %w", worker, err)
 	}
 	t := m.tree(worker)
 	t.Base = baseCommit
@@ -201,18 +201,12 @@ func (m *Manager) Open(ctx context.Context, worker, base string) (Tree, []Saved,
 		return t, nil, err
 	}
 	// The branch may hold commits from before a crash: keep them.
-	if tip, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+t.Branch); err == nil && tip != "" {
-		ahead, err := gitLine(ctx, m.Repo, "rev-list", "--count", baseCommit+".."+tip)
+	if tip, err := (Repo{Dir: m.Repo}).resolve(ctx, "refs/heads/"+t.Branch); err == nil && tip != "" && tip != handed {
+		s, err := m.keep(ctx, m.Repo, worker, tip, baseCommit)
 		if err != nil {
 			return t, nil, err
 		}
-		if ahead != "0" && tip != handed {
-			s, err := m.keep(ctx, worker, tip)
-			if err != nil {
-				return t, nil, err
-			}
-			saved = append(saved, s)
-		}
+		saved = append(saved, s...)
 	}
 	if _, err := Output(ctx, m.Repo, "worktree", "add", "-q", "--force", "-B", t.Branch, t.Dir, baseCommit); err != nil {
 		return t, saved, fmt.Errorf("open worktree for %s: %w", worker, err)
@@ -303,48 +297,56 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 	if err != nil {
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
-	ahead := "0"
-	if head != "" && head != handed {
-		if ahead, err = gitLine(ctx, t.Dir, "rev-list", "--count", base+".."+head); err != nil {
-			return nil, err
+	if !dirty {
+		if head == "" || head == handed {
+			return nil, nil
 		}
+		saved, err := m.keep(ctx, t.Dir, t.Worker, head, base)
+		if err != nil {
+			return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+		}
+		return saved, nil
 	}
-	if !dirty && ahead == "0" {
-		return nil, nil
+	name, _, err := freeBranch(ctx, t.Dir, m.wipPrefix(t.Worker), "")
+	if err != nil {
+		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
-	name := m.wipName(ctx, t.Worker)
+	// The uncommitted work, committed on top of HEAD: the branch holds
+	// HEAD's commits as well.
 	commit, err := r.FailureBranch(ctx, name, fmt.Sprintf("ralphd: work %s left in its worktree", t.Worker), head)
 	if err != nil {
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
-	if commit == "" { // committed work only: FailureBranch keeps nothing when HEAD is its base
-		if _, err := Output(ctx, t.Dir, "branch", name, head); err != nil {
-			return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
-		}
-		commit = head
-	}
 	return []Saved{{Worker: t.Worker, Branch: name, Commit: commit}}, nil
 }
 
-// keep puts a wip branch at commit.
-func (m *Manager) keep(ctx context.Context, worker, commit string) (Saved, error) {
-	name := m.wipName(ctx, worker)
-	if _, err := Output(ctx, m.Repo, "branch", name, commit); err != nil {
-		return Saved{}, fmt.Errorf("keep work of %s: %w", worker, err)
+// keep puts a new wip branch of worker's at commit, through repo, when
+// commit has anything base lacks (see KeepIfNew), and returns it.
+func (m *Manager) keep(ctx context.Context, repo, worker, commit, base string) ([]Saved, error) {
+	name, err := KeepIfNew(ctx, repo, commit, base, WipPrefix+worker, m.now())
+	if err != nil || name == "" {
+		return nil, err
 	}
-	return Saved{Worker: worker, Branch: name, Commit: commit}, nil
+	return []Saved{{Worker: worker, Branch: name, Commit: commit}}, nil
 }
 
-// wipName returns a wip branch name for worker that does not exist yet.
-func (m *Manager) wipName(ctx context.Context, worker string) string {
-	base := WipPrefix + worker + "/" + m.now().UTC().Format("20060102-150405")
-	name := base
-	for i := 2; ; i++ {
-		if _, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", "refs/heads/"+name); err != nil {
-			return name
-		}
-		name = fmt.Sprintf("%s-%d", base, i)
+// wipPrefix returns the name a new wip branch of worker's starts from
+// (see freeBranch): as KeepIfNew names it.
+func (m *Manager) wipPrefix(worker string) string {
+	return WipPrefix + worker + "/" + m.now().UTC().Format("20060102-150405")
+}
+
+// commit returns the commit rev names, or an error that says it names
+// none.
+func (m *Manager) commit(ctx context.Context, rev string) (string, error) {
+	c, err := Repo{Dir: m.Repo}.resolve(ctx, rev+"^{commit}")
+	if err == nil && c == "" {
+		err = errors.New("not a commit")
 	}
+	if err != nil {
+		return "", fmt.Errorf("base %q: %w", rev, err)
+	}
+	return c, nil
 }
 
 func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved, error) {
@@ -370,9 +372,9 @@ func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved,
 func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	baseCommit, err := gitLine(ctx, m.Repo, "rev-parse", "--verify", "-q", base+"^{commit}")
+	baseCommit, err := m.commit(ctx, base)
 	if err != nil {
-		return nil, fmt.Errorf("recover worktrees: base %q: %w", base, err)
+		return nil, fmt.Errorf("recover worktrees: %w", err)
 	}
 	if _, err := Output(ctx, m.Repo, "worktree", "prune"); err != nil {
 		return nil, fmt.Errorf("recover worktrees: %w", err)

@@ -58,7 +58,12 @@ func (r Repo) git(ctx context.Context, args ...string) ([]byte, error) {
 // Head returns the commit id of HEAD, or "" in a repository without
 // commits.
 func (r Repo) Head(ctx context.Context) (string, error) {
-	out, err := r.git(ctx, "rev-parse", "--verify", "-q", "HEAD")
+	return r.resolve(ctx, "HEAD")
+}
+
+// resolve returns the object rev names, or "" when it names none.
+func (r Repo) resolve(ctx context.Context, rev string) (string, error) {
+	out, err := r.git(ctx, "rev-parse", "--verify", "-q", rev)
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 1 {
@@ -138,8 +143,8 @@ func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (st
 			return "", err
 		}
 	}
-	if _, err := r.git(ctx, "branch", name, tip); err != nil {
-		return "", err
+	if err := createBranch(ctx, r.Dir, name, tip, "ralphd: keep"); err != nil {
+		return "", fmt.Errorf("keep the work on %s: %w", name, err)
 	}
 	if err := r.restore(ctx, base); err != nil {
 		return tip, err
@@ -147,24 +152,12 @@ func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (st
 	return tip, nil
 }
 
-// FreeBranchName returns name when no branch has it yet, else the first
-// of name-2, name-3, ... that is free, so that two failure branches of one
-// issue within the same second do not collide.
+// FreeBranchName returns name when it is free for a new branch, else the
+// first of name-2, name-3, ... that is, so that two failure branches of
+// one issue within the same second do not collide (see freeBranch).
 func (r Repo) FreeBranchName(ctx context.Context, name string) (string, error) {
-	for i := 1; ; i++ {
-		try := name
-		if i > 1 {
-			try = fmt.Sprintf("%s-%d", name, i)
-		}
-		_, err := r.git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+try)
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee) && ee.ExitCode() == 1:
-			return try, nil
-		case err != nil:
-			return "", err
-		}
-	}
+	free, _, err := freeBranch(ctx, r.Dir, name, "")
+	return free, err
 }
 
 // commitWork commits the uncommitted work on top of parent without moving
