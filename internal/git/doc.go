@@ -1,9 +1,18 @@
 // Package git is ralphd's one way to git. Every call goes through one
-// runner (Command, Output, Runner) that keeps the repository's own code
-// from running. On top of it sit the project's working tree as the loop
-// sees it (Repo, Layout, Status), each worker's own worktree and branch
-// (Manager, Tree), the refs ralphd keeps and puts back (Refs, RestoreRef,
-// KeepIfNew), the scrub that removes what an agent planted where git opens
-// a file (Scrubber), and the snapshots of the files ralphd holds
-// (Snapshot, DirSnapshot).
+// runner (Runner.OutputEnv; Output and OutputEnv for a single call) that
+// keeps the repository's own code from running and bounds the call in
+// time and memory. On top of it sit:
+//
+//   - run.go: the runner, and Env for a program that runs git itself;
+//   - tree.go: the project's working tree as the loop sees it (Repo:
+//     HEAD, the changed files, failure branches; Layout and CommonDir
+//     for where its git data is);
+//   - status.go: Repo.Status, an iteration's progress signals;
+//   - workers.go: each worker's own worktree and branch (Manager, Tree);
+//   - refs.go: the refs ralphd reads, keeps and puts back (RefAt, Refs,
+//     Head, RestoreRef, KeepIfNew, SetHead);
+//   - scrub.go: the scrub that removes what an agent planted where git
+//     opens a file (Scrubber, ScrubTree);
+//   - snapshot.go: the snapshots of the files ralphd holds (Snapshot of
+//     the git directory, DirSnapshot of .ralph/).
 package git

@@ -42,7 +42,7 @@ func TestPlantedCodeNeverRuns(t *testing.T) {
 }
 
 // Status and FailureBranch each look the drivers up once for all their
-// git calls (gitsafe.Runner), and still run none of the planted code.
+// git calls (a Runner), and still run none of the planted code.
 func TestOneDriversLookupPerStep(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()

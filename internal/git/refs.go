@@ -37,7 +37,7 @@ type Move struct {
 	// every move of Ref fails. It was removed unless Err says why not.
 	Lock string
 	// Planted, when set, says what was found where git opens a file (a
-	// FIFO, a link to a device; see gitscrub) and what was done about it;
+	// FIFO, a link to a device; see Scrubber) and what was done about it;
 	// Ref is then the path, and Want, Got and Lock are unused.
 	Planted string
 }
@@ -255,39 +255,11 @@ func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.
 	return kept, nil
 }
 
-// Reserve makes the branch of each worker that has none, at base, so that
-// every worker's branch exists before any agent runs: a sandbox can make
-// read-only only a ref file that exists.
-func (m *Manager) Reserve(ctx context.Context, workers []string, base string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	at, err := m.commit(ctx, base)
-	if err != nil {
-		return fmt.Errorf("reserve the workers' branches: %w", err)
-	}
-	for _, w := range workers {
-		if err := CheckWorker(w); err != nil {
-			return err
-		}
-		cur, err := RefAt(ctx, m.Repo, "refs/heads/"+Branch(w))
-		if err != nil {
-			return err
-		}
-		if cur != "" {
-			continue
-		}
-		if err := createBranch(ctx, m.Repo, Branch(w), at, "ralphd: reserve"); err != nil {
-			return fmt.Errorf("reserve the branch of %s: %w", w, err)
-		}
-	}
-	return nil
-}
-
 // removeLockIn removes the lock file a git killed while it updated ref
 // (a full name) left beside it in the common git dir common, which would
 // make every later update of the ref fail. Call it only when no git of
 // ralphd's can be updating ref (a worktree's reset by its own worker):
-// git dies with ralphd (gitsafe), so its locks outlive it.
+// git dies with ralphd (see command), so its locks outlive it.
 func removeLockIn(common, ref string) error {
 	p := filepath.Join(common, filepath.FromSlash(ref)+".lock")
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -14,7 +14,7 @@ import (
 )
 
 // safeOps are the git commands ralphd runs (worktree, state, modes,
-// demo), with their content-converting ones, run through gitsafe.
+// demo), with their content-converting ones, run through the runner.
 var safeOps = [][]string{
 	{"rev-parse", "--verify", "-q", "HEAD"},
 	{"rev-parse", "--show-toplevel"},
@@ -44,7 +44,7 @@ var safeOps = [][]string{
 }
 
 // Each route, planted, runs its payload from plain git (so the test can
-// fail) and never from gitsafe, whatever ralphd asks git to do.
+// fail) and never from the runner, whatever ralphd asks git to do.
 func TestNoPlantedCodeRuns(t *testing.T) {
 	for _, r := range gitplant.Routes() {
 		t.Run(r.Name, func(t *testing.T) {
@@ -70,7 +70,7 @@ func TestNoPlantedCodeRuns(t *testing.T) {
 					t.Fatalf("git %v: %v", args, err)
 				}
 			}
-			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no payload ran from gitsafe
+			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no payload ran from the runner
 
 			// Nor from a Runner, whose commands share one lookup.
 			gitplant.Touch(t, dir)
@@ -106,7 +106,7 @@ func TestGlobalFilterDoesNotRun(t *testing.T) {
 	is.Equal(gitplant.Ran(t, markers), []string(nil))
 }
 
-// An inherited GIT_CONFIG_COUNT is kept, and gitsafe's entries come after
+// An inherited GIT_CONFIG_COUNT is kept, and the runner's entries come after
 // it, so they win.
 func TestConfigEnvKeepsInheritedEntries(t *testing.T) {
 	is := is.New(t)

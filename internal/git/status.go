@@ -31,7 +31,7 @@ type Status struct {
 
 // Status reads HEAD, the changed paths and the hash of the uncommitted
 // work. Dir must be the top of the work tree. It takes one git status and
-// one lookup of the repository's drivers (gitsafe), and a git diff only
+// one lookup of the repository's drivers (see Runner), and a git diff only
 // when a tracked file changed; untracked files are hashed here, with no
 // git call each.
 func (r Repo) Status(ctx context.Context) (Status, error) {

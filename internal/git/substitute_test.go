@@ -22,7 +22,7 @@ import (
 func TestNoObjectSubstitution(t *testing.T) {
 	type repo struct{ dir, real, twin string }
 	// Each route plants its substitution; then the probe, run by plain
-	// git, must see the twin (control), and through gitsafe the real one.
+	// git, must see the twin (control), and through the runner the real one.
 	cases := []struct {
 		name  string
 		plant func(t *testing.T, r repo)
@@ -88,7 +88,7 @@ func TestNoObjectSubstitution(t *testing.T) {
 
 			out, err := git.Output(context.Background(), dir, c.probe...)
 			is.NoErr(err)
-			is.Equal(string(out), want) // gitsafe reads what the commit holds
+			is.Equal(string(out), want) // the runner reads what the commit holds
 		})
 	}
 }

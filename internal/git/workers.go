@@ -233,6 +233,34 @@ func (m *Manager) Prepare(ctx context.Context, worker, base string) ([]Saved, er
 	return saved, nil
 }
 
+// Reserve makes the branch of each worker that has none, at base, so that
+// every worker's branch exists before any agent runs: a sandbox can make
+// read-only only a ref file that exists.
+func (m *Manager) Reserve(ctx context.Context, workers []string, base string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, err := m.commit(ctx, base)
+	if err != nil {
+		return fmt.Errorf("reserve the workers' branches: %w", err)
+	}
+	for _, w := range workers {
+		if err := CheckWorker(w); err != nil {
+			return err
+		}
+		cur, err := RefAt(ctx, m.Repo, "refs/heads/"+Branch(w))
+		if err != nil {
+			return err
+		}
+		if cur != "" {
+			continue
+		}
+		if err := createBranch(ctx, m.Repo, Branch(w), at, "ralphd: reserve"); err != nil {
+			return fmt.Errorf("reserve the branch of %s: %w", w, err)
+		}
+	}
+	return nil
+}
+
 // markOpen records that worker's worktree is registered and was opened by
 // this Manager. The caller holds m.mu.
 func (m *Manager) markOpen(worker string) {
@@ -250,7 +278,7 @@ func (m *Manager) markOpen(worker string) {
 // of the worker's runs between its hand-over and its next agent. Another
 // worker's agent, when unsandboxed (sandboxed, the shared git config is
 // read-only to it), could add a driver in between, as it could between
-// the lookup and the start of any single gitsafe call.
+// the lookup and the start of any single git call.
 func (m *Manager) reset(ctx context.Context, t Tree, base, handed string) ([]Saved, error) {
 	run := NewRunner(t.Dir)
 	saved, err := m.settle(ctx, t, run, base, handed)
