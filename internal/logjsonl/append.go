@@ -30,9 +30,7 @@ func AppendMeta(path string, event string, data any, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	// Non-blocking: a FIFO in the log's place fails the open (no reader)
-	// instead of holding the guard's bd call.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := openAppend(path)
 	if err != nil {
 		return fmt.Errorf("open run log: %w", err)
 	}
@@ -44,4 +42,12 @@ func AppendMeta(path string, event string, data any, now time.Time) error {
 		return fmt.Errorf("close run log: %w", err)
 	}
 	return nil
+}
+
+// openAppend opens the existing log at path for appending: never through
+// a symlink, and non-blocking, so that a FIFO in the log's place fails the
+// open (no reader) instead of holding the caller (the guard's bd call, or
+// the Writer after a restore).
+func openAppend(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 }

@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -306,28 +305,14 @@ func merge(data, want []byte) []byte {
 	return append(out, want...)
 }
 
-// restore writes content to the log's path atomically and moves the
-// Writer onto the new file. The caller holds w.mu.
+// restore writes content to the log's path atomically (atomicfile: with
+// the mode Create gives a log) and moves the Writer onto the new file.
+// The caller holds w.mu.
 func (w *Writer) restore(content []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(w.path), ".restore-*.log")
-	if err != nil {
+	if err := atomicfile.Write(w.path, content, logPerm); err != nil {
 		return fmt.Errorf("restore run log: %w", err)
 	}
-	_, err = tmp.Write(content)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), w.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("restore run log: %w", err)
-	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := openAppend(w.path)
 	if err != nil {
 		return fmt.Errorf("reopen restored run log: %w", err)
 	}

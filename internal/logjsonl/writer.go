@@ -39,6 +39,9 @@ const FileTimeLayout = LegacyLogLayout
 // maxSuffix bounds the "-N" suffixes Create tries for a taken name.
 const maxSuffix = 1000
 
+// logPerm is the mode Create gives a run log, and a restore keeps.
+const logPerm = 0o600
+
 // ErrClosed is returned by writes to a closed Writer.
 var ErrClosed = errors.New("log writer is closed")
 
@@ -115,7 +118,7 @@ func create(dir, base string, retention int, opts Options) (*Writer, error) {
 			name = base + "-" + strconv.Itoa(i) + ".log"
 		}
 		path := filepath.Join(dir, name)
-		f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+		f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, logPerm)
 		if errors.Is(err, fs.ErrExist) || atomicfile.IsForeign(err) {
 			continue
 		}
