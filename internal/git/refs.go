@@ -75,8 +75,8 @@ func short(s string) string {
 	return s
 }
 
-// IsHash reports whether s is a full commit id (SHA-1 or SHA-256, in
-// lower-case hex).
+// IsHash reports whether s is a full object id, such as a commit's
+// (SHA-1 or SHA-256, in lower-case hex, as git prints one).
 func IsHash(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
@@ -160,16 +160,7 @@ func RestoreRef(ctx context.Context, repo, ref, want, got, what string, now time
 			return "", err
 		}
 	}
-	old := got
-	if old == "" {
-		old = zeroOID
-	}
-	if want == "" {
-		_, err = Output(ctx, repo, "update-ref", "-m", "ralphd: put back", "-d", ref, old)
-	} else {
-		_, err = Output(ctx, repo, "update-ref", "-m", "ralphd: put back", ref, want, old)
-	}
-	if err != nil {
+	if err := updateRef(ctx, repo, ref, want, got, "ralphd: put back"); err != nil {
 		return kept, fmt.Errorf("put %s back: %w", ref, err)
 	}
 	return kept, nil
@@ -221,10 +212,23 @@ func freeBranch(ctx context.Context, repo, name, reuse string) (free string, at 
 }
 
 // createBranch makes the branch name at commit, which must not exist
-// yet: a compare-and-swap from nothing, so that a branch someone made
-// meanwhile is never overwritten.
+// yet, so that a branch someone made meanwhile is never overwritten.
 func createBranch(ctx context.Context, repo, name, commit, why string) error {
-	_, err := Output(ctx, repo, "update-ref", "-m", why, "refs/heads/"+name, commit, zeroOID)
+	return updateRef(ctx, repo, "refs/heads/"+name, commit, "", why)
+}
+
+// updateRef moves ref (a full name) from old to want by compare-and-swap,
+// with why in its reflog: it fails, changing nothing, when ref is not at
+// old. An empty old means ref must not exist; an empty want deletes it.
+func updateRef(ctx context.Context, repo, ref, want, old, why string) error {
+	if old == "" {
+		old = zeroOID
+	}
+	args := []string{"update-ref", "-m", why, ref, want, old}
+	if want == "" {
+		args = []string{"update-ref", "-m", why, "-d", ref, old}
+	}
+	_, err := Output(ctx, repo, args...)
 	return err
 }
 
@@ -261,8 +265,7 @@ func SetHead(ctx context.Context, dir, branch, got, base, what string, now time.
 // ralphd's can be updating ref (a worktree's reset by its own worker):
 // git dies with ralphd (see command), so its locks outlive it.
 func removeLockIn(common, ref string) error {
-	p := filepath.Join(common, filepath.FromSlash(ref)+".lock")
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(lockPath(common, ref)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove a stale lock: %w", err)
 	}
 	return nil
@@ -272,6 +275,12 @@ func removeLockIn(common, ref string) error {
 // dir common (a git updating it, or one killed while it did): such a
 // name is not free.
 func locked(common, ref string) bool {
-	_, err := os.Stat(filepath.Join(common, filepath.FromSlash(ref)+".lock"))
+	_, err := os.Stat(lockPath(common, ref))
 	return err == nil
+}
+
+// lockPath is where git puts the lock file of ref (a full name) while it
+// updates it, in the common git dir common.
+func lockPath(common, ref string) string {
+	return filepath.Join(common, filepath.FromSlash(ref)+".lock")
 }

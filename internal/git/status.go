@@ -87,7 +87,7 @@ func parseStatusV2(out []byte) statusV2 {
 		}
 		switch rec[0] {
 		case '#':
-			if oid, ok := strings.CutPrefix(rec, "# branch.oid "); ok && isObjectID(oid) {
+			if oid, ok := strings.CutPrefix(rec, "# branch.oid "); ok && IsHash(oid) {
 				st.head = oid
 			}
 		case '1', '2', 'u':

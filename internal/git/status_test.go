@@ -146,7 +146,7 @@ func FuzzParseStatusV2(f *testing.F) {
 				t.Fatalf("path %q is empty or holds a NUL", p)
 			}
 		}
-		if st.head != "" && !isObjectID(st.head) {
+		if st.head != "" && !IsHash(st.head) {
 			t.Fatalf("head %q is not an object id", st.head)
 		}
 	})

@@ -288,7 +288,7 @@ func parseLayout(out string, withSub bool) (Layout, error) {
 		}
 	}
 	for _, id := range lines[2:] {
-		if !isObjectID(id) {
+		if !IsHash(id) {
 			return Layout{}, fmt.Errorf("%q is not an object id", id)
 		}
 	}
@@ -300,17 +300,4 @@ func parseLayout(out string, withSub bool) (Layout, error) {
 		l.Tree = lines[3]
 	}
 	return l, nil
-}
-
-// isObjectID reports whether s is a full hex object id (SHA-1 or SHA-256).
-func isObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
