@@ -60,14 +60,22 @@ func runWhere(inv *invocation) int {
 	if inv.ws.server != nil {
 		// Server mode names the local dolt directory and no prefix.
 		if inv.jsonOut {
-			inv.printJSON(obj{{"database_path", filepath.Join(inv.ws.beadsDir, "dolt")}, {"path", inv.ws.beadsDir}, {"schema_version", 1}})
+			o := obj{{"database_path", filepath.Join(inv.ws.beadsDir, "dolt")}, {"path", inv.ws.beadsDir}}
+			if inv.ws.redirectedFrom != "" {
+				o = append(o, kv{"redirected_from", inv.ws.redirectedFrom})
+			}
+			inv.printJSON(append(o, kv{"schema_version", 1}))
 			return 0
 		}
 		fmt.Fprintf(inv.stdout, "%s\n  database: %s\n", inv.ws.beadsDir, filepath.Join(inv.ws.beadsDir, "dolt"))
 		return 0
 	}
 	if inv.jsonOut {
-		inv.printJSON(obj{{"database_path", inv.ws.doltRoot()}, {"path", inv.ws.beadsDir}, {"prefix", inv.db.Prefix}, {"schema_version", 1}})
+		o := obj{{"database_path", inv.ws.doltRoot()}, {"path", inv.ws.beadsDir}, {"prefix", inv.db.Prefix}}
+		if inv.ws.redirectedFrom != "" {
+			o = append(o, kv{"redirected_from", inv.ws.redirectedFrom})
+		}
+		inv.printJSON(append(o, kv{"schema_version", 1}))
 		return 0
 	}
 	fmt.Fprintf(inv.stdout, "%s\n  prefix: %s\n  database: %s\n", inv.ws.beadsDir, inv.db.Prefix, inv.ws.doltRoot())
@@ -128,20 +136,29 @@ func runContext(inv *invocation) int {
 		return inv.fail(err.Error())
 	}
 	role := gitConfig(inv.ctx, inv.ws.repoRoot(), inv.envList, `^beads\.role$`)["beads.role"]
-	redirected := inv.fl.str("db") != "" || inv.env["BEADS_DIR"] != ""
+	redirected := inv.fl.str("db") != "" || inv.env["BEADS_DIR"] != "" || inv.ws.redirectedFrom != ""
+	mode := "embedded"
+	if inv.ws.server != nil {
+		mode = "server"
+	}
 	o := obj{
 		{"backend", "dolt"},
 		{"bd_version", bdVersion},
 		{"beads_dir", inv.ws.beadsDir},
 		{"cwd_repo_root", gitTopLevel(inv.ctx, inv.cwd, inv.envList)},
 		{"database", inv.ws.dbName},
-		{"dolt_mode", "embedded"},
+		{"dolt_mode", mode},
 		{"is_redirected", redirected},
 		{"is_worktree", false},
 		{"project_id", m.ProjectID},
 		{"repo_root", inv.ws.repoRoot()},
 		{"role", role},
 		{"schema_version", 1},
+	}
+	if s := inv.ws.server; s != nil {
+		// Not recorded: bd 1.0.5's ContextInfo adds these in server mode
+		// (cmd/bd/context_cmd.go), with the port as resolved at run time.
+		o = append(o, kv{"server_host", s.host}, kv{"server_port", s.port})
 	}
 	if inv.jsonOut {
 		inv.printJSON(o)

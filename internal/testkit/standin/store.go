@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,12 +38,15 @@ import (
 // in place with identical bytes, so their mtimes change but not their
 // content, as real bd's do.
 const (
-	beadsDirName   = ".beads"
-	doltDirName    = "embeddeddolt"
-	journalName    = "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"
-	dataFileName   = "standin.json"
-	dataVersion    = 1
-	touchTailBytes = 4096
+	beadsDirName = ".beads"
+	doltDirName  = "embeddeddolt"
+	// redirectFileName is the file in .beads that sends bd to another
+	// .beads directory.
+	redirectFileName = "redirect"
+	journalName      = "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"
+	dataFileName     = "standin.json"
+	dataVersion      = 1
+	touchTailBytes   = 4096
 )
 
 // errNoDB is returned when no beads workspace can be found.
@@ -57,6 +61,9 @@ type workspace struct {
 	server *serverAddr
 	// storeDir is the server's directory for server mode, "" otherwise.
 	storeDir string
+	// redirectedFrom is the .beads directory whose redirect file led
+	// here, "" when none was followed.
+	redirectedFrom string
 }
 
 // metadata is .beads/metadata.json.
@@ -112,7 +119,7 @@ func openWorkspace(p string) (*workspace, error) {
 		candidates = append([]string{filepath.Dir(p)}, candidates...)
 	}
 	for _, c := range candidates {
-		if ws, err := workspaceAt(c); err == nil {
+		if ws, err := workspaceVia(c); err == nil {
 			return ws, nil
 		}
 	}
@@ -131,9 +138,63 @@ func workspaceAt(beadsDir string) (*workspace, error) {
 			return nil, fmt.Errorf("parse metadata: server mode without dolt_database in %s", filepath.Join(beadsDir, "metadata.json"))
 		}
 		ws.server = &serverAddr{host: m.DoltServerHost, port: m.DoltServerPort, database: m.DoltDatabase}
+		// As in bd 1.0.5 (doltserver.DefaultConfig), the port file, once
+		// written, comes before metadata.json's port.
+		if b, err := os.ReadFile(filepath.Join(beadsDir, "dolt-server.port")); err == nil {
+			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 {
+				ws.server.port = p
+			}
+		}
 		ws.dbName = m.DoltDatabase
 	}
 	return ws, nil
+}
+
+// workspaceVia opens the workspace beadsDir names: the one its redirect
+// file points to when it has one that resolves, else beadsDir itself.
+func workspaceVia(beadsDir string) (*workspace, error) {
+	target := followRedirect(beadsDir)
+	if target == "" {
+		return workspaceAt(beadsDir)
+	}
+	ws, err := workspaceAt(target)
+	if err != nil {
+		return nil, err
+	}
+	ws.redirectedFrom = beadsDir
+	return ws, nil
+}
+
+// followRedirect returns the .beads directory beadsDir's redirect file
+// names, or "" when it has none, or its target is not a directory. Like bd
+// 1.0.5 (FollowRedirect): the first line that is not blank or a "#"
+// comment, relative to the project root (beadsDir's parent), with links
+// resolved; one level only (a redirect in the target is not followed).
+func followRedirect(beadsDir string) string {
+	b, err := os.ReadFile(filepath.Join(beadsDir, redirectFileName))
+	if err != nil {
+		return ""
+	}
+	var target string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			target = line
+			break
+		}
+	}
+	if target == "" {
+		return ""
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(beadsDir), target)
+	}
+	if r, err := filepath.EvalSymlinks(target); err == nil {
+		target = r
+	}
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		return ""
+	}
+	return filepath.Clean(target)
 }
 
 // discover finds the workspace the way bd does: --db, then BEADS_DIR,
@@ -154,12 +215,12 @@ func discover(dir, dbFlag, beadsDirEnv string) (*workspace, error) {
 		return openWorkspace(abs(beadsDirEnv))
 	}
 	if main := worktreeMain(dir); main != "" {
-		if ws, err := workspaceAt(filepath.Join(main, beadsDirName)); err == nil {
+		if ws, err := workspaceVia(filepath.Join(main, beadsDirName)); err == nil {
 			return ws, nil
 		}
 	}
 	for d := dir; ; {
-		if ws, err := workspaceAt(filepath.Join(d, beadsDirName)); err == nil {
+		if ws, err := workspaceVia(filepath.Join(d, beadsDirName)); err == nil {
 			return ws, nil
 		}
 		parent := filepath.Dir(d)
