@@ -2,9 +2,13 @@ package beads_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
 )
@@ -159,4 +163,74 @@ func FuzzParseComments(f *testing.F) {
 			t.Fatalf("in an issue %+v, alone %+v", issue.Comments, cs)
 		}
 	})
+}
+
+// FuzzParseWhere checks `bd where --json` parsing, which decides which
+// tracker ralphd pins: it never panics, fails only with typed errors,
+// never takes an answer without a path, and what it reads survives being
+// printed again, bare or in the envelope.
+func FuzzParseWhere(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Add([]byte(`{"path":"/r/.beads","redirected_from":"/s/.beads","database_path":"/r/.beads/embeddeddolt","prefix":"rt","schema_version":1}`))
+	f.Add([]byte(`{"path":"","database_path":"/x"}`))
+	f.Add([]byte(`{"path":"/r/.beads","prefix":7}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := beads.ParseWhere(data)
+		if err != nil {
+			checkParseError(t, data, err)
+			return
+		}
+		if w.Path == "" {
+			t.Fatalf("a where without a path: %q", data)
+		}
+		if !utf8.ValidString(w.Path + w.RedirectedFrom + w.DatabasePath + w.Prefix) {
+			return // printed again, invalid bytes would read as U+FFFD
+		}
+		bare, err := json.Marshal(map[string]any{"path": w.Path, "redirected_from": w.RedirectedFrom,
+			"database_path": w.DatabasePath, "prefix": w.Prefix, "schema_version": 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range [][]byte{bare, []byte(`{"data":` + string(bare) + `,"schema_version":1}`)} {
+			again, err := beads.ParseWhere(out)
+			if err != nil || again != w {
+				t.Fatalf("printed again %s, parsed %+v, %v; want %+v", out, again, err, w)
+			}
+		}
+	})
+}
+
+// FuzzParseContext checks `bd context --json` parsing the same way: no
+// panic, typed errors, and a stable reading.
+func FuzzParseContext(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Add([]byte(`{"beads_dir":"/r/.beads","dolt_mode":"server","server_host":"127.0.0.1","server_port":3307,"database":"sv","project_id":"p","is_redirected":true}`))
+	f.Add([]byte(`{"server_port":1.5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := beads.ParseContext(data)
+		if err != nil {
+			checkParseError(t, data, err)
+			return
+		}
+		again, err := beads.ParseContext(bytes.Clone(data))
+		if err != nil || again != c {
+			t.Fatalf("second parse differs: %+v, %v", again, err)
+		}
+	})
+}
+
+func TestParseWhereFixtures(t *testing.T) {
+	is := is.New(t)
+	w, err := beads.ParseWhere(loadFixture(t, "where-json").Stdout)
+	is.NoErr(err)
+	is.Equal(w, beads.Where{Path: "<REPO>/.beads", DatabasePath: "<REPO>/.beads/embeddeddolt", Prefix: "rt"})
+	w, err = beads.ParseWhere(loadFixture(t, "server-where-clone-a-json").Stdout)
+	is.NoErr(err)
+	is.Equal(w, beads.Where{Path: "<SCRATCH>/clone-a/.beads", DatabasePath: "<SCRATCH>/clone-a/.beads/dolt"}) // no prefix in server mode
+	c, err := beads.ParseContext(loadFixture(t, "context-json").Stdout)
+	is.NoErr(err)
+	is.Equal(c, beads.Context{BeadsDir: "<REPO>/.beads", DoltMode: "embedded", Database: "rt", ProjectID: "633b6412-77a5-44c7-8f4c-cc45da8537ea"})
+	_, err = beads.ParseWhere([]byte(`{"error":"no_beads_directory","message":"no .beads"}`))
+	var re *beads.ReportedError
+	is.True(errors.As(err, &re)) // bd's error object is bd's error, not a path
 }

@@ -168,6 +168,7 @@ var parseCases = map[string]parseCase{
 	"types-json":                           {kind: kindNotIssues},
 	"version-json":                         {kind: kindNotIssues},
 	"where-json":                           {kind: kindNotIssues},
+	"server-where-clone-a-json":            {kind: kindNotIssues},
 	"stats-json":                           {kind: kindStats},
 	"status-json-no-activity":              {kind: kindStats},
 	"list-empty":                           {kind: kindIssues, ids: []string{}},
