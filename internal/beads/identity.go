@@ -307,18 +307,23 @@ func (c IdentityChange) String() string {
 // fixed order; none when bd opens the same database the same way.
 func (want Identity) Compare(now Identity) []IdentityChange {
 	var out []IdentityChange
-	add := func(field, was, is string) {
-		if was != is {
-			out = append(out, IdentityChange{Field: field, Was: was, Now: is})
+	add := func(field, was, is string) int {
+		if was == is {
+			return 0
 		}
+		out = append(out, IdentityChange{Field: field, Was: was, Now: is})
+		return 1
 	}
+	// Each move is named once, by the first thing that shows it: a
+	// different path implies a different directory there.
 	add("redirect", want.RedirectedFrom, now.RedirectedFrom)
-	add("beads_dir", want.BeadsDirReal, now.BeadsDirReal)
-	add("beads_dir_id", want.Beads.String(), now.Beads.String())
-	add("database_path", want.DatabasePath, now.DatabasePath)
-	add("database_link", want.DatabaseLink, now.DatabaseLink)
-	add("database_real_path", want.DatabaseReal, now.DatabaseReal)
-	add("database_dir", want.Database.String(), now.Database.String())
+	if add("beads_dir", want.BeadsDirReal, now.BeadsDirReal) == 0 {
+		add("beads_dir_id", want.Beads.String(), now.Beads.String())
+	}
+	if add("database_path", want.DatabasePath, now.DatabasePath)+add("database_link", want.DatabaseLink, now.DatabaseLink) == 0 &&
+		add("database_real_path", want.DatabaseReal, now.DatabaseReal) == 0 {
+		add("database_dir", want.Database.String(), now.Database.String())
+	}
 	add("prefix", want.Prefix, now.Prefix)
 	add("mode", want.Mode, now.Mode)
 	add("project_id", want.ProjectID, now.ProjectID)

@@ -31,6 +31,9 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
+	if err := l.pinTracker(ctx); err != nil {
+		return res.stop(StopError, "could not pin the tracker", err)
+	}
 	err := l.buildLoop(ctx, res, maxIter)
 	// A cap that stops the run mid-issue keeps that issue's work on a
 	// failure branch, as a hard stop does. A daemon's batch ending is not a

@@ -197,8 +197,14 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	// An agent that ran, however it ended (and an agent can claim to be
 	// rate limited), is judged for forbidden changes; if the tracker
 	// cannot be read, the baseline stays for the next start's sweep.
-	after, err := l.snapshotAfter(cctx) // workers: before the window, to share the reading
-	endWindow := l.judgeWindow(it)      // workers: one judgement at a time
+	// Not judged against a tracker bd no longer opens: the run stops.
+	pinErr := l.checkTrackerPin(cctx, res, it)
+	err := pinErr
+	var after guard.Snapshot
+	if err == nil {
+		after, err = l.snapshotAfter(cctx) // workers: before the window, to share the reading
+	}
+	endWindow := l.judgeWindow(it) // workers: one judgement at a time
 	if err == nil {
 		after, err = l.notBehindBaseline(cctx, after)
 	}
@@ -219,6 +225,11 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 		it.keepBaseline = true
 	}
 	endWindow(nil)
+	if pinErr != nil {
+		cancel()
+		l.endBuildIteration(res, it)
+		return iteration{reason: "the tracker bd opens changed"}, pinErr
+	}
 	l.unclaim(cctx, it.issue.ID)
 	cancel()
 	l.endBuildIteration(res, it)
@@ -289,6 +300,9 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		return err
 	}
 	if err := l.trackerReplaced(res, it); err != nil {
+		return err
+	}
+	if err := l.checkTrackerPin(ctx, res, it); err != nil {
 		return err
 	}
 	// Workers: the reading is asked for before the window, so that the

@@ -222,6 +222,9 @@ type Loop struct {
 	// win is a worker's window in the pool's ledger for the iteration its
 	// Assignment gives it (ledger.go).
 	win *window
+	// pin is which tracker the run's snapshots read, fixed at its start
+	// (trackerpin.go); workers share it.
+	pin *trackerPin
 }
 
 // repo is the project's git working tree.

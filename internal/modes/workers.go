@@ -134,6 +134,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
+	if err := l.pinTracker(ctx); err != nil {
+		return res.stop(StopError, "could not pin the tracker", err)
+	}
 	out, err := git.Output(ctx, l.Dir, "symbolic-ref", "-q", "--short", "HEAD")
 	target := strings.TrimSpace(string(out))
 	if err != nil || target == "" {
