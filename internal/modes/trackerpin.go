@@ -99,7 +99,11 @@ func (l *Loop) checkTrackerPin(ctx context.Context, res *Result, it *buildIter) 
 	}
 	it.fixed = append(it.fixed, "restored: "+strings.Join(found, "; "))
 	it.rec.Violations = append(it.rec.Violations, detail)
-	res.Violations++
+	if fixed {
+		// The summary counts it as reverted; one not put back stops the
+		// run with an error that says so instead.
+		res.Violations++
+	}
 	l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "tracker_identity", Detail: detail})
 	l.human().Warn("BUILD changed which tracker bd opens", "issue", it.issue.ID, "change", detail)
 	if fixed {
