@@ -38,7 +38,14 @@ type trackerPin struct {
 	mu   sync.Mutex
 	bd   *beads.Client // the run's client, in the project directory
 	want beads.Identity
-	held map[string]git.DirFiles // .beads directory → its steering files
+	held map[string]heldDir // .beads directory → its steering files
+}
+
+// heldDir is a .beads directory's steering files, and the directory they
+// were read in: they are written back only into that same directory.
+type heldDir struct {
+	id    beads.FileID
+	files git.DirFiles
 }
 
 // pinTracker reads which database bd opens, before any agent of the run
@@ -48,7 +55,7 @@ func (l *Loop) pinTracker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read which tracker bd opens: %w", err)
 	}
-	p := &trackerPin{bd: l.BD, want: id, held: map[string]git.DirFiles{}}
+	p := &trackerPin{bd: l.BD, want: id, held: map[string]heldDir{}}
 	for _, dir := range []string{l.beadsDir(), id.BeadsDir, id.RedirectedFrom} {
 		if _, ok := p.held[dir]; dir == "" || ok {
 			continue
@@ -59,7 +66,7 @@ func (l *Loop) pinTracker(ctx context.Context) error {
 				return fmt.Errorf("hold %s: %w", filepath.Join(dir, f), err)
 			}
 		}
-		p.held[dir] = files
+		p.held[dir] = heldDir{id: beads.FileIDOf(dir), files: files}
 	}
 	l.pin = p
 	return nil
@@ -79,6 +86,13 @@ func (l *Loop) checkTrackerPin(ctx context.Context, res *Result, it *buildIter) 
 	now, readErr := p.bd.ReadIdentity(ctx)
 	changes := p.want.Compare(now)
 	if readErr == nil && len(changes) == 0 {
+		return nil
+	}
+	if readErr != nil && beads.FileIDOf(p.want.BeadsDir) != p.want.Beads {
+		// The .beads directory itself is gone or replaced: nothing can be
+		// put back into it, and no reading of the tracker is judged (the
+		// after-snapshot fails, or trackerReplaced stops the run); the
+		// baseline stays for the next start.
 		return nil
 	}
 	var found []string
@@ -136,7 +150,11 @@ var ErrTrackerMoved = errors.New("the tracker bd opens changed")
 // did, one phrase each ("nothing" when nothing).
 func (p *trackerPin) restore() []string {
 	var did []string
-	for dir, was := range p.held {
+	for dir, h := range p.held {
+		if h.id.IsZero() || beads.FileIDOf(dir) != h.id {
+			continue // not the directory they came from (or none): nothing to put back into
+		}
+		was := h.files
 		now := git.DirFiles{}
 		for _, f := range steeringFiles {
 			if err := now.Read(dir, f); err != nil {
