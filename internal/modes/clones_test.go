@@ -81,7 +81,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 				return &beads.Client{Bin: bin, Dir: d, Actor: actor, Timeout: time.Minute}
 			},
 			Actor: func(w string) string { return "ralphd/clone-" + c + "/" + w },
-			Iterate: func(ctx context.Context, a Assignment) (bool, error) {
+			Iterate: byDone(func(ctx context.Context, a Assignment) (bool, error) {
 				mu.Lock()
 				worked[a.Issue.ID] = append(worked[a.Issue.ID], c+"/"+a.Worker)
 				mu.Unlock()
@@ -90,7 +90,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 				return commitAndClose(ctx, a)
-			},
+			}),
 		}
 	}
 	var wg sync.WaitGroup
@@ -166,7 +166,7 @@ func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 				defer mu.Unlock()
 				events = append(events, e)
 			},
-			Iterate: func(ctx context.Context, a Assignment) (bool, error) {
+			Iterate: byDone(func(ctx context.Context, a Assignment) (bool, error) {
 				if a.Issue.ID == dependent {
 					_, err := os.Stat(filepath.Join(a.Dir, blocker+".txt"))
 					mu.Lock()
@@ -177,7 +177,7 @@ func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 					return false, err
 				}
 				return commitAndClose(ctx, a)
-			},
+			}),
 		}
 	}
 	var once sync.Once

@@ -97,13 +97,13 @@ func TestSIGKILLThreeWorkersThenRestart(t *testing.T) {
 
 	// The restart.
 	var worked []string
-	pool.Iterate = func(ctx context.Context, a Assignment) (bool, error) {
+	pool.Iterate = byDone(func(ctx context.Context, a Assignment) (bool, error) {
 		worked = append(worked, a.Issue.ID)
 		if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("restarted run\n"), 0o644); err != nil {
 			return false, err
 		}
 		return commitAndClose(ctx, a)
-	}
+	})
 	pool.Workers = 1
 	sum, err := pool.Run(context.Background())
 	is.NoErr(err)

@@ -16,7 +16,6 @@
 package modes
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,21 +54,38 @@ type Assignment struct {
 	win *window
 }
 
-// Iteration works on an assignment in its worktree. It reports whether it
-// finished the issue: closed it in bd and passed its own checks. An error
-// that wraps ErrSkip gives the issue back without counting an attempt (it
-// was found stuck, or the run's caps stop it).
-type Iteration func(ctx context.Context, a Assignment) (done bool, err error)
+// Iteration works on an assignment in its worktree, and says what it
+// came to.
+type Iteration func(ctx context.Context, a Assignment) Ended
 
-// ErrSkip, wrapped in an Iteration's error, releases the issue without a
-// failed attempt and without stopping the worker.
-var ErrSkip = errors.New("workers: issue skipped")
+// Ended is what an Iteration came to. The pool switches on its Kind.
+type Ended struct {
+	Kind End
+	// Err says why: how an Errored iteration failed, why a Skipped one
+	// gave its issue back, or what stopped the pool (Run returns it).
+	Err error
+}
 
-// ErrStop, wrapped in an Iteration's error, releases the issue without a
-// failed attempt and drains the pool (a cost cap, an iteration cap, an
-// agent that cannot run): no worker claims again, the others finish the
-// issues they hold, and Run returns the first such error.
-var ErrStop = errors.New("workers: stop")
+// End is how an Iteration ended.
+type End int
+
+const (
+	// Unfinished: the issue stays open; a failed attempt.
+	Unfinished End = iota
+	// Finished: the iteration closed the issue in bd and passed its own
+	// checks; its work goes to the merge queue.
+	Finished
+	// Errored: the iteration itself failed (Err); a failed attempt.
+	Errored
+	// Skipped: the issue is released without a failed attempt, and the
+	// worker goes on (it was found stuck, or its agent was rate-limited).
+	Skipped
+	// Stopped: the issue is released without a failed attempt, and the
+	// pool drains (a cost cap, an iteration cap, an agent that cannot
+	// run): no worker claims again, the others finish the issues they
+	// hold, and Run returns the first Stopped iteration's Err.
+	Stopped
+)
 
 // Failure is one failed attempt, as the pool hands it to the Tally.
 type Failure struct {
@@ -459,14 +475,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := p.work(ctx, Name(i))
-			switch {
-			case errors.Is(err, ErrStop):
-				p.mu.Lock()
-				p.stopErr = cmp.Or(p.stopErr, err)
-				p.mu.Unlock()
-				p.Drain()
-			case err != nil:
+			if err := p.work(ctx, Name(i)); err != nil {
 				cancel(err)
 			}
 		}()
@@ -496,6 +505,18 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 
 // Name is the name of the pool's i-th worker, from 1.
 func Name(i int) string { return fmt.Sprintf("w%d", i) }
+
+// stop drains the pool after a Stopped iteration; Run returns the first
+// stop's err.
+func (p *Pool) stop(err error) {
+	p.mu.Lock()
+	if p.stopErr == nil {
+		// The words the run reports this stop with.
+		p.stopErr = fmt.Errorf("workers: stop: %w", err)
+	}
+	p.mu.Unlock()
+	p.Drain()
+}
 
 // Drain stops the workers from claiming more work; each finishes the
 // issue it holds, and Run returns once all have.
@@ -736,25 +757,28 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client, AgentEnded: agentEnded}
 	win := p.openWindow(worker, is.ID, tree, opened)
 	a.win = win
-	done, err := p.Iterate(ctx, a)
-	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, done && err == nil)
+	end := p.Iterate(ctx, a)
+	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, end.Kind == Finished)
 	if cerr != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: check the refs: %w", worker, cerr))
 	}
 	charge := p.ledger.failed(win)
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, nil) // stopped: not an attempt
-	case errors.Is(err, ErrSkip):
-		p.log(Event{Worker: worker, Issue: is.ID, Kind: "skipped", Detail: err.Error()})
+	}
+	switch end.Kind {
+	case Skipped:
+		p.log(Event{Worker: worker, Issue: is.ID, Kind: "skipped", Detail: "workers: issue skipped: " + end.Err.Error()})
 		return nil, p.giveUp(ctx, actor, is.ID, nil)
-	case errors.Is(err, ErrStop):
-		return nil, p.giveUp(ctx, actor, is.ID, err)
-	case err != nil:
-		return nil, p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", err) + also(charge)})
-	case !done:
+	case Stopped:
+		p.stop(p.giveUp(ctx, actor, is.ID, end.Err))
+		return nil, nil
+	case Errored:
+		return nil, p.fail(ctx, a, Failure{Why: fmt.Sprintf("the iteration failed: %v", end.Err) + also(charge)})
+	case Unfinished:
 		return nil, p.fail(ctx, a, Failure{Why: "the iteration did not finish the issue" + also(charge)})
-	case charge != "":
+	}
+	if charge != "" {
 		return nil, p.fail(ctx, a, Failure{Why: charge, Integration: true})
 	}
 	// One piece of work per worker in the queue: a worker that finishes

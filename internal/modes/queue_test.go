@@ -90,13 +90,15 @@ func TestDrainGivesBackTheNextClaim(t *testing.T) {
 	for i := 0; i < 6; i++ {
 		p.create(fmt.Sprintf("issue %d", i))
 	}
-	pool := p.pool(2, func(ctx context.Context, a Assignment) (bool, error) {
+	errCap := errors.New("the run's cap")
+	pool := p.pool(2, nil)
+	pool.Iterate = func(ctx context.Context, a Assignment) Ended {
 		a.AgentEnded()
-		return false, fmt.Errorf("%w: the run's cap", ErrStop)
-	})
+		return Ended{Kind: Stopped, Err: errCap}
+	}
 	sum, err := pool.Run(context.Background())
-	is.True(errors.Is(err, ErrStop))
-	is.Equal(len(sum.Failed), 0) // a stop is not an attempt
+	is.True(errors.Is(err, errCap)) // Run returns what stopped it
+	is.Equal(len(sum.Failed), 0)    // a stop is not an attempt
 	list := sh(t, p.repo, p.bd, "--quiet", "list", "--status", "in_progress", "--json")
 	is.Equal(strings.TrimSpace(list), "[]") // the claims made beside the judgements are given back
 }
@@ -153,13 +155,13 @@ func TestRecoverQueued(t *testing.T) {
 			}
 			is.NoErr(os.WriteFile(filepath.Join(pool.Trees.Root, ".queued-w1"), []byte(mark), 0o600))
 			var worked []string
-			pool.Iterate = func(ctx context.Context, a Assignment) (bool, error) {
+			pool.Iterate = byDone(func(ctx context.Context, a Assignment) (bool, error) {
 				worked = append(worked, a.Issue.ID)
 				if err := os.WriteFile(filepath.Join(a.Dir, a.Issue.ID+".txt"), []byte("again\n"), 0o644); err != nil {
 					return false, err
 				}
 				return commitAndClose(ctx, a)
-			}
+			})
 			_, err = pool.Run(ctx)
 			is.NoErr(err)
 			left, _ := filepath.Glob(filepath.Join(pool.Trees.Root, ".queued-*"))

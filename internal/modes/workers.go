@@ -207,12 +207,12 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		is, ok := r.Snap[id]
 		return is, ok, nil
 	}
-	p.Iterate = func(ctx context.Context, a Assignment) (bool, error) {
+	p.Iterate = func(ctx context.Context, a Assignment) Ended {
 		if l.pausedNow != nil && l.pausedNow() && l.hold != nil {
 			// Paused while the issue was claimed: its agent starts
 			// after the resume.
 			if err := l.hold(ctx); err != nil {
-				return false, err
+				return Ended{Kind: Errored, Err: err}
 			}
 		}
 		return l.workerIteration(ctx, p, maxIter, a)
@@ -344,34 +344,34 @@ func (l *Loop) forWorker(p *Pool, a Assignment) (*Loop, error) {
 // workerIteration is one BUILD iteration of one worker: the run's caps,
 // the issue's stuck check, then buildIteration in the worker's Loop, its
 // result merged into the run's.
-func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assignment) (bool, error) {
+func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assignment) Ended {
 	w, err := l.forWorker(p, a)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrStop, err)
+		return Ended{Kind: Stopped, Err: err}
 	}
 	r, err := w.record(a.Issue.ID)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrStop, err)
+		return Ended{Kind: Stopped, Err: err}
 	}
 	if cause := stuck(r, l.Config.MaxStuck); cause != judge.NotStuck {
 		p.resMu.Lock()
 		err := w.markStuck(ctx, p.res, r)
 		p.resMu.Unlock()
 		if err != nil {
-			return false, fmt.Errorf("%w: %w", ErrStop, err)
+			return Ended{Kind: Stopped, Err: err}
 		}
-		return false, fmt.Errorf("%w: %s", ErrSkip, stuckWhy(r, cause))
+		return Ended{Kind: Skipped, Err: errors.New(stuckWhy(r, cause))}
 	}
 	p.resMu.Lock()
 	if maxIter > 0 && p.res.Iterations+p.inflight >= maxIter {
 		p.res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, a.Issue.ID), nil)
 		p.resMu.Unlock()
-		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
+		return Ended{Kind: Stopped, Err: ErrCapReached}
 	}
 	if l.overBudget(p.res) {
 		p.res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), nil)
 		p.resMu.Unlock()
-		return false, fmt.Errorf("%w: %w", ErrStop, ErrCapReached)
+		return Ended{Kind: Stopped, Err: ErrCapReached}
 	}
 	n := p.next
 	p.next++
@@ -392,24 +392,25 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 	p.inflight--
 	p.merge(mine, n, start)
 	p.resMu.Unlock()
-	done := slices.Contains(mine.Closed, a.Issue.ID)
 	switch {
 	case ctx.Err() != nil:
-		return false, ctx.Err()
+		return Ended{Kind: Errored, Err: ctx.Err()}
 	case errors.Is(err, ErrAgentUnusable):
-		return false, fmt.Errorf("%w: %w", ErrStop, err)
+		return Ended{Kind: Stopped, Err: err}
 	case errors.Is(err, ErrInterrupted):
-		return false, fmt.Errorf("%w: %w", ErrSkip, err)
+		return Ended{Kind: Skipped, Err: err}
 	case err != nil:
-		return false, fmt.Errorf("%w: %s: %w", ErrStop, it.reason, err)
+		return Ended{Kind: Stopped, Err: fmt.Errorf("%s: %w", it.reason, err)}
 	case it.rateLimited:
 		quota := backoff{max: l.Config.QuotaBackoffMax}
 		if err := w.waitQuota(ctx, &quota, it.resetAt, it.resetRounded, n+1, it.reason); err != nil {
-			return false, err
+			return Ended{Kind: Errored, Err: err}
 		}
-		return false, fmt.Errorf("%w: rate-limited", ErrSkip)
+		return Ended{Kind: Skipped, Err: errors.New("rate-limited")}
+	case slices.Contains(mine.Closed, a.Issue.ID):
+		return Ended{Kind: Finished}
 	}
-	return done, nil
+	return Ended{Kind: Unfinished}
 }
 
 // merge adds one worker iteration's result (its iterations numbered from

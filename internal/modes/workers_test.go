@@ -84,7 +84,7 @@ func (p *project) create(title string, args ...string) string {
 	return sh(p.t, p.repo, append([]string{p.bd, "--quiet", "create", title, "--silent"}, args...)...)
 }
 
-func (p *project) pool(k int, it Iteration) *Pool {
+func (p *project) pool(k int, it func(context.Context, Assignment) (bool, error)) *Pool {
 	return &Pool{
 		Workers: k, Target: "main", StuckLabel: "ralph:stuck", Idle: 50 * time.Millisecond,
 		Trees: &git.Manager{Repo: p.repo, Root: filepath.Join(p.root, "state", "worktrees")},
@@ -93,7 +93,22 @@ func (p *project) pool(k int, it Iteration) *Pool {
 			return &beads.Client{Bin: p.bd, Dir: dir, Actor: actor, Timeout: time.Minute}
 		},
 		Actor:   func(w string) string { return "ralphd/test/" + w },
-		Iterate: it,
+		Iterate: byDone(it),
+	}
+}
+
+// byDone is the Iteration of a fake that says whether it finished its
+// issue, or how it failed.
+func byDone(f func(context.Context, Assignment) (bool, error)) Iteration {
+	return func(ctx context.Context, a Assignment) Ended {
+		done, err := f(ctx, a)
+		switch {
+		case err != nil:
+			return Ended{Kind: Errored, Err: err}
+		case done:
+			return Ended{Kind: Finished}
+		}
+		return Ended{Kind: Unfinished}
 	}
 }
 
