@@ -4,13 +4,13 @@
 //
 // Where to look:
 //
-//	outcome.go    the decision core of a BUILD iteration, pure functions:
-//	              closed / reopened / still open (decideClose), the outcome
-//	              history records (Outcome, decideOutcome), whether a run
-//	              counts as an attempt (isAttempt), and stuck, the one place
-//	              both STUCK triggers meet
-//	iteration.go  one BUILD iteration (buildIter): start, run the agent,
-//	              judge, settle
+//	outcome.go    where a BUILD iteration decides closed / reopened /
+//	              still open (decide, decideClose), the outcome history
+//	              records (Outcome, decideOutcome), and stuck, the one place
+//	              both STUCK triggers meet; and acts on it (settle)
+//	iteration.go  one BUILD iteration (buildIteration): start, run the
+//	              agent, judge (judgeBuild), or give back a run that is not
+//	              an attempt (isAttempt, giveBack)
 //	judge.go      judging a failed attempt (judgeFailed), the escalation's
 //	              prompt section, the STUCK note
 //	build.go      the BUILD run: pick the next issue, mark stuck ones,

@@ -18,8 +18,8 @@ import (
 
 // buildIter is one BUILD iteration on one issue, from the attempt it
 // counts to what was decided. Its fields fill in as the iteration goes:
-// start, run the agent, judge, settle. The decisions themselves are the
-// pure functions of outcome.go.
+// start, run the agent, judge, settle. What it decides (closed, reopened,
+// stuck) is decided in outcome.go.
 type buildIter struct {
 	issue   beads.Issue
 	n       int // the iteration's number in the run
@@ -284,7 +284,8 @@ func (l *Loop) reopenUnchecked(ctx context.Context, id, why string) bool {
 // then those of every other issue closed in the window, each under the
 // guard. Then it reverts forbidden changes, reopens a close the checks do
 // not bear out, puts claimed work back, and judges a failed attempt
-// (fingerprint, progress, escalation).
+// (fingerprint, progress, escalation): the last three are outcome.go's
+// decide.
 func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error {
 	is := it.issue
 	// The gate runs after every iteration: its results are progress
@@ -349,33 +350,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, Kind: "forbidden_command", Detail: b})
 		l.human().Warn("forbidden bd command ran around the guard", "issue", is.ID, "detail", b)
 	}
-	cur, ok := after[is.ID]
-	if !ok {
-		return fmt.Errorf("issue %s is missing after the iteration", is.ID)
-	}
-
-	failed := firstFailed(it.checks)
-	it.rec.Gate = decideGate(it.violated(), it.checks)
-	it.verdict = decideClose(cur.Status, it.violated(), failed == nil)
-	switch it.verdict {
-	case closed:
-		it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, false)
-		return nil
-	case reopen:
-		if failed == nil {
-			// The checks pass, but the iteration made forbidden changes: its
-			// close does not count either.
-			if err := l.reopenViolatingClose(ctx, is.ID, it.rec.Violations); err != nil {
-				return err
-			}
-		} else if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
-			return err
-		}
-	}
-	if cur.Status == beads.StatusInProgress {
-		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
-	}
-	return l.judgeFailure(ctx, it)
+	return l.decide(ctx, it)
 }
 
 // trackerReplaced stops the judgement when the tracker's directory was
@@ -563,64 +538,6 @@ func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (guard.Snapshot, 
 		l.human().Warn("could not read the tracker after the iteration; trying again", "err", err)
 	}
 	return nil, err
-}
-
-// judgeFailure judges an attempt that did not close its issue: fingerprint,
-// progress and escalation (judgeFailed), then stores the issue's new
-// judgement and the verbatim attempt.
-func (l *Loop) judgeFailure(ctx context.Context, it *buildIter) error {
-	is := it.issue
-	st, _ := l.repo().Status(ctx)
-	now := gitSignals{head: st.Head, diff: st.Diff, changed: st.Changed}
-	policy := judge.Policy{FingerprintRepeats: l.Config.ErrorFingerprintRepeats, NoProgressRepeats: l.Config.NoProgressRepeats}
-	f := judgeFailed(it, now, policy, l.lastWorked != is.ID)
-	if err := l.State.RecordFailure(is.ID, f.judgement, f.attempt); err != nil {
-		return err
-	}
-	it.record.Judgement = f.judgement
-	it.rec.Fingerprint = f.attempt.Fingerprint
-	progress := f.verdict.Progress
-	it.rec.Progress = &progress
-	it.rec.Tier = int(f.judgement.Next.Tier)
-	it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, f.verdict.NoOp)
-	if !f.verdict.Progress {
-		l.human().Warn("no progress", "issue", is.ID, "why", strings.Join(f.verdict.Reasons, "; "))
-	}
-	if d := f.judgement.Next; d.Tier != judge.TierNone && d.Tier != judge.TierHardStop {
-		l.human().Warn("next attempt shifts strategy", "issue", is.ID, "tier", d.Tier.String(), "reason", d.Reason, "count", d.Count)
-	}
-	return nil
-}
-
-// settle acts on what judging decided: a verified close clears the issue's
-// attempt record; an issue that is now stuck is given up on.
-func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
-	is := it.issue
-	cause := judge.NotStuck
-	if it.verdict == closed {
-		// A verified close ends the issue's attempts: the whole record goes
-		// (a worker's once its work is integrated).
-		if !l.deferReset {
-			if _, err := l.State.Reset(is.ID); err != nil {
-				return iteration{reason: "could not reset the attempt record"}, err
-			}
-		}
-		res.Closed = append(res.Closed, is.ID)
-	} else {
-		// The record as this iteration left it: the attempt it counted and
-		// the judgement it stored.
-		it.record.Count = it.attempt
-		cause = stuck(it.record, l.Config.MaxStuck)
-	}
-	it.rec.Stuck = cause != judge.NotStuck
-	l.lastWorked = is.ID
-	l.endBuildIteration(res, it)
-	if it.rec.Stuck {
-		if err := l.markStuck(ctx, res, it.record); err != nil {
-			return iteration{reason: "could not mark the issue stuck"}, err
-		}
-	}
-	return iteration{}, nil
 }
 
 // endBuildIteration records the finished iteration in history and the log.

@@ -1,17 +1,123 @@
 package modes
 
 import (
+	"context"
+	"fmt"
+	"strings"
+
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
-// This file is the decision core of a BUILD iteration: from what the
-// iteration saw, it decides whether the issue is closed, reopened or still
-// open, what the iteration's outcome is, and whether the issue is stuck.
-// Everything here is a pure function of its inputs; iteration.go runs the
-// iteration and acts on these decisions.
+// This file is where a BUILD iteration decides, and acts on, whether its
+// issue is closed, reopened or still open, what the iteration's outcome
+// is, and whether the issue is stuck. Read it top to bottom:
+//
+//   - decide: once judging has reverted what it must (iteration.go,
+//     judgeBuild), the close verdict (decideClose), the reopen of a close
+//     the checks or the policy do not bear out, and the judgement of an
+//     attempt that did not close (judgeFailure, decideOutcome);
+//   - settle: a verified close ends the issue's attempts; an issue that
+//     is now stuck (stuck) is given up on;
+//   - the pure decisions themselves, below them.
+//
+// An agent run that is not an attempt (isAttempt) closes nothing: it is
+// given back (iteration.go, giveBack), and its outcome is the agent's.
+
+// decide acts on the judged iteration: it decides whether its issue is
+// closed, reopens a close the checks or the policy do not bear out, and
+// judges an attempt that did not close. it.after is the tracker as
+// judging left it, forbidden changes reverted.
+func (l *Loop) decide(ctx context.Context, it *buildIter) error {
+	is := it.issue
+	cur, ok := it.after[is.ID]
+	if !ok {
+		return fmt.Errorf("issue %s is missing after the iteration", is.ID)
+	}
+
+	failed := firstFailed(it.checks)
+	it.rec.Gate = decideGate(it.violated(), it.checks)
+	it.verdict = decideClose(cur.Status, it.violated(), failed == nil)
+	switch it.verdict {
+	case closed:
+		it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, false)
+		return nil
+	case reopen:
+		if failed == nil {
+			// The checks pass, but the iteration made forbidden changes: its
+			// close does not count either.
+			if err := l.reopenViolatingClose(ctx, is.ID, it.rec.Violations); err != nil {
+				return err
+			}
+		} else if err := l.reopenFailedClose(ctx, is.ID, *failed); err != nil {
+			return err
+		}
+	}
+	if cur.Status == beads.StatusInProgress {
+		l.setOpen(ctx, is.ID) // no agent is alive any more: nothing stays claimed
+	}
+	return l.judgeFailure(ctx, it)
+}
+
+// judgeFailure judges an attempt that did not close its issue: fingerprint,
+// progress and escalation (judgeFailed), then stores the issue's new
+// judgement and the verbatim attempt.
+func (l *Loop) judgeFailure(ctx context.Context, it *buildIter) error {
+	is := it.issue
+	st, _ := l.repo().Status(ctx)
+	now := gitSignals{head: st.Head, diff: st.Diff, changed: st.Changed}
+	policy := judge.Policy{FingerprintRepeats: l.Config.ErrorFingerprintRepeats, NoProgressRepeats: l.Config.NoProgressRepeats}
+	f := judgeFailed(it, now, policy, l.lastWorked != is.ID)
+	if err := l.State.RecordFailure(is.ID, f.judgement, f.attempt); err != nil {
+		return err
+	}
+	it.record.Judgement = f.judgement
+	it.rec.Fingerprint = f.attempt.Fingerprint
+	progress := f.verdict.Progress
+	it.rec.Progress = &progress
+	it.rec.Tier = int(f.judgement.Next.Tier)
+	it.outcome = decideOutcome(it.out.Status, it.violated(), it.verdict, f.verdict.NoOp)
+	if !f.verdict.Progress {
+		l.human().Warn("no progress", "issue", is.ID, "why", strings.Join(f.verdict.Reasons, "; "))
+	}
+	if d := f.judgement.Next; d.Tier != judge.TierNone && d.Tier != judge.TierHardStop {
+		l.human().Warn("next attempt shifts strategy", "issue", is.ID, "tier", d.Tier.String(), "reason", d.Reason, "count", d.Count)
+	}
+	return nil
+}
+
+// settle acts on what judging decided: a verified close clears the issue's
+// attempt record; an issue that is now stuck is given up on.
+func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
+	is := it.issue
+	cause := judge.NotStuck
+	if it.verdict == closed {
+		// A verified close ends the issue's attempts: the whole record goes
+		// (a worker's once its work is integrated).
+		if !l.deferReset {
+			if _, err := l.State.Reset(is.ID); err != nil {
+				return iteration{reason: "could not reset the attempt record"}, err
+			}
+		}
+		res.Closed = append(res.Closed, is.ID)
+	} else {
+		// The record as this iteration left it: the attempt it counted and
+		// the judgement it stored.
+		it.record.Count = it.attempt
+		cause = stuck(it.record, l.Config.MaxStuck)
+	}
+	it.rec.Stuck = cause != judge.NotStuck
+	l.lastWorked = is.ID
+	l.endBuildIteration(res, it)
+	if it.rec.Stuck {
+		if err := l.markStuck(ctx, res, it.record); err != nil {
+			return iteration{reason: "could not mark the issue stuck"}, err
+		}
+	}
+	return iteration{}, nil
+}
 
 // Outcome is how an iteration ended, as history's "outcome" field and the
 // run log's iteration_end event record it. The strings are stable: old
