@@ -23,23 +23,23 @@ import (
 // ErrInterrupted, or a runtime error).
 func (l *Loop) Build(ctx context.Context, maxIter int) (*Result, error) {
 	return l.runMode(ctx, ModeBuild, maxIter, func(ctx context.Context, res *Result) error {
-		return l.build(ctx, res, maxIter)
+		return l.build(ctx, res, maxIter, runOpts{})
 	})
 }
 
-func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
+func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) error {
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
 	if err := l.pinTracker(ctx); err != nil {
 		return res.stop(StopError, "could not pin the tracker", err)
 	}
-	err := l.buildLoop(ctx, res, maxIter)
+	err := l.buildLoop(ctx, res, maxIter, o)
 	// A cap that stops the run mid-issue keeps that issue's work on a
 	// failure branch, as a hard stop does. A daemon's batch ending is not a
 	// cap: its next batch goes on with the same issue.
 	switch {
-	case res.Stop == StopMaxIterations && l.batching:
+	case res.Stop == StopMaxIterations && o.batch:
 	case res.Stop == StopMaxIterations, res.Stop == StopBudget, res.Stop == StopTimeout:
 		if id := l.lastWorked; id != "" && !slices.Contains(res.Closed, id) {
 			if b := l.keepFailedWork(ctx, id, string(res.Stop)); b != "" {
@@ -50,11 +50,11 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int) error {
 	return err
 }
 
-func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
+func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpts) error {
 	skip := map[string]bool{} // issues this run has given up on
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for {
-		if stop, err := l.mayContinue(ctx, res); stop {
+		if stop, err := l.mayContinue(ctx, res, o); stop {
 			return err
 		}
 		ready, err := l.readyWork(ctx)
@@ -77,7 +77,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int) error {
 		if maxIter > 0 && res.Iterations >= maxIter {
 			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", text.Count(maxIter, "iteration"), text.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
 		}
-		if l.pausedNow != nil && l.pausedNow() {
+		if o.isPaused() {
 			continue // paused while picking: hold, then pick afresh
 		}
 

@@ -59,21 +59,24 @@ type DaemonOptions struct {
 // quota_backoff_max, saying why in its status.
 func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 	d := &daemon{Loop: l, opts: opts, unusable: backoff{max: l.Config.QuotaBackoffMax}}
-	l.beforeIteration = func() {
-		d.applyReload()
-		if opts.Hold != nil {
-			_ = opts.Hold(ctx) // a cancelled ctx stops the iteration anyway
-		}
+	d.runs = runOpts{
+		batch: true,
+		beforeIteration: func() {
+			d.applyReload()
+			if opts.Hold != nil {
+				_ = opts.Hold(ctx) // a cancelled ctx stops the iteration anyway
+			}
+		},
+		paused: opts.Paused,
+		hold:   opts.Hold,
 	}
-	l.pausedNow, l.hold = opts.Paused, opts.Hold
-	l.batching = true
-	defer func() { l.beforeIteration, l.pausedNow, l.hold, l.batching = nil, nil, nil, false }()
 	return d.run(ctx)
 }
 
 type daemon struct {
 	*Loop
 	opts DaemonOptions
+	runs runOpts // what its batches run with
 
 	planFP          string // .beads/ fingerprint after the last plan
 	stuckSincePlan  int
@@ -125,13 +128,13 @@ func (d *daemon) run(ctx context.Context) error {
 		switch act {
 		case "plan":
 			d.human().Info("planning: " + why)
-			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.Plan(ctx, 1) })
+			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.planRun(ctx, 1, d.runs) })
 			d.stuckSincePlan, d.buildsSincePlan = 0, 0
 			d.planFP, _ = Fingerprint(d.beadsDir())
 		case "build":
 			d.human().Info("building: " + why)
 			err = d.batch(ctx, func(ctx context.Context) (*Result, error) {
-				return d.BuildWorkers(ctx, d.Config.BuildBatch, d.Config.Workers)
+				return d.buildRun(ctx, d.Config.BuildBatch, d.Config.Workers, d.runs)
 			})
 		default:
 			if why != d.idleSaid {

@@ -180,16 +180,6 @@ type Loop struct {
 	Observer logjsonl.Sink
 
 	snap snapshotCache
-	// beforeIteration, when set, runs before each iteration starts (the
-	// daemon applies a requested reload there).
-	beforeIteration func()
-	// pausedNow, when set, says the daemon was paused while an issue was
-	// being picked: the loop goes round again (and holds) before starting
-	// its agent.
-	pausedNow func() bool
-	// hold, when set, returns once the daemon is not paused (the
-	// dashboard's pause): workers ask it before each claim.
-	hold func(ctx context.Context) error
 	// dirtyAtStart: the tree had changes ralphd did not make when the run
 	// started (allow_dirty), so it must not make failure branches.
 	dirtyAtStart bool
@@ -198,8 +188,6 @@ type Loop struct {
 	// treeChecked: the working tree was checked clean (or allowed dirty)
 	// when this Loop's first BUILD run started.
 	treeChecked bool
-	// batching: the daemon runs this Loop's BUILD runs as batches.
-	batching bool
 	// deferReset: a verified close keeps the issue's attempt record until
 	// the worker's work is integrated (workers.go).
 	deferReset bool

@@ -18,15 +18,20 @@ import (
 // Plan runs up to maxIter PLANNING iterations with full powers over bd. It
 // ends early when the agent's final result ends with PlanPromise.
 func (l *Loop) Plan(ctx context.Context, maxIter int) (*Result, error) {
+	return l.planRun(ctx, maxIter, runOpts{})
+}
+
+// planRun is a PLANNING run, as o says.
+func (l *Loop) planRun(ctx context.Context, maxIter int, o runOpts) (*Result, error) {
 	return l.runMode(ctx, ModePlan, maxIter, func(ctx context.Context, res *Result) error {
-		return l.plan(ctx, res, maxIter)
+		return l.plan(ctx, res, maxIter, o)
 	})
 }
 
-func (l *Loop) plan(ctx context.Context, res *Result, maxIter int) error {
+func (l *Loop) plan(ctx context.Context, res *Result, maxIter int, o runOpts) error {
 	quota := backoff{max: l.Config.QuotaBackoffMax}
 	for maxIter <= 0 || res.Iterations < maxIter {
-		if stop, err := l.mayContinue(ctx, res); stop {
+		if stop, err := l.mayContinue(ctx, res, o); stop {
 			return err
 		}
 		it, done, err := l.planIteration(ctx, res)

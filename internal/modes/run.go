@@ -41,15 +41,38 @@ func refused(res *Result, err error) bool {
 	return false
 }
 
+// runOpts is what the daemon varies in the runs it makes; the runs of
+// `ralphd build` and `ralphd plan` have the zero runOpts. It goes down a
+// run as a value.
+type runOpts struct {
+	// batch: the run is one of the daemon's batches. A BUILD batch that
+	// reaches its size is not a cap: the next batch goes on with the same
+	// issue (build).
+	batch bool
+	// beforeIteration, when set, runs before each iteration starts (the
+	// daemon applies a requested reload there, and holds while paused).
+	beforeIteration func()
+	// paused, when set, says the daemon was paused while an issue was
+	// being picked: the loop goes round again (and holds) before starting
+	// its agent.
+	paused func() bool
+	// hold, when set, returns once the daemon is not paused (the
+	// dashboard's pause): workers ask it before each claim.
+	hold func(ctx context.Context) error
+}
+
+// isPaused reports whether the daemon is paused now.
+func (o runOpts) isPaused() bool { return o.paused != nil && o.paused() }
+
 // mayContinue is checked before every iteration of either mode: it stops
 // the run on a signal or the run timeout, applies a requested reload, and
 // stops it at the cost cap. A nil error means the next iteration may run.
-func (l *Loop) mayContinue(ctx context.Context, res *Result) (stop bool, err error) {
+func (l *Loop) mayContinue(ctx context.Context, res *Result, o runOpts) (stop bool, err error) {
 	if ctx.Err() != nil {
 		return true, stopped(ctx, res, "stopped by a signal before the next iteration")
 	}
-	if l.beforeIteration != nil {
-		l.beforeIteration()
+	if o.beforeIteration != nil {
+		o.beforeIteration()
 	}
 	if l.overBudget(res) {
 		return true, res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)

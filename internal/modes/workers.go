@@ -122,15 +122,21 @@ func (l *Loop) WorkerActor(w string) string {
 // integrating finished work through a merge queue of one into the branch
 // checked out in the project directory. k ≤ 1 is Build.
 func (l *Loop) BuildWorkers(ctx context.Context, maxIter, k int) (*Result, error) {
-	if k <= 1 {
-		return l.Build(ctx, maxIter)
-	}
+	return l.buildRun(ctx, maxIter, k, runOpts{})
+}
+
+// buildRun is a BUILD run with k workers (k ≤ 1: the single loop), as o
+// says.
+func (l *Loop) buildRun(ctx context.Context, maxIter, k int, o runOpts) (*Result, error) {
 	return l.runMode(ctx, ModeBuild, maxIter, func(ctx context.Context, res *Result) error {
-		return l.buildWorkers(ctx, res, maxIter, k)
+		if k <= 1 {
+			return l.build(ctx, res, maxIter, o)
+		}
+		return l.buildWorkers(ctx, res, maxIter, k, o)
 	})
 }
 
-func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) error {
+func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o runOpts) error {
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
@@ -165,8 +171,8 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		StuckLabel: StuckLabel,
 		Scope:      l.Config.Scope,
 		StatusFile: filepath.Join(l.State.Dir(), WorkersStatusFile),
-		Hold:       l.hold,
-		Paused:     l.pausedNow,
+		Hold:       o.hold,
+		Paused:     o.paused,
 		Log: func(e Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
@@ -208,10 +214,10 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int) er
 		return is, ok, nil
 	}
 	p.Iterate = func(ctx context.Context, a Assignment) Ended {
-		if l.pausedNow != nil && l.pausedNow() && l.hold != nil {
+		if o.isPaused() && o.hold != nil {
 			// Paused while the issue was claimed: its agent starts
 			// after the resume.
-			if err := l.hold(ctx); err != nil {
+			if err := o.hold(ctx); err != nil {
 				return Ended{Kind: Errored, Err: err}
 			}
 		}
