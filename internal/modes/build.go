@@ -143,8 +143,8 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
 		return fmt.Errorf("add STUCK note to %s: %w", id, err)
 	}
-	if l.shared != nil {
-		l.shared.ownStuck.Store(id, true) // before the label: a judgement may read it at once
+	if p := l.pool(); p != nil {
+		p.ownStuck.Store(id, true) // before the label: a judgement may read it at once
 	}
 	if err := l.BD.LabelAdd(ctx, id, StuckLabel); err != nil {
 		return fmt.Errorf("label %s %s: %w", id, StuckLabel, err)
@@ -217,7 +217,7 @@ func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter,
 // and what it found.
 func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, iteration int) (fixed, details []string) {
 	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}})
-	if sh := l.shared; sh != nil {
+	if sh := l.pool(); sh != nil {
 		// ralphd's own stuck labels, which the pool's baseline may not
 		// have yet.
 		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool {

@@ -77,14 +77,17 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
-	agentEnded := l.shared.agentStarted()
+	agentEnded := l.pool().agentStarted()
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
 		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir})
-	l.readingDue = l.shared.judgementDue()
+	readingDue := l.pool().judgementDue()
+	if l.seat != nil {
+		l.seat.readingDue = readingDue
+	}
 	agentEnded()
-	defer l.readingDue()
-	if err == nil && l.agentEnded != nil {
-		l.agentEnded() // the pool claims this worker's next issue beside the judgement
+	defer readingDue()
+	if err == nil && l.seat != nil && l.seat.agentEnded != nil {
+		l.seat.agentEnded() // the pool claims this worker's next issue beside the judgement
 	}
 	if err != nil {
 		l.unsealState(ctx, res, it)
@@ -131,7 +134,7 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if it.attempt, err = l.State.IncrementAttempt(is.ID); err != nil {
 		return nil, "could not record the attempt", fmt.Errorf("count attempt on %s: %w", is.ID, err)
 	}
-	if l.shared != nil {
+	if l.seat != nil {
 		l.sharedBaseline(it) // workers: the tracker as the last judgement left it
 	} else if it.before, err = l.snapshot(ctx); err != nil {
 		l.abandon(is.ID)
@@ -210,7 +213,7 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	}
 	if err == nil {
 		l.confirmCloseReasons(cctx, it.before, after)
-		it.foundAt = l.readDone // workers: what it finds was in the tracker then
+		it.foundAt = l.readAt() // workers: what it finds was in the tracker then
 		it.fixed = append(it.fixed, l.revertViolations(cctx, res, it, after)...)
 		// A run that is not an attempt closes nothing: its closes were
 		// never checked (an agent can close its issue, then say it was
@@ -330,7 +333,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 		}
 		l.confirmCloseReasons(ctx, it.before, after)
 	}
-	it.foundAt = l.readDone // workers: what it finds was in the tracker then
+	it.foundAt = l.readAt() // workers: what it finds was in the tracker then
 	it.fixed = append(it.fixed, l.revertViolations(ctx, res, it, after)...)
 	if it.violated() {
 		// The revert changed the tracker; judge the issue as it is now.
@@ -513,10 +516,10 @@ func (l *Loop) snapshotAfter(ctx context.Context) (guard.Snapshot, error) {
 // readMark is the number of the pool's latest reading, for readSince: a
 // reading after it starts after now. Outside workers it is 0 (unused).
 func (l *Loop) readMark() uint64 {
-	if l.shared == nil || l.shared.view == nil {
-		return 0
+	if p := l.pool(); p != nil && p.view != nil {
+		return p.view.Mark()
 	}
-	return l.shared.view.Mark()
+	return 0
 }
 
 // snapshotSince is snapshotAfter for a reading of the pool's that started
@@ -561,16 +564,17 @@ func (l *Loop) readTracker(ctx context.Context) (guard.Snapshot, error) {
 // readSince returns, for a worker, a reading of the pool's that started
 // after mark, and notes its number; outside workers, a fresh snapshot.
 func (l *Loop) readSince(ctx context.Context, mark uint64) (guard.Snapshot, error) {
-	if l.shared == nil || l.shared.view == nil {
+	p := l.pool()
+	if p == nil || p.view == nil {
 		return l.snapshotFresh(ctx)
 	}
-	r, err := l.shared.view.Since(ctx, mark)
+	r, err := p.view.Since(ctx, mark)
 	if err != nil {
 		return nil, err
 	}
-	l.readSeq, l.readDone = r.Seq, r.Done
-	if l.readingDue != nil {
-		l.readingDue() // this worker's judgement has its reading
+	l.seat.readSeq, l.seat.readDone = r.Seq, r.Done
+	if l.seat.readingDue != nil {
+		l.seat.readingDue() // this worker's judgement has its reading
 	}
 	return r.Snap, nil
 }

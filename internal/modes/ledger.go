@@ -258,11 +258,11 @@ func (g *ledger) failed(w *window) string {
 // agent is about to start; the returned func closes it. Outside workers
 // it does nothing.
 func (l *Loop) openWindow(it *buildIter) func() {
-	p := l.shared
-	if p == nil || l.win == nil {
+	p := l.pool()
+	if p == nil || l.seat.win == nil {
 		return func() {}
 	}
-	it.win = l.win
+	it.win = l.seat.win
 	p.ledger.agentStarted(it.win, it.n, l.now())
 	return func() { p.ledger.closeAgent(it.win) }
 }
@@ -270,8 +270,8 @@ func (l *Loop) openWindow(it *buildIter) func() {
 // ranUnsandboxed marks it's window (workers) as one in which the agents'
 // code runs outside the sandbox: call it before its checks run.
 func (l *Loop) ranUnsandboxed(it *buildIter) {
-	if l.shared != nil && it.win != nil {
-		l.shared.ledger.ranUnsandboxed(it.win)
+	if p := l.pool(); p != nil && it.win != nil {
+		p.ledger.ranUnsandboxed(it.win)
 	}
 }
 
@@ -282,7 +282,7 @@ func (l *Loop) ranUnsandboxed(it *buildIter) {
 // everything this judgement reads and reverts. Outside workers it does
 // nothing.
 func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
-	p := l.shared
+	p := l.pool()
 	if p == nil || it.win == nil {
 		return
 	}

@@ -188,31 +188,50 @@ type Loop struct {
 	// treeChecked: the working tree was checked clean (or allowed dirty)
 	// when this Loop's first BUILD run started.
 	treeChecked bool
-	// deferReset: a verified close keeps the issue's attempt record until
-	// the worker's work is integrated (workers.go).
-	deferReset bool
-	// shared is the pool a worker's Loop runs in, with the other
-	// workers; nil outside workers.
-	shared *Pool
 	// lastReady is the single loop's last `bd ready` answer (readycache.go).
 	lastReady readyAnswer
-	// readSeq numbers the pool's reading snapshotAfter last returned
-	// (workers; see trackview).
-	readSeq uint64
-	// readDone is when that reading ended.
-	readDone time.Time
-	// readingDue, when set, ends this worker's count as about to ask for
-	// a reading (pool.judgementDue).
-	readingDue func()
-	// agentEnded, when set, is told that the BUILD agent of a worker has
-	// ended and its work is about to be judged (workers.Assignment).
-	agentEnded func()
-	// win is a worker's window in the pool's ledger for the iteration its
-	// Assignment gives it (ledger.go).
-	win *window
+	// seat is a worker's place in its pool; nil outside workers.
+	seat *seat
 	// pin is which tracker the run's snapshots read, fixed at its start
 	// (trackerpin.go); workers share it.
 	pin *trackerPin
+}
+
+// seat is a worker's place in its pool, for the iteration its Assignment
+// gives it (workers.go). A worker's verified close keeps the issue's
+// attempt record until its work is integrated.
+type seat struct {
+	pool *Pool
+	// agentEnded, when set, is told that the BUILD agent has ended and its
+	// work is about to be judged (Assignment.AgentEnded).
+	agentEnded func()
+	// win is the iteration's window in the pool's ledger (ledger.go).
+	win *window
+	// readingDue, when set, ends this worker's count as about to ask for
+	// a reading (Pool.judgementDue).
+	readingDue func()
+	// readSeq numbers the pool's reading snapshotAfter last returned (see
+	// guard.View); readDone is when that reading ended.
+	readSeq  uint64
+	readDone time.Time
+}
+
+// pool is the pool a worker's Loop runs in, with the other workers; nil
+// outside workers.
+func (l *Loop) pool() *Pool {
+	if l.seat == nil {
+		return nil
+	}
+	return l.seat.pool
+}
+
+// readAt is when the pool's reading this worker last had ended; zero
+// outside workers.
+func (l *Loop) readAt() time.Time {
+	if l.seat == nil {
+		return time.Time{}
+	}
+	return l.seat.readDone
 }
 
 // repo is the project's git working tree.

@@ -96,7 +96,7 @@ func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteratio
 	if it.verdict == closed {
 		// A verified close ends the attempts: the whole record goes
 		// (a worker's once its work is integrated).
-		if !l.deferReset {
+		if l.seat == nil {
 			if _, err := l.State.Reset(is.ID); err != nil {
 				return iteration{reason: "could not reset the attempt record"}, err
 			}

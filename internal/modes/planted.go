@@ -13,7 +13,7 @@ import (
 // scrub in the pool (pool_planted.go), whose ledger charges every window
 // that was open, as it does a move of a ref.
 func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
-	if l.shared != nil || it.held.gitCommonDir == "" {
+	if l.seat != nil || it.held.gitCommonDir == "" {
 		return nil
 	}
 	r := &git.Scrubber{Common: it.held.gitCommonDir}

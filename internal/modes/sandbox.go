@@ -58,7 +58,7 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: getenv("HOME"), Getenv: getenv,
-		Shared: l.shared.sandboxShared(l.State.Worker()),
+		Shared: l.pool().sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, when it lives in the private /tmp.
 		Keep: []string{l.Self, l.BDClient},
 	})

@@ -29,20 +29,20 @@ func TestNotBehindBaseline(t *testing.T) {
 	}}
 	ctx := context.Background()
 	sh := &Pool{view: view}
-	l := &Loop{shared: sh}
+	l := &Loop{seat: &seat{pool: sh}}
 
 	// The worker's after-reading: a-1 closed (forbidden).
 	after, err := l.snapshotAfter(ctx)
 	is.NoErr(err)
 	is.Equal(after["a-1"].Status, beads.StatusClosed)
-	mine := l.readSeq
+	mine := l.seat.readSeq
 
 	// Another judgement reverts the close and reads again: the baseline.
 	status.Store(beads.StatusOpen)
-	other := &Loop{shared: sh}
+	other := &Loop{seat: &seat{pool: sh}}
 	base, err := other.snapshotAfter(ctx)
 	is.NoErr(err)
-	sh.baseline, sh.baselineSeq = base, other.readSeq
+	sh.baseline, sh.baselineSeq = base, other.seat.readSeq
 	is.True(sh.baselineSeq > mine)
 
 	// Judging the older reading against that baseline would find the
@@ -50,7 +50,7 @@ func TestNotBehindBaseline(t *testing.T) {
 	got, err := l.notBehindBaseline(ctx, after)
 	is.NoErr(err)
 	is.Equal(got["a-1"].Status, beads.StatusOpen)
-	is.True(l.readSeq >= sh.baselineSeq)
+	is.True(l.seat.readSeq >= sh.baselineSeq)
 	is.Equal(reads.Load(), int64(2)) // the baseline's own reading served it
 
 	// As new as the baseline: kept as it is, no reading.

@@ -300,7 +300,7 @@ func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 // on a branch, and its issue is retried.
 func (l *Loop) queueJudgement(ctx context.Context, p *Pool, win *buildIter) ([]string, error) {
 	j := *l
-	j.shared, j.readingDue = p, nil
+	j.seat = &seat{pool: p}
 	after, err := j.snapshotAfter(ctx)
 	if err != nil {
 		return nil, err
@@ -310,7 +310,7 @@ func (l *Loop) queueJudgement(ctx context.Context, p *Pool, win *buildIter) ([]s
 	if after, err = j.notBehindBaseline(ctx, after); err != nil {
 		return nil, err
 	}
-	at := j.readDone
+	at := j.readAt()
 	fixed, found := j.revertAgainst(ctx, win.before, after, 0)
 	if len(fixed) > 0 {
 		if after, err = j.readTracker(ctx); err != nil {
@@ -339,11 +339,8 @@ func (l *Loop) forWorker(p *Pool, a Assignment) (*Loop, error) {
 	w.Dir, w.BD, w.State, w.snap = a.Dir, a.BD, st, snapshotCache{}
 	w.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
 	w.Human = l.human().With("worker", a.Worker)
-	w.deferReset = true
-	w.shared = p
 	w.lastWorked = ""
-	w.agentEnded = a.AgentEnded
-	w.win = a.win
+	w.seat = &seat{pool: p, agentEnded: a.AgentEnded, win: a.win}
 	return &w, nil
 }
 
@@ -447,7 +444,7 @@ func (p *Pool) merge(mine *Result, n int, start float64) {
 // baseline. The returned func ends the window, making after the baseline.
 // Outside workers it does nothing.
 func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
-	p := l.shared
+	p := l.pool()
 	if p == nil {
 		return func(guard.Snapshot) {}
 	}
@@ -460,7 +457,7 @@ func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
 		once.Do(func() {
 			if after != nil {
 				p.setBaseline(after)
-				p.baselineSeq = l.readSeq
+				p.baselineSeq = l.seat.readSeq
 			}
 			p.judging.Unlock()
 		})
@@ -474,8 +471,8 @@ func (l *Loop) judgeWindow(it *buildIter) func(after guard.Snapshot) {
 // see the reverted changes made again. The caller holds the judgement
 // window (judgeWindow). Outside workers it returns after.
 func (l *Loop) notBehindBaseline(ctx context.Context, after guard.Snapshot) (guard.Snapshot, error) {
-	p := l.shared
-	if p == nil || p.view == nil || l.readSeq >= p.baselineSeq {
+	p := l.pool()
+	if p == nil || p.view == nil || l.seat.readSeq >= p.baselineSeq {
 		return after, nil
 	}
 	return l.snapshotSince(ctx, p.baselineSeq-1)
@@ -488,7 +485,7 @@ func (l *Loop) notBehindBaseline(ctx context.Context, after guard.Snapshot) (gua
 // and restored from, would undo the revert. Outside workers it does
 // nothing.
 func (l *Loop) sharedBaseline(it *buildIter) {
-	p := l.shared
+	p := l.pool()
 	if p == nil {
 		return
 	}
@@ -507,7 +504,7 @@ func (l *Loop) sharedBaseline(it *buildIter) {
 // like another worker's included, so the issue must be one that worker's
 // iteration is on now. Outside workers it returns others.
 func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Issue {
-	p := l.shared
+	p := l.pool()
 	if p == nil {
 		return others
 	}
@@ -537,7 +534,7 @@ func (g *stateTally) Failed(ctx context.Context, a Assignment, f Failure) (int, 
 	}
 	if f.Integration {
 		// The iteration closed the issue and counted its attempt, whose
-		// record stays until integration (deferReset): record why it failed.
+		// record stays until integration (a worker's seat): record why it failed.
 		g.p.resMu.Lock()
 		g.p.res.Closed = slices.DeleteFunc(g.p.res.Closed, func(x string) bool { return x == id })
 		g.p.resMu.Unlock()
