@@ -17,7 +17,14 @@
 //	              revert violations, reopen failed closes
 //	gate.go       the verify and acceptance checks
 //	plan.go       PLANNING iterations; daemon.go the daemon cycle
-//	run.go        a run's life: start, stop reasons, quota waits, the end
+//	run.go        a run's life: start, stop reasons, quota waits, the end;
+//	              runOpts, what the daemon varies in the runs it makes
+//	pool.go       K workers over one tracker: claims, worktrees, and the
+//	              Iteration's Ended, which the pool switches on
+//	workers.go    a BUILD run with workers (BuildWorkers): the pool's setup
+//	              and one worker's iteration (workerIteration)
+//	seat.go       what a worker's iteration shares with its pool: the
+//	              baseline, the judging window, the pool's readings
 //
 // The per-issue attempt record (counter, escalation, verbatim attempts) is
 // package state's: modes reads it with Store.Issue and changes it only

@@ -197,43 +197,6 @@ type Loop struct {
 	pin *trackerPin
 }
 
-// seat is a worker's place in its pool, for the iteration its Assignment
-// gives it (workers.go). A worker's verified close keeps the issue's
-// attempt record until its work is integrated.
-type seat struct {
-	pool *Pool
-	// agentEnded, when set, is told that the BUILD agent has ended and its
-	// work is about to be judged (Assignment.AgentEnded).
-	agentEnded func()
-	// win is the iteration's window in the pool's ledger (ledger.go).
-	win *window
-	// readingDue, when set, ends this worker's count as about to ask for
-	// a reading (Pool.judgementDue).
-	readingDue func()
-	// readSeq numbers the pool's reading snapshotAfter last returned (see
-	// guard.View); readDone is when that reading ended.
-	readSeq  uint64
-	readDone time.Time
-}
-
-// pool is the pool a worker's Loop runs in, with the other workers; nil
-// outside workers.
-func (l *Loop) pool() *Pool {
-	if l.seat == nil {
-		return nil
-	}
-	return l.seat.pool
-}
-
-// readAt is when the pool's reading this worker last had ended; zero
-// outside workers.
-func (l *Loop) readAt() time.Time {
-	if l.seat == nil {
-		return time.Time{}
-	}
-	return l.seat.readDone
-}
-
 // repo is the project's git working tree.
 func (l *Loop) repo() git.Repo { return git.Repo{Dir: l.Dir} }
 
