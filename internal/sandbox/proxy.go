@@ -287,13 +287,32 @@ func (p *Proxy) untrack(cs ...net.Conn) {
 	}
 }
 
-// ProxyDir makes a dir for a proxy's socket in dir: the sandbox binds it
-// read-only, so the agent can neither remove the socket nor put its own
-// in its place.
+// ProxyDir makes a dir for a proxy's socket in dir, and returns the
+// socket's path: the sandbox binds the dir read-only, so the agent can
+// neither remove the socket nor put its own in its place. A unix socket's
+// path is limited to about 100 bytes: when dir is too deep, the dir goes
+// in the temp dir, or in /tmp. The caller removes the socket's dir when
+// done.
 func ProxyDir(dir string) (string, error) {
-	d := filepath.Join(dir, "net")
-	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("make the proxy's dir: %w", err)
+	if d := filepath.Join(dir, "net"); len(d)+len("/proxy.sock") <= maxSocketPath {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("make the proxy's dir: %w", err)
+		}
+		return filepath.Join(d, "proxy.sock"), nil
 	}
-	return filepath.Join(d, "proxy.sock"), nil
+	for _, p := range []string{os.TempDir(), "/tmp"} {
+		if len(p)+len("/ralphd-net-0123456789/proxy.sock") > maxSocketPath {
+			continue
+		}
+		d, err := os.MkdirTemp(p, "ralphd-net-")
+		if err != nil {
+			return "", fmt.Errorf("make the proxy's dir: %w", err)
+		}
+		return filepath.Join(d, "proxy.sock"), nil
+	}
+	return "", fmt.Errorf("make the proxy's dir: no directory with a path short enough for a unix socket (%s)", dir)
 }
+
+// maxSocketPath is the longest socket path used (sun_path holds 108 bytes
+// with its terminating NUL).
+const maxSocketPath = 104

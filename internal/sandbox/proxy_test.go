@@ -228,3 +228,25 @@ echo done`)
 		t.Errorf("exit 7 came back as %v", err)
 	}
 }
+
+// A scratch dir too deep for a unix socket (a long TMPDIR) still gets a
+// proxy: its socket goes in a short dir of its own.
+func TestProxyDirDeep(t *testing.T) {
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := ProxyDir(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(sock)) })
+	if len(sock) > maxSocketPath {
+		t.Fatalf("socket path %q is %d bytes, more than a unix socket takes", sock, len(sock))
+	}
+	p, err := ListenProxy(sock, Allow{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+}
