@@ -116,10 +116,12 @@ func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err er
 		}
 	})
 	if err != nil {
+		_ = os.RemoveAll(filepath.Dir(sock))
 		return nil, nil, err
 	}
 	stop = func() {
 		_ = p.Close()
+		_ = os.RemoveAll(filepath.Dir(sock)) // in scratch, or in the temp dir when scratch is too deep
 		if n := p.Refused(); n > 0 {
 			l.human().Info("the sandbox's network proxy refused connections", "count", n)
 		}
