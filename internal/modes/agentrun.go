@@ -84,19 +84,15 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		},
 	}
 	if l.sandboxed(r.mode) {
-		net, stopNet, err := l.sandboxNet(scratch)
-		if err != nil {
-			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent's network: %w", err)
-		}
-		defer stopNet()
-		wrap, tmpdir, err := l.sandboxWrap(ctx, scratch, r.gitDir, r.gitCommonDir, net, g.ReadOnly()...)
+		sb, err := l.enterSandbox(ctx, scratch, r.gitDir, r.gitCommonDir, g.ReadOnly()...)
 		if err != nil {
 			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
 		}
-		opts.Wrap = wrap
+		defer sb.stop()
+		opts.Wrap = sb.wrap
 		// In the base environment, so that a backend's own TMPDIR (Codex's)
 		// wins over it.
-		opts.Env = append(slices.Clip(opts.Env), tmpdir)
+		opts.Env = append(slices.Clip(opts.Env), sb.tmpdir)
 	}
 	if l.Log != nil {
 		// The log splits lines itself, so an over-long line's pieces carry

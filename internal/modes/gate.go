@@ -44,11 +44,13 @@ type check struct {
 func (c check) passed() bool { return !c.TimedOut && c.ExitCode == c.Expect }
 
 // checkEnv is where checks run: the guard first on PATH, as for the agent,
-// and the hook that tells the guard each check's pid (only it and its
-// descendants are served). The zero value runs checks unguarded.
+// the hook that tells the guard each check's pid (only it and its
+// descendants are served), and, when the agent runs sandboxed, the same
+// sandbox around each check (wrap). The zero value runs checks unguarded.
 type checkEnv struct {
 	env     []string
 	started func(pid int)
+	wrap    func(path string, argv []string) (string, []string)
 }
 
 // runChecks runs the verify command (when configured; a verify result
@@ -79,8 +81,9 @@ func (l *Loop) checksToRun(is beads.Issue, haveVerify bool) []check {
 }
 
 // guardedChecks serves a BUILD guard session for the duration of fn: the
-// checks fn runs see the guard first on PATH, exactly as the agent did,
-// so a check that runs the agent's code has no more power than the agent.
+// checks fn runs see the guard first on PATH and run in the agent's
+// sandbox (enterSandbox), exactly as the agent did, so a check that runs
+// the agent's code has no more power than the agent.
 func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEnv)) error {
 	scratch, err := os.MkdirTemp("", scratchPrefix(l.State.Identity().ID))
 	if err != nil {
@@ -96,13 +99,23 @@ func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEn
 		return err
 	}
 	defer g.Close()
-	fn(checkEnv{env: agent.Env(l.environ(), g.BinDir(), g.Env()), started: g.SetLeader})
+	ce := checkEnv{env: agent.Env(l.environ(), g.BinDir(), g.Env()), started: g.SetLeader}
+	if l.sandboxed(ModeBuild) {
+		sb, err := l.enterSandbox(ctx, scratch, "", "", g.ReadOnly()...)
+		if err != nil {
+			return fmt.Errorf("sandbox the checks: %w", err)
+		}
+		defer sb.stop()
+		ce.wrap, ce.env = sb.wrap, append(ce.env, sb.tmpdir)
+	}
+	fn(ce)
 	return nil
 }
 
 // runCheck runs one check with sh -c in l.Dir. The check runs the
 // agent's code, so it is contained as the agent is (agent.Run): its own
-// process group and cgroup, the run marker, and the subreaper. Whatever it
+// process group and cgroup, the run marker, the subreaper, and the
+// agent's sandbox when ce has one. Whatever it
 // started, however it detached, is ended when it exits, before the
 // judgement reads the tracker; nothing it started can change the tracker
 // after the judgement read it.
@@ -118,7 +131,7 @@ func (l *Loop) runCheck(ctx context.Context, ce checkEnv, c check) check {
 	out := &syncTail{t: tailBuffer{max: outputCap}}
 	opts := agent.RunOptions{
 		Timeout: timeout, Grace: l.Config.StopGrace, Env: env, Contain: l.Contain,
-		StdoutRaw: out, StderrRaw: out,
+		StdoutRaw: out, StderrRaw: out, Wrap: ce.wrap,
 	}
 	if ce.started != nil {
 		opts.OnStart = func(s agent.Started) error { ce.started(s.PID); return nil }
