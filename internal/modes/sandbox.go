@@ -139,11 +139,15 @@ func (l *Loop) sandboxNote(mode string) string {
 }
 
 // sandboxShared is what worker self's sandbox may write of the
-// repository's refs: its own branch only (sandbox.Shared). Outside workers
-// (p nil) it is nil.
+// repository's refs: its own branch only (sandbox.Shared); the merge
+// queue's verify (self "") no branch at all. Outside workers (p nil) it
+// is nil.
 func (p *Pool) sandboxShared(self string) *sandbox.Shared {
-	if p == nil {
+	switch {
+	case p == nil:
 		return nil
+	case self == "":
+		return &sandbox.Shared{}
 	}
 	return &sandbox.Shared{OwnRefs: "refs/heads/" + git.BranchDir(self)}
 }

@@ -258,15 +258,17 @@ func (l *Loop) workerClient(actor, dir string) *beads.Client {
 
 // verifyIn runs the verify command in dir (the merge queue's check of a
 // rebased result). The rebased result is the agents' code, run after
-// their iterations were judged: it runs under the guard, contained, and
-// is judged like an iteration (see queueJudgement): a forbidden change
+// their iterations were judged: it runs under the guard, in the agents'
+// sandbox (with no branch of its own to write), contained, and is judged
+// like an iteration (see queueJudgement): a forbidden change
 // to the tracker found after it is reverted, and fails the integration.
 func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 	if l.Config.Verify == "" {
 		return nil
 	}
 	w := *l
-	w.Dir = dir
+	// Its sandbox shares the repository as a worker's does (sandboxShared).
+	w.Dir, w.shared = dir, p
 	// The queue's window, like an iteration's: a change another judgement
 	// finds while it is open is charged to it too.
 	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: p.ledger.openQueue(l.now())}
