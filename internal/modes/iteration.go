@@ -296,7 +296,6 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// the ones the iteration started with (BUILD may not change them).
 	var err error
 	if len(l.checksToRun(is, false)) > 0 { // no command to run, no guard to serve
-		l.ranUnsandboxed(it) // the checks run the agent's code outside the sandbox
 		err = l.guardedChecks(ctx, it.n, func(ce checkEnv) { it.checks = l.runChecks(ctx, ce, is, nil) })
 	}
 	l.unsealState(ctx, res, it)
@@ -475,7 +474,6 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 		verify = &it.checks[0]
 	}
 	var results [][]check
-	l.ranUnsandboxed(it) // their checks run the agent's code outside the sandbox
 	if err := l.State.Seal(); err != nil {
 		return err
 	}

@@ -35,11 +35,11 @@ import (
 //
 // With the sandbox on, no agent can reach what a judgement reads (the
 // tracker, the state directory and the run log are read-only in it, and
-// each agent can write only its own worktree). But the checks (verify,
-// acceptance commands) and the merge queue's verify run the agents' code
-// outside the sandbox: a window in which such code ran can have made a
-// trackerFinding, so it is charged; a window that only ran a sandboxed
-// agent is not. Without the sandbox, every open window is charged.
+// each agent can write only its own worktree), and neither can the checks
+// (verify, acceptance commands) and the merge queue's verify, which run
+// the agents' code in the same sandbox (enterSandbox): a trackerFinding
+// is charged to no other window. Without the sandbox, every open window
+// is charged.
 //
 // The single loop keeps no ledger: one window is open at a time, its
 // iteration's, so what its judgement and its scrub (planted.go) find is
@@ -63,11 +63,10 @@ type window struct {
 	// their iterations were judged. It owns no refs: gitFindings pass it by.
 	queue bool
 
-	agentAt     time.Time // when its agent started; zero before
-	judged      bool      // its judgement ended: trackerFindings pass it by
-	ended       time.Time // when its iteration ended; zero while it runs
-	integrated  bool      // its work is on the target
-	unsandboxed bool      // the agents' code ran outside the sandbox in it
+	agentAt    time.Time // when its agent started; zero before
+	judged     bool      // its judgement ended: trackerFindings pass it by
+	ended      time.Time // when its iteration ended; zero while it runs
+	integrated bool      // its work is on the target
 
 	// charges are the trackerFindings others' judgements laid on it,
 	// until its own judgement takes them.
@@ -120,8 +119,7 @@ type finding struct {
 func (w *window) couldHaveMade(f finding) bool {
 	switch f.kind {
 	case trackerFinding:
-		return w != f.by && !w.judged && !w.agentAt.IsZero() && w.agentAt.Before(f.at) &&
-			(!f.sandboxed || w.unsandboxed)
+		return !f.sandboxed && w != f.by && !w.judged && !w.agentAt.IsZero() && w.agentAt.Before(f.at)
 	case gitFinding:
 		return !w.queue && (w.ended.IsZero() || !w.ended.Before(f.since))
 	}
@@ -139,9 +137,9 @@ func (g *ledger) open(worker, issue string) *window {
 }
 
 // openQueue registers the window of the merge queue's verify, which runs
-// the agents' code outside the sandbox from at.
+// the agents' code from at.
 func (g *ledger) openQueue(at time.Time) *window {
-	w := &window{worker: "queue", issue: "(merge queue)", queue: true, agentAt: at, unsandboxed: true}
+	w := &window{worker: "queue", issue: "(merge queue)", queue: true, agentAt: at}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.windows = append(g.windows, w)
@@ -153,14 +151,6 @@ func (g *ledger) agentStarted(w *window, n int, at time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w.iteration, w.agentAt = n, at
-}
-
-// ranUnsandboxed marks w as a window in which the agents' code ran
-// outside the sandbox.
-func (g *ledger) ranUnsandboxed(w *window) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	w.unsandboxed = true
 }
 
 // found takes a finding and charges every window that may have made it
@@ -267,14 +257,6 @@ func (l *Loop) openWindow(it *buildIter) func() {
 	return func() { p.ledger.closeAgent(it.win) }
 }
 
-// ranUnsandboxed marks it's window (workers) as one in which the agents'
-// code runs outside the sandbox: call it before its checks run.
-func (l *Loop) ranUnsandboxed(it *buildIter) {
-	if p := l.pool(); p != nil && it.win != nil {
-		p.ledger.ranUnsandboxed(it.win)
-	}
-}
-
 // chargeConcurrent ends an iteration's judgement in a worker pool: what it
 // found that no agent owned up to (it.rec.Violations so far) is charged to
 // every other open window too, and the charges others laid on it become
@@ -292,9 +274,8 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 		// a window opened after it cannot have made what it holds.
 		at = it.foundAt
 	}
-	// Sandboxed, no agent can reach the tracker, the state or the run log:
-	// only code run outside the sandbox (checks) can have made what this
-	// judgement found.
+	// Sandboxed, no agent and no check can reach the tracker, the state or
+	// the run log: no other window can have made what this judgement found.
 	p.ledger.found(finding{kind: trackerFinding, details: slices.Clone(it.rec.Violations), by: it.win, at: at, sandboxed: l.sandboxed(ModeBuild)})
 	for _, c := range p.ledger.judged(it.win) {
 		detail := fmt.Sprintf("%s — found by iteration %d (worker %s, issue %s) while this iteration's agent ran beside it; "+

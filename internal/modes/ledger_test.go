@@ -32,21 +32,16 @@ func TestLedgerTrackerFindings(t *testing.T) {
 		finder  int
 		found   []string
 		charged []bool // per window, after the finder: whether it was charged
-		// sandboxed: the agents ran sandboxed; unsandboxed lists the
-		// windows in which code ran outside the sandbox (checks).
-		sandboxed   bool
-		unsandboxed []int
+		// sandboxed: the agents and their checks ran sandboxed.
+		sandboxed bool
 	}{
-		{"open beside the finder", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, true}, false, nil},
-		{"opened after the finding", []int{0, 11}, nil, 0, []string{"priority changed"}, []bool{false, false}, false, nil},
-		{"judged before the finding", []int{0, 1}, []int{1}, 0, []string{"priority changed"}, []bool{false, false}, false, nil},
-		{"nothing found", []int{0, 1}, nil, 0, nil, []bool{false, false}, false, nil},
-		{"never opened", []int{0, -1}, nil, 0, []string{"x"}, []bool{false, false}, false, nil},
-		{"two findings, both charged", []int{0, 1}, nil, 1, []string{"a", "b"}, []bool{true, false}, false, nil},
-		{"sandboxed: only windows whose code ran outside", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, false}, true, []int{1}},
-		{"sandboxed: nothing ran outside", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, false, false}, true, nil},
-		{"sandboxed: the finder's own checks charge nobody", []int{0, 1}, nil, 0, []string{"x"}, []bool{false, false}, true, []int{0}},
-		{"unsandboxed: every open window", []int{0, 1, 2}, nil, 0, []string{"x"}, []bool{false, true, true}, false, []int{1}},
+		{"open beside the finder", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, true, true}, false},
+		{"opened after the finding", []int{0, 11}, nil, 0, []string{"priority changed"}, []bool{false, false}, false},
+		{"judged before the finding", []int{0, 1}, []int{1}, 0, []string{"priority changed"}, []bool{false, false}, false},
+		{"nothing found", []int{0, 1}, nil, 0, nil, []bool{false, false}, false},
+		{"never opened", []int{0, -1}, nil, 0, []string{"x"}, []bool{false, false}, false},
+		{"two findings, both charged", []int{0, 1}, nil, 1, []string{"a", "b"}, []bool{true, false}, false},
+		{"sandboxed: no other window", []int{0, 1, 2}, nil, 0, []string{"priority changed"}, []bool{false, false, false}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,9 +53,6 @@ func TestLedgerTrackerFindings(t *testing.T) {
 				if sec >= 0 {
 					g.agentStarted(ws[i], i+1, t0.Add(time.Duration(sec)*time.Second))
 				}
-			}
-			for _, i := range tt.unsandboxed {
-				g.ranUnsandboxed(ws[i])
 			}
 			for _, j := range tt.judgedFirst {
 				is.Equal(len(g.judge(ws[j], nil, t0.Add(5*time.Second), tt.sandboxed)), 0)
@@ -191,7 +183,6 @@ func TestLedgerConcurrent(t *testing.T) {
 		wg.Go(func() {
 			w := g.open(fmt.Sprintf("w%d", i), fmt.Sprintf("t-%d", i))
 			g.agentStarted(w, i, now)
-			g.ranUnsandboxed(w)
 			g.judge(w, []string{"x"}, now.Add(time.Second), i%2 == 0)
 			g.found(finding{kind: gitFinding, details: []string{"moved"}, since: now})
 			g.failed(w)

@@ -268,7 +268,7 @@ func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 	}
 	w := *l
 	// Its sandbox shares the repository as a worker's does (sandboxShared).
-	w.Dir, w.shared = dir, p
+	w.Dir, w.seat = dir, &seat{pool: p}
 	// The queue's window, like an iteration's: a change another judgement
 	// finds while it is open is charged to it too.
 	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: p.ledger.openQueue(l.now())}
