@@ -13,9 +13,9 @@ import (
 	"github.com/ralphd/ralphd/internal/sandbox"
 )
 
-// sandboxed reports whether an agent in mode runs under bwrap: BUILD does
-// when the run's sandbox decision says so; PLANNING never does, as it has
-// full powers over the tracker.
+// sandboxed reports whether an agent in mode, and the checks that run its
+// code, run under bwrap: BUILD does when the run's sandbox decision says
+// so; PLANNING never does, as it has full powers over the tracker.
 func (l *Loop) sandboxed(mode string) bool { return mode == ModeBuild && l.Sandbox.Use }
 
 // sandboxName is what the run log and history record say about the

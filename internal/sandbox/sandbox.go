@@ -103,12 +103,14 @@ func lookPath(file, pathEnv string) (string, error) {
 
 // Decision is what Choose decided for a run.
 type Decision struct {
-	// Use says whether BUILD agents run under bwrap.
+	// Use says whether BUILD agents, and the checks that run their code,
+	// run under bwrap.
 	Use bool
 	// Bwrap is bwrap's path when Use is set.
 	Bwrap string
 	// Notice, when set, is the one line to tell the user (once per run):
-	// why the agent runs unsandboxed although the setting allows a sandbox.
+	// why the agent and its checks run unsandboxed although the setting
+	// allows a sandbox.
 	Notice string
 }
 
@@ -130,7 +132,7 @@ func Choose(setting string, s Support) (Decision, error) {
 			if s.Path != "" {
 				hint = "fix that"
 			}
-			return Decision{Notice: fmt.Sprintf("BUILD runs unsandboxed: %v; %s to have ralphd sandbox the agent (or set sandbox=off to silence this)", s.Err, hint)}, nil
+			return Decision{Notice: fmt.Sprintf("BUILD runs unsandboxed: %v; %s to have ralphd sandbox the agent and its checks (or set sandbox=off to silence this)", s.Err, hint)}, nil
 		}
 		return Decision{Use: true, Bwrap: s.Path}, nil
 	}
