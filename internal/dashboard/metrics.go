@@ -43,6 +43,7 @@ type Metrics struct {
 	workers      *prometheus.GaugeVec
 	daemon       *prometheus.GaugeVec
 	runs         *prometheus.CounterVec
+	netRefused   *prometheus.CounterVec
 
 	mu      sync.Mutex
 	backend string            // the agent of the current run
@@ -110,10 +111,15 @@ func NewMetrics(workers int) *Metrics {
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ralphd_runs_total", Help: "Runs (or daemon batches) finished, by mode and stop reason.",
 		}, []string{"mode", "outcome"}),
+		// No host label: the hosts an agent tries are unbounded, and the
+		// run log's network_refused events name them.
+		netRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ralphd_network_refused_total", Help: "Hosts the BUILD sandbox's network proxy refused, once per host per iteration, by backend.",
+		}, []string{"backend"}),
 	}
 	m.reg.MustRegister(m.iterations, m.duration, m.closed, m.reopened, m.stuck, m.violations,
 		m.cost, m.tokens, m.quotaWaits, m.quotaSeconds, m.bdCalls, m.bdLatency, m.workers, m.daemon, m.runs,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.netRefused, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.workers.WithLabelValues("busy").Set(0)
 	m.workers.WithLabelValues("idle").Set(float64(workers))
 	m.SetDaemonState("starting")
@@ -158,6 +164,15 @@ func (m *Metrics) BDCall(_ []string, d time.Duration, err error) {
 	m.bdLatency.Observe(d.Seconds())
 }
 
+// backendLabel is the agent of the current run, for a label. The caller
+// holds m.mu.
+func (m *Metrics) backendLabel() string {
+	if m.backend == "" {
+		return "unknown"
+	}
+	return m.backend
+}
+
 // Observe updates the metrics from one loop event.
 func (m *Metrics) Observe(ev logjsonl.Event) {
 	m.mu.Lock()
@@ -190,10 +205,7 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 		if d.Outcome == "reopened" {
 			m.reopened.Inc()
 		}
-		backend := m.backend
-		if backend == "" {
-			backend = "unknown"
-		}
+		backend := m.backendLabel()
 		if d.CostUSD != nil && *d.CostUSD > 0 {
 			m.cost.WithLabelValues(backend).Add(*d.CostUSD)
 		}
@@ -207,6 +219,8 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 		delete(m.busy, ev.Worker)
 	case logjsonl.Stuck:
 		m.stuck.Inc()
+	case logjsonl.NetworkRefused:
+		m.netRefused.WithLabelValues(m.backendLabel()).Inc()
 	case logjsonl.Violation:
 		kind := d.Kind
 		if kind == "" {

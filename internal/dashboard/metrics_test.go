@@ -19,7 +19,8 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // feed plays a known run: two BUILD iterations (one closes, one fails),
-// a stuck issue, two violations of one kind, a quota wait, and the end.
+// a stuck issue, two violations of one kind, two hosts the sandbox
+// refused, a quota wait, and the end.
 func feed(m *Metrics) {
 	for _, ev := range []any{
 		logjsonl.RunStart{Mode: "build", Agent: "command"},
@@ -30,6 +31,8 @@ func feed(m *Metrics) {
 		logjsonl.Violation{Kind: "priority_changed"},
 		logjsonl.IterationEnd{Iteration: 2, Outcome: "agent_error", DurationSeconds: 3, CostUSD: ptr(0.5)},
 		logjsonl.Stuck{IssueID: "a-2", Attempts: 3},
+		logjsonl.NetworkRefused{Iteration: 2, IssueID: "a-2", Host: "evil.example:443"},
+		logjsonl.NetworkRefused{Iteration: 2, IssueID: "a-2", Host: "other.example:80"},
 		logjsonl.QuotaWaitStart{WaitSeconds: 60},
 		logjsonl.QuotaWaitEnd{WaitedSeconds: 42},
 		logjsonl.RunEnd{Iterations: 2, Outcome: "success"},
@@ -55,6 +58,7 @@ func TestCountersAfterAKnownRun(t *testing.T) {
 		{"violations", testutil.ToFloat64(m.violations.WithLabelValues("priority_changed")), 2},
 		{"cost", testutil.ToFloat64(m.cost.WithLabelValues("command")), 0.75},
 		{"input tokens", testutil.ToFloat64(m.tokens.WithLabelValues("command", "input")), 100},
+		{"network refused", testutil.ToFloat64(m.netRefused.WithLabelValues("command")), 2},
 		{"quota waits", testutil.ToFloat64(m.quotaWaits), 1},
 		{"quota seconds", testutil.ToFloat64(m.quotaSeconds), 42},
 		{"bd ok", testutil.ToFloat64(m.bdCalls.WithLabelValues("ok")), 1},

@@ -541,6 +541,8 @@ func (rd *renderer) meta(rec gjson.Result) {
 			s += " [" + c + "]"
 		}
 		rd.println(redBold, oneLine(s))
+	case EventNetworkRefused:
+		rd.println(yellow, oneLine(networkRefused(data)))
 	case EventQuotaWaitStart:
 		s := "⏳ waiting for the quota"
 		if t, err := time.Parse(time.RFC3339, data.Get("reset_at").String()); err == nil {
@@ -755,6 +757,12 @@ func workerStep(data gjson.Result) string {
 		return "· nothing left to claim: done"
 	}
 	return withDetail(withDetail("· "+kind, " ", issue), " — ", detail)
+}
+
+// networkRefused renders a network_refused event for a person: the host
+// the sandbox's proxy refused, and the setting that would allow it.
+func networkRefused(data gjson.Result) string {
+	return "  🚫 network: refused " + data.Get("host").String() + " (not on the sandbox's allowlist: the agent's model API hosts and network_allow)"
 }
 
 func withDetail(s, sep, detail string) string {

@@ -205,6 +205,8 @@ func TestRenderFallback(t *testing.T) {
 			`{"type":"loop_meta","event":"quota_wait_start","timestamp":"2026-01-28T15:30:00Z","data":{"reset_at":"2026-01-28T17:00:00Z","wait_seconds":5460}}` + "\n" +
 			`{"type":"loop_meta","event":"quota_wait_end","timestamp":"2026-01-28T17:01:00Z","data":{"waited_seconds":5460}}` + "\n", RenderOptions{},
 			[]string{"⚠ stuck: bd-x after 3/3 attempts · noted", "⏳ waiting for the quota until 2026-01-28 17:00:00 (1h31m0s)", "⏳ quota wait over after 1h31m0s"}},
+		{"a refused connection", `{"type":"loop_meta","event":"network_refused","timestamp":"2026-01-28T15:30:00Z","data":{"iteration":2,"issue_id":"bd-x","host":"evil.example:443"}}` + "\n", RenderOptions{},
+			[]string{"  🚫 network: refused evil.example:443 (not on the sandbox's allowlist: the agent's model API hosts and network_allow)"}},
 		{"a bash loop log", `{"type":"loop_meta","event":"iteration_start","timestamp":"2026-01-28T15:30:00+01:00","data":{"iteration":1,"issue_id":"none","mode":"plan"}}` + "\n" +
 			`{"type":"loop_meta","event":"iteration_end","timestamp":"2026-01-28T15:31:00+01:00","data":{"iteration":1,"exit_code":2,"duration_seconds":60}}` + "\n", RenderOptions{},
 			[]string{"━━ iteration 1 · plan ━━", "└ iteration 1: failed · exit 2 · 1m0s"}},

@@ -49,7 +49,18 @@ const (
 	EventDecision       = "decision"         // data: Decision
 	EventRunEnd         = "run_end"          // data: RunEnd
 	EventWorker         = "worker"           // data: WorkerStep
+	EventNetworkRefused = "network_refused"  // data: NetworkRefused
 )
+
+// NetworkRefused is the data of a network_refused event: the network proxy
+// of a sandboxed BUILD agent refused a connection to a host that is not on
+// its allowlist (the backend's model API hosts and network_allow). It is
+// written once per host per iteration, however often the agent tried.
+type NetworkRefused struct {
+	Iteration int    `json:"iteration,omitempty"`
+	IssueID   string `json:"issue_id,omitempty"`
+	Host      string `json:"host"` // host:port, as the agent asked for it
+}
 
 // WorkerStep is the data of a worker event: one step of one of several
 // BUILD workers (claimed, lost, skipped, integrated, failed, stuck,

@@ -95,6 +95,13 @@ func TestMetaLine(t *testing.T) {
 			want:  `{"type":"loop_meta","event":"run_start","timestamp":"2026-01-28T15:30:00Z","data":{"schema_version":1,"mode":"build","max_iterations":50,"ralphd_version":"v0.1.0","project_id":"abc123def456","agent":"claude"}}` + "\n",
 		},
 		{
+			name:  "network_refused names the host and port",
+			event: EventNetworkRefused,
+			ts:    testTime,
+			data:  NetworkRefused{Iteration: 3, IssueID: "bd-a1", Host: "evil.example:443"},
+			want:  `{"type":"loop_meta","event":"network_refused","timestamp":"2026-01-28T15:30:00Z","data":{"iteration":3,"issue_id":"bd-a1","host":"evil.example:443"}}` + "\n",
+		},
+		{
 			name:  "quota wait with a reset time",
 			event: EventQuotaWaitStart,
 			ts:    testTime,

@@ -84,7 +84,11 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		},
 	}
 	if l.sandboxed(r.mode) {
-		sb, err := l.enterSandbox(ctx, scratch, r.gitDir, r.gitCommonDir, g.ReadOnly()...)
+		sb, err := l.enterSandbox(ctx, scratch, r.gitDir, r.gitCommonDir, func(host string) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			l.event(logjsonl.EventNetworkRefused, logjsonl.NetworkRefused{Iteration: r.iteration, IssueID: r.issue, Host: host})
+		}, g.ReadOnly()...)
 		if err != nil {
 			return agent.Outcome{}, nil, fmt.Errorf("sandbox the agent: %w", err)
 		}

@@ -90,10 +90,15 @@ func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEn
 		return fmt.Errorf("make the checks' scratch dir: %w", err)
 	}
 	defer os.RemoveAll(scratch)
+	var logMu sync.Mutex // the guard's calls and the proxy's refusals arrive on their own goroutines
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Mode: guard.ModeBuild, RealBD: l.RealBD, RunID: l.RunID,
 		Iteration: iteration, StateDir: l.State.Dir(), WorkTree: l.Dir, Env: l.environ(),
-		OnCall: func(_ time.Time, call state.BDCall) { l.event(logjsonl.EventBDCall, call) },
+		OnCall: func(_ time.Time, call state.BDCall) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			l.event(logjsonl.EventBDCall, call)
+		},
 	})
 	if err != nil {
 		return err
@@ -101,7 +106,11 @@ func (l *Loop) guardedChecks(ctx context.Context, iteration int, fn func(checkEn
 	defer g.Close()
 	ce := checkEnv{env: agent.Env(l.environ(), g.BinDir(), g.Env()), started: g.SetLeader}
 	if l.sandboxed(ModeBuild) {
-		sb, err := l.enterSandbox(ctx, scratch, "", "", g.ReadOnly()...)
+		sb, err := l.enterSandbox(ctx, scratch, "", "", func(host string) {
+			logMu.Lock()
+			defer logMu.Unlock()
+			l.event(logjsonl.EventNetworkRefused, logjsonl.NetworkRefused{Iteration: iteration, Host: host})
+		}, g.ReadOnly()...)
 		if err != nil {
 			return fmt.Errorf("sandbox the checks: %w", err)
 		}

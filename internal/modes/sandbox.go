@@ -79,9 +79,11 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 
 // sandboxNet starts the network proxy of a sandboxed BUILD agent, unless
 // network=open: the agent then gets a network namespace of its own whose
-// only way out is the proxy, to its model API and network_allow. stop
-// ends the proxy and says how many connections it refused.
-func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err error) {
+// only way out is the proxy, to its model API and network_allow. Each
+// refused host is logged and passed to refused once per iteration, never
+// after stop; stop ends the proxy and says how many connections it
+// refused.
+func (l *Loop) sandboxNet(scratch string, refused func(hostport string)) (net *sandbox.Net, stop func(), err error) {
 	if l.Config.Network == sandbox.NetOpen {
 		return nil, func() {}, nil
 	}
@@ -107,12 +109,14 @@ func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err er
 	}
 	var mu sync.Mutex
 	seen := map[string]bool{}
+	stopped := false
 	p, err := sandbox.ListenProxy(sock, allow, func(host string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !seen[host] {
+		if !seen[host] && !stopped {
 			seen[host] = true
 			l.human().Warn("the sandbox refused a connection: not on the network allowlist (network_allow)", "host", host)
+			refused(host)
 		}
 	})
 	if err != nil {
@@ -122,6 +126,10 @@ func (l *Loop) sandboxNet(scratch string) (net *sandbox.Net, stop func(), err er
 	stop = func() {
 		_ = p.Close()
 		_ = os.RemoveAll(filepath.Dir(sock)) // in scratch, or in the temp dir when scratch is too deep
+		// A request the proxy was still answering reports no more.
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		if n := p.Refused(); n > 0 {
 			l.human().Info("the sandbox's network proxy refused connections", "count", n)
 		}

@@ -26,9 +26,10 @@ type sandboxRun struct {
 // dir read-only, the home dir read-only but for the agent CLI's own dirs,
 // /tmp and /run private). gitDir and common are the work tree's git dirs
 // when the caller has them ("" to look them up); readOnly are more paths
-// the run must not write (the guard's client and socket).
-func (l *Loop) enterSandbox(ctx context.Context, scratch, gitDir, common string, readOnly ...string) (sandboxRun, error) {
-	net, stop, err := l.sandboxNet(scratch)
+// the run must not write (the guard's client and socket). refused is told
+// each host the network proxy refuses, once per host.
+func (l *Loop) enterSandbox(ctx context.Context, scratch, gitDir, common string, refused func(host string), readOnly ...string) (sandboxRun, error) {
+	net, stop, err := l.sandboxNet(scratch, refused)
 	if err != nil {
 		return sandboxRun{}, fmt.Errorf("network: %w", err)
 	}
