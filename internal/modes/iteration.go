@@ -100,7 +100,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		RunID: res.RunID, Mode: ModeBuild, Iteration: it.n, IssueID: is.ID, Attempt: it.attempt,
 		StartedAt: it.started, ExitCode: it.out.ExitCode, CostUSD: it.out.CostUSD, Tokens: it.out.Usage,
 		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: it.out.SessionID, Turns: it.out.Turns, ToolCalls: it.out.ToolCalls,
-		Gate: GateAgent, BDCalls: it.calls, Sandbox: l.sandboxName(ModeBuild),
+		Gate: GateAgent, BDCalls: it.calls, Sandbox: l.sandboxName(ModeBuild), Network: l.networkName(ModeBuild), NetworkAllow: l.networkAllowed(ModeBuild),
 	}
 	if !isAttempt(it.out.Status) {
 		return l.giveBack(ctx, res, it)

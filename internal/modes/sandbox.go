@@ -90,16 +90,7 @@ func (l *Loop) sandboxNet(scratch string, refused func(hostport string)) (net *s
 	if l.Self == "" {
 		return nil, nil, fmt.Errorf("network=%s needs ralphd's own executable to forward the agent's connections; set network=open to share the host's network", sandbox.NetAllowlist)
 	}
-	env := l.environ()
-	getenv := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	allow, err := sandbox.ParseAllow(append(l.Backend.Hosts(getenv), l.Config.NetworkAllow...))
+	allow, err := sandbox.ParseAllow(l.allowEntries())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,6 +126,49 @@ func (l *Loop) sandboxNet(scratch string, refused func(hostport string)) (net *s
 		}
 	}
 	return &sandbox.Net{Socket: sock, Forwarder: l.Self, NoProxy: allow.NoProxy()}, stop, nil
+}
+
+// allowEntries is the network allowlist of a sandboxed agent: the
+// backend's model API hosts, then network_allow.
+func (l *Loop) allowEntries() []string {
+	env := l.environ()
+	getenv := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var out []string
+	for _, e := range append(l.Backend.Hosts(getenv), l.Config.NetworkAllow...) {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// networkName is what the history records say of the network of an
+// agent in mode: "allowlist" or "open" when it runs sandboxed, "" when
+// it does not (it then has the host's network, like any process).
+func (l *Loop) networkName(mode string) string {
+	switch {
+	case !l.sandboxed(mode):
+		return ""
+	case l.Config.Network == sandbox.NetOpen:
+		return sandbox.NetOpen
+	}
+	return sandbox.NetAllowlist
+}
+
+// networkAllowed is the allowlist of an agent in mode, for its history
+// record; nil unless its network is the allowlist.
+func (l *Loop) networkAllowed(mode string) []string {
+	if l.networkName(mode) != sandbox.NetAllowlist {
+		return nil
+	}
+	return l.allowEntries()
 }
 
 // sandboxNote is the one line a BUILD run says when it runs unsandboxed

@@ -107,6 +107,12 @@ type Record struct {
 	// Sandbox is "bwrap" when the agent ran under bubblewrap, "none" when
 	// it did not, and empty in records older than the sandbox.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Network is the sandboxed agent's network: "allowlist" (a namespace
+	// of its own, out only through ralphd's proxy to NetworkAllow) or
+	// "open" (the host's); empty when it ran unsandboxed, and in older
+	// records.
+	Network      string   `json:"network,omitempty"`
+	NetworkAllow []string `json:"network_allow,omitempty"`
 	// BDCalls are the bd commands the agent ran through the guard in this
 	// iteration, allowed and refused.
 	BDCalls []BDCall `json:"bd_calls,omitempty"`
@@ -381,8 +387,11 @@ type RunSummary struct {
 	// or was killed.
 	Ended      bool   `json:"ended"`
 	StopReason string `json:"stop_reason,omitempty"`
-	// Sandbox is the last BUILD iteration's sandbox ("bwrap" or "none").
-	Sandbox string `json:"sandbox,omitempty"`
+	// Sandbox is the last BUILD iteration's sandbox ("bwrap" or "none"),
+	// and Network and NetworkAllow its network (see Record).
+	Sandbox      string   `json:"sandbox,omitempty"`
+	Network      string   `json:"network,omitempty"`
+	NetworkAllow []string `json:"network_allow,omitempty"`
 }
 
 // LastRunID returns the run id of the last record that has one, or "".
@@ -422,7 +431,7 @@ func SummarizeRun(records []Record, runID string) RunSummary {
 		}
 		sum.Iterations++
 		if r.Mode == "build" && r.Sandbox != "" {
-			sum.Sandbox = r.Sandbox
+			sum.Sandbox, sum.Network, sum.NetworkAllow = r.Sandbox, r.Network, r.NetworkAllow
 		}
 		if r.IssueID != "" && !slices.Contains(sum.Issues, r.IssueID) {
 			sum.Issues = append(sum.Issues, r.IssueID)

@@ -33,6 +33,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -62,6 +63,28 @@ func stateDirError(err error) error {
 		return fmt.Errorf("%w; ralphd keeps its state only in directories it made: move that path aside (or remove the link) and run again, or set RALPH_STATE_DIR to a directory of your own", err)
 	}
 	return err
+}
+
+// CheckRoot checks the state root the way a run uses it: it makes root
+// and root/projects when they are missing, refuses a link or a directory
+// of another user at either (the run's own error, with what to do), and
+// writes and removes a file in projects/. It is `ralphd doctor`'s check.
+func CheckRoot(root string) error {
+	rd, err := atomicfile.MakeDirAll(root, dirPerm)
+	if err != nil {
+		return stateDirError(err)
+	}
+	defer rd.Close()
+	d, err := rd.MakeDir("projects", dirPerm)
+	if err != nil {
+		return stateDirError(err)
+	}
+	defer d.Close()
+	name := fmt.Sprintf(".check-%d", os.Getpid())
+	if err := d.WriteFile(name, []byte("ralphd\n"), filePerm); err != nil {
+		return fmt.Errorf("write in %s: %w", d.Path(), err)
+	}
+	return d.Remove(name)
 }
 
 // openStateDir opens <root>/projects/<id> without making anything, for

@@ -58,8 +58,25 @@ type Status struct {
 	LatestReport string `json:"latest_report,omitempty"`
 	// LegacyAttempts is the path of a legacy .ralph-attempts file, if one
 	// exists in the project.
-	LegacyAttempts string   `json:"legacy_attempts,omitempty"`
-	Warnings       []string `json:"warnings"`
+	LegacyAttempts string `json:"legacy_attempts,omitempty"`
+	// Layers are ralphd's defences against a BUILD agent as a ralphd
+	// started now would have them; the caller probes them (ReadStatus
+	// leaves them empty).
+	Layers   []Layer  `json:"layers"`
+	Warnings []string `json:"warnings"`
+}
+
+// Layer is one of ralphd's defences against a BUILD agent (the sandbox,
+// its network, cgroup containment, the bd broker, the state dir), as
+// found on this machine.
+type Layer struct {
+	Name   string `json:"name"`
+	On     bool   `json:"on"`
+	Detail string `json:"detail"` // what is in force, or why the layer is off
+	// Open says what the layer being off leaves open, and Fix how to turn
+	// it on; both empty when it is on.
+	Open string `json:"open,omitempty"`
+	Fix  string `json:"fix,omitempty"`
 }
 
 // AttemptStatus is one issue's attempt record, as BUILD judges it.
@@ -98,6 +115,7 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 		Attempts:   []AttemptStatus{},
 		Issues:     []IssueTotals{},
 		Logs:       []LogFile{},
+		Layers:     []Layer{},
 		Warnings:   []string{},
 	}
 	if abs, err := filepath.Abs(root); err == nil {
@@ -247,6 +265,7 @@ func (st Status) WriteText(w io.Writer) error {
 		line("State dir", "%s (not created yet)", st.StateDir)
 		p.printf("\nNo state yet: neither ralphd nor the bash loop has run on this project.\n")
 		p.printf("The state dir is created by the first `ralphd build` or `ralphd plan`.\n")
+		st.writeLayers(p)
 		st.writeLegacy(p)
 		st.writeWarnings(p)
 		return p.err
@@ -323,7 +342,7 @@ func (st Status) WriteText(w io.Writer) error {
 		more("%s", fmtCost(r.CostUSD, r.Tokens))
 		switch r.Sandbox {
 		case "bwrap":
-			more("BUILD agent sandboxed (bwrap)")
+			more("BUILD agent sandboxed (bwrap)%s", fmtNetwork(r.Network, r.NetworkAllow))
 		case "none":
 			more("BUILD agent NOT sandboxed (see `ralphd doctor`)")
 		}
@@ -363,9 +382,51 @@ func (st Status) WriteText(w io.Writer) error {
 			more("%s  %s", l.Name, fmtSize(l.Size))
 		}
 	}
+	st.writeLayers(p)
 	st.writeLegacy(p)
 	st.writeWarnings(p)
 	return p.err
+}
+
+// writeLayers lists the layers, each on or off, and for one that is off
+// what that leaves open and how to turn it on.
+func (st Status) writeLayers(p *printer) {
+	if len(st.Layers) == 0 {
+		return
+	}
+	width := 0
+	for _, l := range st.Layers {
+		width = max(width, len(l.Name))
+	}
+	p.printf("\n%-12s%s\n", "Layers", "against the BUILD agent, for a ralphd started now (`ralphd doctor` checks more)")
+	pad := strings.Repeat(" ", 12+width+6)
+	for _, l := range st.Layers {
+		mark := "on "
+		if !l.On {
+			mark = "OFF"
+		}
+		p.printf("%12s%-*s  %s  %s\n", "", width, l.Name, mark, l.Detail)
+		if l.Open != "" {
+			p.printf("%sleaves open: %s\n", pad, l.Open)
+		}
+		if l.Fix != "" {
+			p.printf("%sto turn it on: %s\n", pad, l.Fix)
+		}
+	}
+}
+
+// fmtNetwork says what network a sandboxed run's agent had.
+func fmtNetwork(network string, allow []string) string {
+	switch network {
+	case "allowlist":
+		if len(allow) == 0 {
+			return "; network: none beyond its own loopback (an empty allowlist)"
+		}
+		return "; network: only through ralphd's proxy, to " + strings.Join(allow, ", ")
+	case "open":
+		return "; network: the host's, unfiltered (network=open)"
+	}
+	return ""
 }
 
 func (st Status) writeLegacy(p *printer) {

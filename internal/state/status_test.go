@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -198,11 +199,128 @@ func TestStatusJSONStable(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	is.Equal(keys, []string{"attempts", "created_at", "created_by", "issues", "last_run", "lock", "logs", "project",
+	is.Equal(keys, []string{"attempts", "created_at", "created_by", "issues", "last_run", "layers", "lock", "logs", "project",
 		"ralphd_version", "running", "state_dir", "state_exists", "stuck_limit", "totals", "version", "warnings"})
-	for _, k := range []string{"attempts", "issues", "logs", "warnings"} {
+	for _, k := range []string{"attempts", "issues", "layers", "logs", "warnings"} {
 		is.Equal(string(m[k]), "[]")
 	}
 	is.Equal(string(m["lock"]), "null")
 	is.Equal(string(m["project"]), `{"project_id":"`+testID+`","rule":"path","remote_url":"none","project_path":"`+id.TopLevel+`"}`)
+}
+
+// The last run's sandbox and network come from its BUILD records, and the
+// layers the caller probed are listed, each off one with what it leaves
+// open and its fix.
+func TestStatusLayersAndLastRunNetwork(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		rec     Record
+		want    string
+		notWant string
+	}{
+		{"allowlist", Record{Sandbox: "bwrap", Network: "allowlist", NetworkAllow: []string{"api.anthropic.com", "registry.npmjs.org"}},
+			"BUILD agent sandboxed (bwrap); network: only through ralphd's proxy, to api.anthropic.com, registry.npmjs.org", ""},
+		{"open", Record{Sandbox: "bwrap", Network: "open"},
+			"BUILD agent sandboxed (bwrap); network: the host's, unfiltered (network=open)", "proxy"},
+		{"a record from before the network", Record{Sandbox: "bwrap"},
+			"BUILD agent sandboxed (bwrap)\n", "network"},
+		{"unsandboxed", Record{Sandbox: "none"},
+			"BUILD agent NOT sandboxed", "network:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			root := t.TempDir()
+			id := testIdentity(t)
+			s, err := Open(context.Background(), root, id, "v1.0.0")
+			is.NoErr(err)
+			r := tc.rec
+			r.RunID, r.Mode, r.Iteration, r.IssueID, r.StartedAt, r.EndedAt, r.Outcome = "r1", "build", 1, "bd-1", t0, t0.Add(time.Minute), "ok"
+			is.NoErr(s.AppendHistory(r))
+			st, err := ReadStatus(root, id, 3)
+			is.NoErr(err)
+			is.Equal(st.LastRun.Network, tc.rec.Network) // read back from history
+			text := statusText(t, st)
+			is.True(strings.Contains(text, tc.want)) // the last run's sandbox and network
+			if tc.notWant != "" {
+				last, _, _ := strings.Cut(text[strings.Index(text, "BUILD agent"):], "\n")
+				is.True(!strings.Contains(last, tc.notWant)) // nothing claimed that the record does not say
+			}
+		})
+	}
+
+	is := is.New(t)
+	st, err := ReadStatus(t.TempDir(), testIdentity(t), 3)
+	is.NoErr(err)
+	is.Equal(st.Layers, []Layer{}) // ReadStatus probes nothing; JSON says []
+	is.True(!strings.Contains(statusText(t, st), "\nLayers "))
+	st.Layers = []Layer{
+		{Name: "sandbox", On: true, Detail: "bubblewrap works here"},
+		{Name: "network", Detail: "network=open", Open: "any host", Fix: "set network to allowlist"},
+	}
+	text := statusText(t, st)
+	is.True(strings.Contains(text, "\nLayers      against the BUILD agent"))
+	is.True(strings.Contains(text, "\n            sandbox  on   bubblewrap works here\n"))
+	is.True(strings.Contains(text, "\n            network  OFF  network=open\n"+
+		"                         leaves open: any host\n"+
+		"                         to turn it on: set network to allowlist\n"))
+	b, err := json.Marshal(st)
+	is.NoErr(err)
+	is.True(strings.Contains(string(b), `"layers":[{"name":"sandbox","on":true,"detail":"bubblewrap works here"},{"name":"network","on":false,"detail":"network=open","open":"any host","fix":"set network to allowlist"}]`))
+}
+
+// CheckRoot makes a missing state root, and refuses what a run refuses: a
+// link where the root or its projects dir should be, or a file there.
+func TestCheckRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the root
+		want  string                                // "" for no error
+	}{
+		{"missing: made", func(t *testing.T, dir string) string { return dir + "/a/b" }, ""},
+		{"the root is a link", func(t *testing.T, dir string) string {
+			mkdir(t, dir+"/real")
+			symlink(t, dir+"/real", dir+"/root")
+			return dir + "/root"
+		}, "never follows a link"},
+		{"projects is a link", func(t *testing.T, dir string) string {
+			mkdir(t, dir+"/elsewhere")
+			mkdir(t, dir+"/root")
+			symlink(t, dir+"/elsewhere", dir+"/root/projects")
+			return dir + "/root"
+		}, "never follows a link"},
+		{"a file in the way", func(t *testing.T, dir string) string {
+			writeFile(t, dir+"/file", "x")
+			return dir + "/file/root"
+		}, "not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			dir := t.TempDir()
+			err := CheckRoot(tc.setup(t, dir))
+			if tc.want == "" {
+				is.NoErr(err)
+				is.NoErr(CheckRoot(dir + "/a/b")) // and again, once made
+				ents, err := os.ReadDir(dir + "/a/b/projects")
+				is.NoErr(err)
+				is.Equal(len(ents), 0) // the check's file is gone
+				return
+			}
+			is.True(err != nil && strings.Contains(err.Error(), tc.want)) // refused, saying why
+		})
+	}
+}
+
+func mkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func symlink(t *testing.T, target, path string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
 }
