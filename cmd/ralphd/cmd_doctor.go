@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -35,10 +33,12 @@ func cmdDoctor(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "doctor", "doctor [--agent NAME] [--bd PATH]", `
 Check everything ralphd depends on, one line each with a verdict and, when
 something is wrong, how to fix it: bd and its version, the agent CLI and
-whether it is logged in (where that can be told offline), git,
-bubblewrap and user namespaces (the BUILD sandbox), cgroup v2, the systemd
-user manager, and write access to the state dir. Exits 1 when something
-ralphd cannot run without is missing.
+whether it is logged in (where that can be told offline), git, the systemd
+user manager, and the layers that hold the BUILD agent: the sandbox
+(bubblewrap and user namespaces), its network (a network namespace, and
+the hosts on its allowlist), cgroup v2 containment, the bd broker's client,
+and the state dir (writable, no links). A layer that is off says what that
+leaves open. Exits 1 when something ralphd cannot run without is missing.
 
 With a bare --bd (no path after it), check instead the bd contract: every
 bd command, output shape and exit code ralphd relies on, run against your bd
@@ -65,10 +65,13 @@ on; the result is recorded per bd version for later runs.`)
 		checkBD(ctx, cfg.BD),
 		checkAgent(ctx, a, cfg),
 		checkGit(ctx),
-		checkSandbox(ctx, a, cfg.Sandbox, cfg.Network != sandbox.NetOpen),
-		checkCgroup(),
 		checkSystemd(ctx),
-		checkStateDir(stateRoot(a)),
+	}
+	// The layers against the BUILD agent: a run refuses to start without
+	// the sandbox when sandbox=bwrap, and without its state dir.
+	for _, l := range append(probeLayers(ctx, a, cfg, proc.Find), stateLayer(stateRoot(a))) {
+		fail := l.Name == "state" || l.Name == "sandbox" && cfg.Sandbox == sandbox.Bwrap
+		vs = append(vs, layerVerdict(l, fail))
 	}
 	return printVerdicts(a.stdout, vs)
 }
@@ -176,42 +179,6 @@ func checkAgent(ctx context.Context, a *app, cfg *config.Config) verdict {
 	return v
 }
 
-func checkSandbox(ctx context.Context, a *app, setting string, isolateNet bool) verdict {
-	v := verdict{name: "sandbox"}
-	s := sandbox.Probe(ctx, a.getenv("PATH"), isolateNet)
-	switch {
-	case s.OK():
-		v.level, v.detail = levelOK, "bubblewrap works here ("+s.Path+"); BUILD runs sandboxed"
-		if setting == sandbox.Off {
-			v.level, v.detail, v.fix = levelWarn, v.detail[:strings.Index(v.detail, ";")]+"; but sandbox=off: BUILD runs unsandboxed", "set sandbox to auto"
-		}
-	case setting == sandbox.Off:
-		v.level, v.detail = levelOK, fmt.Sprintf("sandbox=off (%v)", s.Err)
-	case errors.Is(s.Err, sandbox.ErrNoBwrap):
-		v.level, v.detail, v.fix = levelWarn, "bwrap not found: BUILD runs unsandboxed", sandbox.InstallHint
-	default:
-		v.level, v.detail, v.fix = levelWarn, s.Err.Error()+": BUILD runs unsandboxed", "enable unprivileged user namespaces"
-	}
-	if setting == sandbox.Bwrap && !s.OK() {
-		v.level = levelFail
-	}
-	return v
-}
-
-// checkCgroup says whether each iteration's processes can be contained
-// in a cgroup v2 of their own (cgroup.Find, which the run uses).
-func checkCgroup() verdict {
-	v := verdict{name: "cgroup"}
-	p, err := proc.Find()
-	if err != nil {
-		v.level, v.detail = levelWarn, err.Error()+"; agents are contained by process group and marker only"
-		v.fix = "run ralphd as a systemd user service (ralphd service install), which delegates a cgroup v2, or boot with the unified cgroup hierarchy"
-		return v
-	}
-	v.level, v.detail = levelOK, "cgroup v2 at "+p.Dir+": each iteration runs in a cgroup of its own"
-	return v
-}
-
 func checkSystemd(ctx context.Context) verdict {
 	v := verdict{name: "systemd"}
 	path, err := exec.LookPath("systemctl")
@@ -231,23 +198,5 @@ func checkSystemd(ctx context.Context) verdict {
 		v.level = levelWarn
 		v.fix = "see `systemctl --user --failed`"
 	}
-	return v
-}
-
-func checkStateDir(root string) verdict {
-	v := verdict{name: "state"}
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("cannot make %s: %v", root, err), "set RALPH_STATE_DIR to a writable directory"
-		return v
-	}
-	f, err := os.CreateTemp(root, ".doctor-")
-	if err != nil {
-		v.level, v.detail, v.fix = levelFail, fmt.Sprintf("cannot write in %s: %v", root, err), "set RALPH_STATE_DIR to a writable directory"
-		return v
-	}
-	name := f.Name()
-	_ = f.Close()
-	_ = os.Remove(name)
-	v.level, v.detail = levelOK, root+" is writable"
 	return v
 }

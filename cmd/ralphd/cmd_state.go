@@ -20,14 +20,19 @@ func cmdStatus(ctx context.Context, a *app, args []string) int {
 	fs := newFlags(a, "status", "status [--json]", `
 Show this project's state: its id and which rule made it, the state dir, the
 ralphd holding the lock (if any), the workers of a running --workers BUILD,
-attempts per issue with stuck ones marked, the last run, and the run logs.
+attempts per issue with stuck ones marked, the last run (with the sandbox
+and network its agents had), the run logs, and which layers against the
+BUILD agent a run started now would have (sandbox, network, cgroup, broker,
+state dir), each off one with what it leaves open and how to turn it on.
 Reads only; creates nothing.
 
 --json prints one object whose keys are stable (keys may be added, never
 renamed or removed). "workers" lists the running ralphd's workers, [] when
 none run, each with: worker, actor, worktree, issue ("" when idle), attempt
 (0 when idle), since (RFC 3339) and elapsed_seconds. The workers a killed
-ralphd left in its status file are not listed; "warnings" says so.`)
+ralphd left in its status file are not listed; "warnings" says so.
+"layers" lists the layers, each with: name, on, detail, and when off,
+open (what that leaves open) and fix.`)
 	asJSON := fs.Bool("json", false, "print a stable JSON object for scripts")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
@@ -55,6 +60,7 @@ ralphd left in its status file are not listed; "warnings" says so.`)
 		stateDirHint(a)
 		return exitUsage
 	}
+	st.Layers = append(probeLayers(ctx, a, cfg, proc.Find), statusStateLayer(st))
 	live, note := liveWorkers(filepath.Join(st.StateDir, modes.WorkersStatusFile), st.Lock, time.Now())
 	if note != "" {
 		st.Warnings = append(st.Warnings, note)
