@@ -42,6 +42,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -146,6 +147,12 @@ const timeout = 2 * time.Minute
 // which filter and merge drivers are configured (once per Runner); that
 // call runs no code either.
 func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([]byte, error) {
+	return r.OutputIn(ctx, env, nil, args...)
+}
+
+// OutputIn is OutputEnv with stdin as git's standard input (nil: none),
+// for the subcommands that read paths or ids from it.
+func (r *Runner) OutputIn(ctx context.Context, env []string, stdin io.Reader, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd, err := r.command(ctx, args...)
@@ -153,6 +160,7 @@ func (r *Runner) OutputEnv(ctx context.Context, env []string, args ...string) ([
 		return nil, err
 	}
 	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = stdin
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := output(cmd, cmp.Or(r.maxData, maxData))
