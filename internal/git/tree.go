@@ -117,9 +117,20 @@ func (r Repo) Dirty(ctx context.Context) (bool, error) {
 // staging area is not touched until the final restore: the commit is built
 // in a scratch index.
 //
+// Uncommitted work includes the ignored files going back would overwrite
+// or remove (ignoredAtRisk): those at a path base or HEAD tracks (a file
+// the agent untracked and ignored), and those ignored by a .gitignore
+// that differs from base's (a rule the agent added, which the restore
+// takes away, and the clean after it would then remove them). They are
+// committed with the rest (add --force), whatever their size. Files
+// ignored by rules base has too stay ignored and are left in place, as
+// is a nested repository (committed as a gitlink when at risk; the clean
+// does not remove it). later are more commits the caller will check out
+// after (a worker's next base): their tracked paths are at risk too.
+//
 // It returns the branch's commit, or "" with no branch made when there was
 // no work to keep.
-func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (string, error) {
+func (r Repo) FailureBranch(ctx context.Context, name, message, base string, later ...string) (string, error) {
 	r = r.inStep()
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -135,12 +146,16 @@ func (r Repo) FailureBranch(ctx context.Context, name, message, base string) (st
 	if err != nil {
 		return "", err
 	}
-	if !dirty && head == base {
+	ignored, err := r.ignoredAtRisk(ctx, append([]string{base, head}, later...))
+	if err != nil {
+		return "", err
+	}
+	if !dirty && len(ignored) == 0 && head == base {
 		return "", nil
 	}
 	tip := head
-	if dirty {
-		if tip, err = r.commitWork(ctx, head, message); err != nil {
+	if dirty || len(ignored) > 0 {
+		if tip, err = r.commitWork(ctx, head, message, ignored); err != nil {
 			return "", err
 		}
 	}
@@ -161,9 +176,9 @@ func (r Repo) FreeBranchName(ctx context.Context, name string) (string, error) {
 	return free, err
 }
 
-// commitWork commits the uncommitted work on top of parent without moving
-// any branch, and returns the commit.
-func (r Repo) commitWork(ctx context.Context, parent, message string) (string, error) {
+// commitWork commits the uncommitted work on top of parent, with the
+// ignored paths given, without moving any branch, and returns the commit.
+func (r Repo) commitWork(ctx context.Context, parent, message string, ignored []string) (string, error) {
 	idx, cleanup, err := r.tempIndex(ctx)
 	if err != nil {
 		return "", err
@@ -172,6 +187,15 @@ func (r Repo) commitWork(ctx context.Context, parent, message string) (string, e
 	env := []string{"GIT_INDEX_FILE=" + idx}
 	if _, err := r.gitEnv(ctx, env, append([]string{"add", "-A"}, excludeBeads...)...); err != nil {
 		return "", err
+	}
+	if len(ignored) > 0 {
+		args := []string{"add", "-A", "--force", "--"}
+		for _, p := range ignored {
+			args = append(args, ":(literal)"+p)
+		}
+		if _, err := r.gitEnv(ctx, env, args...); err != nil {
+			return "", fmt.Errorf("keep the ignored work: %w", err)
+		}
 	}
 	tree, err := r.gitEnv(ctx, env, "write-tree")
 	if err != nil {
@@ -300,4 +324,94 @@ func parseLayout(out string, withSub bool) (Layout, error) {
 		l.Tree = lines[3]
 	}
 	return l, nil
+}
+
+// ignoredAtRisk returns the ignored paths in the work tree (outside
+// .beads/; a directory ignored whole as one path ending in "/") that
+// going back to any of trees would lose: a path a tree tracks (its
+// content would be overwritten), or one ignored by a .gitignore whose
+// content differs from a tree's (the restore puts that file back, and
+// the path, no longer ignored, would be cleaned away).
+func (r Repo) ignoredAtRisk(ctx context.Context, trees []string) ([]string, error) {
+	out, err := r.git(ctx, append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, excludeBeads...)...)
+	if err != nil {
+		return nil, fmt.Errorf("list the ignored files: %w", err)
+	}
+	paths := splitNul(out)
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	out, err = r.run.OutputIn(ctx, nil, strings.NewReader(strings.Join(paths, "\x00")+"\x00"), "check-ignore", "-v", "-z", "--stdin")
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: none is ignored after all
+		return nil, fmt.Errorf("find what ignores the ignored files: %w", err)
+	}
+	source := map[string]string{} // path → the file whose rule ignores it
+	f := splitNul(out)
+	for i := 0; i+3 < len(f); i += 4 {
+		source[f[i+3]] = f[i]
+	}
+	tracked := map[string]map[string]string{} // tree → path → blob
+	for _, t := range trees {
+		if t == "" || tracked[t] != nil {
+			continue
+		}
+		out, err := r.git(ctx, "ls-tree", "-r", "-z", "--full-tree", t)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", t, err)
+		}
+		m := map[string]string{}
+		for _, e := range splitNul(out) {
+			meta, path, ok := strings.Cut(e, "\t")
+			if f := strings.Fields(meta); ok && len(f) == 3 {
+				m[path] = f[2]
+			}
+		}
+		tracked[t] = m
+	}
+	changed := map[string]bool{} // .gitignore → differs from a tree's
+	for _, src := range source {
+		if _, seen := changed[src]; seen || filepath.Base(src) != ".gitignore" || !filepath.IsLocal(src) {
+			continue
+		}
+		blob, err := r.git(ctx, "hash-object", "--no-filters", "--", src)
+		if err != nil {
+			changed[src] = true
+			continue
+		}
+		for _, m := range tracked {
+			changed[src] = changed[src] || m[src] != strings.TrimSpace(string(blob))
+		}
+	}
+	var risky []string
+	for _, p := range paths {
+		inTree := false
+		for _, m := range tracked {
+			if _, ok := m[p]; ok {
+				inTree = true
+			} else if strings.HasSuffix(p, "/") {
+				for q := range m {
+					if strings.HasPrefix(q, p) {
+						inTree = true
+						break
+					}
+				}
+			}
+		}
+		if inTree || changed[source[p]] {
+			risky = append(risky, p)
+		}
+	}
+	return risky, nil
+}
+
+// splitNul splits NUL-terminated records.
+func splitNul(b []byte) []string {
+	var out []string
+	for _, f := range strings.Split(string(b), "\x00") {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

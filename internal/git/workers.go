@@ -326,6 +326,15 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
 	if !dirty {
+		// Ignored files the reset would overwrite or clean away are work
+		// too (FailureBranch).
+		ignored, err := r.ignoredAtRisk(ctx, []string{head, base})
+		if err != nil {
+			return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
+		}
+		dirty = len(ignored) > 0
+	}
+	if !dirty {
 		if head == "" || head == handed {
 			return nil, nil
 		}
@@ -341,7 +350,7 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 	}
 	// The uncommitted work, committed on top of HEAD: the branch holds
 	// HEAD's commits as well.
-	commit, err := r.FailureBranch(ctx, name, fmt.Sprintf("ralphd: work %s left in its worktree", t.Worker), head)
+	commit, err := r.FailureBranch(ctx, name, fmt.Sprintf("ralphd: work %s left in its worktree", t.Worker), head, base)
 	if err != nil {
 		return nil, fmt.Errorf("save work of %s: %w", t.Worker, err)
 	}
