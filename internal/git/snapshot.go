@@ -17,7 +17,8 @@ import (
 
 // Snapshot holds the files of a git directory that make git run code or
 // change what it reads: the configuration (config, config.worktree), the
-// repository-wide attributes (info/attributes) and the hooks. ralphd's own
+// repository-wide attributes (info/attributes), the hooks, and the files
+// watchedFiles names. ralphd's own
 // git calls ignore all of them (see Command), but the person's next git
 // command would not: a BUILD iteration that changes them has planted
 // code, and Changed and Restore undo it.
@@ -65,14 +66,20 @@ func (s *Snapshot) Restore() ([]string, error) {
 }
 
 // watchedFiles are the single files Snapshot holds; every regular file in
-// hooks/ is held as well.
-var watchedFiles = []string{"config", "config.worktree", filepath.Join("info", "attributes")}
+// hooks/ is held as well. Besides the files that run code, those that
+// change what git reads: info/exclude (a path it ignores is one a
+// failure branch's add -A and the clean after it treat as no work),
+// shallow (history beyond it is unreachable to a gc, which prunes it),
+// and the object store's alternates (objects only they hold look
+// present, and are lost with them).
+var watchedFiles = []string{"config", "config.worktree", filepath.Join("info", "attributes"), filepath.Join("info", "exclude"),
+	"shallow", filepath.Join("objects", "info", "alternates"), filepath.Join("objects", "info", "http-alternates")}
 
 // watchedDirs hold watched files. Each is held as what it is: a directory,
 // or a link or a file planted in its place, through which nothing is read
 // (what is there is not the git directory's), so that Restore neither
 // removes nor writes anything outside.
-var watchedDirs = []string{"hooks", "info"}
+var watchedDirs = []string{"hooks", "info", filepath.Join("objects", "info")}
 
 // readWatched reads the held files that exist under gitDir. A path that
 // is not a regular file (a directory, a symlink planted in its place) is
