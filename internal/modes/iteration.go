@@ -390,6 +390,7 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	if err != nil {
 		l.human().Error("could not restore PLANNING's files", "err", err)
 	}
+	planted = append(planted, l.checkHistory(context.WithoutCancel(ctx), res, it)...) // after the restore: alternates and shallow are back
 	for _, c := range changes {
 		it.fixed = append(it.fixed, "restored: "+c)
 		it.rec.Violations = append(it.rec.Violations, c)

@@ -33,6 +33,9 @@ type planningFiles struct {
 	// headRef is what the work tree's HEAD file held ("ref: refs/heads/x"
 	// or a commit), to write it back when it is found planted.
 	headRef string
+	// history is the repository's refs and objects (the single loop's;
+	// a pool holds its own), nil when they could not be held.
+	history *git.History
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
@@ -74,6 +77,9 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	}
 	if p.git, err = git.SnapshotAt(where.CommonDir); err != nil {
 		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
+	}
+	if l.shared == nil {
+		p.history = l.holdHistory(ctx, strings.TrimPrefix(p.headRef, "ref: "))
 	}
 	return p
 }

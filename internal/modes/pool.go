@@ -220,6 +220,11 @@ type Pool struct {
 	// JSON: this process's PID, one entry per worker) whenever a worker
 	// takes or finishes an issue, for `ralphd status` in another process.
 	StatusFile string
+	// KeepObjects, when set, is where the pool keeps hard links of the
+	// repository's object files, and holds its history beside the refs
+	// it owns (refs.go, git.History): what an agent deletes or rewinds
+	// is put back at the next check. "" holds none.
+	KeepObjects string
 	// RefMoved, when set, is told of each move of the target or of a
 	// worker's branch or HEAD that the pool did not make (refs.go), after
 	// it was put back; the suspects it names not yet integrated have
@@ -252,6 +257,9 @@ type Pool struct {
 	// refLocks are the workers' locks against a check putting back their
 	// refs while they start to move them (recheck).
 	refLocks map[string]*sync.Mutex
+	// history is the repository's refs (but the pool's own) and objects
+	// as the last check found them; nil without KeepObjects.
+	history *git.History
 	// scrubRepo names the git directories to scrub (planted.go);
 	// treeClean is, per worker, when a scrub of its worktree last found
 	// nothing planted.
@@ -464,6 +472,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		if err != nil {
 			return p.sum, fmt.Errorf("workers: %w", err)
 		}
+	}
+	if err := p.holdHistory(ctx); err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
 	}
 	p.clean = time.Now()
 	k := max(1, p.Workers)
@@ -739,6 +750,13 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	}
 	p.setBusy(worker)
 	tree, saved, err := p.Trees.Open(ctx, worker, base)
+	if err != nil && p.history != nil && ctx.Err() == nil {
+		// Another worker's agent may have deleted objects the base needs
+		// since the last check: the check puts them back.
+		if cerr := p.checkAfter(ctx, time.Now()); cerr == nil {
+			tree, saved, err = p.Trees.Open(ctx, worker, base)
+		}
+	}
 	if err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, fmt.Errorf("worker %s: %w", worker, err))
 	}

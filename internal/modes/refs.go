@@ -118,7 +118,9 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 	p.mu.Lock()
 	r := p.refs[w.worker]
 	p.mu.Unlock()
-	errs := []error{p.scrub(w.worker)}
+	// The shared check first: it puts back the objects an agent deleted,
+	// without which the worker's own refs cannot be read.
+	errs := []error{p.scrub(w.worker), p.checkAfter(ctx, end)}
 	tip := ""
 	if r != nil {
 		var err error
@@ -126,7 +128,6 @@ func (p *Pool) endWindow(ctx context.Context, w *window, done bool) (string, err
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, p.checkAfter(ctx, end))
 	return p.settleRefs(ctx, w.worker, tip), errors.Join(errs...)
 }
 
@@ -210,11 +211,15 @@ func (p *Pool) checkAfter(ctx context.Context, t time.Time) error {
 // admits any work), so that a window's end never waits for a verify.
 func (p *Pool) checkOthers(ctx context.Context) error {
 	started := time.Now()
+	lost, err := p.checkHistory(ctx)
+	if err != nil {
+		return err
+	}
 	moves, checked, err := p.Queue.TryCheck(ctx)
 	if err != nil {
 		return err
 	}
-	found := len(moves) > 0 || !checked
+	found := len(moves) > 0 || !checked || lost
 	// The settled workers, as they are now: a worker may go on (busy,
 	// then running) while the check reads git, and is then not checked.
 	type settled struct {
