@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -329,9 +330,11 @@ func parseLayout(out string, withSub bool) (Layout, error) {
 // ignoredAtRisk returns the ignored paths in the work tree (outside
 // .beads/; a directory ignored whole as one path ending in "/") that
 // going back to any of trees would lose: a path a tree tracks (its
-// content would be overwritten), or one ignored by a .gitignore whose
-// content differs from a tree's (the restore puts that file back, and
-// the path, no longer ignored, would be cleaned away).
+// content would be overwritten), or one ignored by a .gitignore rule a
+// tree's version of that file lacks (the restore puts that file back,
+// and the path, no longer ignored, would be cleaned away). Negations and
+// the order of rules are not weighed: a path that stays ignored by
+// another rule is committed all the same.
 func (r Repo) ignoredAtRisk(ctx context.Context, trees []string) ([]string, error) {
 	out, err := r.git(ctx, append([]string{"ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"}, excludeBeads...)...)
 	if err != nil {
@@ -346,10 +349,11 @@ func (r Repo) ignoredAtRisk(ctx context.Context, trees []string) ([]string, erro
 	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) { // 1: none is ignored after all
 		return nil, fmt.Errorf("find what ignores the ignored files: %w", err)
 	}
-	source := map[string]string{} // path → the file whose rule ignores it
+	type rule struct{ source, pattern string }
+	rules := map[string]rule{} // path → the rule that ignores it
 	f := splitNul(out)
 	for i := 0; i+3 < len(f); i += 4 {
-		source[f[i+3]] = f[i]
+		rules[f[i+3]] = rule{f[i], f[i+2]}
 	}
 	tracked := map[string]map[string]string{} // tree → path → blob
 	for _, t := range trees {
@@ -369,19 +373,32 @@ func (r Repo) ignoredAtRisk(ctx context.Context, trees []string) ([]string, erro
 		}
 		tracked[t] = m
 	}
-	changed := map[string]bool{} // .gitignore → differs from a tree's
-	for _, src := range source {
-		if _, seen := changed[src]; seen || filepath.Base(src) != ".gitignore" || !filepath.IsLocal(src) {
-			continue
-		}
-		blob, err := r.git(ctx, "hash-object", "--no-filters", "--", src)
-		if err != nil {
-			changed[src] = true
-			continue
+	// kept reports whether every tree's version of the rule's .gitignore
+	// has the rule too: then the restore leaves the path ignored. Rules
+	// from elsewhere (info/exclude, which ralphd holds; the user's global
+	// excludes) stay.
+	lines := map[string][]string{} // blob → its lines
+	kept := func(ru rule) bool {
+		if filepath.Base(ru.source) != ".gitignore" || !filepath.IsLocal(ru.source) {
+			return true
 		}
 		for _, m := range tracked {
-			changed[src] = changed[src] || m[src] != strings.TrimSpace(string(blob))
+			blob, ok := m[ru.source]
+			if !ok {
+				return false
+			}
+			if _, ok := lines[blob]; !ok {
+				b, err := r.git(ctx, "cat-file", "blob", blob)
+				if err != nil {
+					return false
+				}
+				lines[blob] = strings.Split(string(b), "\n")
+			}
+			if !slices.ContainsFunc(lines[blob], func(l string) bool { return strings.TrimSpace(l) == ru.pattern }) {
+				return false
+			}
 		}
+		return true
 	}
 	var risky []string
 	for _, p := range paths {
@@ -398,7 +415,7 @@ func (r Repo) ignoredAtRisk(ctx context.Context, trees []string) ([]string, erro
 				}
 			}
 		}
-		if inTree || changed[source[p]] {
+		if inTree || !kept(rules[p]) {
 			risky = append(risky, p)
 		}
 	}
