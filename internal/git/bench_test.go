@@ -82,3 +82,73 @@ func BenchmarkScrubTree(b *testing.B) {
 	b.ReportMetric(float64(status.Nanoseconds())/float64(b.N), "status-ns/op")
 	b.ReportMetric(float64(scrub)/float64(status), "scrub/status")
 }
+
+// BenchmarkHistory measures what holding the history adds to an
+// iteration: one Take and one Check, after the iteration made one commit,
+// of a repository with 2,000 packed commits, 500 loose objects and 100
+// refs, against one `git status --porcelain` of it (which every
+// iteration runs for its progress signals) in the same run, and reports
+// their ratio (history/status).
+func BenchmarkHistory(b *testing.B) {
+	dir := b.TempDir()
+	run := func(stdin string, args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@x")
+		if stdin != "" {
+			cmd.Stdin = strings.NewReader(stdin)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	run("", "init", "-q", "-b", "main")
+	var in strings.Builder
+	for i := range 2000 {
+		body := fmt.Sprint(i)
+		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter T <t@x> %d +0000\ndata 1\nc\nM 644 inline f%d\ndata %d\n%s\n\n", 1700000000+i, i%50, len(body), body)
+	}
+	run(in.String(), "fast-import", "--quiet")
+	in.Reset()
+	for i := range 100 {
+		fmt.Fprintf(&in, "create refs/heads/b%d main~%d\n", i, i)
+	}
+	run(in.String(), "update-ref", "--stdin")
+	run("", "checkout", "-q", "-f", "main")
+	for i := range 500 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i%50)), []byte(fmt.Sprint("loose ", i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		run("", "hash-object", "-w", fmt.Sprintf("f%d", i%50))
+	}
+	ctx := context.Background()
+	h, err := NewHistory(ctx, dir, filepath.Join(b.TempDir(), "kept"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Forward = []string{"refs/heads/main"}
+	var hist, status time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if err := h.Take(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		run("", "commit", "-q", "--allow-empty", "-m", fmt.Sprint("iteration ", i))
+		b.StartTimer()
+		t1 := time.Now()
+		lost, err := h.Check(ctx, "bench", time.Now())
+		if err != nil || !lost.Empty() {
+			b.Fatal(lost, err)
+		}
+		t2 := time.Now()
+		if _, err := Output(ctx, dir, "status", "--porcelain"); err != nil {
+			b.Fatal(err)
+		}
+		hist, status = hist+t1.Sub(t0)+t2.Sub(t1), status+time.Since(t2)
+	}
+	b.ReportMetric(float64(hist.Nanoseconds())/float64(b.N), "history-ns/op")
+	b.ReportMetric(float64(status.Nanoseconds())/float64(b.N), "status-ns/op")
+	b.ReportMetric(float64(hist)/float64(status), "history/status")
+}
