@@ -54,10 +54,11 @@ func NewHistory(ctx context.Context, repo, keepDir string) (*History, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hold the history: %w", err)
 	}
-	format, err := gitLine(ctx, repo, "rev-parse", "--show-object-format")
+	out, err := Output(ctx, repo, "rev-parse", "--show-object-format")
 	if err != nil {
 		return nil, fmt.Errorf("hold the history: %w", err)
 	}
+	format := strings.TrimSpace(string(out))
 	n := 40
 	if format == "sha256" {
 		n = 64
@@ -158,7 +159,7 @@ func (h *History) Check(ctx context.Context, what string, now time.Time) (Lost, 
 // the branch that keeps got's work, if any.
 func (h *History) putBack(ctx context.Context, ref, old, got string, forward bool, what string, now time.Time) (string, error) {
 	if forward && got != "" {
-		if head, _ := gitLine(ctx, h.Repo, "symbolic-ref", "-q", "HEAD"); head == ref {
+		if head, _ := Output(ctx, h.Repo, "symbolic-ref", "-q", "HEAD"); strings.TrimSpace(string(head)) == ref {
 			r := Repo{Dir: h.Repo}
 			name, err := r.FreeBranchName(ctx, MovedPrefix+what+"/"+now.UTC().Format("20060102-150405"))
 			if err != nil {
@@ -179,7 +180,7 @@ func (h *History) ancestor(ctx context.Context, old, got string) bool {
 	if got == "" {
 		return false
 	}
-	_, err := Git(ctx, h.Repo, nil, "merge-base", "--is-ancestor", old, got)
+	_, err := Output(ctx, h.Repo, "merge-base", "--is-ancestor", old, got)
 	return err == nil
 }
 
@@ -188,7 +189,7 @@ func (h *History) ancestor(ctx context.Context, old, got string) bool {
 // parents would make a lost commit look reachable.
 func (h *History) unreachable(ctx context.Context, objs []string) (map[string]bool, error) {
 	args := append([]string{"-c", "core.commitGraph=false", "rev-list", "--objects", "--no-object-names"}, objs...)
-	out, err := Git(ctx, h.Repo, nil, append(args, "--not", "--all")...)
+	out, err := Output(ctx, h.Repo, append(args, "--not", "--all")...)
 	if err != nil {
 		return nil, fmt.Errorf("check the history: %w", err)
 	}
@@ -207,7 +208,7 @@ func (h *History) unreachable(ctx context.Context, objs []string) (map[string]bo
 
 // read returns every held ref and the object it points at.
 func (h *History) read(ctx context.Context) (map[string]string, error) {
-	out, err := Git(ctx, h.Repo, nil, "for-each-ref", "--format=%(objectname) %(refname)")
+	out, err := Output(ctx, h.Repo, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return nil, fmt.Errorf("read the refs: %w", err)
 	}
