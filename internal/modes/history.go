@@ -41,7 +41,7 @@ func (l *Loop) holdHistory(ctx context.Context, branch string) *git.History {
 // in the pool (refs.go), whose ledger charges every window that was open.
 func (l *Loop) checkHistory(ctx context.Context, res *Result, it *buildIter) []string {
 	h := it.held.history
-	if h == nil || l.shared != nil {
+	if h == nil || l.seat != nil {
 		return nil
 	}
 	lost, err := h.Check(ctx, "history", l.now())

@@ -78,7 +78,7 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	if p.git, err = git.SnapshotAt(where.CommonDir); err != nil {
 		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
 	}
-	if l.shared == nil {
+	if l.seat == nil {
 		p.history = l.holdHistory(ctx, strings.TrimPrefix(p.headRef, "ref: "))
 	}
 	return p
