@@ -59,8 +59,9 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: getenv("HOME"), Getenv: getenv,
 		Shared: l.pool().sandboxShared(l.State.Worker()),
-		// ralphd itself, for the bd client, when it lives in the private /tmp.
-		Keep: []string{l.Self, l.BDClient},
+		// ralphd itself, for the bd client, and the agent CLI, when they
+		// live in the private /tmp.
+		Keep: []string{l.Self, l.BDClient, lookPathIn(l.Backend.Binary(), getenv("PATH"))},
 	})
 	layout.Net = net
 	if err := layout.Prepare(); err != nil {
@@ -192,4 +193,28 @@ func (p *Pool) sandboxShared(self string) *sandbox.Shared {
 		return &sandbox.Shared{}
 	}
 	return &sandbox.Shared{OwnRefs: "refs/heads/" + git.BranchDir(self)}
+}
+
+// lookPathIn returns where file is found on the PATH value path (file
+// itself when it holds a slash), or "" when it is not found: the agent's
+// executable, for the sandbox to keep in view.
+func lookPathIn(file, path string) string {
+	if strings.Contains(file, "/") {
+		return file
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		if p := filepath.Join(dir, file); isExecutable(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// isExecutable reports whether p is a regular file someone may execute.
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }

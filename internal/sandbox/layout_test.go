@@ -158,3 +158,35 @@ func TestArgsNet(t *testing.T) {
 	is.True(slices.Contains(mounts(args), "--ro-bind "+filepath.Dir(sock)))
 	is.True(slices.Contains(mounts(args), "--ro-bind "+fwd))
 }
+
+// A program npm installed into a hidden dir (a clone's .tools/ under
+// /tmp, in tests and CI) needs its whole package: node_modules/.bin/x is a
+// link to a script beside the rest of the package and its dependencies.
+// The agent's executable and the PATH dirs keep their install prefix in
+// view, not only the link.
+func TestKeptKeepsAnNpmInstallPrefix(t *testing.T) {
+	is := is.New(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	is.NoErr(err)
+	codex := filepath.Join(root, "tools", "codex")
+	script := filepath.Join(codex, "node_modules", "@openai", "codex", "bin", "codex.js")
+	is.NoErr(os.MkdirAll(filepath.Dir(script), 0o755))
+	is.NoErr(os.WriteFile(script, []byte("#!/usr/bin/env node\n"), 0o755))
+	bin := filepath.Join(codex, "node_modules", ".bin", "codex")
+	is.NoErr(os.MkdirAll(filepath.Dir(bin), 0o755))
+	is.NoErr(os.Symlink("../@openai/codex/bin/codex.js", bin))
+	claudeBin := filepath.Join(root, "tools", "claude", "node_modules", ".bin")
+	is.NoErr(os.MkdirAll(claudeBin, 0o755))
+	plain := filepath.Join(root, "bin", "ralphd")
+
+	got := kept([]string{root}, nil, []string{bin, plain}, claudeBin+":/usr/bin")
+	for _, want := range []string{
+		codex,                                  // the agent's install prefix, from its executable
+		filepath.Join(root, "tools", "claude"), // and from a PATH dir inside one
+		plain,                                  // a plain program: itself
+	} {
+		is.True(slices.Contains(got, want)) // kept in view
+	}
+	is.True(!slices.Contains(got, root))                                               // never the hidden dir itself
+	is.True(!slices.ContainsFunc(got, func(p string) bool { return p == "/usr/bin" })) // nor what is not hidden
+}

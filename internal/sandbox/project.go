@@ -162,7 +162,10 @@ func BuildLayout(p Project) Layout {
 func kept(hidden, writable, keep []string, path string) []string {
 	var out []string
 	writable = clean(writable)
-	want := append(slices.Clone(keep), filepath.SplitList(path)...)
+	var want []string
+	for _, p := range append(slices.Clone(keep), filepath.SplitList(path)...) {
+		want = append(want, installRoots(p)...)
+	}
 	if r, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil {
 		want = append(want, r)
 	}
@@ -171,6 +174,27 @@ func kept(hidden, writable, keep []string, path string) []string {
 		if slices.ContainsFunc(hidden, func(h string) bool { return within(p, h) && p != h }) &&
 			!slices.ContainsFunc(writable, func(w string) bool { return within(p, w) }) {
 			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// installRoots returns what must be seen for p to work: p itself, where
+// its links lead, and for a program installed by npm (anything under a
+// node_modules dir, such as node_modules/.bin/claude, a link to a script
+// of its package) the install prefix that holds that node_modules, since
+// the program needs its whole package and dependencies.
+func installRoots(p string) []string {
+	if p == "" {
+		return nil
+	}
+	out := []string{p}
+	if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+		out = append(out, r)
+	}
+	for _, c := range slices.Clone(out) {
+		if i := strings.Index(c+"/", "/node_modules/"); i > 0 {
+			out = append(out, c[:i])
 		}
 	}
 	return out
