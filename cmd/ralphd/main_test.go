@@ -60,6 +60,7 @@ func TestScripts(t *testing.T) {
 	dir := standinBin(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
+		WorkdirRoot:         scriptsRoot(t),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
@@ -76,6 +77,27 @@ func TestScripts(t *testing.T) {
 			"promlint": cmdPromlint,
 		},
 	})
+}
+
+// scriptsRoot is where the scenarios' $WORK dirs go: outside /tmp when it
+// can be, since the BUILD sandbox makes /tmp private (sandbox.HiddenDirs)
+// and the sandboxed scenarios keep their agent scripts beside the
+// project, in $WORK, as a user keeps theirs beside a project in their
+// home. Under /tmp they would vanish from the agent's view.
+func scriptsRoot(t *testing.T) string {
+	cache, err := os.UserCacheDir()
+	if err != nil || strings.HasPrefix(cache, os.TempDir()) {
+		return "" // testscript's default, in the temp dir
+	}
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return ""
+	}
+	root, err := os.MkdirTemp(cache, "ralphd-scripts-")
+	if err != nil {
+		return ""
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	return root
 }
 
 // setupScript gives each script an isolated home, XDG dirs and git
