@@ -17,7 +17,8 @@ import (
 
 // The guard and the tamper judgement read one rule table, so they must
 // agree: whatever argv the guard allows in BUILD, run on the stand-in bd,
-// leaves no change the judgement reverts. The tests below check that over
+// leaves no change the judgement reverts. Both judge as for an iteration
+// on T: the guard with its Powers, the judgement with Options.Own. The tests below check that over
 // hand-picked spellings (the fuzz seeds), over argvs generated from bd's
 // vocabulary, and, under `go test -fuzz`, over any argv.
 
@@ -78,6 +79,28 @@ var agreeSeeds = [][]string{
 	{"sql", "UPDATE issues SET priority = 0"},
 	{"import", "-i", "x.jsonl"},
 	{"config", "set", "import.auto", "true"},
+	// Issue 30: status, assignee and claim of other issues, closing them,
+	// claims of whatever is ready, and creations above T's priority.
+	{"update", "P", "--status", "blocked"},
+	{"update", "P", "--status", "in_progress", "--assignee", "ghost"},
+	{"update", "P", "--claim"},
+	{"update", "P", "-a", "ghost"},
+	{"update", "P", "--append-notes", "P looks blocked"},
+	{"update", "T", "P", "--status", "blocked"},
+	{"update", "--status", "blocked"},
+	{"update", "tp", "--status", "blocked"},
+	{"assign", "P", "ghost"},
+	{"close", "P", "--reason", "go test ./... passes (exit 0)"},
+	{"close", "T", "P", "--reason", "go test ./... passes (exit 0)"},
+	{"close", "T", "--reason", "go test ./... passes (exit 0)", "--claim-next"},
+	{"ready", "--claim"},
+	{"reopen", "P"},
+	{"update", "C", "--status", "blocked"},
+	{"create", "urgent", "-p", "1"},
+	{"create", "urgent", "-p", "P0"},
+	{"create", "later", "-p", "3"},
+	{"create", "plain"},
+	{"q", "quick", "--priority=0"},
 }
 
 // agreeTracker holds a seeded tracker to copy for each argv: the worked
@@ -126,7 +149,7 @@ func (a *agreeTracker) run(t testing.TB, argv []string) (Decision, Snapshot, []V
 			args[i] = id
 		}
 	}
-	d := Decide(ModeBuild, args)
+	d := a.powers().judge(Decide(ModeBuild, args))
 	if !d.Allowed {
 		return d, nil, nil
 	}
@@ -141,7 +164,13 @@ func (a *agreeTracker) run(t testing.TB, argv []string) (Decision, Snapshot, []V
 	_ = cmd.Run() // what bd says does not matter, only what it changed
 	bd := &beads.Client{Bin: a.bin, Dir: dir, Env: a.env, Timeout: time.Minute}
 	after := snap(t, bd)
-	return d, after, Diff(a.before, after, Options{})
+	return d, after, Diff(a.before, after, Options{Own: a.ids["T"]})
+}
+
+// powers are the guard's powers for an iteration on T.
+func (a *agreeTracker) powers() *Powers {
+	t := a.ids["T"]
+	return &Powers{Own: t, OwnPriority: a.before[t].Priority, Before: a.before, MaxCreates: 10}
 }
 
 func (a *agreeTracker) check(t testing.TB, argv []string) bool {
@@ -173,14 +202,20 @@ func TestGuardAllowsNothingTamperReverts(t *testing.T) {
 }
 
 // Reopening is BUILD's, as a status change (guard.RuleReopen): the guard
-// allows it, in both spellings, it does reopen, and the judgement does not
-// revert it. The BUILD prompt says so.
+// allows `bd reopen` of any closed issue, it does reopen, and the
+// judgement does not revert it. The BUILD prompt says so. `bd update
+// --status open` reopens too, but as a status change of another issue it
+// is refused (RuleOtherIssue): there it is the same spelling that would
+// release another's claim.
 func TestReopenIsAllowedAndNotReverted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the stand-in bd")
 	}
 	a := newAgreeTracker(t)
-	for _, argv := range [][]string{{"reopen", "C", "--reason", "regressed"}, {"update", "C", "--status", "open"}} {
+	if d, _, _ := a.run(t, []string{"update", "C", "--status", "open"}); d.Allowed || d.Rule != RuleOtherIssue {
+		t.Errorf("`%s`: allowed %v (rule %s); want refused by %s", d.CommandLine(), d.Allowed, d.Rule, RuleOtherIssue)
+	}
+	for _, argv := range [][]string{{"reopen", "C", "--reason", "regressed"}, {"reopen", "C"}} {
 		d, after, vs := a.run(t, argv)
 		if !d.Allowed || after[a.ids["C"]].Status != beads.StatusOpen || len(vs) != 0 {
 			t.Errorf("`%s`: allowed %v (rule %s), status after %q, reverted %v; want allowed, open, nothing reverted",
@@ -198,6 +233,7 @@ var genWords = struct{ cmds, flags, values [][]string }{
 		{"update"}, {"update"}, {"update"}, {"create"}, {"q"}, {"label", "add"}, {"assign"}, {"dep", "add"}, {"dep"},
 		{"dep", "relate"}, {"link"}, {"close"}, {"close"}, {"reopen"}, {"note"}, {"comments", "add"}, {"comment"},
 		{"show"}, {"ready"}, {"priority"}, {"label", "remove"}, {"dep", "remove"}, {"delete"}, {"defer"},
+		{"update", "P"}, {"close", "P"}, {"assign", "P"}, {"reopen", "P"}, {"update", "C"},
 	},
 	flags: withProtectedWords([][]string{
 		{"--status"}, {"-s"}, {"--priority"}, {"-p"}, {"-p0"}, {"--priority=0"}, {"--pri"}, {"--title"},
@@ -207,7 +243,7 @@ var genWords = struct{ cmds, flags, values [][]string }{
 		{"--sandbox"}, {"--"}, {"--remove-label"}, {"--set-labels"}, {"-e"}, {"--external-ref"},
 		{"--no-cycle-check"}, {"--claim-next"}, {"--deps"}, {"--no-inherit-labels"}, {"--depends-on"},
 		{"--blocked-by"}, {"--status=closed"}, {"-sclosed"}, {"--add-label=ralph:stuck"}, {"-lralph:stuck"},
-		{"--type=parent-child"}, {"--status=open"}, {"-sblocked"},
+		{"--type=parent-child"}, {"--status=open"}, {"-sblocked"}, {"--claim-next"}, {"-p1"}, {"-p3"},
 	}, func(f protectedField) []string {
 		var out []string
 		for _, flag := range f.updateFlags() {

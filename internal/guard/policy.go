@@ -48,6 +48,9 @@ const (
 	RuleBadArgv        = "build-bad-argv"
 	RuleDynamic        = "build-dynamic"
 	RuleElsewhere      = "build-other-tracker"
+	RuleOtherIssue     = "build-other-issue"
+	RuleCreatePriority = "build-create-priority"
+	RuleCreateCap      = "build-create-cap"
 )
 
 // Rule is one named rule of the policy: why a call is allowed or refused,
@@ -160,6 +163,16 @@ var rules = []Rule{
 		"or a call made from outside the work tree, can open another one, where ralphd judges nothing and whose " +
 		"own files and hooks the agent may have written",
 		"run bd from the work tree, without --db, -C or --global"},
+	{RuleOtherIssue, "BUILD may change the status, assignee or claim only of its own issue and of the issues BUILD created " +
+		"in this run: on another issue that takes it out of `bd ready` with no one working it; closing another issue " +
+		"is that issue's iteration's job",
+		"work on your own issue only; if another issue is blocked, wrong or done, say so in a note on it " +
+			"(`bd update <id> --append-notes \"…\"`), or add a dependency (`bd dep add`); PLANNING will review it"},
+	{RuleCreatePriority, "a new issue may not have a priority above the iteration's own issue: BUILD works in the order " +
+		"PLANNING set and may not jump it with work of its own", noteInstead},
+	{RuleCreateCap, "one BUILD iteration may create only so many issues (max_creates): splitting work up is PLANNING's job",
+		"describe the rest of the work in one issue, or in a note on your own issue (`bd update <id> --append-notes \"…\"`), " +
+			"and stop; PLANNING will split it"},
 	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
 		"input) where ralphd must read it to decide",
 		"write the command name, the flag names and the values of --status and --reason literally"},

@@ -65,6 +65,9 @@ type GuardEnv struct {
 	// does, the broker inside ralphd does not (ralphd's signals are its
 	// own; a call ends when ctx does).
 	ForwardSignals bool
+	// Powers, when set, limits what a BUILD call may do to issues other
+	// than the iteration's own, and counts its creates (powers.go).
+	Powers *Powers
 }
 
 // GuardEnvFromEnv reads the mode and the real bd's path from the
@@ -107,6 +110,7 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 			d = d.refuse(RuleElsewhere, why)
 		}
 	}
+	d = env.Powers.judge(d)
 	rec := state.BDCall{
 		Argv: append([]string(nil), args...), Mode: string(env.Mode),
 		Allowed: d.Allowed, Rule: d.Rule, ExitCode: ExitRefused,

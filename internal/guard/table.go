@@ -30,6 +30,13 @@ func Table() []TableRow {
 			rows = append(rows, refusedFlagRows(p)...)
 		}
 	}
+	// BUILD's powers over issues other than its own (powers.go).
+	rows = append(rows,
+		refusedRow("bd update <another issue> --status, --assignee or --claim; bd assign, bd close or bd reopen (of an unclosed one) "+
+			"<another issue>; bd close --claim-next; bd ready --claim", RuleOtherIssue),
+		refusedRow(fmt.Sprintf("bd create or bd q with a priority above the iteration's issue's (without -p: P%d)", DefaultCreatePriority),
+			RuleCreatePriority),
+		refusedRow("bd create or bd q <beyond max_creates in one iteration>", RuleCreateCap))
 	for _, id := range []string{RuleElsewhere, RuleNotAllowed, RuleFlag, RuleUnknownCommand, RuleUnknownFlag, RuleBadArgv, RuleDynamic} {
 		r := ruleByID(id)
 		rows = append(rows, TableRow{Command: catchAll[id], Build: "refused", Plan: "allowed", Rule: id,

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -67,6 +68,14 @@ const (
 	// ReservedLabelAdded: a label only ralphd adds (guard.ReservedLabels,
 	// its stuck label, and Options.ReservedLabels) was added.
 	ReservedLabelAdded Kind = "reserved_label_added"
+	// OtherStatus and OtherAssignee: the status or assignee of an issue
+	// that is neither the iteration's own nor one BUILD created changed
+	// (Options.Own; a reopen of a closed one excepted).
+	OtherStatus   Kind = "other_status_changed"
+	OtherAssignee Kind = "other_assignee_changed"
+	// CreatedAbove: an issue created in the window has a priority above
+	// the iteration's own issue's (Options.Own).
+	CreatedAbove Kind = "created_priority_above"
 )
 
 // Violation is one forbidden change.
@@ -100,6 +109,12 @@ func (v Violation) String() string {
 		return fmt.Sprintf("%s was closed with a reason that cites no command or evidence: %q", v.IssueID, v.After)
 	case ReservedLabelAdded:
 		return fmt.Sprintf("label %q, which only ralphd adds, was added to %s", v.Label, v.IssueID)
+	case OtherStatus:
+		return fmt.Sprintf("%s: status of another issue changed from %q to %q", v.IssueID, v.Before, v.After)
+	case OtherAssignee:
+		return fmt.Sprintf("%s: assignee of another issue changed from %q to %q", v.IssueID, v.Before, v.After)
+	case CreatedAbove:
+		return fmt.Sprintf("%s was created at priority %s, above its iteration's issue (P%s)", v.IssueID, v.After, v.Before)
 	default:
 		return fmt.Sprintf("%s: %s changed from %q to %q", v.IssueID, strings.TrimSuffix(string(v.Kind), "_changed"), v.Before, v.After)
 	}
@@ -118,6 +133,21 @@ type Options struct {
 	// issue): BUILD adding one is a violation, although adding other
 	// labels is allowed.
 	ReservedLabels []string
+	// Own is the iteration's issue ("": the rules below are off). BUILD
+	// may change the status and assignee only of Own and of the issues
+	// Made reports; another issue's change is a violation (OtherStatus,
+	// OtherAssignee), except a reopen of a closed issue, and closing it
+	// is one whatever the reason. An issue created in the window may not
+	// have a priority above Own's (CreatedAbove). See powers.go.
+	Own string
+	// Made reports whether BUILD created id in this run; nil: none.
+	Made func(id string) bool
+}
+
+// others reports whether id is an issue whose status and assignee BUILD
+// may not change under opts.
+func (opts Options) others(id string) bool {
+	return opts.Own != "" && id != opts.Own && (opts.Made == nil || !opts.Made(id))
 }
 
 // structured are the protected fields without flags, which Diff checks
@@ -157,6 +187,10 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 			}
 			continue
 		}
+		other := opts.others(id)
+		if other {
+			vs = append(vs, otherChanges(b, a)...)
+		}
 		for _, f := range fields {
 			p := protection[f]
 			rule := p.rule
@@ -168,6 +202,9 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 			}
 			switch f {
 			case FieldStatus:
+				if other {
+					continue // judged above, whatever the status
+				}
 				if a.Status != b.Status && a.Status != beads.StatusClosed && !slices.Contains(buildStatuses, a.Status) {
 					vs = append(vs, Violation{Kind: Status, IssueID: id, Before: b.Status, After: a.Status, Rule: rule})
 				}
@@ -199,11 +236,64 @@ func Diff(before, after Snapshot, opts Options) []Violation {
 		// A close in this iteration must carry a reason with evidence.
 		// An issue that was already closed is judged only if its reason
 		// changed.
-		if a.Status == beads.StatusClosed && (b.Status != beads.StatusClosed || a.CloseReason != b.CloseReason) {
+		if a.Status == beads.StatusClosed && (b.Status != beads.StatusClosed || a.CloseReason != b.CloseReason) && !other {
 			vs = append(vs, judgeClose(id, a.CloseReason, opts)...)
 		}
 	}
+	return append(vs, createdChanges(before, after, opts, reserved)...)
+}
+
+// otherChanges returns the status and assignee changes of b to a, an
+// issue BUILD may change neither of: any status change but a reopen, and
+// any assignee change.
+func otherChanges(b, a beads.Issue) []Violation {
+	var vs []Violation
+	if a.Status != b.Status && (b.Status != beads.StatusClosed || a.Status != beads.StatusOpen) {
+		vs = append(vs, Violation{Kind: OtherStatus, IssueID: b.ID, Before: b.Status, After: a.Status, Rule: RuleOtherIssue})
+	}
+	if a.Assignee != b.Assignee {
+		vs = append(vs, Violation{Kind: OtherAssignee, IssueID: b.ID, Before: b.Assignee, After: a.Assignee, Rule: RuleOtherIssue})
+	}
 	return vs
+}
+
+// createdChanges judges the issues created in the window, which before
+// does not hold: none may have a priority above the iteration's own
+// issue's, nor a label only ralphd adds.
+func createdChanges(before, after Snapshot, opts Options, reserved []string) []Violation {
+	own, hasOwn := before[opts.Own]
+	var vs []Violation
+	for _, id := range sortedIDs(after) {
+		if _, ok := before[id]; ok {
+			continue
+		}
+		a := after[id]
+		if opts.Own != "" && hasOwn && a.Priority < own.Priority {
+			vs = append(vs, Violation{Kind: CreatedAbove, IssueID: id, Before: strconv.Itoa(own.Priority),
+				After: strconv.Itoa(a.Priority), Rule: RuleCreatePriority})
+		}
+		if protection[FieldReservedLabels].rule == "" {
+			continue
+		}
+		for _, l := range reserved {
+			if a.HasLabel(l) {
+				vs = append(vs, Violation{Kind: ReservedLabelAdded, IssueID: id, Label: l, Rule: RuleReservedLabel})
+			}
+		}
+	}
+	return vs
+}
+
+// Created returns the ids of the issues after holds and before does not,
+// sorted.
+func Created(before, after Snapshot) []string {
+	var ids []string
+	for _, id := range sortedIDs(after) {
+		if _, ok := before[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // removedComments returns the comments of b that a no longer has. With
@@ -316,6 +406,14 @@ func revertOne(ctx context.Context, t Tracker, before Snapshot, v Violation) err
 		return t.LabelAdd(ctx, v.IssueID, v.Label)
 	case ReservedLabelAdded:
 		return t.LabelRemove(ctx, v.IssueID, v.Label)
+	case OtherStatus:
+		return restoreStatus(ctx, t, b, v.After)
+	case OtherAssignee:
+		_, err := t.Update(ctx, v.IssueID, beads.Set{Flag: "assignee", Value: v.Before})
+		return err
+	case CreatedAbove:
+		_, err := t.Update(ctx, v.IssueID, beads.Set{Flag: "priority", Value: v.Before})
+		return err
 	case CommentRemoved:
 		return t.CommentAdd(ctx, v.IssueID, restoredComment(v.Comment))
 	case CloseNoReason, CloseNoEvident:
@@ -326,6 +424,25 @@ func revertOne(ctx context.Context, t Tracker, before Snapshot, v Violation) err
 		return revertField(ctx, t, f, b)
 	}
 	return fmt.Errorf("unknown violation kind %q", v.Kind)
+}
+
+// restoreStatus sets b's issue, now with status now, back to b's status:
+// a close takes `bd close` with b's reason, leaving closed `bd reopen`.
+func restoreStatus(ctx context.Context, t Tracker, b beads.Issue, now string) error {
+	if b.Status == beads.StatusClosed {
+		_, err := t.Close(ctx, b.ID, b.CloseReason)
+		return err
+	}
+	if now == beads.StatusClosed {
+		if _, err := t.Reopen(ctx, b.ID, "ralphd: BUILD closed an issue that was not its own"); err != nil {
+			return err
+		}
+		if b.Status == beads.StatusOpen {
+			return nil
+		}
+	}
+	_, err := t.UpdateStatus(ctx, b.ID, b.Status)
+	return err
 }
 
 // revertField sets a protected field back to its value in b.

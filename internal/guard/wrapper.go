@@ -42,6 +42,9 @@ type Setup struct {
 	LogPath   string // the run's JSONL log; "" when logging is off
 
 	// For Serve only:
+	// Powers limits what BUILD may do to issues other than the
+	// iteration's own, and counts its creates; nil: the policy alone.
+	Powers *Powers
 	// WorkTree is the agent's work tree: in BUILD a call made from
 	// outside it is refused. Empty: calls are served from anywhere.
 	WorkTree string
