@@ -91,6 +91,7 @@ func Fields() []Field {
 		field("bd_contract_override", kindBool, "false", "run build and the daemon even on a bd version `ralphd doctor --bd` found to differ from what ralphd relies on"),
 		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
 		atLeast1(field("max_stuck", kindInt, "3", "failed attempts before an issue is marked STUCK and skipped")),
+		field("max_creates", kindInt, "10", "issues one BUILD iteration may create; the guard refuses more (0: no cap)"),
 		field("iteration_timeout", kindDuration, "45m", "wall-clock limit for one agent run"),
 		field("stop_grace", kindDuration, "30s", "time between SIGTERM and SIGKILL when stopping an agent"),
 		field("log", kindBool, "false", "write a JSONL run log to the state dir"),
@@ -122,7 +123,7 @@ func Fields() []Field {
 		field("notify_cmd", kindString, "", "command run with sh -c and one JSON event on stdin for each notification"),
 		field("notify_url", kindString, "", "URL each notification is POSTed to"),
 		field("notify_format", kindString, "auto", "body of notify_url posts (auto: text for an ntfy topic, json otherwise)", "auto", "text", "json", "slack"),
-		field("notify_events", kindString, "all", "notifications to send: all, or a comma-separated list of stuck, run_end, budget, agent_unusable, violation, quota_wait, idle_blocked"),
+		field("notify_events", kindString, "all", "notifications to send: all, or a comma-separated list of stuck, run_end, budget, agent_unusable, violation, quota_wait, idle_blocked, build_created"),
 		field("notify_timeout", kindDuration, "30s", "wall-clock limit for one notify_cmd run or one notify_url try"),
 	}
 }
@@ -177,6 +178,7 @@ type Config struct {
 	BDContractOverride      bool
 	Scope                   string
 	MaxStuck                int
+	MaxCreates              int
 	Workers                 int
 	WorkersRemote           string
 	Integrate               string
@@ -475,6 +477,7 @@ func (c *Config) decode() error {
 	c.BDContractOverride = boo("bd_contract_override")
 	c.Scope = str("scope")
 	c.MaxStuck = num("max_stuck")
+	c.MaxCreates = num("max_creates")
 	c.Workers = num("workers")
 	c.WorkersRemote = str("workers_remote")
 	c.Integrate = str("integrate")

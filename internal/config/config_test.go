@@ -78,6 +78,7 @@ func TestTypedValues(t *testing.T) {
 	is.Equal(c.MaxCostUSD, 2.5)
 	is.Equal(c.FailureBranches, false)
 	is.Equal(c.MaxStuck, 3)                       // default
+	is.Equal(c.MaxCreates, 10)                    // default: a BUILD iteration may create 10 issues
 	is.Equal(c.Integrate, mergeq.DefaultStrategy) // default: ff
 	is.Equal(c.Agent, "claude")
 	is.Equal(c.Network, "allowlist") // a sandboxed agent's network is filtered unless asked otherwise
@@ -118,6 +119,7 @@ func TestErrors(t *testing.T) {
 		{"garbage retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "garbage"}, "log_retention", `want a whole number of at least 1, got "garbage"`},
 		{"huge retention env", ``, map[string]string{"RALPH_LOG_RETENTION": "99999999999999999999"}, "log_retention", `want a whole number of at least 1`},
 		{"negative workers", `{"workers": -1}`, nil, "workers", `want a whole number of at least 0, got "-1"`},
+		{"negative create cap", `{"max_creates": -1}`, nil, "max_creates", `want a whole number of at least 0, got "-1"`},
 		{"command without cmd", `{"agent": "command"}`, nil, "agent", "needs agent_cmd"},
 		{"not an object", `[1,2]`, nil, "", "not a JSON object"},
 		{"bad network", `{"network": "none"}`, nil, "network", `"none" is not allowed; use one of: allowlist, open`},
