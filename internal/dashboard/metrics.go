@@ -33,6 +33,7 @@ type Metrics struct {
 	closed       prometheus.Counter
 	reopened     prometheus.Counter
 	stuck        prometheus.Counter
+	created      prometheus.Counter
 	violations   *prometheus.CounterVec
 	cost         *prometheus.CounterVec
 	tokens       *prometheus.CounterVec
@@ -80,6 +81,9 @@ func NewMetrics(workers int) *Metrics {
 		stuck: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ralphd_issues_stuck_total", Help: "Issues marked STUCK after using up their attempts.",
 		}),
+		created: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ralphd_build_created_issues_total", Help: "Issues BUILD iterations created.",
+		}),
 		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ralphd_violations_total", Help: "Forbidden changes found and reverted, by kind.",
 		}, []string{"kind"}),
@@ -117,7 +121,7 @@ func NewMetrics(workers int) *Metrics {
 			Name: "ralphd_network_refused_total", Help: "Hosts the BUILD sandbox's network proxy refused, once per host per iteration, by backend.",
 		}, []string{"backend"}),
 	}
-	m.reg.MustRegister(m.iterations, m.duration, m.closed, m.reopened, m.stuck, m.violations,
+	m.reg.MustRegister(m.iterations, m.duration, m.closed, m.reopened, m.stuck, m.created, m.violations,
 		m.cost, m.tokens, m.quotaWaits, m.quotaSeconds, m.bdCalls, m.bdLatency, m.workers, m.daemon, m.runs,
 		m.netRefused, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.workers.WithLabelValues("busy").Set(0)
@@ -221,6 +225,8 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 		m.stuck.Inc()
 	case logjsonl.NetworkRefused:
 		m.netRefused.WithLabelValues(m.backendLabel()).Inc()
+	case logjsonl.Created:
+		m.created.Add(float64(d.Count))
 	case logjsonl.Violation:
 		kind := d.Kind
 		if kind == "" {

@@ -20,7 +20,7 @@ func ptr[T any](v T) *T { return &v }
 
 // feed plays a known run: two BUILD iterations (one closes, one fails),
 // a stuck issue, two violations of one kind, two hosts the sandbox
-// refused, a quota wait, and the end.
+// refused, three issues BUILD created, a quota wait, and the end.
 func feed(m *Metrics) {
 	for _, ev := range []any{
 		logjsonl.RunStart{Mode: "build", Agent: "command"},
@@ -29,6 +29,7 @@ func feed(m *Metrics) {
 		logjsonl.IterationStart{Iteration: 2, IssueID: "a-2", Mode: "build", Attempt: 3},
 		logjsonl.Violation{Kind: "priority_changed"},
 		logjsonl.Violation{Kind: "priority_changed"},
+		logjsonl.Created{Iteration: 2, IssueID: "a-2", Count: 3, Cap: 10, IDs: []string{"a-7", "a-8", "a-9"}},
 		logjsonl.IterationEnd{Iteration: 2, Outcome: "agent_error", DurationSeconds: 3, CostUSD: ptr(0.5)},
 		logjsonl.Stuck{IssueID: "a-2", Attempts: 3},
 		logjsonl.NetworkRefused{Iteration: 2, IssueID: "a-2", Host: "evil.example:443"},
@@ -55,6 +56,7 @@ func TestCountersAfterAKnownRun(t *testing.T) {
 		{"iterations build/agent_error", testutil.ToFloat64(m.iterations.WithLabelValues("build", "agent_error")), 1},
 		{"closed", testutil.ToFloat64(m.closed), 1},
 		{"stuck", testutil.ToFloat64(m.stuck), 1},
+		{"created by BUILD", testutil.ToFloat64(m.created), 3},
 		{"violations", testutil.ToFloat64(m.violations.WithLabelValues("priority_changed")), 2},
 		{"cost", testutil.ToFloat64(m.cost.WithLabelValues("command")), 0.75},
 		{"input tokens", testutil.ToFloat64(m.tokens.WithLabelValues("command", "input")), 100},

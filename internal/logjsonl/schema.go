@@ -42,6 +42,7 @@ const (
 	EventStuck          = "stuck"            // data: Stuck
 	EventBDCall         = "bd_call"          // data: state.BDCall, written by the guard process
 	EventViolation      = "violation"        // data: Violation
+	EventCreated        = "created"          // data: Created
 	EventQuotaWaitStart = "quota_wait_start" // data: QuotaWaitStart
 	EventQuotaWaitEnd   = "quota_wait_end"   // data: QuotaWaitEnd
 	EventPlanChanges    = "plan_changes"     // data: free form (what a PLANNING iteration changed in the graph)
@@ -140,6 +141,16 @@ type Stuck struct {
 
 // Violation is the data of a violation event: the agent did something the
 // mode forbids, found by an audit after the fact or by a denied hook.
+// Created is what one BUILD iteration created: how many issues, the cap
+// (max_creates, 0 for none) and the first of their ids.
+type Created struct {
+	Iteration int      `json:"iteration"`
+	IssueID   string   `json:"issue_id"` // the iteration's issue
+	Count     int      `json:"count"`
+	Cap       int      `json:"cap"`
+	IDs       []string `json:"ids"`
+}
+
 type Violation struct {
 	Iteration int    `json:"iteration,omitempty"`
 	IssueID   string `json:"issue_id,omitempty"`

@@ -33,10 +33,11 @@ const (
 	KindViolation     = "violation"      // a forbidden change was reverted
 	KindQuotaWait     = "quota_wait"     // a quota wait longer than LongQuotaWait began
 	KindIdleBlocked   = "idle_blocked"   // the daemon went idle with open work blocked
+	KindBuildCreated  = "build_created"  // a BUILD iteration created issues
 )
 
 // Kinds lists every event kind, in the order `ralphd notify test` sends them.
-var Kinds = []string{KindStuck, KindRunEnd, KindBudget, KindAgentUnusable, KindViolation, KindQuotaWait, KindIdleBlocked}
+var Kinds = []string{KindStuck, KindRunEnd, KindBudget, KindAgentUnusable, KindViolation, KindQuotaWait, KindIdleBlocked, KindBuildCreated}
 
 // LongQuotaWait is how long a quota wait must be to be worth a notification.
 const LongQuotaWait = 10 * time.Minute
@@ -268,6 +269,13 @@ func FromLoop(ev logjsonl.Event) (Event, bool) {
 			e.Summary += " on " + d.IssueID
 		}
 		e.Detail = d.Detail
+	case logjsonl.Created:
+		e.Kind, e.IssueID = KindBuildCreated, d.IssueID
+		e.Summary = fmt.Sprintf("BUILD iteration %d on %s created %s", d.Iteration, d.IssueID, text.Count(d.Count, "issue"))
+		if d.Cap > 0 {
+			e.Summary += fmt.Sprintf(" (max_creates %d)", d.Cap)
+		}
+		e.Detail = strings.Join(d.IDs, ", ")
 	case logjsonl.QuotaWaitStart:
 		if time.Duration(d.WaitSeconds)*time.Second <= LongQuotaWait {
 			return Event{}, false
@@ -324,5 +332,6 @@ func Samples(now time.Time) []Event {
 		{Kind: KindViolation, Time: at, IssueID: "demo-2", Summary: "a forbidden change (priority_changed) was reverted on demo-2 (sample)"},
 		{Kind: KindQuotaWait, Time: at, Summary: "waiting 45m0s for the agent's quota (sample)"},
 		{Kind: KindIdleBlocked, Time: at, Summary: "idle with open work blocked: 0 ready, 2 blocked, 2 open (sample)"},
+		{Kind: KindBuildCreated, Time: at, IssueID: "demo-3", Summary: "BUILD iteration 4 on demo-3 created 2 issues (max_creates 10) (sample)", Detail: "demo-7, demo-8"},
 	}
 }

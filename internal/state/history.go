@@ -84,6 +84,8 @@ type Record struct {
 	Gate string `json:"gate,omitempty"`
 	// Violations are the policy violations seen in this iteration.
 	Violations []string `json:"violations,omitempty"`
+	// Created are the issues a BUILD iteration created.
+	Created []string `json:"created,omitempty"`
 	// Progress says whether the iteration made progress; nil when not judged.
 	Progress *bool `json:"progress,omitempty"`
 	// Tier is the escalation tier judging the iteration decided for the
@@ -392,6 +394,8 @@ type RunSummary struct {
 	Sandbox      string   `json:"sandbox,omitempty"`
 	Network      string   `json:"network,omitempty"`
 	NetworkAllow []string `json:"network_allow,omitempty"`
+	// CreatedByBuild counts the issues the run's BUILD iterations created.
+	CreatedByBuild int `json:"created_by_build"`
 }
 
 // LastRunID returns the run id of the last record that has one, or "".
@@ -430,6 +434,7 @@ func SummarizeRun(records []Record, runID string) RunSummary {
 			continue
 		}
 		sum.Iterations++
+		sum.CreatedByBuild += len(r.Created)
 		if r.Mode == "build" && r.Sandbox != "" {
 			sum.Sandbox, sum.Network, sum.NetworkAllow = r.Sandbox, r.Network, r.NetworkAllow
 		}

@@ -340,6 +340,9 @@ func (st Status) WriteText(w io.Writer) error {
 			more("ended without a stop record (ralphd was killed or crashed)")
 		}
 		more("%s", fmtCost(r.CostUSD, r.Tokens))
+		if r.CreatedByBuild > 0 {
+			more("BUILD created %s", text.Count(r.CreatedByBuild, "issue"))
+		}
 		switch r.Sandbox {
 		case "bwrap":
 			more("BUILD agent sandboxed (bwrap)%s", fmtNetwork(r.Network, r.NetworkAllow))
