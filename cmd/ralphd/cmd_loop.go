@@ -113,6 +113,10 @@ func loopExit(a *app, err error) int {
 		return exitAgent
 	case errors.Is(err, modes.ErrInterrupted):
 		return exitInterrupted
+	case errors.Is(err, modes.ErrHeldBack):
+		// The summary names the issues and the changes.
+		hintf(a.stderr, "PLANNING decides what becomes of them: run `ralphd plan` (the daemon plans next by itself)")
+		return exitHeld
 	case errors.Is(err, modes.ErrDirtyTree):
 		errorf(a.stderr, "%v", err)
 		return exitUsage

@@ -21,6 +21,7 @@ type agentRun struct {
 	issue     string
 	attempt   int
 	prompt    string
+	powers    *guard.Powers // BUILD: what the guard allows beyond its table
 	budget    float64
 	// The work tree's git dirs, when the caller has just found them (the
 	// sandbox protects them); "" to look them up.
@@ -45,7 +46,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	var logMu sync.Mutex
 	g, err := guard.Serve(ctx, scratch, guard.Setup{
 		Self: l.Self, Client: l.BDClient, Mode: guard.Mode(r.mode), RealBD: l.RealBD, RunID: l.RunID,
-		Iteration: r.iteration, StateDir: l.State.Dir(), WorkTree: l.Dir,
+		Iteration: r.iteration, StateDir: l.State.Dir(), WorkTree: l.Dir, Powers: r.powers,
 		Env: append(slices.Clip(l.environ()), agent.RalphEnv(agent.Invocation{Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt})...),
 		OnCall: func(_ time.Time, call state.BDCall) {
 			logMu.Lock()

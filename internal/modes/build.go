@@ -34,6 +34,7 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) e
 	if err := l.pinTracker(ctx); err != nil {
 		return res.stop(StopError, "could not pin the tracker", err)
 	}
+	l.noteRunStart(ctx, res)
 	err := l.buildLoop(ctx, res, maxIter, o)
 	// A cap that stops the run mid-issue keeps that issue's work on a
 	// failure branch, as a hard stop does. A daemon's batch ending is not a
@@ -65,7 +66,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
 		}
 		if len(ready) == 0 {
-			return res.stop(StopSuccess, l.emptyQueueReason(ctx), nil)
+			return l.queueEmpty(ctx, res)
 		}
 		pick, err := l.pick(ctx, res, ready, skip)
 		if err != nil {
@@ -165,7 +166,9 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 }
 
 // emptyQueueReason says that all work is done or blocked, with counts.
-func (l *Loop) emptyQueueReason(ctx context.Context) string {
+// bd's stats count only the issues blocked by dependencies; the issues
+// with status blocked in now (nil: unknown) count as blocked too.
+func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string {
 	msg := "all work complete or blocked"
 	if l.Config.Scope != "" {
 		msg = fmt.Sprintf("all work in %s complete or blocked", l.Config.Scope)
@@ -174,7 +177,13 @@ func (l *Loop) emptyQueueReason(ctx context.Context) string {
 	if err != nil {
 		return msg
 	}
-	return fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, st.Blocked, st.InProgress, st.Closed)
+	blocked := st.Blocked
+	for _, is := range now {
+		if is.Status == beads.StatusBlocked {
+			blocked++
+		}
+	}
+	return fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, blocked, st.InProgress, st.Closed)
 }
 
 // iteration is what one iteration did, for the loop's next decision.
@@ -206,7 +215,11 @@ func (l *Loop) confirmCloseReasons(ctx context.Context, before, after guard.Snap
 // revertViolations finds the forbidden changes between the snapshots and
 // reverts them with PLAN powers. It returns what it reverted.
 func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter, after guard.Snapshot) []string {
-	fixed, details := l.revertAgainst(ctx, it.before, after, it.rec.Iteration)
+	fixed, details := l.revertAgainst(ctx, it.before, after, it.rec.Iteration, owner{it.issue.ID, res.ledger().isMade})
+	for _, over := range l.accountIteration(ctx, res, it, after) {
+		fixed = append(fixed, "flagged: "+over)
+		details = append(details, over)
+	}
 	res.Violations += len(details)
 	it.rec.Violations = append(it.rec.Violations, details...)
 	return fixed
@@ -215,9 +228,15 @@ func (l *Loop) revertViolations(ctx context.Context, res *Result, it *buildIter,
 // revertAgainst reverts the forbidden changes from before to after, logs
 // each as a violation of the given iteration and returns what it reverted
 // and what it found.
-func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, iteration int) (fixed, details []string) {
-	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}})
+func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, iteration int, own owner) (fixed, details []string) {
+	opts := guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}, Own: own.issue, Made: own.made}
 	if sh := l.pool(); sh != nil {
+		opts.Beside = sh.workingOn()
+	}
+	vs := guard.Diff(before, after, opts)
+	if sh := l.pool(); sh != nil {
+		// The pool's own claims and unclaims of other workers' issues.
+		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return sh.poolMoved(v, after) })
 		// ralphd's own stuck labels, which the pool's baseline may not
 		// have yet.
 		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool {

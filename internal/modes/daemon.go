@@ -80,6 +80,7 @@ type daemon struct {
 
 	planFP          string // .beads/ fingerprint after the last plan
 	stuckSincePlan  int
+	heldSincePlan   int // issues BUILD held back since the last plan (ErrHeldBack)
 	buildsSincePlan int
 	unusable        backoff
 	reloadRequested bool
@@ -129,7 +130,7 @@ func (d *daemon) run(ctx context.Context) error {
 		case "plan":
 			d.human().Info("planning: " + why)
 			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.planRun(ctx, 1, d.runs) })
-			d.stuckSincePlan, d.buildsSincePlan = 0, 0
+			d.stuckSincePlan, d.heldSincePlan, d.buildsSincePlan = 0, 0, 0
 			d.planFP, _ = Fingerprint(d.beadsDir())
 		case "build":
 			d.human().Info("building: " + why)
@@ -207,6 +208,8 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	switch {
 	case d.stuckSincePlan > 0:
 		return "plan", fmt.Sprintf("%s stuck since the last plan", text.Count(d.stuckSincePlan, "issue")), fp, nil
+	case d.heldSincePlan > 0:
+		return "plan", fmt.Sprintf("%s held back by BUILD since the last plan", text.Count(d.heldSincePlan, "issue")), fp, nil
 	case d.Config.PlanEvery > 0 && d.buildsSincePlan >= d.Config.PlanEvery:
 		return "plan", fmt.Sprintf("%s since the last plan (plan_every %d)", text.Count(d.buildsSincePlan, "BUILD iteration"), d.Config.PlanEvery), fp, nil
 	case workable == 0 && st.Open+st.InProgress > 0 && fp != d.planFP:
@@ -236,12 +239,13 @@ func (d *daemon) batch(ctx context.Context, run func(context.Context) (*Result, 
 			d.spent += *res.CostUSD
 		}
 		d.stuckSincePlan += len(res.Stuck)
+		d.heldSincePlan += len(res.Held)
 		if res.Mode == ModeBuild {
 			d.buildsSincePlan += res.Iterations
 		}
 	}
 	switch {
-	case err == nil, errors.Is(err, ErrCapReached):
+	case err == nil, errors.Is(err, ErrCapReached), errors.Is(err, ErrHeldBack):
 		// A full batch is the normal end of a BUILD batch.
 		if errors.Is(err, ErrCapReached) && res != nil && res.Stop == StopBudget {
 			return err

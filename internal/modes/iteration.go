@@ -79,6 +79,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
 	agentEnded := l.pool().agentStarted()
 	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
+		powers: l.powersFor(res, is, it.before),
 		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir})
 	readingDue := l.pool().judgementDue()
 	if l.seat != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -107,6 +108,13 @@ type Result struct {
 	Usage           agent.Usage
 	Started         time.Time
 	Ended           time.Time
+	// Created are the issues BUILD created in this run (powers.go), and
+	// Held those ready at its start that BUILD's changes held back.
+	Created []string
+	Held    []string
+
+	ledgerOnce sync.Once
+	built      *buildLedger
 }
 
 func (r *Result) tried(id string) {

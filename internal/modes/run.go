@@ -164,6 +164,9 @@ func (l *Loop) finish(res *Result, err error, refused bool) {
 	if res.Violations > 0 {
 		fmt.Fprintf(w, ", violations reverted: %d", res.Violations)
 	}
+	if len(res.Created) > 0 {
+		fmt.Fprintf(w, ", created by BUILD: %d", len(res.Created))
+	}
 	if res.CostUSD != nil {
 		fmt.Fprintf(w, ", cost: $%.4f", *res.CostUSD)
 	}

@@ -108,7 +108,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 		keepExtraOf(before, after)
 	}
 	l.confirmCloseReasons(ctx, before, after)
-	_, details := l.revertAgainst(ctx, before, after, b.Iteration)
+	_, details := l.revertAgainst(ctx, before, after, b.Iteration, owner{issue: b.IssueID})
 	if len(details) > 0 {
 		if after, err = l.snapshotFresh(ctx); err != nil {
 			return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)

@@ -143,6 +143,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if err := l.pinTracker(ctx); err != nil {
 		return res.stop(StopError, "could not pin the tracker", err)
 	}
+	l.noteRunStart(ctx, res)
 	out, err := git.Output(ctx, l.Dir, "symbolic-ref", "-q", "--short", "HEAD")
 	target := strings.TrimSpace(string(out))
 	if err != nil || target == "" {
@@ -245,7 +246,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if len(res.Stuck) > 0 && len(res.Closed) == 0 {
 		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
 	}
-	return res.stop(StopSuccess, l.emptyQueueReason(ctx), nil)
+	return l.queueEmpty(ctx, res)
 }
 
 // workerClient is bd for a worker: its actor, run in dir.
@@ -314,7 +315,7 @@ func (l *Loop) queueJudgement(ctx context.Context, p *Pool, win *buildIter) ([]s
 		return nil, err
 	}
 	at := j.readAt()
-	fixed, found := j.revertAgainst(ctx, win.before, after, 0)
+	fixed, found := j.revertAgainst(ctx, win.before, after, 0, owner{})
 	if len(fixed) > 0 {
 		if after, err = j.readTracker(ctx); err != nil {
 			after = nil // the baseline stays; the next judgement reads again
@@ -382,7 +383,7 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 	n := p.next
 	p.next++
 	p.inflight++
-	mine := &Result{Mode: ModeBuild, RunID: l.RunID, Iterations: n}
+	mine := &Result{Mode: ModeBuild, RunID: l.RunID, Iterations: n, built: p.res.ledger()}
 	start := 0.0
 	if p.res.CostUSD != nil {
 		start = *p.res.CostUSD
@@ -432,6 +433,7 @@ func (p *Pool) merge(mine *Result, n int, start float64) {
 	res.Skipped = append(res.Skipped, mine.Skipped...)
 	res.FailureBranches = append(res.FailureBranches, mine.FailureBranches...)
 	res.Violations += mine.Violations
+	res.Created = append(res.Created, mine.Created...)
 	res.Usage = res.Usage.Add(mine.Usage)
 	if mine.CostUSD != nil {
 		spent := *mine.CostUSD - start
