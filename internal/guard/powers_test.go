@@ -45,7 +45,7 @@ func TestPowersJudge(t *testing.T) {
 		{"update t-b --claim", RuleOtherIssue},
 		{"update t-a t-b --status blocked", RuleOtherIssue},
 		{"update b --status blocked", RuleOtherIssue}, // bd resolves a partial id
-		{"update --status blocked", RuleOtherIssue}, // the last issue touched
+		{"update --status blocked", RuleOtherIssue},   // the last issue touched
 		{"update t-c --status open", RuleOtherIssue},
 		{"assign t-b ghost", RuleOtherIssue},
 		{"close t-b --reason ok", RuleOtherIssue},

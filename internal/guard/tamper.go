@@ -142,6 +142,10 @@ type Options struct {
 	Own string
 	// Made reports whether BUILD created id in this run; nil: none.
 	Made func(id string) bool
+	// Beside are the issues other iterations worked on while this one
+	// ran (workers): a new issue cannot be told to one of them, so it may
+	// be as urgent as the most urgent of Own and these.
+	Beside []string
 }
 
 // others reports whether id is an issue whose status and assignee BUILD
@@ -262,6 +266,11 @@ func otherChanges(b, a beads.Issue) []Violation {
 // issue's, nor a label only ralphd adds.
 func createdChanges(before, after Snapshot, opts Options, reserved []string) []Violation {
 	own, hasOwn := before[opts.Own]
+	for _, id := range opts.Beside {
+		if b, ok := before[id]; ok && hasOwn && b.Priority < own.Priority {
+			own = b
+		}
+	}
 	var vs []Violation
 	for _, id := range sortedIDs(after) {
 		if _, ok := before[id]; ok {
