@@ -236,7 +236,8 @@ func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, 
 	vs := guard.Diff(before, after, opts)
 	if sh := l.pool(); sh != nil {
 		// The pool's own claims and unclaims of other workers' issues.
-		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return sh.poolMoved(v, after) })
+		shared := beads.ServerMode(l.beadsDir(), l.environ())
+		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return sh.poolMoved(v, after, shared) })
 		// ralphd's own stuck labels, which the pool's baseline may not
 		// have yet.
 		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool {

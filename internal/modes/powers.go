@@ -137,9 +137,10 @@ func (p *Pool) workingOn() []string {
 // assignee change of another issue that a worker's judgement found: a
 // worker's claim (in progress, with a worker's actor), one being worked
 // (its own worker's judgement judges it), or an unclaim after an
-// iteration (open and unassigned, no worker on it). Anything else is an
-// agent's.
-func (p *Pool) poolMoved(v guard.Violation, after guard.Snapshot) bool {
+// iteration (open and unassigned, no worker on it). On a tracker other
+// clones share (server mode), another ralphd's worker's claim or close
+// (its actor) is that ralphd's to judge. Anything else is an agent's.
+func (p *Pool) poolMoved(v guard.Violation, after guard.Snapshot, shared bool) bool {
 	if p == nil || (v.Kind != guard.OtherStatus && v.Kind != guard.OtherAssignee) {
 		return false
 	}
@@ -150,12 +151,17 @@ func (p *Pool) poolMoved(v guard.Violation, after guard.Snapshot) bool {
 	switch {
 	case working:
 		return a.Assignee == worker
+	case shared && strings.HasPrefix(a.Assignee, workerActorPrefix) && !strings.HasPrefix(a.Assignee, p.actorPrefix):
+		return a.Status == beads.StatusInProgress || a.Status == beads.StatusClosed
 	case a.Status == beads.StatusInProgress:
 		return strings.HasPrefix(a.Assignee, p.actorPrefix)
 	default:
 		return a.Status == beads.StatusOpen && a.Assignee == ""
 	}
 }
+
+// workerActorPrefix starts every ralphd worker's bd actor (WorkerActor).
+const workerActorPrefix = "ralphd/"
 
 // accountIteration records what a judged iteration made and changed: the
 // issues created in its window are counted, marked and logged (over the

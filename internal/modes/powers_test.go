@@ -55,14 +55,15 @@ func TestHeldBack(t *testing.T) {
 // releasing a claim a worker holds, or claiming an issue nobody works on
 // with a made-up assignee, is.
 func TestPoolMoved(t *testing.T) {
-	p := &Pool{actorPrefix: "host-abc/"}
-	p.working = map[string]string{"t-w": "host-abc/w2"}
+	p := &Pool{actorPrefix: "ralphd/host/abc/"}
+	p.working = map[string]string{"t-w": "ralphd/host/abc/w2"}
 	after := guard.NewSnapshot([]beads.Issue{
-		{ID: "t-w", Status: beads.StatusInProgress, Assignee: "host-abc/w2"},
+		{ID: "t-w", Status: beads.StatusInProgress, Assignee: "ralphd/host/abc/w2"},
 		{ID: "t-r", Status: beads.StatusOpen, Assignee: ""},
 		{ID: "t-g", Status: beads.StatusInProgress, Assignee: "ghost"},
-		{ID: "t-c", Status: beads.StatusInProgress, Assignee: "host-abc/w1"},
+		{ID: "t-c", Status: beads.StatusInProgress, Assignee: "ralphd/host/abc/w1"},
 		{ID: "t-b", Status: beads.StatusBlocked},
+		{ID: "t-o", Status: beads.StatusClosed, Assignee: "ralphd/other/def/w1"},
 	})
 	tests := []struct {
 		id   string
@@ -78,10 +79,15 @@ func TestPoolMoved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		is := is.New(t)
-		is.Equal(p.poolMoved(guard.Violation{Kind: tt.kind, IssueID: tt.id}, after), tt.want) // tt.id
+		is.Equal(p.poolMoved(guard.Violation{Kind: tt.kind, IssueID: tt.id}, after, false), tt.want) // tt.id
 	}
-	p.working["t-r"] = "host-abc/w1"
-	is.New(t).True(!p.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-r"}, after)) // released while its worker holds it
+	is := is.New(t)
+	// Another clone's worker closed it: its ralphd judges it, on a shared
+	// tracker only.
+	is.True(p.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-o"}, after, true))
+	is.True(!p.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-o"}, after, false))
+	p.working["t-r"] = "ralphd/host/abc/w1"
+	is.True(!p.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-r"}, after, false)) // released while its worker holds it
 	var none *Pool
-	is.New(t).True(!none.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-w"}, after))
+	is.True(!none.poolMoved(guard.Violation{Kind: guard.OtherStatus, IssueID: "t-w"}, after, false))
 }
