@@ -67,7 +67,7 @@ stream_max_retries = 0
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		return []string{"CODEX_HOME=" + home, scriptedKeyEnv + "=" + scriptedapi.DummyKey, "TMPDIR=" + tmp}
+		return []string{"CODEX_HOME=" + home, scriptedKeyEnv + "=" + scriptedapi.DummyKey, "TMPDIR=" + tmp, allowModel(url)}
 	}},
 	{name: "opencode", hangTimeout: "90s", waitsOutLimits: true, setup: func(t *testing.T, work, url string) []string {
 		cfg := filepath.Join(work, "opencode.json")
@@ -78,13 +78,22 @@ stream_max_retries = 0
  "model": "scripted/scripted-model", "autoupdate": false, "share": "disabled"}
 `)
 		return []string{"OPENCODE_CONFIG=" + cfg, "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1",
-			"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1"}
+			"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", allowModel(url)}
 	}},
 	{name: "gemini", hangTimeout: "40s", setup: func(t *testing.T, work, url string) []string {
 		writeFile(t, filepath.Join(work, ".gemini", "settings.json"),
 			`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true}, "privacy": {"usageStatisticsEnabled": false}}`)
 		return []string{"GEMINI_API_KEY=" + scriptedapi.DummyKey, "GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_CLI_TRUST_WORKSPACE=true"}
 	}},
+}
+
+// allowModel lets a sandboxed agent reach the scripted model at url.
+// Codex and opencode take their model's address from their own config
+// files, which ralphd does not read (its backends know only the
+// variables, such as OPENAI_BASE_URL), so a user who points them at
+// another endpoint names it in network_allow, as this does.
+func allowModel(url string) string {
+	return "RALPH_NETWORK_ALLOW=" + strings.TrimPrefix(url, "http://")
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -126,7 +126,7 @@ func (l *Loop) sandboxNet(scratch string, refused func(hostport string)) (net *s
 			l.human().Info("the sandbox's network proxy refused connections", "count", n)
 		}
 	}
-	return &sandbox.Net{Socket: sock, Forwarder: l.Self, NoProxy: allow.NoProxy()}, stop, nil
+	return &sandbox.Net{Socket: sock, Forwarder: l.Self, NoProxy: allow.NoProxy(), Pass: allow.Loopback()}, stop, nil
 }
 
 // allowEntries is the network allowlist of a sandboxed agent: the

@@ -57,6 +57,10 @@ type Net struct {
 	// NoProxy are the hosts the agent reaches directly, inside the
 	// namespace (NoProxy says which).
 	NoProxy []string
+	// Pass are allowed endpoints on the host's loopback (Allow.Loopback)
+	// that the forwarder also serves at the same address inside the
+	// namespace, through the proxy.
+	Pass []string
 }
 
 // Prepare makes the missing Dirs (mode 0700), so that they can be bound
@@ -114,7 +118,8 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 	readOnly := l.ReadOnly
 	if n := l.Net; n != nil && n.Socket != "" {
 		readOnly = append(slices.Clip(readOnly), filepath.Dir(n.Socket), n.Forwarder)
-		argv = append([]string{n.Forwarder, ForwarderCommand, "-socket", n.Socket, "-no-proxy", strings.Join(n.NoProxy, ","), "--"}, argv...)
+		argv = append([]string{n.Forwarder, ForwarderCommand, "-socket", n.Socket, "-no-proxy", strings.Join(n.NoProxy, ","),
+			"-pass", strings.Join(n.Pass, ","), "--"}, argv...)
 	}
 	for _, p := range clean(l.Hidden) {
 		if isDir(p) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,4 +190,26 @@ func TestKeptKeepsAnNpmInstallPrefix(t *testing.T) {
 	}
 	is.True(!slices.Contains(got, root))                                               // never the hidden dir itself
 	is.True(!slices.ContainsFunc(got, func(p string) bool { return p == "/usr/bin" })) // nor what is not hidden
+}
+
+// The broker's socket ralphd gives the agent may lie in the home dir (a
+// TMPDIR under it, as in tests): it is named in ReadOnly, and masking it
+// as a stray socket would cut the agent off from its bd.
+func TestStraysSkipWhatRalphdGives(t *testing.T) {
+	is := is.New(t)
+	home, err := filepath.EvalSymlinks(t.TempDir())
+	is.NoErr(err)
+	brokerDir := filepath.Join(home, "tmp", "ralphd-broker-1")
+	is.NoErr(os.MkdirAll(brokerDir, 0o700))
+	ln, err := net.Listen("unix", filepath.Join(brokerDir, "bd.sock"))
+	is.NoErr(err)
+	defer ln.Close()
+	other, err := net.Listen("unix", filepath.Join(home, "agent.sock"))
+	is.NoErr(err)
+	defer other.Close()
+
+	l := BuildLayout(Project{WorkTree: filepath.Join(home, "repo"), Scratch: t.TempDir(), Home: home, Getenv: os.Getenv,
+		ReadOnly: []string{brokerDir}})
+	is.True(!slices.Contains(l.Masked, filepath.Join(brokerDir, "bd.sock"))) // the broker's socket stays reachable
+	is.True(slices.Contains(l.Masked, filepath.Join(home, "agent.sock")))    // another socket in the home dir is masked
 }

@@ -149,7 +149,9 @@ func BuildLayout(p Project) Layout {
 	if p.Home != "" && p.Scratch != "" {
 		// Sockets in the home dir (an ssh ControlMaster's, gpg-agent's,
 		// an editor's server) are reachable through a read-only mount.
-		l.Masked = Strays([]string{p.Home}, slices.Concat(l.Writable, l.Dirs), strayDepth, strayBudget)
+		// The sockets ralphd itself gives the agent (the bd broker's,
+		// named in ReadOnly) are meant to be reached: never masked.
+		l.Masked = Strays([]string{p.Home}, slices.Concat(l.Writable, l.Dirs, p.ReadOnly), strayDepth, strayBudget)
 		l.MaskWith = filepath.Join(p.Scratch, ".masked")
 	}
 	return l

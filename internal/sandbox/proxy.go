@@ -111,6 +111,21 @@ func (a Allow) Hosts() []string {
 	return hs
 }
 
+// Loopback returns the allowed entries that name the host's loopback with
+// a port (a model API in tests, a registry mirror on the host), as
+// host:port. Inside the namespace the forwarder listens on each and
+// tunnels it through the proxy, so a client that ignores proxy variables
+// for loopback addresses (many do) still reaches it.
+func (a Allow) Loopback() []string {
+	var out []string
+	for _, r := range a.rules {
+		if r.port != "" && slices.Contains(loopback, r.host) && r.host != "localhost" {
+			out = append(out, net.JoinHostPort(r.host, r.port))
+		}
+	}
+	return out
+}
+
 // loopback are the names of the sandbox's own loopback, reached without
 // the proxy unless an allowed entry names one (a model on the host's
 // loopback, which only the proxy reaches).

@@ -250,3 +250,40 @@ func TestProxyDirDeep(t *testing.T) {
 	}
 	p.Close()
 }
+
+// An allowed endpoint on the host's loopback is served at the same address
+// inside the namespace, so a client that ignores proxy variables for
+// loopback (as some agent CLIs do) reaches it directly; the proxy still
+// decides, and an endpoint not allowed stays out of reach.
+func TestSandboxNetPassesLoopback(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	u := newUpstreams(t)
+	p, _ := startProxy(t, u)
+	self, _ := os.Executable()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	allow, _ := ParseAllow([]string{hostOf(u.plain)})
+	is := is.New(t)
+	is.Equal(allow.Loopback(), []string{hostOf(u.plain)}) // a loopback entry with its port is passed
+	l := BuildLayout(Project{WorkTree: root, Scratch: t.TempDir(), Getenv: os.Getenv, Keep: []string{self}})
+	l.Net = &Net{Socket: p.Socket(), Forwarder: self, NoProxy: allow.NoProxy(), Pass: allow.Loopback()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	argv := l.Args(bwrap, []string{"sh", "-c", `set -e
+"$CURL" -sS --noproxy '*' ` + u.plain.URL + `/a
+! "$CURL" -sS --noproxy '*' --max-time 5 ` + u.other.URL + ` 2>/dev/null
+echo done`})
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "CURL="+curl)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if want := "hello from " + hostOf(u.plain) + "\ndone\n"; string(out) != want {
+		t.Errorf("inside the sandbox:\n%s\nwant:\n%s", out, want)
+	}
+}
