@@ -26,6 +26,9 @@ then how to install what is missing. Choose one with --agent NAME or
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tBINARY\tINSTALLED\tVERSION\tVERIFIED END TO END")
 	var missing []string

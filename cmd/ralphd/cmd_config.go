@@ -24,6 +24,9 @@ and defaults. Pass any build/plan flag to see its effect.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	dir := ""
 	if id, err := identify(ctx, ""); err == nil {
 		dir = id.TopLevel

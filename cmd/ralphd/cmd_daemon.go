@@ -36,6 +36,9 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	notify := newSDNotifier(a.getenv)
 	ls, code := setupLoop(ctx, a, fs, "daemon")
 	if ls == nil {

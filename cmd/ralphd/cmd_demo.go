@@ -62,6 +62,9 @@ it is removed at the end unless --keep is given.`)
 	if *workers < 1 || *workers > 8 {
 		return usageErrorf(a, fs, "--workers must be between 1 and 8 (the demo has four issues)")
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	d := &demoRun{keep: *keep, agent: *agentFlag, workers: *workers}
 	if len(pos) == 1 {
 		d.dir = pos[0]

@@ -54,6 +54,9 @@ on; the result is recorded per bd version for later runs.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	cfg, err := loadConfigHere(ctx, a, fs)
 	if err != nil {
 		return reportErr(a, err)

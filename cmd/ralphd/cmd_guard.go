@@ -31,6 +31,9 @@ do everything). "policy check" decides one bd call and explains why; it exits
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q (did you mean `ralphd policy check`?)", pos)
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	var err error
 	if *md {
 		err = guard.WriteTable(a.stdout, guard.TableMarkdown)
@@ -65,6 +68,9 @@ bd arguments after --, without the leading "bd".`)
 	if len(argv) == 0 {
 		return usageErrorf(a, fs, "give the bd arguments after --, e.g. `ralphd policy check --mode build -- update x-1 --priority 0`")
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	d := guard.Decide(mode, argv)
 	verdict := "allowed"
 	if !d.Allowed {
@@ -96,6 +102,9 @@ stderr when the mode's policy refuses one. It fails closed.`)
 	fs := newFlags(a, "hook pre-tool-use", "hook pre-tool-use --mode build|plan", "Claude Code PreToolUse hook; see `ralphd hook --help`.")
 	modeFlag := fs.String("mode", "", "the mode to enforce (default: $"+guard.EnvMode+")")
 	if _, code, done := parseArgs(a, fs, args[1:]); done {
+		return code
+	}
+	if code, stop := a.parsedOnly(nil); stop {
 		return code
 	}
 	m := *modeFlag

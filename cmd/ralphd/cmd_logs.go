@@ -36,6 +36,12 @@ its worker, [w1], [w2], …; --worker w2 shows only w2's lines and the run's.`)
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one RUN")
 	}
+	if *worker != "" && *raw {
+		return usageErrorf(a, fs, "--worker filters the rendered log; with --raw, use jq 'select(.ralph_worker==\"%s\" or .data.worker==\"%s\")'", *worker, *worker)
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	dir, err := stateSubdir(ctx, a, state.LogsDirName)
 	if err != nil {
 		errorf(a.stderr, "%v", err)
@@ -80,9 +86,6 @@ its worker, [w1], [w2], …; --worker w2 shows only w2's lines and the run's.`)
 		errorf(a.stderr, "%v", err)
 		hintf(a.stderr, "run `ralphd logs` to list the runs")
 		return exitUsage
-	}
-	if *worker != "" && *raw {
-		return usageErrorf(a, fs, "--worker filters the rendered log; with --raw, use jq 'select(.ralph_worker==\"%s\" or .data.worker==\"%s\")'", *worker, *worker)
 	}
 	opts := logjsonl.RenderOptions{Raw: *raw, Verbose: *verbose, Color: isTerminal(a.stdout), Worker: *worker}
 	if *follow {

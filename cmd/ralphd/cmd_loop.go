@@ -61,6 +61,9 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 	default:
 		return usageErrorf(a, fs, "too many arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	ls, code := setupLoop(ctx, a, fs, mode)
 	if ls == nil {
 		return code

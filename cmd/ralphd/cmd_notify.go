@@ -24,6 +24,9 @@ sent, as it selects the real events.`)
 	if len(pos) != 1 || pos[0] != "test" {
 		return usageErrorf(a, fs, "want: ralphd notify test")
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	dir := ""
 	if id, err := identify(ctx, ""); err == nil {
 		dir = id.TopLevel

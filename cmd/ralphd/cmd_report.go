@@ -28,6 +28,9 @@ one, or "last" (the default).`)
 	if len(pos) > 1 {
 		return usageErrorf(a, fs, "give at most one RUN")
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	dir, err := stateSubdir(ctx, a, state.ReportsDirName)
 	if err != nil {
 		errorf(a.stderr, "%v", err)

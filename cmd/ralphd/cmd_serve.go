@@ -34,6 +34,9 @@ SIGINT or SIGTERM.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(fs); stop {
+		return code
+	}
 	// Read only: find the project's state dir without state.Open, which
 	// creates directories and writes metadata.
 	id, err := identify(ctx, "")

@@ -185,6 +185,9 @@ project; the project is the instance name.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	unit, _, warnings, err := installedUnit(a)
 	if err != nil {
 		errorf(a.stderr, "%v", err)
@@ -211,6 +214,9 @@ line to follow it. Running it again updates the unit in place.`)
 	}
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
 	}
 
 	project, err := serviceProject(ctx, *projectFlag)
@@ -300,6 +306,9 @@ instance is still enabled, it removes nothing and prints the
 	}
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
 	}
 	dir := unitDir(a)
 	enabled, err := enabledInstances(dir)

@@ -41,6 +41,9 @@ open (what that leaves open) and fix.`)
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
 	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	id, err := identify(ctx, "")
 	if err != nil {
 		errorf(a.stderr, "%v", err)
@@ -104,6 +107,9 @@ loop's docs call "rm attempts.txt".`)
 	}
 	if *all == (len(pos) > 0) {
 		return usageErrorf(a, fs, "name the issues to reset, or pass --all (not both)")
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
 	}
 	p, code := openProject(ctx, a, nil, "")
 	if p == nil {
@@ -194,6 +200,9 @@ state dir (adding to any counts already there), then remove the file.`)
 	}
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
 	}
 	p, code := openProject(ctx, a, nil, "")
 	if p == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -24,6 +25,12 @@ type app struct {
 	getenv func(string) string
 	env    []string // the full environment, for child processes
 	argv0  string   // how ralphd was invoked (absolute path when resolvable)
+
+	// parseOnly makes a command stop once its flags and arguments are
+	// checked, before it acts: the docs test runs every documented
+	// command line so. parsed records that the command got that far.
+	parseOnly bool
+	parsed    bool
 }
 
 // command is one ralphd subcommand.
@@ -68,29 +75,22 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 		}
 		argv = argv[1:]
 	}
+	return a.dispatch(ctx, argv)
+}
+
+// dispatch runs the command argv names (argv without the program name).
+func (a *app) dispatch(ctx context.Context, argv []string) int {
 	if len(argv) == 0 {
 		usage(a.stderr)
 		return exitUsage
 	}
 	name := argv[0]
+	if !a.parseOnly { // they act at once, and are not for people
+		if code, ok := runInternal(ctx, a, name, argv[1:]); ok {
+			return code
+		}
+	}
 	switch name {
-	case guard.Command:
-		// The bd wrapper on an agent's PATH: this process is the guard.
-		return runGuard(ctx, a, argv[1:])
-	case guard.ClientCommand:
-		// The bd on an agent's PATH: a client of the running ralphd.
-		return guard.ClientMain(argv[1:], a.getenv, a.stdin, a.stdout, a.stderr)
-	case proc.ReaperCommand:
-		// The process that ends an iteration's cgroup if ralphd dies.
-		return proc.RunReaper(argv[1:], a.stderr)
-	case sandbox.ForwarderCommand:
-		// The first process of a sandbox with its own network: it
-		// becomes the agent.
-		return sandbox.RunForwarder(argv[1:], a.stderr)
-	case demoAgentCommand:
-		return runDemoAgent(ctx, a)
-	case demoBDCommand:
-		return runDemoBD(ctx, a, argv[1:])
 	case "-h", "--help", "-help":
 		usage(a.stdout)
 		return exitOK
@@ -108,6 +108,31 @@ func run(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.
 	}
 	hintf(a.stderr, "run `ralphd help` for the list of commands")
 	return exitUsage
+}
+
+// runInternal runs ralphd's own entry points, the hidden commands ralphd
+// runs itself as. ok is false when name is none of them.
+func runInternal(ctx context.Context, a *app, name string, args []string) (code int, ok bool) {
+	switch name {
+	case guard.Command:
+		// The bd wrapper on an agent's PATH: this process is the guard.
+		return runGuard(ctx, a, args), true
+	case guard.ClientCommand:
+		// The bd on an agent's PATH: a client of the running ralphd.
+		return guard.ClientMain(args, a.getenv, a.stdin, a.stdout, a.stderr), true
+	case proc.ReaperCommand:
+		// The process that ends an iteration's cgroup if ralphd dies.
+		return proc.RunReaper(args, a.stderr), true
+	case sandbox.ForwarderCommand:
+		// The first process of a sandbox with its own network: it
+		// becomes the agent.
+		return sandbox.RunForwarder(args, a.stderr), true
+	case demoAgentCommand:
+		return runDemoAgent(ctx, a), true
+	case demoBDCommand:
+		return runDemoBD(ctx, a, args), true
+	}
+	return 0, false
 }
 
 func usage(w io.Writer) {
@@ -136,26 +161,36 @@ same as 'ralphd COMMAND --help').`)
 	if done {
 		return code
 	}
+	var cmd *command
+	if len(pos) > 1 {
+		return usageErrorf(a, fs, "give at most one COMMAND")
+	}
+	if len(pos) == 1 {
+		for _, c := range commands() {
+			if c.name == pos[0] {
+				cmd = &c
+			}
+		}
+		if cmd == nil {
+			errorf(a.stderr, "no help for unknown command %q", pos[0])
+			if s := suggest(pos[0]); s != "" {
+				hintf(a.stderr, "did you mean `ralphd help %s`?", s)
+			}
+			return exitUsage
+		}
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
+	}
 	switch {
-	case len(pos) == 0:
+	case cmd == nil:
 		usage(a.stdout)
 		return exitOK
-	case len(pos) > 1:
-		return usageErrorf(a, fs, "give at most one COMMAND")
-	case pos[0] == "help":
+	case cmd.name == "help":
 		fs.Usage()
 		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name == pos[0] {
-			return c.run(ctx, a, []string{"--help"})
-		}
-	}
-	errorf(a.stderr, "no help for unknown command %q", pos[0])
-	if s := suggest(pos[0]); s != "" {
-		hintf(a.stderr, "did you mean `ralphd help %s`?", s)
-	}
-	return exitUsage
+	return cmd.run(ctx, a, []string{"--help"})
 }
 
 func cmdVersionFlags(_ context.Context, a *app, args []string) int {
@@ -166,6 +201,9 @@ func cmdVersionFlags(_ context.Context, a *app, args []string) int {
 	}
 	if len(pos) > 0 {
 		return usageErrorf(a, fs, "unexpected arguments: %q", pos)
+	}
+	if code, stop := a.parsedOnly(nil); stop {
+		return code
 	}
 	return cmdVersion(a.stdout)
 }
@@ -251,6 +289,25 @@ func parseArgs(a *app, fs *flag.FlagSet, args []string) (pos []string, code int,
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parsedOnly is each command's last step before it acts, once its flags
+// and arguments are checked. In a parse-only run it ends the command
+// (stop is true): with exit 0, or 2 when a value of the configuration
+// flags registered on cfgFlags (with config.BindFlags; nil when none
+// were) is bad on its own, as loading the configuration would find at
+// start. In a real run it does nothing.
+func (a *app) parsedOnly(cfgFlags *flag.FlagSet) (code int, stop bool) {
+	if !a.parseOnly {
+		return exitOK, false
+	}
+	a.parsed = true
+	if cfgFlags != nil {
+		if _, err := config.Load(config.Loader{Flags: cfgFlags}); err != nil {
+			return usageErrorf(a, cfgFlags, "%v", err), true
+		}
+	}
+	return exitOK, true
 }
 
 // errorf prints a user-facing error in the house style: lowercase, no final
