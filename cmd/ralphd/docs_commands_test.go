@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -182,16 +183,24 @@ func isAssignment(word string) bool {
 	return true
 }
 
-// ralphdArgs returns the arguments of a ralphd command line (`ralphd X`,
-// or `go run ./cmd/ralphd X`), and ok false for any other line.
-func ralphdArgs(words []string) (args []string, ok bool) {
-	switch {
-	case len(words) > 0 && words[0] == "ralphd":
-		return words[1:], true
-	case len(words) > 2 && words[0] == "go" && words[1] == "run" && words[2] == "./cmd/ralphd":
-		return words[3:], true
+// envPrefix matches what may come before the command on a line: a
+// prompt and environment assignments.
+const envPrefix = `^(\$ )?([A-Za-z_][A-Za-z0-9_]*=\S* +)*`
+
+// runsRalphd and runsScript match the lines that run ralphd and a script
+// of the repository.
+var (
+	runsRalphd = regexp.MustCompile(envPrefix + `(ralphd|go run \./cmd/ralphd)( |$)`)
+	runsScript = regexp.MustCompile(envPrefix + `scripts/`)
+)
+
+// ralphdArgs returns the arguments of a line runsRalphd matches, as
+// words: those after `ralphd` or `go run ./cmd/ralphd`.
+func ralphdArgs(words []string) []string {
+	if words[0] == "go" {
+		return words[3:]
 	}
-	return nil, false
+	return words[1:]
 }
 
 // parseOnly runs ralphd with args in parse-only mode and returns the exit
@@ -277,7 +286,7 @@ func TestDocCommands(t *testing.T) {
 	const root = "../.."
 	scratch := t.TempDir()
 	used := map[string]bool{}
-	checked, scripts, paths := 0, 0, 0
+	checked, scripts, paths, filled := 0, 0, 0, 0
 	for _, page := range docPages(t, root) {
 		data, err := os.ReadFile(page)
 		if err != nil {
@@ -285,33 +294,33 @@ func TestDocCommands(t *testing.T) {
 		}
 		name, _ := filepath.Rel(root, page)
 		for _, l := range shellBlocks(name, data) {
-			for _, text := range expand(l.text, used) {
+			texts := expand(l.text, used)
+			if len(texts) > 1 || texts[0] != l.text {
+				filled++
+			}
+			for _, text := range texts {
 				words, err := commandWords(text)
-				if args, ok := ralphdArgs(words); ok || strings.HasPrefix(strings.TrimPrefix(text, "$ "), "ralphd ") {
-					if err == nil {
-						err = checkRalphd(scratch, args)
-					}
-					if err != nil {
-						t.Errorf("%s: `%s`: %v", l.at, text, err)
-					}
+				switch {
+				case runsRalphd.MatchString(text):
 					checked++
-					continue
+					if err == nil {
+						err = checkRalphd(scratch, ralphdArgs(words))
+					}
+				case runsScript.MatchString(text):
+					scripts++
+					if err == nil {
+						err = checkScript(root, words)
+					}
+				case name == "README.md" && (l.section == "Install" || l.section == "Development"):
+					paths++
+					if err == nil {
+						err = checkPaths(root, words)
+					}
+				default:
+					continue // not a command line the docs vouch for
 				}
 				if err != nil {
-					continue // not a command line ralphd's docs vouch for
-				}
-				if len(words) > 0 && strings.HasPrefix(words[0], "scripts/") {
-					if err := checkScript(root, words); err != nil {
-						t.Errorf("%s: `%s`: %v", l.at, text, err)
-					}
-					scripts++
-					continue
-				}
-				if name == "README.md" && (l.section == "Install" || l.section == "Development") && len(words) > 0 {
-					if err := checkPaths(root, words); err != nil {
-						t.Errorf("%s: `%s`: %v", l.at, text, err)
-					}
-					paths++
+					t.Errorf("%s: `%s`: %v", l.at, text, err)
 				}
 			}
 		}
@@ -321,7 +330,8 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("no doc line has the placeholder %q any more: remove it from the table", p.text)
 		}
 	}
-	t.Logf("checked %d ralphd command lines, %d scripts/ lines and %d other Install/Development lines; skipped none", checked, scripts, paths)
+	t.Logf("checked %d ralphd command lines (%d shown lines had placeholders filled in), %d scripts/ lines and %d other Install/Development lines; skipped none",
+		checked, filled, scripts, paths)
 	if checked < minDocCommands {
 		t.Errorf("found %d ralphd command lines, want at least %d: is the extraction broken?", checked, minDocCommands)
 	}
@@ -348,18 +358,17 @@ func TestDocCommandsCatchMistakes(t *testing.T) {
 		{"ralphd bd-guard list", `unknown command "bd-guard"`}, // ralphd's own entry point
 		{"go run ./cmd/ralphd demo --workers 9", "--workers must be between 1 and 8"},
 		{"RALPH_LOG=1 ralphd plan --workers 2", "PLANNING runs alone"},
-		{"ralphd status | less", errShellSyntax.Error()},
+		{"RALPH_LOG=1 ralphd status | less", errShellSyntax.Error()},
 		{`ralphd daemon --notify-cmd "echo $(date)"`, errShellSyntax.Error()},
 		{"ralphd policy check --mode nosuch -- list", `parse mode "nosuch"`},
 		{"ralphd service install --project /tmp extra", "unexpected arguments"},
 	} {
+		if !runsRalphd.MatchString(tt.line) {
+			t.Fatalf("%q is not a ralphd line", tt.line)
+		}
 		words, err := commandWords(tt.line)
 		if err == nil {
-			args, ok := ralphdArgs(words)
-			if !ok {
-				t.Fatalf("%q is not a ralphd line", tt.line)
-			}
-			err = checkRalphd(scratch, args)
+			err = checkRalphd(scratch, ralphdArgs(words))
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("`%s`: got %v, want an error with %q", tt.line, err, tt.want)
