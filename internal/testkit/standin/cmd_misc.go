@@ -136,7 +136,7 @@ func runContext(inv *invocation) int {
 		return inv.fail(err.Error())
 	}
 	role := gitConfig(inv.ctx, inv.ws.repoRoot(), inv.envList, `^beads\.role$`)["beads.role"]
-	redirected := inv.fl.str("db") != "" || inv.env["BEADS_DIR"] != "" || inv.ws.redirectedFrom != ""
+	redirected := inv.dbPath() != "" || inv.env["BEADS_DIR"] != "" || inv.ws.redirectedFrom != ""
 	mode := "embedded"
 	if inv.ws.server != nil {
 		mode = "server"

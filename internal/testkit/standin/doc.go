@@ -18,7 +18,10 @@
 // comment, delete, version, where, statuses, types, info, context, export
 // and help. Global flags: --json, --actor, -C/--directory, --db,
 // -q/--quiet, --readonly, --sandbox, --dolt-auto-commit, -v/--verbose,
-// --profile, --ignore-schema-skew, -V/--version.
+// --profile, --ignore-schema-skew, -V/--version. A "db" key in bd's
+// configuration files (the project's .beads/config.yaml and
+// config.local.yaml, the user's ~/.config/bd/config.yaml and
+// ~/.beads/config.yaml) selects the database as --db does (config.go).
 //
 // Like real bd, every linked git worktree shares the main repository's
 // tracker: discovery follows the worktree's .git file to git's common

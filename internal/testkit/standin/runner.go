@@ -242,7 +242,7 @@ func (inv *invocation) checkUnsupported() (int, bool) {
 // Optimistic claims (see server.go) run fn without the lock and commit
 // only when nobody else committed in between.
 func (inv *invocation) withDB(fn func(*invocation) int) int {
-	ws, err := discover(inv.cwd, inv.fl.str("db"), inv.env["BEADS_DIR"])
+	ws, err := discover(inv.cwd, inv.dbPath(), inv.env["BEADS_DIR"])
 	if err != nil {
 		fmt.Fprint(inv.stderr, noDBMessage)
 		return 1
