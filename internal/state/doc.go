@@ -9,6 +9,7 @@
 //	    attempts.txt         one "issue-id:count" line per issue (shared with the bash loop)
 //	    history.jsonl        one JSON record per finished iteration, append-only
 //	    running.json         the agent that is running right now, if any
+//	    tracker-pin.json     which tracker bd opened when ralphd first pinned it
 //	    ralphd.lock          flock'd by the running ralphd; holds its PID, mode and start
 //	    logs/                JSONL logs (written by the logging package)
 //	    reports/             end-of-run reports

@@ -14,9 +14,10 @@ import (
 // sealedFiles are the state files an agent could rewrite to change how
 // ralphd judges it: the attempt counters, the iteration's baseline, history
 // (whose records feed status and the report), and everything under
-// attempts/ (judgement records and verbatim attempts). running.json is
+// attempts/ (judgement records and verbatim attempts), and the saved
+// tracker pin (which a start compares what bd opens with). running.json is
 // sealed too; ralphd's own write of it while sealed updates the seal.
-var sealedFiles = []string{AttemptsFile, HistoryFile, BaselineFile, RunningFile}
+var sealedFiles = []string{AttemptsFile, HistoryFile, BaselineFile, RunningFile, TrackerPinFile}
 
 // sealState is the seal: the sealed files as ralphd left them, and how many
 // Seals are open. With several workers, each worker's agent seals; the copy
