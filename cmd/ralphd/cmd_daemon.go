@@ -53,7 +53,7 @@ speaks the notify protocol (READY, STATUS, WATCHDOG, STOPPING); see
 	defer waitHTTP()
 	loop := ls.loop
 	if _, err := loop.Sweep(ctx); err != nil {
-		return reportErr(a, err)
+		return loopExit(a, err)
 	}
 	loop.OnStatus = func(s string) { _ = notify.Status(s) }
 

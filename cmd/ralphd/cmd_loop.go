@@ -73,7 +73,7 @@ func runLoop(ctx context.Context, a *app, args []string, mode string, defaultN i
 		return code
 	}
 	if _, err := ls.loop.Sweep(ctx); err != nil {
-		return reportErr(a, err)
+		return loopExit(a, err)
 	}
 
 	var err error
@@ -120,7 +120,7 @@ func loopExit(a *app, err error) int {
 		// The summary names the issues and the changes.
 		hintf(a.stderr, "PLANNING decides what becomes of them: run `ralphd plan` (the daemon plans next by itself)")
 		return exitHeld
-	case errors.Is(err, modes.ErrDirtyTree):
+	case errors.Is(err, modes.ErrDirtyTree), errors.Is(err, modes.ErrTrackerChanged):
 		errorf(a.stderr, "%v", err)
 		return exitUsage
 	default:

@@ -179,7 +179,7 @@ func setupError(err error) bool {
 	switch {
 	case errors.Is(err, ErrAgentUnusable):
 		return !errors.Is(err, ErrAgentRecoverable)
-	case errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled), errors.Is(err, ErrDirtyTree):
+	case errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled), errors.Is(err, ErrDirtyTree), errors.Is(err, ErrTrackerChanged):
 		return true
 	}
 	return false

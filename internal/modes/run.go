@@ -33,7 +33,7 @@ func (l *Loop) runMode(ctx context.Context, mode string, maxIter int, body func(
 // report, so it never becomes the "last run".
 func refused(res *Result, err error) bool {
 	switch {
-	case errors.Is(err, ErrDirtyTree), errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled):
+	case errors.Is(err, ErrDirtyTree), errors.Is(err, ErrTrackerChanged), errors.Is(err, beads.ErrNotInitialized), errors.Is(err, beads.ErrNotInstalled):
 		return true
 	case errors.Is(err, ErrAgentUnusable):
 		return res.Iterations == 0 && len(res.Closed) == 0

@@ -38,6 +38,9 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 	if n := removeScratch(scratchPrefix(l.State.Identity().ID)); n > 0 {
 		did = append(did, fmt.Sprintf("removed %d stale scratch dir(s)", n))
 	}
+	if err := l.checkSavedPinBeforeSweep(ctx); err != nil {
+		return "", err
+	}
 	r, err := l.State.ReadRunning()
 	if err != nil {
 		return "", fmt.Errorf("read the running-agent record: %w", err)

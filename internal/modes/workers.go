@@ -140,7 +140,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if err := l.checkClean(ctx); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
-	if err := l.pinTracker(ctx); err != nil {
+	if err := l.pinTracker(ctx, res.RunID); err != nil {
 		return res.stop(StopError, "could not pin the tracker", err)
 	}
 	l.noteRunStart(ctx, res)

@@ -1,0 +1,144 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+// pinLoop is a Loop on a fresh stand-in project with a state store, for
+// the pin's tests.
+func pinLoop(t *testing.T) (*Loop, *project) {
+	t.Helper()
+	p := newProject(t)
+	st, err := state.Open(context.Background(), filepath.Join(p.root, "state"), state.Identity{ID: "0123456789ab", TopLevel: p.repo}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Loop{Dir: p.repo, State: st, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}, p
+}
+
+// TestTrackerPinConfigChange: a change to a file that tells bd where its
+// database is counts on its own, whether or not bd's answer shows it, and
+// is put back: the project's config.yaml and config.local.yaml, and the
+// user's bd config, made where there was none.
+func TestTrackerPinConfigChange(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		path   func(p *project) string
+		text   string
+		moved  bool // bd's answer shows it too
+		remove bool // made: put back by removing it
+	}{
+		{"comment only", func(p *project) string { return filepath.Join(p.repo, ".beads", "config.yaml") }, "# harmless?\n", false, false},
+		{"shared server", func(p *project) string { return filepath.Join(p.repo, ".beads", "config.yaml") }, "dolt:\n  shared-server: true\n", false, false},
+		{"local db", func(p *project) string { return filepath.Join(p.repo, ".beads", "config.local.yaml") }, "db: DECOY\n", true, true},
+		{"user db", func(p *project) string { return filepath.Join(p.root, "home", ".config", "bd", "config.yaml") }, "db: DECOY\n", true, true},
+		{"env file", func(p *project) string { return filepath.Join(p.repo, ".beads", ".env") }, "BEADS_DIR=DECOY\n", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			t.Setenv("XDG_CONFIG_HOME", "")
+			l, p := pinLoop(t)
+			decoy := filepath.Join(p.root, "decoy", ".beads")
+			sh(t, p.root, "mkdir", "-p", filepath.Dir(decoy))
+			sh(t, p.root, "cp", "-a", filepath.Join(p.repo, ".beads"), decoy)
+			is.NoErr(l.pinTracker(ctx, "r1"))
+			path := c.path(p)
+			before, _ := os.ReadFile(path)
+			is.NoErr(os.MkdirAll(filepath.Dir(path), 0o755))
+			is.NoErr(os.WriteFile(path, append(append([]byte{}, before...), strings.ReplaceAll(c.text, "DECOY", decoy)...), 0o644))
+			if c.moved {
+				id, err := l.BD.ReadIdentity(ctx)
+				is.NoErr(err)
+				is.True(id.BeadsDir == decoy) // bd follows it
+			}
+
+			res, it := &Result{}, &buildIter{n: 1, issue: beads.Issue{ID: p.create("Work")}}
+			is.NoErr(l.checkTrackerPin(ctx, res, it))
+			is.Equal(res.Violations, 1)                                                                          // one violation, put back
+			is.Equal(len(it.rec.Violations), 1)                                                                  // recorded on the iteration
+			is.True(strings.Contains(it.rec.Violations[0], path+", which tells bd where its database is, was ")) // names the file
+			after, err := os.ReadFile(path)
+			if c.remove {
+				is.True(os.IsNotExist(err)) // made during the window: removed
+			} else {
+				is.NoErr(err)
+				is.Equal(string(after), string(before)) // put back as it was
+			}
+			id, err := l.BD.ReadIdentity(ctx)
+			is.NoErr(err)
+			is.Equal(len(l.pin.want.Compare(id)), 0) // bd opens the pinned tracker
+			is.Equal(len(l.pin.changedFiles()), 0)
+
+			// Nothing changed since: nothing found.
+			res, it = &Result{}, &buildIter{n: 2, issue: it.issue}
+			is.NoErr(l.checkTrackerPin(ctx, res, it))
+			is.Equal(res.Violations, 0)
+		})
+	}
+}
+
+// TestTrackerPinManagedPort: the port file of a server bd runs itself is
+// neither judged nor put back; any other server's is.
+func TestTrackerPinManagedPort(t *testing.T) {
+	is := is.New(t)
+	p := &trackerPin{want: beads.Identity{Server: &beads.Server{Port: 3307, Managed: true}}}
+	is.True(!p.judged(portFile))
+	is.True(p.judged("config.yaml"))
+	p.want.Server.Managed = false
+	is.True(p.judged(portFile))
+	p.want.Server = nil
+	is.True(p.judged(portFile))
+}
+
+// TestTrackerPinSaved: the first start saves the pin; a later start on
+// another tracker is refused with what changed and what to do, also
+// before the sweep; forgetting the pin lets the next start pin anew.
+func TestTrackerPinSaved(t *testing.T) {
+	is := is.New(t)
+	ctx := context.Background()
+	l, p := pinLoop(t)
+	is.NoErr(l.checkSavedPinBeforeSweep(ctx)) // nothing saved: nothing to compare
+	is.NoErr(l.pinTracker(ctx, "r1"))
+	saved, err := l.State.TrackerPin(p.repo)
+	is.NoErr(err)
+	is.True(saved != nil)
+	is.Equal(saved.RunID, "r1")
+	is.NoErr(l.pinTracker(ctx, "r2")) // the same tracker: fine
+	saved, err = l.State.TrackerPin(p.repo)
+	is.NoErr(err)
+	is.Equal(saved.RunID, "r1") // the first pin stays
+
+	// The database directory replaced by a copy, as a stopped run leaves it.
+	db := filepath.Join(p.repo, ".beads", "embeddeddolt")
+	sh(t, p.root, "cp", "-a", db, filepath.Join(p.root, "copy"))
+	is.NoErr(os.Rename(db, filepath.Join(p.root, "away")))
+	is.NoErr(os.Rename(filepath.Join(p.root, "copy"), db))
+	for _, check := range []func() error{
+		func() error { return l.pinTracker(ctx, "r3") },
+		func() error { return l.checkSavedPinBeforeSweep(ctx) },
+	} {
+		err := check()
+		is.True(errors.Is(err, ErrTrackerChanged))                                // refused
+		is.True(strings.Contains(err.Error(), "database directory was replaced")) // says what changed
+		is.True(strings.Contains(err.Error(), "ralphd reset --tracker"))          // and what to do
+	}
+	had, err := l.State.ClearTrackerPin(p.repo)
+	is.NoErr(err)
+	is.True(had)
+	is.NoErr(l.pinTracker(ctx, "r4")) // accepted: pinned anew
+	saved, err = l.State.TrackerPin(p.repo)
+	is.NoErr(err)
+	is.Equal(saved.RunID, "r4")
+}
