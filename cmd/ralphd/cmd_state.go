@@ -95,15 +95,26 @@ func describeContainment() string {
 }
 
 func cmdReset(ctx context.Context, a *app, args []string) int {
-	fs := newFlags(a, "reset", "reset ISSUE-ID... | reset --all", `
+	fs := newFlags(a, "reset", "reset ISSUE-ID... | reset --all | reset --tracker", `
 Clear the issues' attempt records (counter, escalation and the verbatim record
 of past attempts, all together), and remove the `+modes.StuckLabel+` label, so
 BUILD gives them a fresh start. This is the safe way to do what the bash
-loop's docs call "rm attempts.txt".`)
+loop's docs call "rm attempts.txt".
+
+With --tracker, forget which tracker bd opened when ralphd first ran in this
+checkout: BUILD refuses to start when bd opens another one, and the next run
+pins what bd opens then. Do it only when you moved the tracker on purpose.`)
 	all := fs.Bool("all", false, "reset every issue")
+	tracker := fs.Bool("tracker", false, "forget the pinned tracker of this checkout")
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
+	}
+	if *tracker {
+		if *all || len(pos) > 0 {
+			return usageErrorf(a, fs, "--tracker takes no issues and no --all")
+		}
+		return resetTracker(ctx, a)
 	}
 	if *all == (len(pos) > 0) {
 		return usageErrorf(a, fs, "name the issues to reset, or pass --all (not both)")
@@ -142,6 +153,30 @@ loop's docs call "rm attempts.txt".`)
 		fmt.Fprintln(a.stdout, "no attempt counters to reset")
 	}
 	unstick(ctx, a, p.cfg, p.dir, pos, *all)
+	return exitOK
+}
+
+// resetTracker forgets the tracker pinned for this checkout.
+func resetTracker(ctx context.Context, a *app) int {
+	p, code := openProject(ctx, a, nil, "")
+	if p == nil {
+		return code
+	}
+	lock, err := p.store.Lock("reset")
+	if err != nil {
+		return reportErr(a, err)
+	}
+	defer lock.Release()
+	checkout := p.store.Identity().TopLevel
+	had, err := p.store.ClearTrackerPin(checkout)
+	if err != nil {
+		return reportErr(a, err)
+	}
+	if had {
+		fmt.Fprintf(a.stdout, "forgot the tracker pinned for %s; the next run pins what bd opens then\n", checkout)
+	} else {
+		fmt.Fprintf(a.stdout, "no tracker pinned for %s\n", checkout)
+	}
 	return exitOK
 }
 

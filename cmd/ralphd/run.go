@@ -47,7 +47,7 @@ func commands() []command {
 		{"daemon", "alternate PLANNING and BUILD, idle on .beads/ changes", cmdDaemon},
 		{"demo", "run a whole loop on a scratch project, no account needed", cmdDemo},
 		{"status", "show this project's state: lock, attempts, last run", cmdStatus},
-		{"reset", "clear attempt counters (ralphd reset ID... | --all)", cmdReset},
+		{"reset", "clear attempt counters (ralphd reset ID... | --all), or the pinned tracker (--tracker)", cmdReset},
 		{"migrate", "import a legacy .ralph-attempts file into the state dir", cmdMigrate},
 		{"logs", "list runs, or render one (ralphd logs [RUN] [--follow|--raw])", cmdLogs},
 		{"report", "print a run's end-of-run report (ralphd report [RUN] [--json])", cmdReport},
