@@ -114,6 +114,9 @@ pins what bd opens then. Do it only when you moved the tracker on purpose.`)
 		if *all || len(pos) > 0 {
 			return usageErrorf(a, fs, "--tracker takes no issues and no --all")
 		}
+		if code, stop := a.parsedOnly(nil); stop {
+			return code
+		}
 		return resetTracker(ctx, a)
 	}
 	if *all == (len(pos) > 0) {
