@@ -118,8 +118,11 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 	readOnly := l.ReadOnly
 	if n := l.Net; n != nil && n.Socket != "" {
 		readOnly = append(slices.Clip(readOnly), filepath.Dir(n.Socket), n.Forwarder)
-		argv = append([]string{n.Forwarder, ForwarderCommand, "-socket", n.Socket, "-no-proxy", strings.Join(n.NoProxy, ","),
-			"-pass", strings.Join(n.Pass, ","), "--"}, argv...)
+		fwd := []string{n.Forwarder, ForwarderCommand, "-socket", n.Socket, "-no-proxy", strings.Join(n.NoProxy, ",")}
+		if len(n.Pass) > 0 {
+			fwd = append(fwd, "-pass", strings.Join(n.Pass, ","))
+		}
+		argv = append(append(fwd, "--"), argv...)
 	}
 	for _, p := range clean(l.Hidden) {
 		if isDir(p) {
