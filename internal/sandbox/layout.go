@@ -152,6 +152,9 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 	}
 	if l.MaskWith != "" && exists(l.MaskWith) {
 		for _, p := range clean(l.Masked) {
+			if n := l.Net; n != nil && n.Socket != "" && within(p, filepath.Dir(n.Socket)) {
+				continue // the proxy's socket, which ralphd gives the agent
+			}
 			ms = append(ms, mount{p, []string{"--ro-bind", l.MaskWith}, 4})
 		}
 	}

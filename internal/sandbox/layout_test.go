@@ -213,3 +213,18 @@ func TestStraysSkipWhatRalphdGives(t *testing.T) {
 	is.True(!slices.Contains(l.Masked, filepath.Join(brokerDir, "bd.sock"))) // the broker's socket stays reachable
 	is.True(slices.Contains(l.Masked, filepath.Join(home, "agent.sock")))    // another socket in the home dir is masked
 }
+
+// The proxy's socket may fall back to a short dir in a TMPDIR under the
+// home dir, where the stray scan finds it: it is never masked.
+func TestArgsDoNotMaskTheProxySocket(t *testing.T) {
+	is := is.New(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	sock, other := filepath.Join(root, "tmp", "ralphd-net-1", "proxy.sock"), filepath.Join(root, "agent.sock")
+	mask := filepath.Join(root, ".masked")
+	is.NoErr(os.MkdirAll(filepath.Dir(sock), 0o700))
+	is.NoErr(os.WriteFile(mask, nil, 0o444))
+	l := Layout{Masked: []string{sock, other}, MaskWith: mask, Net: &Net{Socket: sock, Forwarder: mask}}
+	ms := mounts(l.Args("bwrap", []string{"agent"}))
+	is.True(!slices.Contains(ms, "--ro-bind "+sock)) // the proxy's socket stays reachable
+	is.True(slices.Contains(ms, "--ro-bind "+other)) // another stray is masked
+}
