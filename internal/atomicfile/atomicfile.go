@@ -105,30 +105,8 @@ func (w Writer) Write(path string, data []byte, perm os.FileMode) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if err := w.step(StepWrite, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := w.step(StepChmod, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: chmod: %w", path, err)
-	}
-	if err := w.step(StepSync, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := w.step(StepClose, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
+	if err := w.fill(f, path, data, perm, &closed); err != nil {
+		return err
 	}
 	if err := w.step(StepRename, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -161,6 +139,39 @@ func SyncDir(dir string) error {
 	}
 	if err := d.Close(); err != nil {
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// fill writes data to the temp file f, sets its mode, fsyncs and closes
+// it, each step after its failure point (Writer.Fail); *closed is set
+// once f is closed, so the caller's cleanup does not close it again. The
+// temp file of Write and of Dir's WriteIn are filled the same way.
+func (w Writer) fill(f *os.File, path string, data []byte, perm os.FileMode, closed *bool) error {
+	if err := w.step(StepWrite, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := w.step(StepChmod, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: chmod: %w", path, err)
+	}
+	if err := w.step(StepSync, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err := w.step(StepClose, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	*closed = true
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", path, err)
 	}
 	return nil
 }

@@ -678,30 +678,8 @@ func (w Writer) WriteIn(d *Dir, name string, data []byte, perm fs.FileMode) (err
 			_ = unix.Unlinkat(p.fd(), tmp, 0)
 		}
 	}()
-	if err := w.step(StepWrite, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := w.step(StepChmod, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: chmod: %w", path, err)
-	}
-	if err := w.step(StepSync, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := w.step(StepClose, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	closed = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", path, err)
+	if err := w.fill(f, path, data, perm, &closed); err != nil {
+		return err
 	}
 	if err := w.step(StepRename, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
