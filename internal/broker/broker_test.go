@@ -73,6 +73,53 @@ func TestRoundTrip(t *testing.T) {
 	is.Equal(got.PID, os.Getpid())
 }
 
+// A fast agent calls bd before ralphd has heard its pid back from the
+// start: the call waits for the leader instead of being refused, and is
+// then judged like any other, so a call made before the start is still
+// refused when the leader turns out to be another process.
+func TestCallBeforeLeaderKnown(t *testing.T) {
+	h := func(context.Context, Call, io.Reader, io.Writer, io.Writer) int { return 7 }
+	listen := func(t *testing.T) *Server {
+		s, err := Listen(t.TempDir(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve(context.Background())
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		leader func(t *testing.T) int
+		want   int
+	}{
+		{"its own agent", func(*testing.T) int { return os.Getpid() }, 7},
+		{"another process", func(t *testing.T) int {
+			sleeper := exec.Command("sleep", "30")
+			if err := sleeper.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+			return sleeper.Process.Pid
+		}, ExitRefused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			s := listen(t)
+			pid := tc.leader(t)
+			done := make(chan int, 1)
+			go func() { _, _, code := call(s, getenvOf(s), nil, "list"); done <- code }()
+			select {
+			case code := <-done:
+				t.Fatalf("the call ended (exit %d) before the leader was known", code)
+			case <-time.After(200 * time.Millisecond):
+			}
+			s.SetLeader(pid)
+			is.Equal(<-done, tc.want)
+		})
+	}
+}
+
 func TestRefused(t *testing.T) {
 	var served atomic.Int32
 	h := func(context.Context, Call, io.Reader, io.Writer, io.Writer) int { served.Add(1); return 0 }

@@ -47,9 +47,13 @@ type Server struct {
 	token   string
 	handler Handler
 	leader  atomic.Int64 // the agent's leader pid; 0 until known
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// known is closed by the first SetLeader: a call that arrives while
+	// the agent is still starting waits for it.
+	known     chan struct{}
+	knownOnce sync.Once
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
 	// Refused, when set, is told about each connection refused before it
 	// reached the handler.
 	Refused func(pid int, why string)
@@ -85,7 +89,7 @@ func Listen(parent string, h Handler) (*Server, error) {
 			return nil, fmt.Errorf("listen on %s: %w", path, err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		return &Server{ln: ln, dir: dir, token: rand.Text(), handler: h, ctx: ctx, cancel: cancel}, nil
+		return &Server{ln: ln, dir: dir, token: rand.Text(), handler: h, ctx: ctx, cancel: cancel, known: make(chan struct{})}, nil
 	}
 	if lastErr == nil {
 		lastErr = fmt.Errorf("no directory with a path short enough for a unix socket (%s)", parent)
@@ -108,7 +112,29 @@ func (s *Server) EnvVar() string {
 
 // SetLeader tells the server the pid of the agent's leader process: only
 // its descendants are served.
-func (s *Server) SetLeader(pid int) { s.leader.Store(int64(pid)) }
+func (s *Server) SetLeader(pid int) {
+	s.leader.Store(int64(pid))
+	if pid != 0 {
+		s.knownOnce.Do(func() { close(s.known) })
+	}
+}
+
+// leaderPID returns the agent's leader pid, waiting up to helloTimeout
+// for it: an agent can call bd before the process that started it has
+// heard its pid back. It returns 0 if the leader is still unknown.
+func (s *Server) leaderPID() int {
+	if pid := int(s.leader.Load()); pid != 0 {
+		return pid
+	}
+	t := time.NewTimer(helloTimeout)
+	defer t.Stop()
+	select {
+	case <-s.known:
+	case <-s.ctx.Done():
+	case <-t.C:
+	}
+	return int(s.leader.Load())
+}
 
 // Serve accepts connections until Close. ctx bounds every call.
 func (s *Server) Serve(ctx context.Context) {
@@ -176,7 +202,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 		refuse(pid, fmt.Sprintf("the caller runs as uid %d, not as ralphd's", uid))
 		return
 	}
-	if leader := int(s.leader.Load()); leader == 0 || !descendsFrom(pid, leader) {
+	if leader := s.leaderPID(); leader == 0 || !descendsFrom(pid, leader) {
 		refuse(pid, fmt.Sprintf("process %d is not part of this iteration's agent", pid))
 		return
 	}

@@ -75,6 +75,21 @@ func (s *Snapshot) Restore() ([]string, error) {
 var watchedFiles = []string{"config", "config.worktree", filepath.Join("info", "attributes"), filepath.Join("info", "exclude"),
 	"shallow", filepath.Join("objects", "info", "alternates"), filepath.Join("objects", "info", "http-alternates")}
 
+// Why says why a change to the git directory's file rel (as Restore
+// returns it) is put back, for the violation's line.
+func Why(rel string) string {
+	switch rel = filepath.ToSlash(rel); {
+	case rel == "info/exclude":
+		return "git would ignore the paths it names, and a failure branch would not keep them"
+	case rel == "shallow":
+		return "history beyond it would look cut off, and a gc would prune it"
+	case strings.HasPrefix(rel, "objects/info/"):
+		return "objects only it points at would look present, and be lost with it"
+	default: // config, config.worktree, info/attributes, hooks/
+		return "it would run code in git"
+	}
+}
+
 // watchedDirs hold watched files. Each is held as what it is: a directory,
 // or a link or a file planted in its place, through which nothing is read
 // (what is there is not the git directory's), so that Restore neither
@@ -242,8 +257,14 @@ func ChangedFiles(was, now DirFiles) []string {
 // it points to. Every removal comes before every write.
 func RestoreDir(dir string, was DirFiles, paths []string) error {
 	dir = filepath.Clean(dir)
+	if len(paths) == 0 {
+		return nil
+	}
 	pd, err := atomicfile.OpenDir(filepath.Dir(dir))
 	if err != nil {
+		if gone(err) && len(was) == 0 {
+			return nil // nothing was there, and nothing can be there now
+		}
 		return fmt.Errorf("restore %s: %w", dir, err)
 	}
 	defer pd.Close()

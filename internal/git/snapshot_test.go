@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/matryer/is"
@@ -254,5 +255,23 @@ func TestSnapshotHooksDirSwappedForALinkOut(t *testing.T) {
 			is.NoErr(err)
 			is.Equal(len(changed), 0)
 		})
+	}
+}
+
+// Each file Snapshot holds is put back for its own reason.
+func TestWhy(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"config", "run code"},
+		{"config.worktree", "run code"},
+		{filepath.Join("hooks", "pre-commit"), "run code"},
+		{filepath.Join("info", "attributes"), "run code"},
+		{filepath.Join("info", "exclude"), "ignore"},
+		{"shallow", "prune"},
+		{filepath.Join("objects", "info", "alternates"), "objects only it points at"},
+		{filepath.Join("objects", "info", "http-alternates"), "objects only it points at"},
+	} {
+		if got := git.Why(tc.file); !strings.Contains(got, tc.want) {
+			t.Errorf("Why(%q) = %q, want it to say %q", tc.file, got, tc.want)
+		}
 	}
 }

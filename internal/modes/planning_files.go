@@ -126,7 +126,7 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 	if p.git != nil {
 		files, gerr := p.git.Restore()
 		for _, f := range files {
-			changes = append(changes, "the git directory's "+f+" was changed; restored (it would run code in git)")
+			changes = append(changes, "the git directory's "+f+" was changed; restored ("+git.Why(f)+")")
 		}
 		if gerr != nil {
 			errs = append(errs, gerr)
