@@ -60,6 +60,7 @@ type Field struct {
 	// with "daemon: "); build and plan do not take it as a flag.
 	DaemonOnly bool
 	Secret     bool // the value is never printed (a token)
+	List       bool // a comma-separated list; a JSON array of strings in a file
 	kind       kind
 }
 
@@ -87,6 +88,7 @@ func Fields() []Field {
 		field("agent", kindString, agent.Names()[0], "agent backend", agent.Names()...),
 		field("agent_cmd", kindString, "", "command line for the command agent backend, run with sh -c (implies agent=command)"),
 		field("model", kindString, "", "model to ask the agent for (empty: the agent's default)"),
+		list(field("agents", kindString, "", "agents to fall back on, in order, comma-separated: name or name:model, e.g. claude,codex:gpt-5 (empty: agent and model)")),
 		field("bd", kindString, "bd", "the bd executable (name on PATH or absolute path)"),
 		field("bd_contract_override", kindBool, "false", "run build and the daemon even on a bd version `ralphd doctor --bd` found to differ from what ralphd relies on"),
 		field("scope", kindString, "", "work only on the children of this epic (bd ready --parent)"),
@@ -126,6 +128,13 @@ func Fields() []Field {
 		field("notify_events", kindString, "all", "notifications to send: all, or a comma-separated list of stuck, run_end, budget, agent_unusable, violation, quota_wait, idle_blocked, build_created"),
 		field("notify_timeout", kindDuration, "30s", "wall-clock limit for one notify_cmd run or one notify_url try"),
 	}
+}
+
+// list marks a field that holds a comma-separated list, which a config
+// file may also give as a JSON array of strings.
+func list(f Field) Field {
+	f.List = true
+	return f
 }
 
 // atLeast1 marks a whole-number field that must be 1 or more.
@@ -171,9 +180,12 @@ func (e *Error) Error() string {
 
 // Config is the effective configuration.
 type Config struct {
-	Agent                   string
-	AgentCmd                string
-	Model                   string
+	Agent    string
+	AgentCmd string
+	Model    string
+	// Agents is the list of agents to run, in order of preference: the
+	// agents key, or else agent with model as a list of one.
+	Agents                  []AgentSpec
 	BD                      string
 	BDContractOverride      bool
 	Scope                   string
@@ -399,10 +411,22 @@ func jsonText(f Field, raw json.RawMessage) (string, error) {
 		return s, nil
 	default:
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("want a string, got %s", raw)
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return s, nil
 		}
-		return s, nil
+		var ss []string
+		if f.List && json.Unmarshal(raw, &ss) == nil {
+			for _, e := range ss {
+				if strings.Contains(e, ",") {
+					return "", fmt.Errorf("%q: an entry of the list cannot hold a comma", e)
+				}
+			}
+			return strings.Join(ss, ","), nil
+		}
+		if f.List {
+			return "", fmt.Errorf("want a string or an array of strings, got %s", raw)
+		}
+		return "", fmt.Errorf("want a string, got %s", raw)
 	}
 }
 
@@ -473,6 +497,11 @@ func (c *Config) decode() error {
 	c.Agent = str("agent")
 	c.AgentCmd = str("agent_cmd")
 	c.Model = str("model")
+	agents, err := parseAgents(str("agents"), c.Agent, c.Model)
+	if err != nil {
+		return &Error{Source: c.sources["agents"], Key: "agents", Msg: err.Error()}
+	}
+	c.Agents = agents
 	c.BD = str("bd")
 	c.BDContractOverride = boo("bd_contract_override")
 	c.Scope = str("scope")
@@ -519,8 +548,10 @@ func (c *Config) decode() error {
 	c.NotifyEvents = str("notify_events")
 	c.NotifyTimeout = dur("notify_timeout")
 	switch {
-	case c.Agent == "command" && c.AgentCmd == "":
+	case c.Agent == "command" && c.AgentCmd == "" && str("agents") == "":
 		return &Error{Source: c.sources["agent"], Key: "agent", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
+	case slices.ContainsFunc(c.Agents, func(a AgentSpec) bool { return a.Backend == "command" }) && c.AgentCmd == "":
+		return &Error{Source: c.sources["agents"], Key: "agents", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
 	case c.Workers < 1 || c.Workers > MaxWorkers:
 		return &Error{Source: c.sources["workers"], Key: "workers", Msg: fmt.Sprintf("must be between 1 and %d", MaxWorkers)}
 	case c.MaxStuck < 1:
@@ -537,6 +568,45 @@ func (c *Config) decode() error {
 		return &Error{Source: c.sources["report_retention"], Key: "report_retention", Msg: "must be at least 1"}
 	}
 	return nil
+}
+
+// AgentSpec is one agent of the agents list.
+type AgentSpec struct {
+	Name    string // the entry as written: "claude", "codex:gpt-5"
+	Backend string // the backend's name, one of agent.Names()
+	Model   string // "" for the backend's default
+}
+
+// parseAgents reads the agents list: comma-separated entries, each a
+// backend's name, or a name and a model after a colon. An empty list is
+// the one agent of the agent and model keys.
+func parseAgents(v, one, model string) ([]AgentSpec, error) {
+	if strings.TrimSpace(v) == "" {
+		name := one
+		if model != "" {
+			name += ":" + model
+		}
+		return []AgentSpec{{Name: name, Backend: one, Model: model}}, nil
+	}
+	var out []AgentSpec
+	for _, e := range strings.Split(v, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		b, m, _ := strings.Cut(e, ":")
+		if !slices.Contains(agent.Names(), b) {
+			return nil, fmt.Errorf("%q is not an agent; use one of: %s, each with an optional :model", b, strings.Join(agent.Names(), ", "))
+		}
+		if slices.ContainsFunc(out, func(a AgentSpec) bool { return a.Name == e }) {
+			return nil, fmt.Errorf("%q is listed twice", e)
+		}
+		out = append(out, AgentSpec{Name: e, Backend: b, Model: m})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the list is empty")
+	}
+	return out, nil
 }
 
 // Entry is one line of the effective configuration.

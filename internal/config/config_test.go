@@ -89,6 +89,36 @@ func TestTypedValues(t *testing.T) {
 	is.Equal(c.NetworkAllow, []string{"registry.npmjs.org", "*.golang.org:443"})
 }
 
+// TestAgents reads the agents list from each source, and the one-agent
+// form it stands for when unset.
+func TestAgents(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		file string
+		env  map[string]string
+		want []AgentSpec
+	}{
+		{"unset: agent and model", `{"agent": "codex", "model": "gpt-5"}`, nil, []AgentSpec{{"codex:gpt-5", "codex", "gpt-5"}}},
+		{"unset: the default agent", `{}`, nil, []AgentSpec{{"claude", "claude", ""}}},
+		{"a JSON array", `{"agents": ["claude", "codex:gpt-5", "gemini"]}`, nil,
+			[]AgentSpec{{"claude", "claude", ""}, {"codex:gpt-5", "codex", "gpt-5"}, {"gemini", "gemini", ""}}},
+		{"a comma-separated string", `{"agents": "claude, codex"}`, nil, []AgentSpec{{"claude", "claude", ""}, {"codex", "codex", ""}}},
+		{"env beats the file, and agent", `{"agents": ["claude"], "agent": "amp"}`, map[string]string{"RALPH_AGENTS": "gemini,claude:opus"},
+			[]AgentSpec{{"gemini", "gemini", ""}, {"claude:opus", "claude", "opus"}}},
+		{"one backend under two models", `{"agents": ["claude:opus", "claude:sonnet"]}`, nil,
+			[]AgentSpec{{"claude:opus", "claude", "opus"}, {"claude:sonnet", "claude", "sonnet"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := is.New(t)
+			p := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "_")+".json", tt.file)
+			c, err := Load(Loader{ProjectFile: p, Getenv: envOf(tt.env)})
+			is.NoErr(err)
+			is.Equal(c.Agents, tt.want) // the agents, in order
+		})
+	}
+}
+
 func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -122,6 +152,10 @@ func TestErrors(t *testing.T) {
 		{"negative create cap", `{"max_creates": -1}`, nil, "max_creates", `want a whole number of at least 0, got "-1"`},
 		{"command without cmd", `{"agent": "command"}`, nil, "agent", "needs agent_cmd"},
 		{"not an object", `[1,2]`, nil, "", "not a JSON object"},
+		{"unknown agent in agents", `{"agents": ["claude", "gpt:4"]}`, nil, "agents", `"gpt" is not an agent; use one of: claude, command`},
+		{"agent listed twice", ``, map[string]string{"RALPH_AGENTS": "codex, codex"}, "agents", `"codex" is listed twice`},
+		{"agents not strings", `{"agents": [1]}`, nil, "agents", "want a string or an array of strings"},
+		{"command agent without cmd", `{"agents": "claude,command"}`, nil, "agents", "needs agent_cmd"},
 		{"bad network", `{"network": "none"}`, nil, "network", `"none" is not allowed; use one of: allowlist, open`},
 		{"bad network_allow", `{"network_allow": "registry.npmjs.org, https://proxy.golang.org"}`, nil, "network_allow", `"https://proxy.golang.org": want a host name`},
 		{"bad network_allow port env", ``, map[string]string{"RALPH_NETWORK_ALLOW": "example.com:99999"}, "network_allow", `port "99999" is not a number`},
