@@ -291,3 +291,15 @@ func benchParser(b *testing.B, be Backend, fixture string) {
 		p.Finish(0, "")
 	}
 }
+
+// TestCommandModel: the command backend gets the model it is asked for
+// as RALPH_MODEL, and nothing when none is.
+func TestCommandModel(t *testing.T) {
+	is := is.New(t)
+	spec, err := Command{Line: "x"}.Command(Invocation{Mode: "build", Model: "fast"})
+	is.NoErr(err)
+	is.True(slices.Contains(spec.Env, "RALPH_MODEL=fast")) // the agents entry command:fast
+	spec, err = Command{Line: "x"}.Command(Invocation{Mode: "build"})
+	is.NoErr(err)
+	is.True(!slices.ContainsFunc(spec.Env, func(e string) bool { return strings.HasPrefix(e, "RALPH_MODEL=") })) // no model, no variable
+}

@@ -10,7 +10,8 @@ import (
 // Command is the generic backend: a user-given command line (--agent-cmd)
 // run with `sh -c`. The prompt goes on its stdin, and RALPH_MODE,
 // RALPH_ISSUE_ID, RALPH_ITERATION and RALPH_ATTEMPT describe the
-// iteration in its environment.
+// iteration in its environment, with RALPH_MODEL when a model was asked
+// for.
 //
 // Stdout lines that are Claude stream-json are parsed as such, so a
 // scripted agent can report a result, cost, commands and rate limits. When
@@ -63,7 +64,13 @@ func (c Command) Command(inv Invocation) (Spec, error) {
 	if strings.TrimSpace(c.Line) == "" {
 		return Spec{}, errNoCommandLine
 	}
-	return Spec{Argv: []string{"sh", "-c", c.Line}, Env: ralphEnv(inv), Stdin: inv.Prompt}, nil
+	env := ralphEnv(inv)
+	if inv.Model != "" {
+		// The model of an agents entry such as command:fast: a command
+		// line listed twice tells its runs apart by it.
+		env = append(env, "RALPH_MODEL="+inv.Model)
+	}
+	return Spec{Argv: []string{"sh", "-c", c.Line}, Env: env, Stdin: inv.Prompt}, nil
 }
 
 // NewParser returns a parser that understands Claude stream-json lines and
