@@ -179,8 +179,8 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		ls.close()
 		return nil, code
 	}
-	backend, code := lookupBackend(a, p.cfg)
-	if backend == nil {
+	agents, code := lookupAgents(a, p.cfg)
+	if len(agents) == 0 {
 		ls.close()
 		return nil, code
 	}
@@ -208,7 +208,7 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 	}
 	now := time.Now()
 	loop := &modes.Loop{
-		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: backend, Prompts: ps,
+		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: agents[0].Backend, Rota: modes.NewRota(agents...), Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: logjsonl.NewRunID(now), Version: readBuildInfo().Version,
 		Self: a.argv0, BDClient: bdClient(a.argv0), RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
 		ConfigDirs: []string{filepath.Dir(globalConfigFile(a))},
@@ -236,24 +236,40 @@ func (ls *loopSetup) openLog(a *app) int {
 	return exitOK
 }
 
-// lookupBackend returns the configured agent backend, or prints why it
-// cannot be used and returns exit 5 (not installed) or 2 (bad config).
-func lookupBackend(a *app, cfg *config.Config) (agent.Backend, int) {
-	b, err := agent.Lookup(cfg.Agent, agent.WithAgentCmd(cfg.AgentCmd))
-	if err != nil {
-		errorf(a.stderr, "%v", err)
-		return nil, exitUsage
+// lookupAgents returns the configured agents, in order. With several, one
+// that is not installed is left out with a warning; when none is left (or
+// the one agent is not installed), it prints why and returns exit 5, or 2
+// for a bad config.
+func lookupAgents(a *app, cfg *config.Config) ([]modes.Agent, int) {
+	var out []modes.Agent
+	var missing []agent.Backend
+	for _, spec := range cfg.Agents {
+		b, err := agent.Lookup(spec.Backend, agent.WithAgentCmd(cfg.AgentCmd))
+		if err != nil {
+			errorf(a.stderr, "%v", err)
+			return nil, exitUsage
+		}
+		if bin := b.Binary(); bin != "" {
+			if _, err := exec.LookPath(bin); err != nil {
+				missing = append(missing, b)
+				if len(cfg.Agents) > 1 {
+					warnf(a.stderr, "agent %s is not installed (%s not found on PATH); running without it", spec.Name, bin)
+				}
+				continue
+			}
+		}
+		out = append(out, modes.Agent{Name: spec.Name, Backend: b, Model: spec.Model})
 	}
-	if bin := b.Binary(); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			errorf(a.stderr, "agent %s is not installed: %s not found on PATH", b.Name(), bin)
+	if len(out) == 0 {
+		for _, b := range missing {
+			errorf(a.stderr, "agent %s is not installed: %s not found on PATH", b.Name(), b.Binary())
 			if h, ok := b.(agent.InstallHinter); ok {
 				hintf(a.stderr, "%s", h.InstallHint())
 			}
-			return nil, exitAgent
 		}
+		return nil, exitAgent
 	}
-	return b, exitOK
+	return out, exitOK
 }
 
 // containment returns how iterations are contained: a cgroup v2 of their

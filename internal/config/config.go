@@ -595,6 +595,12 @@ func parseAgents(v, one, model string) ([]AgentSpec, error) {
 			continue
 		}
 		b, m, _ := strings.Cut(e, ":")
+		b, m = strings.TrimSpace(b), strings.TrimSpace(m)
+		if m == "" {
+			e = b
+		} else {
+			e = b + ":" + m
+		}
 		if !slices.Contains(agent.Names(), b) {
 			return nil, fmt.Errorf("%q is not an agent; use one of: %s, each with an optional :model", b, strings.Join(agent.Names(), ", "))
 		}

@@ -85,10 +85,14 @@ type RunStart struct {
 	ProjectID     string `json:"project_id"`
 	Agent         string `json:"agent"`
 	Model         string `json:"model,omitempty"`
-	ProjectDir    string `json:"project_dir,omitempty"`
-	Scope         string `json:"scope,omitempty"` // the epic a BUILD run is limited to
-	MaxAttempts   int    `json:"max_attempts,omitempty"`
-	PID           int    `json:"pid,omitempty"`
+	// Agents is the list of agents the run falls back on, in order, when
+	// there is more than one ("claude", "codex:gpt-5"); Agent and Model
+	// are then the first's.
+	Agents      []string `json:"agents,omitempty"`
+	ProjectDir  string   `json:"project_dir,omitempty"`
+	Scope       string   `json:"scope,omitempty"` // the epic a BUILD run is limited to
+	MaxAttempts int      `json:"max_attempts,omitempty"`
+	PID         int      `json:"pid,omitempty"`
 	// Sandbox is how BUILD agents run: "bwrap" or "none"; SandboxNote
 	// says why not, when the setting allowed a sandbox.
 	Sandbox     string `json:"sandbox,omitempty"`
@@ -108,6 +112,8 @@ type IterationStart struct {
 	Attempt     int    `json:"attempt,omitempty"`      // this attempt at the issue, from 1
 	MaxAttempts int    `json:"max_attempts,omitempty"` // attempts before the issue counts as stuck
 	Sandbox     string `json:"sandbox,omitempty"`      // "bwrap" when the agent runs sandboxed, else "none"
+	Agent       string `json:"agent,omitempty"`        // the backend that runs the iteration
+	Model       string `json:"model,omitempty"`        // the model it was asked for, if any
 }
 
 // IterationEnd is the data of an iteration_end event. The first three keys
@@ -127,6 +133,8 @@ type IterationEnd struct {
 	CostUSD         *float64      `json:"cost_usd,omitempty"` // nil when the agent reports no cost
 	Tokens          *agent.Tokens `json:"tokens,omitempty"`
 	SessionID       string        `json:"session_id,omitempty"`
+	Agent           string        `json:"agent,omitempty"` // the backend that ran the iteration
+	Model           string        `json:"model,omitempty"`
 }
 
 // Stuck is the data of a stuck event: an issue used up its attempts.

@@ -63,7 +63,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	defer g.Close()
 	inv := agent.Invocation{
 		Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt,
-		Prompt: r.prompt, Dir: l.Dir, Model: l.Config.Model, ScratchDir: scratch,
+		Prompt: r.prompt, Dir: l.Dir, Model: l.agentModel(), ScratchDir: scratch,
 		DenyBash:     g.DenyPrefixes(),
 		HookArgv:     g.HookArgv(),
 		MaxBudgetUSD: r.budget,

@@ -1,10 +1,12 @@
 package modes
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
 // Agent is one entry of the configured list of agents: a backend and the
@@ -131,4 +133,110 @@ func (r *Rota) Dropped() []string {
 		}
 	}
 	return out
+}
+
+// fallback reports whether the loop has agents to fall back on.
+func (l *Loop) fallback() bool { return l.Rota != nil && l.Rota.Len() > 1 }
+
+// chooseAgent makes the rota's next agent the one that runs: the first
+// usable one whose usage limit has ended or, when every one is limited,
+// the one whose limit ends first.
+func (l *Loop) chooseAgent() {
+	if l.Rota == nil {
+		return
+	}
+	a, _ := l.Rota.Next(l.now())
+	if a.Name == "" || a.Name == l.cur.Name {
+		return
+	}
+	if l.cur.Name != "" {
+		l.event(logjsonl.EventDecision, logjsonl.Decision{Decision: "switch_agent", Reason: l.cur.Name + " -> " + a.Name})
+		l.human().Info("switching agent", "from", l.cur.Name, "to", a.Name)
+	}
+	l.cur, l.Backend = a, a.Backend
+}
+
+// agentName names the agent that runs now, as the configuration does.
+func (l *Loop) agentName() string {
+	if l.cur.Name != "" {
+		return l.cur.Name
+	}
+	return l.Backend.Name()
+}
+
+// agentModel is the model the agent that runs now is asked for.
+func (l *Loop) agentModel() string {
+	if l.Rota != nil {
+		return l.cur.Model
+	}
+	return l.Config.Model
+}
+
+// agentNames lists the agents to fall back on, when there are several.
+func (l *Loop) agentNames() []string {
+	if !l.fallback() {
+		return nil
+	}
+	var names []string
+	for _, a := range l.Rota.agents {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// agentKV is the agent for an iteration's human log line, when there are
+// several to tell apart.
+func (l *Loop) agentKV() []any {
+	if !l.fallback() {
+		return nil
+	}
+	return []any{"agent", l.agentName()}
+}
+
+// limitAgent takes the running agent out of the rota until its usage limit
+// ends: the reset it reported, or the quota backoff's next step when it
+// reported none (never beyond quota_backoff_max). It reports whether
+// another agent can run meanwhile; when none can, the caller waits.
+func (l *Loop) limitAgent(it iteration, quota *backoff) bool {
+	if !l.fallback() {
+		return false
+	}
+	now := l.now()
+	until := now.Add(quotaWait(now, quota, it.resetAt, it.resetRounded))
+	name := l.agentName()
+	l.Rota.Limited(name, until)
+	next, ok := l.Rota.Next(now)
+	why := fmt.Sprintf("%s is at a usage limit until %s: %s", name, until.UTC().Format(time.RFC3339), it.reason)
+	l.event(logjsonl.EventDecision, logjsonl.Decision{Decision: "agent_limited", Reason: why})
+	if ok {
+		l.human().Warn("agent rate-limited; another runs until the limit ends", "agent", name, "until", until.Format(time.TimeOnly), "next", next.Name)
+	}
+	return ok
+}
+
+// dropAgent takes the running agent, which cannot run at all (not logged
+// in, invalid key), out of the rota for the rest of the run. It reports
+// whether another agent is left to run; when none is, the run stops as
+// with a single agent.
+func (l *Loop) dropAgent(res *Result, why string) bool {
+	if !l.fallback() {
+		return false
+	}
+	name := l.agentName()
+	if !l.Rota.Unusable(name, why) {
+		return false
+	}
+	res.DroppedAgents = append(res.DroppedAgents, name+": "+why)
+	l.event(logjsonl.EventDecision, logjsonl.Decision{Decision: "drop_agent", Reason: name + " cannot run, and is out for the rest of the run: " + why})
+	l.human().Error("agent unusable; out for the rest of the run", "agent", name, "why", why)
+	return true
+}
+
+// rotaWake is when the first usage limit ends, when every agent of
+// several is limited; the zero time otherwise.
+func (l *Loop) rotaWake() time.Time {
+	if !l.fallback() {
+		return time.Time{}
+	}
+	return l.Rota.Wake()
 }

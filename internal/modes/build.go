@@ -339,7 +339,7 @@ func (l *Loop) endIteration(res *Result, rec state.Record, out agent.Outcome, cl
 		Iteration: rec.Iteration, ExitCode: rec.ExitCode, DurationSeconds: int64(rec.DurationSeconds),
 		Outcome: rec.Outcome, Reason: out.Reason, IssueID: rec.IssueID, Attempt: rec.Attempt, MaxAttempts: l.Config.MaxStuck,
 		IssueClosed: closed, Turns: out.Turns, ToolCalls: out.ToolCalls, CostUSD: out.CostUSD, Tokens: tokensOf(out.Usage),
-		SessionID: out.SessionID,
+		SessionID: out.SessionID, Agent: rec.Agent, Model: rec.Model,
 	})
 	kv := []any{"outcome", rec.Outcome, "duration", time.Duration(rec.DurationSeconds * float64(time.Second)).Round(time.Second)}
 	if rec.IssueID != "" {

@@ -100,7 +100,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	it.rec = state.Record{
 		RunID: res.RunID, Mode: ModeBuild, Iteration: it.n, IssueID: is.ID, Attempt: it.attempt,
 		StartedAt: it.started, ExitCode: it.out.ExitCode, CostUSD: it.out.CostUSD, Tokens: it.out.Usage,
-		Agent: l.Backend.Name(), Model: l.Config.Model, SessionID: it.out.SessionID, Turns: it.out.Turns, ToolCalls: it.out.ToolCalls,
+		Agent: l.Backend.Name(), Model: l.agentModel(), SessionID: it.out.SessionID, Turns: it.out.Turns, ToolCalls: it.out.ToolCalls,
 		Gate: GateAgent, BDCalls: it.calls, Sandbox: l.sandboxName(ModeBuild), Network: l.networkName(ModeBuild), NetworkAllow: l.networkAllowed(ModeBuild),
 	}
 	if !isAttempt(it.out.Status) {
@@ -165,9 +165,9 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 
 	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
 		Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: it.attempt, MaxAttempts: l.Config.MaxStuck,
-		Sandbox: l.sandboxName(ModeBuild),
+		Sandbox: l.sandboxName(ModeBuild), Agent: l.Backend.Name(), Model: l.agentModel(),
 	})
-	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck))
+	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck), l.agentKV()...)
 	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, it.n, it.attempt, l.Config.MaxStuck)
 	return it, prompt, nil
 }

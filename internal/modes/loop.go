@@ -112,6 +112,9 @@ type Result struct {
 	// Held those ready at its start that BUILD's changes held back.
 	Created []string
 	Held    []string
+	// DroppedAgents are the agents taken out of the list for the run, each
+	// with why ("codex: invalid API key").
+	DroppedAgents []string
 
 	ledgerOnce sync.Once
 	built      *buildLedger
@@ -145,6 +148,10 @@ type Loop struct {
 	BD      *beads.Client
 	State   *state.Store
 	Backend agent.Backend
+	// Rota, when set, chooses each iteration's agent from the configured
+	// list (agents.go), and Backend is the one running. Nil: Backend, with
+	// Config.Model, runs every iteration.
+	Rota    *Rota
 	Prompts *prompts.Set
 	Log     *logjsonl.Writer // nil when logging is off
 	Human   *log.Logger      // one line per iteration start and end
@@ -200,6 +207,8 @@ type Loop struct {
 	lastReady readyAnswer
 	// seat is a worker's place in its pool; nil outside workers.
 	seat *seat
+	// cur is the entry of Rota that runs now.
+	cur Agent
 	// pin is which tracker the run's snapshots read, fixed at its start
 	// (trackerpin.go); workers share it.
 	pin *trackerPin

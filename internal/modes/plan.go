@@ -62,8 +62,8 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 	if err != nil {
 		return iteration{reason: "the PLANNING prompt does not render"}, false, err
 	}
-	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{Iteration: iter, Mode: ModePlan})
-	l.human().Info(fmt.Sprintf("planning iteration %d", iter))
+	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{Iteration: iter, Mode: ModePlan, Agent: l.Backend.Name(), Model: l.agentModel()})
+	l.human().Info(fmt.Sprintf("planning iteration %d", iter), l.agentKV()...)
 	l.status("plan iteration %d", iter)
 
 	out, calls, err := l.runAgent(ctx, agentRun{mode: ModePlan, iteration: iter, prompt: prompt, budget: l.remainingBudget(res)})
@@ -74,7 +74,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 	res.addCost(out)
 	rec := state.Record{
 		RunID: res.RunID, Mode: ModePlan, Iteration: iter, StartedAt: started, ExitCode: out.ExitCode,
-		CostUSD: out.CostUSD, Tokens: out.Usage, Agent: l.Backend.Name(), Model: l.Config.Model,
+		CostUSD: out.CostUSD, Tokens: out.Usage, Agent: l.Backend.Name(), Model: l.agentModel(),
 		SessionID: out.SessionID, Turns: out.Turns, ToolCalls: out.ToolCalls, Outcome: string(out.Status),
 		BDCalls: calls,
 	}

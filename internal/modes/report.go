@@ -31,6 +31,10 @@ type Report struct {
 	Tokens     agent.Tokens   `json:"tokens"`
 	Issues     []ReportIssue  `json:"issues"`
 	Config     []config.Entry `json:"config"`
+	// Agents are the iterations, cost and tokens of each agent that ran;
+	// DroppedAgents the agents taken out of the list for the run, with why.
+	Agents        []state.AgentTotals `json:"agents"`
+	DroppedAgents []string            `json:"dropped_agents,omitempty"`
 }
 
 // ReportIssue is one issue worked in the run.
@@ -64,6 +68,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 	rep := &Report{
 		RunID: res.RunID, Mode: res.Mode, Started: res.Started, Ended: res.Ended, StopReason: res.Stop,
 		Reason: res.Reason, Config: l.Config.Entries(), Issues: []ReportIssue{},
+		Agents: state.SummarizeRun(recs, res.RunID).Agents, DroppedAgents: res.DroppedAgents,
 	}
 	stuck, branches := map[string]bool{}, map[string]string{}
 	violations, noProgress := map[string]int{}, map[string]int{}
@@ -185,6 +190,18 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprint(w, "- cost: not reported by the agent\n")
 	}
 	fmt.Fprintf(w, "- tokens: %d in, %d out, %d cache read, %d cache write\n", r.Tokens.InputTokens, r.Tokens.OutputTokens, r.Tokens.CacheReadTokens, r.Tokens.CacheWriteTokens)
+	if len(r.Agents) > 1 || len(r.DroppedAgents) > 0 {
+		for _, a := range r.Agents {
+			cost := "cost not reported"
+			if a.CostUSD != nil {
+				cost = fmt.Sprintf("$%.4f", *a.CostUSD)
+			}
+			fmt.Fprintf(w, "- agent %s: %s, %s, %d tokens in, %d out\n", a.Name, text.Count(a.Iterations, "iteration"), cost, a.Tokens.InputTokens, a.Tokens.OutputTokens)
+		}
+		for _, d := range r.DroppedAgents {
+			fmt.Fprintf(w, "- dropped for the run: %s\n", d)
+		}
+	}
 	fmt.Fprint(w, "\n<details><summary>Effective configuration</summary>\n\n| key | value | source |\n|---|---|---|\n")
 	for _, e := range slices.Clone(r.Config) {
 		fmt.Fprintf(w, "| %s | `%s` | %s |\n", e.Key, e.Value, e.Source)

@@ -14,6 +14,7 @@ import (
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
 	"github.com/ralphd/ralphd/internal/state"
+	"github.com/ralphd/ralphd/internal/text"
 )
 
 // runMode is the life of one run: run_start, the run timeout, body, and
@@ -77,6 +78,7 @@ func (l *Loop) mayContinue(ctx context.Context, res *Result, o runOpts) (stop bo
 	if l.overBudget(res) {
 		return true, res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)
 	}
+	l.chooseAgent()
 	return false, nil
 }
 
@@ -86,6 +88,9 @@ func (l *Loop) mayContinue(ctx context.Context, res *Result, o runOpts) (stop bo
 func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, err error, quota *backoff) (stop bool, _ error) {
 	switch {
 	case errors.Is(err, ErrAgentUnusable):
+		if l.dropAgent(res, it.reason) {
+			return false, nil // another agent runs the next iteration
+		}
 		return true, res.stop(StopAgentUnusable, it.reason, err)
 	case errors.Is(err, ErrInterrupted), err != nil && ctx.Err() != nil:
 		return true, stopped(ctx, res, "stopped by a signal during an iteration; its attempt was given back")
@@ -93,6 +98,9 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 		return true, res.stop(StopError, it.reason, err)
 	}
 	if it.rateLimited {
+		if l.limitAgent(it, quota) {
+			return false, nil // another agent runs until the limit ends
+		}
 		if err := l.waitQuota(ctx, quota, it.resetAt, it.resetRounded, res.Iterations+1, it.reason); err != nil {
 			return true, stopped(ctx, res, "stopped by a signal while waiting for the agent's quota")
 		}
@@ -105,9 +113,10 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 // begin starts a run: it records run_start and returns the result to fill.
 func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
 	res := &Result{Mode: mode, RunID: l.RunID, Started: l.now()}
+	l.chooseAgent()
 	l.event(logjsonl.EventRunStart, logjsonl.RunStart{
 		SchemaVersion: logjsonl.SchemaVersion, RunID: l.RunID, Mode: mode, MaxIterations: maxIter, Version: l.Version,
-		ProjectID: l.State.Identity().ID, Agent: l.Backend.Name(), Model: l.Config.Model, ProjectDir: l.Dir,
+		ProjectID: l.State.Identity().ID, Agent: l.Backend.Name(), Model: l.agentModel(), Agents: l.agentNames(), ProjectDir: l.Dir,
 		Scope: l.Config.Scope, MaxAttempts: l.Config.MaxStuck, PID: os.Getpid(),
 		Sandbox: l.sandboxName(mode), SandboxNote: l.sandboxNote(mode), Containment: l.Contain.Describe(),
 	})
@@ -175,9 +184,19 @@ func (l *Loop) finish(res *Result, err error, refused bool) {
 		id, b, _ := strings.Cut(fb, " ")
 		fmt.Fprintf(w, "  work on %s kept on branch %s\n", id, b)
 	}
-	if path, _, err := l.writeReport(res); err != nil {
+	for _, d := range res.DroppedAgents {
+		fmt.Fprintf(w, "  dropped agent %s\n", d)
+	}
+	if path, rep, err := l.writeReport(res); err != nil {
 		l.human().Warn("could not write the end-of-run report", "err", err)
 	} else {
+		if len(rep.Agents) > 1 {
+			var by []string
+			for _, a := range rep.Agents {
+				by = append(by, a.Name+" "+text.Count(a.Iterations, "iteration"))
+			}
+			fmt.Fprintf(w, "  agents: %s\n", strings.Join(by, ", "))
+		}
 		fmt.Fprintf(w, "  report: %s\n", path)
 	}
 	if l.Log != nil {
@@ -227,10 +246,24 @@ func (b *backoff) step() time.Duration {
 // agent said (plus a few seconds when it gave the instant exactly, a minute
 // when it was read from text rounded to the minute; see agent.QuotaWait),
 // or with exponential backoff otherwise.
+//
+// With several agents (agents.go), every one is limited by now: the run
+// waits for the first limit to end instead, and that agent runs next.
 func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, rounded bool, iter int, reason string) error {
+	if wake := l.rotaWake(); !wake.IsZero() {
+		err := l.sleepQuota(ctx, max(wake.Sub(l.now()), 0), wake, iter, reason+" (every agent is at a usage limit: waiting for the first to end)")
+		l.Rota.Lift(wake)
+		return err
+	}
+	return l.sleepQuota(ctx, quotaWait(l.now(), b, resetAt, rounded), resetAt, iter, reason)
+}
+
+// quotaWait is how long a usage limit lasts: until resetAt when the agent
+// said (with agent.QuotaWait's slack), else the backoff's next step.
+func quotaWait(now time.Time, b *backoff, resetAt time.Time, rounded bool) time.Duration {
 	wait := b.step()
 	if !resetAt.IsZero() {
-		wait = agent.QuotaWait(l.now(), resetAt, rounded)
+		wait = agent.QuotaWait(now, resetAt, rounded)
 	}
 	// Never sleep past the cap, even for an announced reset: a reset time
 	// misread, or days away, then costs one cheap retry (a rate-limited
@@ -238,6 +271,11 @@ func (l *Loop) waitQuota(ctx context.Context, b *backoff, resetAt time.Time, rou
 	if b.max > 0 && wait > b.max {
 		wait = b.max
 	}
+	return wait
+}
+
+// sleepQuota waits out a usage limit for wait, with its events.
+func (l *Loop) sleepQuota(ctx context.Context, wait time.Duration, resetAt time.Time, iter int, reason string) error {
 	l.event(logjsonl.EventQuotaWaitStart, logjsonl.QuotaWaitStart{
 		Agent: l.Backend.Name(), Iteration: iter, ResetAt: resetAt.UTC(), WaitSeconds: int64(wait.Seconds()), Reason: reason,
 	})

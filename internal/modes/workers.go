@@ -391,6 +391,10 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 	}
 	p.resMu.Unlock()
 
+	// Each worker's iteration asks the run's rota which agent runs it; the
+	// rota's switches are logged where its limits and drops are.
+	w.cur = Agent{}
+	w.chooseAgent()
 	endWorking := p.startWorking(a.Issue.ID, a.Actor)
 	it, err := w.buildIteration(ctx, mine, a.Issue)
 	endWorking()
@@ -403,6 +407,12 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 	case ctx.Err() != nil:
 		return Ended{Kind: Errored, Err: ctx.Err()}
 	case errors.Is(err, ErrAgentUnusable):
+		p.resMu.Lock()
+		dropped := w.dropAgent(p.res, it.reason)
+		p.resMu.Unlock()
+		if dropped {
+			return Ended{Kind: Skipped, Err: err} // another agent takes the issue up
+		}
 		return Ended{Kind: Stopped, Err: err}
 	case errors.Is(err, ErrInterrupted):
 		return Ended{Kind: Skipped, Err: err}
@@ -410,6 +420,9 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 		return Ended{Kind: Stopped, Err: fmt.Errorf("%s: %w", it.reason, err)}
 	case it.rateLimited:
 		quota := backoff{max: l.Config.QuotaBackoffMax}
+		if w.limitAgent(it, &quota) {
+			return Ended{Kind: Skipped, Err: errors.New("rate-limited; another agent runs until the limit ends")}
+		}
 		if err := w.waitQuota(ctx, &quota, it.resetAt, it.resetRounded, n+1, it.reason); err != nil {
 			return Ended{Kind: Errored, Err: err}
 		}

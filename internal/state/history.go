@@ -396,6 +396,44 @@ type RunSummary struct {
 	NetworkAllow []string `json:"network_allow,omitempty"`
 	// CreatedByBuild counts the issues the run's BUILD iterations created.
 	CreatedByBuild int `json:"created_by_build"`
+	// Agents are the run's iterations by agent, in the order each first
+	// ran: several when the run fell back on another (config agents).
+	Agents []AgentTotals `json:"agents"`
+}
+
+// AgentTotals sums one agent's iterations in a run: its runs (rate-limited
+// ones too), their cost when it reported one, and their tokens.
+type AgentTotals struct {
+	Name       string       `json:"name"` // as the agents list writes it: "claude", "codex:gpt-5"
+	Iterations int          `json:"iterations"`
+	CostUSD    *float64     `json:"cost_usd,omitempty"`
+	Tokens     agent.Tokens `json:"tokens"`
+}
+
+// AgentName names the agent of r as the agents list does: its backend,
+// then ":" and the model when one was asked for.
+func (r Record) AgentName() string {
+	if r.Model == "" {
+		return r.Agent
+	}
+	return r.Agent + ":" + r.Model
+}
+
+// addAgent adds r to the totals of its agent in ts.
+func addAgent(ts []AgentTotals, r Record) []AgentTotals {
+	name := r.AgentName()
+	if name == "" {
+		return ts
+	}
+	i := slices.IndexFunc(ts, func(t AgentTotals) bool { return t.Name == name })
+	if i < 0 {
+		ts, i = append(ts, AgentTotals{Name: name}), len(ts)
+	}
+	t := &ts[i]
+	t.Iterations++
+	t.CostUSD = addCost(t.CostUSD, r.CostUSD)
+	t.Tokens = t.Tokens.Add(r.Tokens)
+	return ts
 }
 
 // LastRunID returns the run id of the last record that has one, or "".
@@ -412,7 +450,7 @@ func LastRunID(records []Record) string {
 // cost, tokens, duration) come from the iteration records, so they are
 // right even for a run that was killed before writing its run_end record.
 func SummarizeRun(records []Record, runID string) RunSummary {
-	sum := RunSummary{RunID: runID, Issues: []string{}, Outcomes: map[string]int{}}
+	sum := RunSummary{RunID: runID, Issues: []string{}, Outcomes: map[string]int{}, Agents: []AgentTotals{}}
 	for _, r := range records {
 		if r.RunID != runID {
 			continue
@@ -447,6 +485,7 @@ func SummarizeRun(records []Record, runID string) RunSummary {
 		sum.CostUSD = addCost(sum.CostUSD, r.CostUSD)
 		sum.Tokens = sum.Tokens.Add(r.Tokens)
 		sum.DurationSeconds += r.DurationSeconds
+		sum.Agents = addAgent(sum.Agents, r)
 	}
 	return sum
 }

@@ -340,6 +340,11 @@ func (st Status) WriteText(w io.Writer) error {
 			more("ended without a stop record (ralphd was killed or crashed)")
 		}
 		more("%s", fmtCost(r.CostUSD, r.Tokens))
+		if len(r.Agents) > 1 {
+			for _, a := range r.Agents {
+				more("agent %s: %s; %s", a.Name, text.Count(a.Iterations, "iteration"), fmtCost(a.CostUSD, a.Tokens))
+			}
+		}
 		if r.CreatedByBuild > 0 {
 			more("BUILD created %s", text.Count(r.CreatedByBuild, "issue"))
 		}
