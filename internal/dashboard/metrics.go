@@ -45,9 +45,11 @@ type Metrics struct {
 	daemon       *prometheus.GaugeVec
 	runs         *prometheus.CounterVec
 	netRefused   *prometheus.CounterVec
+	agentIters   *prometheus.CounterVec
 
 	mu      sync.Mutex
 	backend string            // the agent of the current run
+	agent   map[string]string // worker -> the backend of its running iteration
 	runMode string            // the mode of the current run
 	mode    map[string]string // worker -> mode of its running iteration
 	busy    map[string]bool   // worker -> busy
@@ -63,6 +65,7 @@ func NewMetrics(workers int) *Metrics {
 	m := &Metrics{
 		reg:     prometheus.NewRegistry(),
 		mode:    map[string]string{},
+		agent:   map[string]string{},
 		busy:    map[string]bool{},
 		nworker: workers,
 		iterations: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -117,13 +120,16 @@ func NewMetrics(workers int) *Metrics {
 		}, []string{"mode", "outcome"}),
 		// No host label: the hosts an agent tries are unbounded, and the
 		// run log's network_refused events name them.
+		agentIters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ralphd_agent_iterations_total", Help: "Agent iterations finished, by backend and outcome (several backends when the run falls back on another).",
+		}, []string{"backend", "outcome"}),
 		netRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ralphd_network_refused_total", Help: "Hosts the BUILD sandbox's network proxy refused, once per host per iteration, by backend.",
 		}, []string{"backend"}),
 	}
 	m.reg.MustRegister(m.iterations, m.duration, m.closed, m.reopened, m.stuck, m.created, m.violations,
 		m.cost, m.tokens, m.quotaWaits, m.quotaSeconds, m.bdCalls, m.bdLatency, m.workers, m.daemon, m.runs,
-		m.netRefused, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.netRefused, m.agentIters, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.workers.WithLabelValues("busy").Set(0)
 	m.workers.WithLabelValues("idle").Set(float64(workers))
 	m.SetDaemonState("starting")
@@ -177,6 +183,16 @@ func (m *Metrics) backendLabel() string {
 	return m.backend
 }
 
+// iterationBackend is the backend of worker's running iteration, for a
+// label: the one its iteration_start named, else the run's. The caller
+// holds m.mu.
+func (m *Metrics) iterationBackend(worker string) string {
+	if b := m.agent[worker]; b != "" {
+		return b
+	}
+	return m.backendLabel()
+}
+
 // Observe updates the metrics from one loop event.
 func (m *Metrics) Observe(ev logjsonl.Event) {
 	m.mu.Lock()
@@ -186,6 +202,7 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 		m.backend, m.runMode = d.Agent, d.Mode
 	case logjsonl.IterationStart:
 		m.mode[ev.Worker] = d.Mode
+		m.agent[ev.Worker] = d.Agent
 		m.busy[ev.Worker] = true
 		if d.Mode == "plan" {
 			m.SetDaemonState("planning")
@@ -209,7 +226,11 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 		if d.Outcome == "reopened" {
 			m.reopened.Inc()
 		}
-		backend := m.backendLabel()
+		backend := m.iterationBackend(ev.Worker)
+		if d.Agent != "" {
+			backend = d.Agent
+		}
+		m.agentIters.WithLabelValues(backend, outcome).Inc()
 		if d.CostUSD != nil && *d.CostUSD > 0 {
 			m.cost.WithLabelValues(backend).Add(*d.CostUSD)
 		}
@@ -224,7 +245,7 @@ func (m *Metrics) Observe(ev logjsonl.Event) {
 	case logjsonl.Stuck:
 		m.stuck.Inc()
 	case logjsonl.NetworkRefused:
-		m.netRefused.WithLabelValues(m.backendLabel()).Inc()
+		m.netRefused.WithLabelValues(m.iterationBackend(ev.Worker)).Inc()
 	case logjsonl.Created:
 		m.created.Add(float64(d.Count))
 	case logjsonl.Violation:

@@ -80,6 +80,38 @@ func TestCountersAfterAKnownRun(t *testing.T) {
 	}
 }
 
+// TestCountersByAgent: a run that falls back from Claude to Codex counts
+// each iteration's cost, tokens and refused hosts under the backend that
+// ran it, not the run's first.
+func TestCountersByAgent(t *testing.T) {
+	m := NewMetrics(1)
+	for _, ev := range []any{
+		logjsonl.RunStart{Mode: "build", Agent: "claude", Agents: []string{"claude", "codex:gpt-5"}},
+		logjsonl.IterationStart{Iteration: 1, IssueID: "a-1", Mode: "build", Agent: "claude"},
+		logjsonl.IterationEnd{Iteration: 1, Outcome: "rate_limited", Agent: "claude", Tokens: &agent.Tokens{InputTokens: 5}},
+		logjsonl.IterationStart{Iteration: 1, IssueID: "a-1", Mode: "build", Agent: "codex", Model: "gpt-5"},
+		logjsonl.NetworkRefused{Iteration: 1, IssueID: "a-1", Host: "evil.example:443"},
+		logjsonl.IterationEnd{Iteration: 1, Outcome: "closed", IssueClosed: true, Agent: "codex", Model: "gpt-5", CostUSD: ptr(0.5), Tokens: &agent.Tokens{InputTokens: 100}},
+	} {
+		m.Observe(logjsonl.Event{Name: "x", Time: time.Now(), Data: ev})
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"claude iterations", testutil.ToFloat64(m.agentIters.WithLabelValues("claude", "rate_limited")), 1},
+		{"codex iterations", testutil.ToFloat64(m.agentIters.WithLabelValues("codex", "closed")), 1},
+		{"claude tokens", testutil.ToFloat64(m.tokens.WithLabelValues("claude", "input")), 5},
+		{"codex tokens", testutil.ToFloat64(m.tokens.WithLabelValues("codex", "input")), 100},
+		{"codex cost", testutil.ToFloat64(m.cost.WithLabelValues("codex")), 0.5},
+		{"refused under codex", testutil.ToFloat64(m.netRefused.WithLabelValues("codex")), 1},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %g, want %g", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
 func TestWorkersBusyWhileAnIterationRuns(t *testing.T) {
 	m := NewMetrics(3)
 	m.Observe(logjsonl.Event{Worker: "w1", Data: logjsonl.IterationStart{Mode: "build"}})
