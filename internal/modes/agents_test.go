@@ -1,10 +1,14 @@
 package modes
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/config"
 )
 
 // TestRota walks a rota of three agents through usage limits, their ends
@@ -99,4 +103,33 @@ func TestRotaDropped(t *testing.T) {
 	r.Unusable("claude", "invalid API key")
 	is.Equal(r.Dropped(), []string{"claude: invalid API key", "gemini: not logged in"})
 	is.Equal(r.Len(), 3)
+}
+
+// TestRotaSandboxFollowsTheAgent: the iteration's backend is the rota's
+// choice, so its sandbox lets through that backend's model API hosts and
+// asks for its model, and both follow a switch and the switch back.
+func TestRotaSandboxFollowsTheAgent(t *testing.T) {
+	is := is.New(t)
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	l := &Loop{
+		Config: &config.Config{Model: "ignored with a list"},
+		Rota:   NewRota(Agent{Name: "claude", Backend: agent.Claude{}}, Agent{Name: "codex:gpt-5", Backend: agent.Codex{}, Model: "gpt-5"}),
+		Env:    []string{"PATH=/usr/bin"},
+		Now:    func() time.Time { return now },
+	}
+	l.chooseAgent()
+	is.Equal(l.Backend.Name(), "claude")
+	is.True(slices.Contains(l.allowEntries(), "api.anthropic.com")) // Claude's API
+	is.Equal(l.agentModel(), "")                                    // the entry's model, not the model key
+
+	l.Rota.Limited("claude", now.Add(time.Hour))
+	l.chooseAgent()
+	is.Equal(l.Backend.Name(), "codex")
+	is.True(slices.Contains(l.allowEntries(), "api.openai.com"))     // now Codex's
+	is.True(!slices.Contains(l.allowEntries(), "api.anthropic.com")) // and no longer Claude's
+	is.Equal(l.agentModel(), "gpt-5")
+
+	now = now.Add(time.Hour)
+	l.chooseAgent()
+	is.Equal(l.Backend.Name(), "claude") // the limit is over: back to the first
 }
