@@ -121,6 +121,14 @@ func (r *Rota) Unusable(name, why string) (others bool) {
 	return false
 }
 
+// Readmit puts every agent taken out back in the list: the daemon has
+// waited for a person to fix the last one, who may have fixed the others.
+func (r *Rota) Readmit() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.unusable)
+}
+
 // Dropped returns the agents taken out of the list, with why, in list
 // order.
 func (r *Rota) Dropped() []string {

@@ -103,6 +103,11 @@ func TestRotaDropped(t *testing.T) {
 	r.Unusable("claude", "invalid API key")
 	is.Equal(r.Dropped(), []string{"claude: invalid API key", "gemini: not logged in"})
 	is.Equal(r.Len(), 3)
+	r.Readmit()
+	is.Equal(len(r.Dropped()), 0) // all back after the daemon's wait
+	a, ok := r.Next(time.Now())
+	is.True(ok)
+	is.Equal(a.Name, "claude")
 }
 
 // TestRotaSandboxFollowsTheAgent: the iteration's backend is the rota's

@@ -153,6 +153,9 @@ func (d *daemon) run(ctx context.Context) error {
 				if werr := d.waitUnusable(ctx, err); werr != nil {
 					break
 				}
+				if d.Rota != nil {
+					d.Rota.Readmit() // the fix may have been to any of them
+				}
 				continue
 			}
 			d.human().Error("batch failed; looking again", "err", err)
