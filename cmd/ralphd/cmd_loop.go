@@ -207,12 +207,12 @@ func setupLoop(ctx context.Context, a *app, fs *flag.FlagSet, mode string) (*loo
 		return nil, exitUsage
 	}
 	now := time.Now()
-	loop := &modes.Loop{
+	loop := &modes.Loop{Deps: modes.Deps{
 		Dir: p.dir, Config: p.cfg, BD: bd, State: p.store, Backend: agents[0].Backend, Rota: modes.NewRota(agents...), Prompts: ps,
 		Human: humanLogger(a), Out: a.stdout, RunID: logjsonl.NewRunID(now), Version: readBuildInfo().Version,
 		Self: a.argv0, BDClient: bdClient(a.argv0), RealBD: realBD, Env: a.env, Contain: contain, Sandbox: sb,
 		ConfigDirs: []string{filepath.Dir(globalConfigFile(a))},
-	}
+	}}
 	ls.loop = loop
 	if code := ls.startNotifier(a); code != exitOK {
 		ls.close()

@@ -116,12 +116,12 @@ func TestRotaDropped(t *testing.T) {
 func TestRotaSandboxFollowsTheAgent(t *testing.T) {
 	is := is.New(t)
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	l := &Loop{
+	l := &Loop{Deps: Deps{
 		Config: &config.Config{Model: "ignored with a list"},
 		Rota:   NewRota(Agent{Name: "claude", Backend: agent.Claude{}}, Agent{Name: "codex:gpt-5", Backend: agent.Codex{}, Model: "gpt-5"}),
 		Env:    []string{"PATH=/usr/bin"},
 		Now:    func() time.Time { return now },
-	}
+	}}
 	l.chooseAgent()
 	is.Equal(l.Backend.Name(), "claude")
 	is.True(slices.Contains(l.allowEntries(), "api.anthropic.com")) // Claude's API

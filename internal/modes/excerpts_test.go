@@ -25,7 +25,7 @@ func TestExcerptsOddFiles(t *testing.T) {
 	must(syscall.Mkfifo(filepath.Join(dir, "fifo.txt"), 0o600))
 	must(os.Mkdir(filepath.Join(dir, "adir"), 0o700))
 	must(os.Symlink("/dev/zero", filepath.Join(dir, "zero.txt")))
-	l := &Loop{Dir: dir}
+	l := &Loop{Deps: Deps{Dir: dir}}
 	for _, tt := range []struct {
 		path string
 		want string

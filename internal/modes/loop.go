@@ -140,9 +140,21 @@ func (r *Result) addCost(o agent.Outcome) {
 	}
 }
 
-// Loop holds everything BUILD and PLANNING iterations need. cmd/ralphd
-// builds one per run.
+// Loop runs BUILD and PLANNING iterations. It is made of what it runs
+// with (Deps), set when it is made and not changed after, and what its
+// run learns as it goes (runState); what one iteration holds is that
+// iteration's own (buildIter). cmd/ralphd makes one Loop per process; a
+// pool makes one for each worker, each reading and each check from its
+// own with derive, which says what they share.
 type Loop struct {
+	Deps
+	runState
+}
+
+// Deps is what a Loop runs with. All but Backend are fixed once the Loop
+// is made; with a Rota, Backend is the agent that runs now (chooseAgent
+// sets it).
+type Deps struct {
 	Dir     string // the project's top-level directory
 	Config  *config.Config
 	BD      *beads.Client
@@ -193,7 +205,10 @@ type Loop struct {
 	// whether or not a run log is written (metrics, notifications, the
 	// dashboard). It must not block.
 	Observer logjsonl.Sink
+}
 
+// runState is what a Loop's run learns as it goes.
+type runState struct {
 	snap snapshotCache
 	// dirtyAtStart: the tree had changes ralphd did not make when the run
 	// started (allow_dirty), so it must not make failure branches.
@@ -212,6 +227,20 @@ type Loop struct {
 	// pin is which tracker the run's snapshots read, fixed at its start
 	// (trackerpin.go); workers share it.
 	pin *trackerPin
+}
+
+// derive makes a Loop for one part of this Loop's run (a worker, a
+// reading, a check of the merge queue, a sweep) with deps d, at seat s
+// (nil outside a pool). It shares the run's tracker pin and what the run
+// found of the working tree at its start; its snapshot cache, its last
+// issue, its last ready answer and its agent are its own.
+func (l *Loop) derive(d Deps, s *seat) *Loop {
+	return &Loop{Deps: d, runState: runState{
+		pin:          l.pin,
+		dirtyAtStart: l.dirtyAtStart,
+		treeChecked:  l.treeChecked,
+		seat:         s,
+	}}
 }
 
 // repo is the project's git working tree.

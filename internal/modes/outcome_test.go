@@ -298,7 +298,7 @@ func TestStuckDecisions(t *testing.T) {
 				is.Equal(stuck(r, tt.max), want) // after attempt i+1
 			}
 			if tt.wantNote != "" {
-				l := &Loop{Now: fixedNow}
+				l := &Loop{Deps: Deps{Now: fixedNow}}
 				note := l.stuckNote(r)
 				is.True(strings.HasPrefix(note, fmt.Sprintf("STUCK: Failed after %s at 2026-01-02T03:04:05Z. Moving to next issue.\nWhy: %s.\n", text.Count(len(tt.want), "attempt"), tt.wantNote)))
 			}

@@ -19,7 +19,7 @@ func pickLoop(b *testing.B) *Loop {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &Loop{Config: &config.Config{MaxStuck: 3}, State: st}
+	return &Loop{Deps: Deps{Config: &config.Config{MaxStuck: 3}, State: st}}
 }
 
 // BenchmarkScaleParsePick parses `bd ready --json` output of n issues and

@@ -29,7 +29,7 @@ func TestNotBehindBaseline(t *testing.T) {
 	}}
 	ctx := context.Background()
 	sh := &Pool{view: view}
-	l := &Loop{seat: &seat{pool: sh}}
+	l := &Loop{runState: runState{seat: &seat{pool: sh}}}
 
 	// The worker's after-reading: a-1 closed (forbidden).
 	after, err := l.snapshotAfter(ctx)
@@ -39,7 +39,7 @@ func TestNotBehindBaseline(t *testing.T) {
 
 	// Another judgement reverts the close and reads again: the baseline.
 	status.Store(beads.StatusOpen)
-	other := &Loop{seat: &seat{pool: sh}}
+	other := &Loop{runState: runState{seat: &seat{pool: sh}}}
 	base, err := other.snapshotAfter(ctx)
 	is.NoErr(err)
 	sh.baseline, sh.baselineSeq = base, other.seat.readSeq

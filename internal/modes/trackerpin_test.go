@@ -24,7 +24,7 @@ func pinLoop(t *testing.T) (*Loop, *project) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Loop{Dir: p.repo, State: st, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}, p
+	return &Loop{Deps: Deps{Dir: p.repo, State: st, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}, p
 }
 
 // TestTrackerPinConfigChange: a change to a file that tells bd where its

@@ -155,8 +155,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	}
 	// One reading of the tracker serves every worker that needs one at
 	// about the same time; its own Loop keeps the comments cache.
-	reader := *l
-	reader.snap = snapshotCache{}
+	reader := l.derive(l.Deps, nil)
 	view := &guard.View{Read: reader.snapshotFresh, Debounce: readingDebounce}
 	base, err := view.Since(ctx, 0)
 	if err != nil {
@@ -201,8 +200,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	// (each claims when it ends): the workers claim their next issues beside
 	// their judgements (workers.Assignment.AgentEnded), so a judgement
 	// does not wait for the claims, which bd takes one at a time.
-	claimsReader := *l
-	claimsReader.snap = snapshotCache{}
+	claimsReader := l.derive(l.Deps, nil)
 	claims := &guard.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
 	claims.Expected = func() (int, int) { return p.Claiming(), int(p.agents.Load()) }
 	// The claim's read-back: the issue as a reading that started after
@@ -268,9 +266,10 @@ func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 	if l.Config.Verify == "" {
 		return nil
 	}
-	w := *l
 	// Its sandbox shares the repository as a worker's does (sandboxShared).
-	w.Dir, w.seat = dir, &seat{pool: p}
+	d := l.Deps
+	d.Dir = dir
+	w := l.derive(d, &seat{pool: p})
 	// The queue's window, like an iteration's: a change another judgement
 	// finds while it is open is charged to it too.
 	win := &buildIter{issue: beads.Issue{ID: "(merge queue)"}, win: p.ledger.openQueue(l.now())}
@@ -303,8 +302,7 @@ func (l *Loop) verifyIn(ctx context.Context, p *Pool, dir string) error {
 // an agent running beside it), the integration fails, so the work stays
 // on a branch, and its issue is retried.
 func (l *Loop) queueJudgement(ctx context.Context, p *Pool, win *buildIter) ([]string, error) {
-	j := *l
-	j.seat = &seat{pool: p}
+	j := l.derive(l.Deps, &seat{pool: p})
 	after, err := j.snapshotAfter(ctx)
 	if err != nil {
 		return nil, err
@@ -339,13 +337,11 @@ func (l *Loop) forWorker(p *Pool, a Assignment) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := *l
-	w.Dir, w.BD, w.State, w.snap = a.Dir, a.BD, st, snapshotCache{}
-	w.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
-	w.Human = l.human().With("worker", a.Worker)
-	w.lastWorked = ""
-	w.seat = &seat{pool: p, agentEnded: a.AgentEnded, win: a.win}
-	return &w, nil
+	d := l.Deps
+	d.Dir, d.BD, d.State = a.Dir, a.BD, st
+	d.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
+	d.Human = l.human().With("worker", a.Worker)
+	return l.derive(d, &seat{pool: p, agentEnded: a.AgentEnded, win: a.win}), nil
 }
 
 // workerIteration is one BUILD iteration of one worker: the run's caps,
@@ -527,9 +523,10 @@ func (l *Loop) sweepWorkers(ctx context.Context) []string {
 		if err != nil {
 			continue
 		}
-		w := *l
-		w.State = st
-		w.Log, w.Observer, w.Human = nil, nil, nil // one summary line, below
+		d := l.Deps
+		d.State = st
+		d.Log, d.Observer, d.Human = nil, nil, nil // one summary line, below
+		w := l.derive(d, nil)
 		msg, err := w.Sweep(ctx)
 		if err != nil {
 			did = append(did, fmt.Sprintf("worker %s: %v", name, err))
