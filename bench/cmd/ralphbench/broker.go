@@ -19,12 +19,19 @@ import (
 // brokerResult is section 6: one bd call three ways, and the sandbox's
 // start-up.
 type brokerResult struct {
-	Calls                     int
-	Direct, Wrapper, Broker   []time.Duration // per call: the real bd alone, through the exec wrapper, through the broker
-	Small                     []time.Duration // through the broker with the small client (ralphd-bd); nil when not built
-	Sandbox                   string          // why the sandbox was not measured, when it was not
-	Starts                    int
-	Bare, Sandboxed           []time.Duration // per start: `true` alone, `true` under bwrap with a BUILD layout
+	Calls                   int
+	Direct, Wrapper, Broker []time.Duration // per call: the real bd alone, through the exec wrapper, through the broker
+	Small                   []time.Duration // through the broker with the small client (ralphd-bd); nil when not built
+	Sandbox                 string          // why the sandbox was not measured, when it was not
+	Starts                  int
+	Bare, Sandboxed         []time.Duration // per start: `true` alone, `true` under bwrap with a BUILD layout
+	// MinBwrap is `true` under bwrap with the host's root read-only and
+	// nothing else (bwrap's own cost, the baseline of the layers), Netted
+	// under the BUILD layout with a network namespace of its own and the
+	// allowlist proxy's forwarder (network = "allowlist", the default).
+	MinBwrap, Netted          []time.Duration
+	NetCommandIn              string
+	NetSkipped                string // why Netted was not measured, when it was not
 	Argv                      []string
 	Command, SandboxCommandIn string
 }
@@ -129,14 +136,26 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		ReadOnly: brk.ReadOnly(), AgentDirs: dirs, AgentFiles: files, Getenv: os.Getenv,
 	})
 	argv := layout.Args(s.Path, []string{"/bin/true"})
-	r.Starts = max(n/4, 10)
-	r.SandboxCommandIn = strings.Join(argv[:1], " ") + " … (" + fmt.Sprint(len(argv)) + " arguments) /bin/true"
-	say("broker: %d starts of `true`, alone and under bwrap", r.Starts)
-	for range r.Starts {
-		for _, w := range []struct {
+	minimal := []string{s.Path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"}
+	series := []struct {
+		argv []string
+		out  *[]time.Duration
+	}{{[]string{"/bin/true"}, &r.Bare}, {minimal, &r.MinBwrap}, {argv, &r.Sandboxed}}
+	if netted, stop, err := nettedArgs(s.Path, layout, bdir, e.ralphd()); err != nil {
+		r.NetSkipped = err.Error()
+	} else {
+		defer stop()
+		r.NetCommandIn = strings.Join(netted[:1], " ") + " … (" + fmt.Sprint(len(netted)) + " arguments) /bin/true"
+		series = append(series, struct {
 			argv []string
 			out  *[]time.Duration
-		}{{[]string{"/bin/true"}, &r.Bare}, {argv, &r.Sandboxed}} {
+		}{netted, &r.Netted})
+	}
+	r.Starts = max(n/4, 10)
+	r.SandboxCommandIn = strings.Join(argv[:1], " ") + " … (" + fmt.Sprint(len(argv)) + " arguments) /bin/true"
+	say("broker: %d starts of `true`, alone and under bwrap (%d ways)", r.Starts, len(series)-1)
+	for range r.Starts {
+		for _, w := range series {
 			cmd := command(ctx, e.env(), proj, w.argv[0], w.argv[1:]...)
 			start := time.Now()
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -146,6 +165,31 @@ func measureBroker(ctx context.Context, e *benchEnv, n int, say func(string, ...
 		}
 	}
 	return r, nil
+}
+
+// nettedArgs is layout's command for argv /bin/true with a network
+// namespace of its own and the way out a BUILD iteration has by default:
+// the allowlist proxy (listening here, allowing nothing) and ralphd's
+// forwarder inside. stop closes the proxy.
+func nettedArgs(bwrap string, layout sandbox.Layout, dir, ralphd string) ([]string, func(), error) {
+	if s := sandbox.Probe(context.Background(), "", true); !s.OK() {
+		return nil, nil, fmt.Errorf("no network namespace: %w", s.Err)
+	}
+	sock, err := sandbox.ProxyDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	allow, err := sandbox.ParseAllow(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	px, err := sandbox.ListenProxy(sock, allow, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	layout.Net = &sandbox.Net{Socket: px.Socket(), Forwarder: ralphd}
+	stop := func() { _ = px.Close(); _ = os.RemoveAll(filepath.Dir(sock)) }
+	return layout.Args(bwrap, []string{"/bin/true"}), stop, nil
 }
 
 // p95 returns the 95th percentile of ds (nearest rank).
@@ -221,11 +265,32 @@ whose package initialisation alone takes about 7 ms here), as the exec wrapper d
 	s.Figures = append(s.Figures, bench.Figure{ID: "7d", Name: "sandbox start-up per iteration (bwrap with a BUILD layout, median)",
 		Value: fmt.Sprintf("+%s (p95 +%s)", fmtDur(add), fmtDur(p95(r.Sandboxed)-p95(r.Bare))),
 		Goal:  "≤ " + fmtDur(sandboxGoal), Verdict: bench.Judge(add <= sandboxGoal), Command: cmd})
+	layers := med(r.Sandboxed) - med(r.MinBwrap)
+	s.Figures = append(s.Figures, bench.Figure{ID: "7e", Name: "the BUILD layout's layers over bwrap alone (private /tmp and /run, masks, unshared ipc/uts/cgroup, binds; median)",
+		Value: fmt.Sprintf("+%s (%.2f× bwrap alone)", fmtDur(layers), bench.Ratio(float64(med(r.Sandboxed)), float64(med(r.MinBwrap)))), Command: cmd})
+	netRow := "not measured: " + r.NetSkipped
+	if len(r.Netted) > 0 {
+		addN := med(r.Netted) - med(r.Sandboxed)
+		netRow = fmtDur(med(r.Netted))
+		s.Figures = append(s.Figures, bench.Figure{ID: "7f", Name: "network isolation (own namespace, allowlist proxy, ralphd's forwarder) over the BUILD layout (median)",
+			Value: fmt.Sprintf("+%s (%.2f×)", fmtDur(addN), bench.Ratio(float64(med(r.Netted)), float64(med(r.Sandboxed)))),
+			Goal:  "≤ " + fmtDur(sandboxGoal), Verdict: bench.Judge(med(r.Netted)-med(r.Bare) <= sandboxGoal), Command: cmd})
+	}
 	fmt.Fprintf(&b, `
-**Sandbox.** `+"`/bin/true`"+`, %d times alone and %d times under bwrap with the layout of a BUILD iteration on the
-scratch project (`+"`%s`"+`), interleaved: median %s alone, %s sandboxed. An iteration pays this once, when its agent
-starts; the agent then runs at native speed (bwrap only sets up mounts and namespaces).
-`, r.Starts, r.Starts, r.SandboxCommandIn, fmtDur(med(r.Bare)), fmtDur(med(r.Sandboxed)))
+**Sandbox.** `+"`/bin/true`"+`, %d times each way, interleaved: alone; under bwrap with the host's root read-only
+and nothing else (bwrap's own cost, the baseline of the layers); under bwrap with the layout of a BUILD iteration on
+the scratch project (`+"`%s`"+`, network shared: `+"`network = \"open\"`"+`); and the same with a network namespace of
+its own, ralphd's forwarder inside and the allowlist proxy outside (`+"`network = \"allowlist\"`"+`, the default).
+An iteration pays this once, when its agent starts; the agent then runs at native speed (bwrap only sets up
+mounts and namespaces). The goal of 7f bounds the whole start-up over `+"`true`"+` alone.
+
+| way | median |
+|---|---|
+| alone | %s |
+| bwrap alone | %s |
+| BUILD layout | %s |
+| BUILD layout, own network | %s |
+`, r.Starts, r.SandboxCommandIn, fmtDur(med(r.Bare)), fmtDur(med(r.MinBwrap)), fmtDur(med(r.Sandboxed)), netRow)
 	s.Body = b.String()
 	return s
 }
