@@ -71,6 +71,7 @@ func TestScripts(t *testing.T) {
 			"until":   cmdUntil,
 			"gone":    cmdGone,
 			"waitfor": cmdWaitFor,
+			"lock":    cmdLock,
 			// obs_test.go: the dashboard, metrics and notification scenarios.
 			"httpget":  cmdHTTPGet,
 			"httpsink": cmdHTTPSink,
@@ -216,6 +217,21 @@ func zombie(pid int) bool {
 }
 
 // cmdWaitFor waits up to 10 s for a file to exist: `waitfor FILE`.
+// cmdLock takes a lock, machine-wide, that the scenario holds until it
+// ends: "lock tmux" in the scenarios that use the user's tmux server on
+// its default socket, shared by all of them (and by any other test run on
+// the machine), which exits when one of them kills the last session, and
+// takes with it a session another was just making.
+func cmdLock(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 || strings.ContainsAny(args[0], "/.") {
+		ts.Fatalf("usage: lock NAME")
+	}
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "ralphd-test-"+args[0]+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	ts.Check(err)
+	ts.Check(syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+	ts.Defer(func() { _ = f.Close() }) // closing the last descriptor releases the lock
+}
+
 func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: waitfor FILE")
