@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ralphd/ralphd/internal/sandbox"
 )
 
 // standinOnce builds the stand-in bd once for the whole test binary. It
@@ -76,6 +79,41 @@ func TestScripts(t *testing.T) {
 			"httpget":  cmdHTTPGet,
 			"httpsink": cmdHTTPSink,
 			"promlint": cmdPromlint,
+		},
+	})
+}
+
+// TestScriptsSandboxed runs the scenarios of BUILD's powers (issue 30)
+// again with the BUILD agent under bwrap, as a user's runs are where bwrap
+// works: the guard's rules and the ledger must hold the same with the
+// sandbox between the agent and the tracker. It needs a working bwrap:
+// without one it skips, unless CI is set.
+func TestScriptsSandboxed(t *testing.T) {
+	if !sandbox.Probe(context.Background(), "", true).OK() {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but bwrap does not work here: scripts/install-system-deps installs it")
+		}
+		t.Skip("bwrap does not work here (scripts/install-system-deps installs it in CI)")
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "script", "powers_*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no powers scenarios found (%v)", err)
+	}
+	dir := standinBin(t)
+	testscript.Run(t, testscript.Params{
+		Files:               files,
+		WorkdirRoot:         scriptsRoot(t),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			if err := setupScript(env); err != nil {
+				return err
+			}
+			env.Setenv("RALPH_SANDBOX", "bwrap")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits": cmdExits, "until": cmdUntil, "gone": cmdGone, "waitfor": cmdWaitFor, "lock": cmdLock,
 		},
 	})
 }
