@@ -111,7 +111,7 @@ func Fields() []Field {
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
 		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
-		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set)", mergeq.StrategyNames()...),
+		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set); branch pushes each issue's work to its own ralph/<issue> branch and merges nothing", mergeq.StrategyNames()...),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("network", kindString, sandbox.NetSettings()[0], "the sandboxed BUILD agent's network: allowlist (out only through ralphd's proxy, to the agent's model API and network_allow) or open (the host's network, unfiltered)", sandbox.NetSettings()...),
 		field("network_allow", kindString, "", "more hosts a sandboxed agent may reach, comma-separated: host (ports 443 and 80), host:port or *.domain, e.g. registry.npmjs.org,proxy.golang.org"),

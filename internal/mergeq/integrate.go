@@ -190,9 +190,9 @@ func (in *integration) land(ctx context.Context) (bool, error) {
 	}
 	switch l.Outcome {
 	case Integrated:
-		in.res.Integrated, in.res.Commit, in.res.LocalErr = true, l.Commit, l.LocalErr
+		in.res.Integrated, in.res.Commit, in.res.LocalErr, in.res.Branch = true, l.Commit, l.LocalErr, l.Branch
 	case Waiting:
-		in.res.Waiting, in.res.Commit, in.res.Why = true, l.Commit, l.Why
+		in.res.Waiting, in.res.Commit, in.res.Why, in.res.Branch = true, l.Commit, l.Why, l.Branch
 	default:
 		in.res.Why = l.Why
 		return true, in.keep(ctx)

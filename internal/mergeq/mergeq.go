@@ -164,6 +164,9 @@ type Result struct {
 	// outside ralphd decides whether it is integrated (a pull request);
 	// Commit is the work as landed, and Why says what it waits for.
 	Waiting bool
+	// Branch, when set, is the branch the work was put on instead of
+	// the target (the strategies branch and pr): Commit is its tip.
+	Branch string
 	// Why is the strategy's word on work that waits, or that it refused
 	// (the work is then kept).
 	Why string

@@ -62,6 +62,10 @@ type Landing struct {
 	// Kept is the branch the strategy kept the work on before it
 	// returned an error.
 	Kept string
+	// Branch, when set, is the branch (on the remote, with one) the
+	// strategy put the work on instead of the target: its issue's
+	// work is not on the target.
+	Branch string
 }
 
 // Outcome is what an integration made of an issue: what a pool acts on,
@@ -110,6 +114,7 @@ type namedStrategy struct {
 func strategies() []namedStrategy {
 	return []namedStrategy{
 		{DefaultStrategy, fastForward{}},
+		{"branch", toBranch{}},
 	}
 }
 

@@ -125,7 +125,13 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 	if res.Integrated {
 		p.ledger.integrated(j.win)
 	}
-	if p.Queue.Remote != "" && res.Commit != "" {
+	switch {
+	case res.Branch != "":
+		// On a branch of its own (integrate = branch), not the target:
+		// said so, never as integrated into the target, so that no
+		// other clone's dependent takes it for being there.
+		p.noteBranch(ctx, a.Worker, a.Actor, id, res.Branch, res.Commit)
+	case p.Queue.Remote != "" && res.Commit != "":
 		// For a dependent another clone claims (remote.go); work that
 		// was empty is "at" the remote's target it started from.
 		p.noteIntegrated(ctx, a.Worker, a.Actor, id, res.Commit)

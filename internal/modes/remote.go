@@ -45,6 +45,19 @@ func (p *Pool) noteIntegrated(ctx context.Context, worker, actor, id, commit str
 	}
 }
 
+// noteBranch notes on id that its work was put on branch (on the
+// remote, with one) at commit, for the person who merges it.
+func (p *Pool) noteBranch(ctx context.Context, worker, actor, id, branch, commit string) {
+	where := branch
+	if p.Queue.Remote != "" {
+		where = p.Queue.Remote + "/" + branch
+	}
+	note := fmt.Sprintf("ralphd: the work is on %s at %s, rebased onto %s and verified; ralphd merges nothing", where, commit, p.Target)
+	if _, err := p.Client(actor, p.Queue.Repo).AppendNotes(ctx, id, note); err != nil {
+		p.log(Event{Worker: worker, Issue: id, Kind: "note-failed", Detail: fmt.Sprintf("could not note where the work went: %v", err)})
+	}
+}
+
 // integratedCommits returns the commits integratedNote lines in notes
 // name.
 func integratedCommits(notes string) []string {
