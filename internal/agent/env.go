@@ -25,6 +25,9 @@ const RunMarkerEnv = "RALPHD_AGENT_RUN"
 //     must never leak into a run that does not set them.
 //   - RALPH_HTTP_TOKEN: the dashboard's token; with it an agent could
 //     reset its own stuck issue or pause the daemon through the dashboard.
+//   - ForgeTokenEnv: the forge tokens gh and other forge clients read;
+//     with one an agent could approve or merge its own pull request
+//     (integrate = pr).
 //
 // Credentials and user configuration (ANTHROPIC_API_KEY,
 // CLAUDE_CODE_USE_BEDROCK, ...) are deliberately kept.
@@ -33,7 +36,7 @@ func scrubbedEnv() []string {
 	for _, e := range registry() {
 		vars = append(vars, e.proto.ScrubEnv()...)
 	}
-	return append(vars,
+	return append(append(vars,
 		"NOTIFY_SOCKET",
 		"WATCHDOG_USEC",
 		"WATCHDOG_PID",
@@ -43,8 +46,12 @@ func scrubbedEnv() []string {
 		"RALPH_ATTEMPT",
 		"RALPH_HTTP_TOKEN",
 		RunMarkerEnv,
-	)
+	), ForgeTokenEnv...)
 }
+
+// ForgeTokenEnv lists the variables that carry a forge's token (gh's and
+// GitHub Actions'): never in an agent's environment.
+var ForgeTokenEnv = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
 
 // Env is the environment Run gives an agent, without the run marker:
 // base with ralphd's own variables scrubbed, extra added, and pathPrefix

@@ -76,6 +76,9 @@ func TestScrubbedEnvVars(t *testing.T) {
 		is.True(slices.Contains(names, k))
 	}
 	is.Equal(buildEnv([]string{"RALPH_HTTP_TOKEN=s3cret", "HOME=/h"}, ""), []string{"HOME=/h"}) // the dashboard token never reaches an agent
+	// Nor a forge token, with which it could approve or merge its own
+	// pull request (integrate = pr).
+	is.Equal(buildEnv([]string{"GH_TOKEN=a", "GITHUB_TOKEN=b", "HOME=/h", "GH_ENTERPRISE_TOKEN=c", "GITHUB_ENTERPRISE_TOKEN=d"}, ""), []string{"HOME=/h"})
 	names[0] = "changed"
 	is.Equal(ScrubbedEnvVars()[0], "CLAUDECODE") // a copy
 }

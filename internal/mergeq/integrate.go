@@ -192,7 +192,7 @@ func (in *integration) land(ctx context.Context) (bool, error) {
 	case Integrated:
 		in.res.Integrated, in.res.Commit, in.res.LocalErr, in.res.Branch = true, l.Commit, l.LocalErr, l.Branch
 	case Waiting:
-		in.res.Waiting, in.res.Commit, in.res.Why, in.res.Branch = true, l.Commit, l.Why, l.Branch
+		in.res.Waiting, in.res.Commit, in.res.Why, in.res.Branch, in.res.PR = true, l.Commit, l.Why, l.Branch, l.PR
 	default:
 		in.res.Why = l.Why
 		return true, in.keep(ctx)

@@ -68,6 +68,9 @@ type Queue struct {
 	// Verify checks the rebased result in dir, the queue's worktree; nil
 	// means no check.
 	Verify func(ctx context.Context, dir string) error
+	// Forge is where the strategy pr opens pull requests; nil for the
+	// others.
+	Forge Forge
 	// Strategy decides where the rebased, verified work goes and when
 	// its issue counts as integrated (see Strategy); nil means the
 	// default, ff. LookupStrategy turns the configuration's name into one.
@@ -133,8 +136,11 @@ type Request struct {
 	// Commit is the work: what Hand returned. When it is empty, Integrate
 	// hands the work over itself from Dir and Branch first.
 	Commit string
-	Dir    string // the worker's worktree
-	Branch string // the worker's branch, checked out in Dir
+	// Title and Body describe the work, for a pull request (the
+	// strategy pr).
+	Title, Body string
+	Dir         string // the worker's worktree
+	Branch      string // the worker's branch, checked out in Dir
 	// Tip, when set, is where the worker's pool left the branch: a HEAD
 	// or branch found elsewhere is put back first, and reported to Moved.
 	Tip string
@@ -167,6 +173,8 @@ type Result struct {
 	// Branch, when set, is the branch the work was put on instead of
 	// the target (the strategies branch and pr): Commit is its tip.
 	Branch string
+	// PR is the pull request the work waits in (the strategy pr).
+	PR PullRequest
 	// Why is the strategy's word on work that waits, or that it refused
 	// (the work is then kept).
 	Why string

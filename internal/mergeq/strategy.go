@@ -66,6 +66,9 @@ type Landing struct {
 	// strategy put the work on instead of the target: its issue's
 	// work is not on the target.
 	Branch string
+	// PR is the pull request the work is in (the strategy pr), when
+	// one is open.
+	PR PullRequest
 }
 
 // Outcome is what an integration made of an issue: what a pool acts on,
@@ -115,6 +118,7 @@ func strategies() []namedStrategy {
 	return []namedStrategy{
 		{DefaultStrategy, fastForward{}},
 		{"branch", toBranch{}},
+		{"pr", pullRequest{}},
 	}
 }
 

@@ -203,6 +203,12 @@ type Pool struct {
 	// blocker another clone's ralphd closed (remote.go); zero means
 	// DefaultRemoteWait.
 	RemoteWait time.Duration
+	// ReviewPoll is how long the pool waits between reads of a pull
+	// request, with integrate = pr (review.go); zero means
+	// DefaultReviewPoll. Checks names ralphd's checks for the pull
+	// request's body (the verify command).
+	ReviewPoll time.Duration
+	Checks     string
 	// ReadBack, when set, is the workers' claim read-back (see
 	// claim.Claimer.ReadBack); nil means `bd show`.
 	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
@@ -279,8 +285,12 @@ type Pool struct {
 	// counts the integrations under way, and abort stops the pool when
 	// one fails for good.
 	queued map[string]*job
-	jobs   sync.WaitGroup
-	abort  context.CancelCauseFunc
+	// reviews are the pull requests the pool waits on (review.go), by
+	// issue; forgeCalls and forgeNotModified count the forge's requests.
+	reviews                      map[string]ReviewStatus
+	forgeCalls, forgeNotModified int
+	jobs                         sync.WaitGroup
+	abort                        context.CancelCauseFunc
 
 	probes        atomic.Int64 // `bd ready --claim` calls made
 	probesSkipped atomic.Int64 // answered by a probe of the same generation
@@ -342,6 +352,57 @@ type WorkerStatus struct {
 	Queued string `json:"queued,omitempty"`
 }
 
+// ReviewStatus is a pull request the pool waits on.
+type ReviewStatus struct {
+	Issue  string `json:"issue"`
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+	PR     int    `json:"pr,omitempty"` // 0 until the forge opened it
+	URL    string `json:"url,omitempty"`
+	State  string `json:"state"`
+}
+
+// setReview records the pull request of s.Issue (id), or forgets id's
+// with a zero s, and rewrites the status file.
+func (p *Pool) setReview(id string, s ReviewStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reviews == nil {
+		p.reviews = map[string]ReviewStatus{}
+	}
+	if s.Issue == "" {
+		delete(p.reviews, id)
+	} else {
+		p.reviews[id] = s
+	}
+	p.writeStatusLocked()
+}
+
+// countForge adds a read's requests to the pool's count.
+func (p *Pool) countForge(st mergeq.PRState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.forgeCalls += st.Calls
+	p.forgeNotModified += st.NotModified
+}
+
+// ForgeCalls returns the forge requests the pool's reads of pull
+// requests made, and how many of them were answered 304.
+func (p *Pool) ForgeCalls() (calls, notModified int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.forgeCalls, p.forgeNotModified
+}
+
+func (p *Pool) reviewsLocked() []ReviewStatus {
+	out := make([]ReviewStatus, 0, len(p.reviews))
+	for _, r := range p.reviews {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b ReviewStatus) int { return strings.Compare(a.Issue, b.Issue) })
+	return out
+}
+
 func (p *Pool) statusLocked() []WorkerStatus {
 	out := make([]WorkerStatus, 0, len(p.status))
 	for _, s := range p.status {
@@ -373,7 +434,7 @@ func (p *Pool) writeStatusLocked() {
 	}
 	// The file only informs `ralphd status`: a failed write must not
 	// stop the work, and the next change rewrites it whole.
-	_ = writeStatusFile(p.StatusFile, p.statusLocked())
+	_ = writeStatusFile(p.StatusFile, p.statusLocked(), p.reviewsLocked())
 }
 
 // Event is one thing a worker did.
@@ -815,7 +876,7 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	case err != nil:
 		return nil, p.fail(ctx, a, Failure{Why: fmt.Sprintf("could not hand the work to the merge queue: %v", err), Integration: true})
 	}
-	j := &job{a: a, issue: is, win: win, commit: commit, h: h, done: make(chan struct{})}
+	j := &job{a: a, issue: is, win: win, commit: commit, h: h, done: make(chan struct{}), free: make(chan struct{})}
 	if err := p.setQueued(j); err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, err)
 	}

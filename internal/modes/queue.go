@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -40,6 +41,26 @@ type job struct {
 	commit string // the work, as handed over
 	h      *holding
 	done   chan struct{} // closed when the job has ended
+	// free is closed when the job leaves the queue: when it ends, or
+	// when its work waits in a pull request (review.go).
+	free     chan struct{}
+	freeOnce sync.Once
+}
+
+// leaveQueue takes j out of its worker's queue slot: the worker may hand
+// over its next work.
+func (p *Pool) leaveQueue(j *job) {
+	j.freeOnce.Do(func() {
+		p.mu.Lock()
+		if p.queued[j.a.Worker] == j {
+			delete(p.queued, j.a.Worker)
+			p.writeStatusLocked()
+		}
+		p.mu.Unlock()
+		if j.free != nil {
+			close(j.free)
+		}
+	})
 }
 
 // awaitQueued waits until worker has no work in the queue, and reports
@@ -53,6 +74,8 @@ func (p *Pool) awaitQueued(ctx context.Context, worker string) (bool, error) {
 	}
 	select {
 	case <-j.done:
+		return true, nil
+	case <-j.free:
 		return true, nil
 	case <-ctx.Done():
 		return true, ctx.Err()
@@ -75,11 +98,8 @@ func (p *Pool) enqueue(ctx context.Context, j *job) {
 		defer p.jobs.Done()
 		err := p.integrate(ctx, j)
 		p.release(j.issue.ID, j.h)
+		p.leaveQueue(j)
 		p.mu.Lock()
-		if p.queued[j.a.Worker] == j {
-			delete(p.queued, j.a.Worker)
-			p.writeStatusLocked()
-		}
 		p.endedLocked(j.issue, err == nil && j.h.integrated)
 		p.mu.Unlock()
 		close(j.done)
@@ -94,7 +114,15 @@ func (p *Pool) enqueue(ctx context.Context, j *job) {
 // says why. A stop (ctx) leaves the queued marker, for the next start.
 func (p *Pool) integrate(ctx context.Context, j *job) error {
 	a, id := j.a, j.issue.ID
-	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: a.Worker, Issue: id, Commit: j.commit,
+	title, body := "", ""
+	if p.Queue.Forge != nil {
+		// The pull request's words: the issue as the agent closed it.
+		if is, err := p.Client(a.Actor, p.Queue.Repo).Show(ctx, id); err == nil {
+			j.issue = is
+		}
+		title, body = p.prTitle(j.issue), p.prBody(j.issue, a.Attempt)
+	}
+	res, err := p.Queue.Integrate(ctx, mergeq.Request{Worker: a.Worker, Issue: id, Commit: j.commit, Title: title, Body: body,
 		Admit: func() error {
 			if why := p.ledger.failed(j.win); why != "" {
 				return &chargedError{why}
@@ -106,7 +134,12 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 	if ctx.Err() != nil {
 		return nil // closed, its work in the commit the marker names: the next start settles it
 	}
-	defer p.clearQueued(a.Worker)
+	queuedMarker := true // until the work leaves the queue's hands
+	defer func() {
+		if queuedMarker {
+			p.clearQueued(a.Worker)
+		}
+	}()
 	if ce := (*chargedError)(nil); errors.As(err, &ce) {
 		return p.fail(ctx, a, Failure{Why: ce.why + p.keepHanded(ctx, j), Integration: true})
 	}
@@ -120,7 +153,15 @@ func (p *Pool) integrate(ctx context.Context, j *job) error {
 		// Out of the queue's hands: not reopened, and not integrated, so
 		// a dependent here does not build on it.
 		p.log(Event{Worker: a.Worker, Issue: id, Kind: "waiting", Detail: res.Why})
-		return nil
+		if p.Queue.Forge == nil {
+			return nil
+		}
+		// In a pull request: the worker is free, the issue held until
+		// the pull request is settled.
+		p.clearQueued(a.Worker)
+		queuedMarker = false // the worker's next work writes its own
+		p.leaveQueue(j)
+		return p.awaitReview(ctx, j, res)
 	}
 	if res.Integrated {
 		p.ledger.integrated(j.win)

@@ -26,12 +26,15 @@ type StatusFile struct {
 	Version int            `json:"version"`
 	PID     int            `json:"pid"`
 	Workers []WorkerStatus `json:"workers"`
+	// Reviews are the open pull requests the pool waits on (integrate
+	// = pr).
+	Reviews []ReviewStatus `json:"reviews,omitempty"`
 }
 
 // writeStatusFile replaces path with the status atomically (temp file,
 // fsync, rename, fsync of the directory).
-func writeStatusFile(path string, ws []WorkerStatus) error {
-	b, err := json.MarshalIndent(StatusFile{Version: StatusVersion, PID: os.Getpid(), Workers: ws}, "", "  ")
+func writeStatusFile(path string, ws []WorkerStatus, rs []ReviewStatus) error {
+	b, err := json.MarshalIndent(StatusFile{Version: StatusVersion, PID: os.Getpid(), Workers: ws, Reviews: rs}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode worker status: %w", err)
 	}

@@ -9,6 +9,8 @@
 //     binary for other packages' tests.
 //   - scriptedapi: scripted model APIs (Messages, Responses, Chat
 //     Completions, Gemini) that the real agent CLIs run against.
+//   - scriptedgh: a scripted GitHub REST API that the real gh CLI runs
+//     against (integrate = pr).
 //   - gitplant: plants every kind of code git can be made to run.
 //   - logjsonltest: run-log streams for tests and benchmarks.
 //   - benchtest: bd-shaped issue lists.

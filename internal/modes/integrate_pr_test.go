@@ -1,0 +1,205 @@
+package modes
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/matryer/is"
+
+	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/testkit/scriptedgh"
+)
+
+// ghBinary is the real gh CLI, or a skip (a failure with CI set).
+func ghBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("gh")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gh is not installed (scripts/install-system-deps installs it in CI)")
+		}
+		t.Skip("gh is not installed")
+	}
+	return bin
+}
+
+// prFixture is a project with a bare remote, a scripted GitHub serving
+// it to the real gh, and a pool of two workers with integrate = pr.
+type prFixture struct {
+	p      *project
+	remote string
+	srv    *scriptedgh.Server
+	pool   *Pool
+}
+
+func newPRFixture(t *testing.T, it func(context.Context, Assignment) (bool, error)) *prFixture {
+	gh := ghBinary(t)
+	p := newProject(t)
+	f := &prFixture{p: p, remote: p.withRemote(t)}
+	f.srv = &scriptedgh.Server{Owner: "o", Repo: "r", Tokens: []string{"ralphd-token"}, Reviewers: []string{"reviewer-token"},
+		HeadSHA: func(branch string) string {
+			out, err := exec.Command("git", "-C", f.remote, "rev-parse", "-q", "--verify", "refs/heads/"+branch).Output()
+			if err != nil {
+				return ""
+			}
+			return strings.TrimSpace(string(out))
+		}}
+	f.srv.Start()
+	t.Cleanup(f.srv.Close)
+	s, err := mergeq.LookupStrategy("pr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pool = p.pool(2, it)
+	f.pool.ReviewPoll = 20 * time.Millisecond
+	f.pool.Checks = "verify: go test ./..."
+	f.pool.Queue = &mergeq.Queue{Repo: p.repo, Target: "main", Remote: "origin", Strategy: s,
+		Forge: &mergeq.GitHub{Bin: gh, Repo: "o/r", Env: f.srv.Env("ralphd-token", p.root)}}
+	return f
+}
+
+// merge does what a reviewer's merge on the forge does: the remote's
+// main moves to the pull request's head, and the forge says merged.
+func (f *prFixture) merge(t *testing.T, pr scriptedgh.Pull) {
+	sh(t, f.remote, "git", "update-ref", "refs/heads/main", pr.Head.SHA)
+	f.srv.Merge(pr.Number)
+}
+
+// reviewer plays the people and CI: act is called for each pull request
+// whenever its head moves, until the pool ends.
+func (f *prFixture) reviewer(t *testing.T, act func(pr scriptedgh.Pull, seen int)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		heads := map[int][]string{}
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			for _, pr := range f.srv.Pulls() {
+				hs := heads[pr.Number]
+				if pr.State != "open" || pr.Head.SHA == "" || (len(hs) > 0 && hs[len(hs)-1] == pr.Head.SHA) {
+					continue
+				}
+				heads[pr.Number] = append(hs, pr.Head.SHA)
+				act(pr, len(heads[pr.Number]))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// TestPullRequestScenarios: integrate = pr with the real gh against a
+// scripted GitHub. The blocker's work is pushed to ralph/<id> and its
+// pull request opened with the issue's evidence; the dependent waits; CI
+// fails (or a reviewer requests changes) on the first attempt, which
+// reopens the blocker with the log tail (or the comments) verbatim; the
+// agent's fix updates the same pull request; a reviewer merges it; the
+// blocker counts as integrated and the dependent starts from the merged
+// main. ralphd never merges nor approves.
+func TestPullRequestScenarios(t *testing.T) {
+	const logTail = "=== RUN   TestA\n    a_test.go:9: got \"bug\", want \"fixed\"\n--- FAIL: TestA (0.00s)\nFAIL"
+	for _, tc := range []struct {
+		name     string
+		feedback func(f *prFixture, pr scriptedgh.Pull)
+		evidence []string
+	}{
+		{"ci fails", func(f *prFixture, pr scriptedgh.Pull) {
+			f.srv.SetCheck(pr.Head.SHA, "lint", "success", "ok")
+			f.srv.SetCheck(pr.Head.SHA, "test", "failure", "setup\n"+logTail)
+		}, []string{`CI check "test": failure`, logTail}},
+		{"changes requested", func(f *prFixture, pr scriptedgh.Pull) {
+			f.srv.RequestChanges(pr.Number, "Please fix the bug before merging.", map[string]string{"a.txt:1": "This still says bug."})
+		}, []string{"requests changes:\nPlease fix the bug before merging.", "a.txt:1:\nThis still says bug."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var blocker, dependent string
+			var mu sync.Mutex
+			notesSeen := "" // the blocker's notes, as its second attempt found them
+			depSaw := ""    // a.txt, as the dependent's worktree had it
+			depAfterMerge := false
+			merged := false
+			var f *prFixture
+			f = newPRFixture(t, func(ctx context.Context, a Assignment) (bool, error) {
+				body := "fixed\n"
+				switch {
+				case a.Issue.ID == blocker && a.Attempt == 1:
+					body = "bug\n"
+				case a.Issue.ID == blocker:
+					mu.Lock()
+					notesSeen = sh(t, a.Dir, f.p.bd, "show", blocker, "--json")
+					mu.Unlock()
+				case a.Issue.ID == dependent:
+					b, _ := os.ReadFile(filepath.Join(a.Dir, "a.txt"))
+					mu.Lock()
+					depSaw, depAfterMerge = string(b), merged
+					mu.Unlock()
+					body = ""
+				}
+				if body != "" {
+					if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte(body), 0o644); err != nil {
+						return false, err
+					}
+				} else if err := os.WriteFile(filepath.Join(a.Dir, "b.txt"), []byte("b\n"), 0o644); err != nil {
+					return false, err
+				}
+				return commitAndClose(ctx, a)
+			})
+			blocker = f.p.create("fix a", "--acceptance", "a.txt says fixed")
+			dependent = f.p.create("build on a", "--deps", blocker)
+			stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
+				switch {
+				case strings.HasPrefix(pr.Title, blocker) && seen == 1:
+					tc.feedback(f, pr)
+				default:
+					time.Sleep(150 * time.Millisecond) // the pool reads the unchanged pull request meanwhile
+					mu.Lock()
+					merged = merged || strings.HasPrefix(pr.Title, blocker)
+					mu.Unlock()
+					f.merge(t, pr)
+				}
+			})
+			sum, err := f.pool.Run(context.Background())
+			stop()
+			is.NoErr(err)
+			is.Equal(len(sum.Integrated), 2)      // both merged by the reviewer
+			is.Equal(len(sum.Failed[blocker]), 1) // the feedback was one failed attempt
+			for _, e := range tc.evidence {
+				is.True(strings.Contains(sum.Failed[blocker][0], e))                                                   // verbatim
+				is.True(strings.Contains(notesSeen, strings.ReplaceAll(strings.ReplaceAll(e, `"`, `\"`), "\n", `\n`))) // in the note the next attempt read
+			}
+			pulls := f.srv.Pulls()
+			is.Equal(len(pulls), 2) // the fix updated the same pull request
+			is.True(strings.HasPrefix(pulls[0].Title, blocker+": fix a"))
+			for _, want := range []string{blocker, "a.txt says fixed", "done, tests pass", "verify: go test ./...", "attempt 1"} {
+				is.True(strings.Contains(pulls[0].Body, want)) // the issue's evidence
+			}
+			is.Equal(pulls[0].Head.Ref, "ralph/"+blocker)
+			is.True(pulls[0].Merged && pulls[1].Merged)
+			is.Equal(depSaw, "fixed\n") // the dependent started from the merged main
+			is.True(depAfterMerge)
+			conditional := 0
+			for _, r := range f.srv.Requests() {
+				is.True(!strings.HasSuffix(r.Path, "/merge"))                           // ralphd never merges
+				is.True(!(r.Method == "POST" && strings.HasSuffix(r.Path, "/reviews"))) // nor approves
+				if r.IfNoneMatch != "" {
+					conditional++
+				}
+			}
+			is.True(conditional > 0) // reads again are conditional
+			calls, notModified := f.pool.ForgeCalls()
+			t.Logf("forge reads: %d requests, %d answered 304", calls, notModified)
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/mergeq"
+)
+
+// With integrate = pr, the merge queue puts an issue's work on
+// ralph/<issue> and opens a pull request; the issue counts as integrated
+// only once a person (or the forge's auto-merge) merges it. Until then
+// the issue stays held (a dependent here waits for it, as for work in the
+// queue) but the worker is free: its next work goes through the queue
+// meanwhile. The pool reads the pull request every ReviewPoll
+// (awaitReview), with conditional requests, and acts on what it finds:
+//
+//   - merged: the issue is integrated; a dependent starts from the
+//     target, fetched, which has the merge;
+//   - a failing CI check, or a review of the head commit that requests
+//     changes: a failed attempt, the issue reopened with the check's log
+//     tail or the review's comments verbatim in its note and in the next
+//     prompt; the next attempt's work replaces the branch, and so updates
+//     the same pull request. A hopeless issue still ends STUCK;
+//   - closed without a merge: the issue is reopened with a note and
+//     labelled StuckLabel, for PLANNING to look at; not an attempt;
+//   - a forge that does not answer: waited out, reported once, and never
+//     an attempt.
+
+// DefaultReviewPoll is how long the pool waits between reads of a pull
+// request.
+const DefaultReviewPoll = 60 * time.Second
+
+// prTitle and prBody describe an issue's work for its pull request: the
+// issue's id, title and acceptance criteria, the close reason the agent
+// gave as evidence, ralphd's checks and their results, the run and the
+// attempt.
+func (p *Pool) prTitle(is beads.Issue) string {
+	return fmt.Sprintf("%s: %s", is.ID, is.Title)
+}
+
+func (p *Pool) prBody(is beads.Issue, attempt int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Issue **%s**: %s\n\n", is.ID, is.Title)
+	if s := strings.TrimSpace(is.AcceptanceCriteria); s != "" {
+		fmt.Fprintf(&b, "## Acceptance\n\n%s\n\n", s)
+	}
+	if s := strings.TrimSpace(is.CloseReason); s != "" {
+		fmt.Fprintf(&b, "## Evidence (the agent's close reason)\n\n%s\n\n", s)
+	}
+	b.WriteString("## ralphd's checks\n\n")
+	checks := p.Checks
+	if checks == "" {
+		checks = "verify (none configured)"
+	}
+	fmt.Fprintf(&b, "- the iteration's judgement: passed (%s, and the issue's acceptance commands)\n", checks)
+	fmt.Fprintf(&b, "- after rebasing onto `%s`: passed (%s)\n\n", p.Target, checks)
+	run := "-"
+	if p.res != nil {
+		run = p.res.RunID
+	}
+	fmt.Fprintf(&b, "ralphd run `%s`, attempt %d. ralphd never merges: review, then merge.\n", run, attempt)
+	return b.String()
+}
+
+// awaitReview waits until the pull request of j's work (res) is merged,
+// closed, or fails review or CI, and settles its issue accordingly. A
+// stop (ctx) leaves the issue as it is.
+func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error {
+	a, id := j.a, j.issue.ID
+	forge := p.Queue.Forge
+	pr := res.PR
+	poll := p.ReviewPoll
+	if poll <= 0 {
+		poll = DefaultReviewPoll
+	}
+	p.setReview(id, ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: "open"})
+	defer p.setReview(id, ReviewStatus{})
+	down := time.Time{} // when the forge stopped answering
+	for {
+		var st mergeq.PRState
+		var err error
+		if pr.Number == 0 {
+			pr, err = forge.Open(ctx, res.Branch, res.Commit, p.Target, p.prTitle(j.issue), p.prBody(j.issue, a.Attempt))
+			if err == nil {
+				p.log(Event{Worker: a.Worker, Issue: id, Kind: "waiting", Detail: fmt.Sprintf("pull request #%d (%s) awaits review and merge", pr.Number, pr.URL)})
+				p.setReview(id, ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: "open"})
+			}
+		}
+		if err == nil {
+			st, err = forge.Read(ctx, pr.Number, res.Commit)
+			p.countForge(st)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil && down.IsZero():
+			down = time.Now()
+			p.log(Event{Worker: a.Worker, Issue: id, Kind: "forge-down", Detail: fmt.Sprintf("waiting it out (not an attempt): %v", err)})
+		case err != nil:
+		case !down.IsZero():
+			p.log(Event{Worker: a.Worker, Issue: id, Kind: "forge-up", Detail: fmt.Sprintf("the forge answers again after %s", time.Since(down).Round(time.Second))})
+			down = time.Time{}
+		}
+		if err == nil {
+			switch st.Verdict {
+			case mergeq.PRMerged:
+				return p.reviewMerged(ctx, j, pr)
+			case mergeq.PRClosed:
+				return p.reviewClosed(ctx, j, pr)
+			case mergeq.PRChecksFailed, mergeq.PRChangesRequested:
+				why := fmt.Sprintf("pull request #%d: %s; the next attempt's work updates it\n\n%s", pr.Number, st.Verdict, st.Evidence)
+				return p.fail(ctx, a, Failure{Why: why, Integration: true})
+			}
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// reviewMerged settles an issue whose pull request was merged: integrated.
+func (p *Pool) reviewMerged(ctx context.Context, j *job, pr mergeq.PullRequest) error {
+	a, id := j.a, j.issue.ID
+	p.ledger.integrated(j.win)
+	if _, err := p.Client(a.Actor, p.Queue.Repo).AppendNotes(ctx, id, fmt.Sprintf("ralphd: pull request #%d (%s) was merged into %s", pr.Number, pr.URL, p.Target)); err != nil {
+		p.log(Event{Worker: a.Worker, Issue: id, Kind: "note-failed", Detail: err.Error()})
+	}
+	if err := p.tally.Integrated(id); err != nil {
+		return fmt.Errorf("worker %s: %w", a.Worker, err)
+	}
+	j.h.integrated = true
+	p.mu.Lock()
+	p.sum.Integrated = append(p.sum.Integrated, id)
+	p.mu.Unlock()
+	p.log(Event{Worker: a.Worker, Issue: id, Kind: "integrated", Detail: fmt.Sprintf("pull request #%d merged", pr.Number)})
+	return nil
+}
+
+// reviewClosed releases an issue whose pull request was closed without a
+// merge to PLANNING: reopened, noted and labelled StuckLabel, so that no
+// worker takes it up again before a planner (or a person) looked at it.
+// Not an attempt: nobody judged the work wanting.
+func (p *Pool) reviewClosed(ctx context.Context, j *job, pr mergeq.PullRequest) error {
+	a, id := j.a, j.issue.ID
+	c := p.Client(a.Actor, p.Queue.Repo)
+	note := fmt.Sprintf("ralphd: pull request #%d (%s) was closed without a merge; the issue goes back to PLANNING (label %s): decide what it needs, then clear the label", pr.Number, pr.URL, p.StuckLabel)
+	if _, err := c.AppendNotes(ctx, id, note); err != nil {
+		return p.giveUp(ctx, a.Actor, id, fmt.Errorf("worker %s: note on %s: %w", a.Worker, id, err))
+	}
+	if p.StuckLabel != "" {
+		p.ownStuck.Store(id, true)
+		if err := c.LabelAdd(ctx, id, p.StuckLabel); err != nil {
+			return p.giveUp(ctx, a.Actor, id, fmt.Errorf("worker %s: label %s: %w", a.Worker, id, err))
+		}
+	}
+	p.log(Event{Worker: a.Worker, Issue: id, Kind: "released", Detail: fmt.Sprintf("pull request #%d closed without a merge: back to PLANNING", pr.Number)})
+	return p.giveUp(ctx, a.Actor, id, nil)
+}
