@@ -212,6 +212,9 @@ type CreateOptions struct {
 	ID string
 	// Deps are ids this issue depends on, as "id" (blocks) or "type:id".
 	Deps []string
+	// Defer creates the issue deferred until then ("+2d"): bd gives it the
+	// status deferred, so it is never ready and never claimable.
+	Defer string
 }
 
 // Create creates an issue and returns it as bd printed it.
@@ -255,6 +258,7 @@ func createArgs(o CreateOptions) []string {
 	if len(o.Deps) > 0 {
 		args = append(args, "--deps", strings.Join(o.Deps, ","))
 	}
+	args = appendFlag(args, "--defer", o.Defer)
 	return args
 }
 

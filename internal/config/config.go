@@ -121,6 +121,7 @@ func Fields() []Field {
 		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
+		field("fleet_lease", kindDuration, "2m", "daemon, bd server mode: how long the planner's lease on the shared tracker lasts unrenewed; daemons sharing the tracker plan one at a time (0: off)"),
 		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
 		// Dashboard, metrics and notifications (README "Dashboard, metrics and notifications").
 		field("http", kindString, "", "daemon: serve the dashboard and /metrics on this address, e.g. 127.0.0.1:7777 (empty: off)"),
@@ -220,6 +221,7 @@ type Config struct {
 	BuildBatch              int
 	PlanEvery               int
 	Poll                    time.Duration
+	FleetLease              time.Duration
 	QuotaBackoffMax         time.Duration
 	HTTP                    string
 	HTTPToken               string
@@ -547,6 +549,7 @@ func (c *Config) decode() error {
 	c.BuildBatch = num("build_batch")
 	c.PlanEvery = num("plan_every")
 	c.Poll = dur("poll")
+	c.FleetLease = dur("fleet_lease")
 	c.QuotaBackoffMax = dur("quota_backoff_max")
 	c.HTTP = str("http")
 	c.HTTPToken = str("http_token")

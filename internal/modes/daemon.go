@@ -70,6 +70,8 @@ func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 		paused: opts.Paused,
 		hold:   opts.Hold,
 	}
+	l.fleet = newFleet(l)
+	defer func() { l.fleet = nil }()
 	return d.run(ctx)
 }
 
@@ -105,6 +107,19 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 			continue
 		}
+		if d.fleet != nil {
+			if err := d.fleet.setup(ctx); err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				d.human().Error("cannot set up fleet planning; retrying", "err", err, "in", d.Config.Poll)
+				d.status("error: %v", err)
+				if d.sleep(ctx, d.Config.Poll) != nil {
+					break
+				}
+				continue
+			}
+		}
 		act, why, fp, err := d.decide(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -128,15 +143,17 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 		switch act {
 		case "plan":
-			d.human().Info("planning: " + why)
-			err = d.batch(ctx, func(ctx context.Context) (*Result, error) { return d.planRun(ctx, 1, d.runs) })
+			var waited bool
+			if waited, err = d.plan(ctx, why); waited {
+				continue
+			}
 			d.stuckSincePlan, d.heldSincePlan, d.buildsSincePlan = 0, 0, 0
 			d.planFP, _ = Fingerprint(d.beadsDir())
 		case "build":
-			d.human().Info("building: " + why)
-			err = d.batch(ctx, func(ctx context.Context) (*Result, error) {
-				return d.buildRun(ctx, d.Config.BuildBatch, d.Config.Workers, d.runs)
-			})
+			var waited bool
+			if waited, err = d.build(ctx, why); waited {
+				continue
+			}
 		default:
 			if why != d.idleSaid {
 				d.human().Info("idle: " + why)
@@ -165,6 +182,72 @@ func (d *daemon) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// plan runs one PLANNING iteration. In a fleet it first takes the planner
+// lease and waits for the other daemons' BUILD windows to close; waited
+// says another daemon held the lease and this one waited it out instead,
+// so the daemon decides afresh.
+func (d *daemon) plan(ctx context.Context, why string) (waited bool, err error) {
+	run := func(ctx context.Context) (*Result, error) { return d.planRun(ctx, 1, d.runs) }
+	f := d.fleet
+	if f == nil {
+		d.human().Info("planning: " + why)
+		return false, d.batch(ctx, run)
+	}
+	other, err := f.acquire(ctx)
+	if err != nil || other != "" {
+		return true, d.fleetWait(ctx, other, err)
+	}
+	defer f.release(ctx)
+	d.human().Info("planning: "+why, "lease", f.lease)
+	d.status("fleet: planning (lease %s)", f.lease)
+	lost, stop := f.keepLease(ctx)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lost:
+			cancel() // another daemon holds the lease: stop planning now
+		case <-pctx.Done():
+		}
+	}()
+	err = d.batch(pctx, run)
+	stop()
+	return false, err
+}
+
+// build runs one BUILD batch. In a fleet it first raises this clone's
+// member flag; waited says another daemon plans and this one waited it out
+// instead. The batch drains when another daemon claims the lease.
+func (d *daemon) build(ctx context.Context, why string) (waited bool, err error) {
+	runs := d.runs
+	f := d.fleet
+	if f != nil {
+		planner, err := f.startBuilding(ctx)
+		if err != nil || planner != "" {
+			return true, d.fleetWait(ctx, planner, err)
+		}
+		defer f.stopBuilding(ctx)
+		yield, stop := f.watchBuilding(ctx)
+		defer stop()
+		runs.yield = yield
+	}
+	d.human().Info("building: " + why)
+	return false, d.batch(ctx, func(ctx context.Context) (*Result, error) {
+		return d.buildRun(ctx, d.Config.BuildBatch, d.Config.Workers, runs)
+	})
+}
+
+// fleetWait waits for the other planner to release the lease, or a poll
+// after bd trouble with the fleet's issues.
+func (d *daemon) fleetWait(ctx context.Context, planner string, err error) error {
+	if err == nil {
+		return d.fleet.waitLease(ctx, planner)
+	}
+	d.human().Error("fleet planning: cannot read or claim the fleet's issues; retrying", "err", err, "in", d.Config.Poll)
+	d.status("error: %v", err)
+	return d.sleep(ctx, d.Config.Poll)
 }
 
 // remaining says how many issues remain: "1 issue remains", "2 issues

@@ -227,6 +227,9 @@ type runState struct {
 	// pin is which tracker the run's snapshots read, fixed at its start
 	// (trackerpin.go); workers share it.
 	pin *trackerPin
+	// fleet is the daemon's place among the daemons sharing its tracker
+	// (fleet.go); nil outside a daemon in bd's server mode.
+	fleet *fleet
 }
 
 // derive makes a Loop for one part of this Loop's run (a worker, a

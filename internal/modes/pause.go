@@ -15,6 +15,10 @@ import (
 // when the worker must not: ctx ended, or the pool drains (a drain may
 // come during a pause). err is Hold's own error, not the end of ctx.
 func (p *Pool) holdBeforeClaim(ctx context.Context, worker string) (stop bool, err error) {
+	if p.yielding() {
+		p.Drain()
+		return true, nil
+	}
 	if p.Hold == nil {
 		return false, nil
 	}
@@ -26,6 +30,10 @@ func (p *Pool) holdBeforeClaim(ctx context.Context, worker string) (stop bool, e
 	}
 	return ctx.Err() != nil || p.isDraining(), nil
 }
+
+// yielding reports whether the pool must drain for another daemon's plan
+// (Pool.Yield).
+func (p *Pool) yielding() bool { return p.Yield != nil && p.Yield() }
 
 // paused reports whether the pool is paused now (Pool.Paused).
 func (p *Pool) paused() bool { return p.Paused != nil && p.Paused() }

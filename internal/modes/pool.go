@@ -218,6 +218,9 @@ type Pool struct {
 	// claim beside a judgement either.
 	Hold   func(ctx context.Context) error
 	Paused func() bool
+	// Yield, when set, says that another daemon sharing the tracker is
+	// about to plan (fleet.go): the pool drains, as at the end of a batch.
+	Yield func() bool
 	// Log receives events; nil means none. It is called from the worker
 	// goroutines, one call at a time.
 	Log func(Event)
@@ -672,7 +675,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		// that the reading its judgement needs is the claim's read-back
 		// too (see Assignment.AgentEnded); not while the pool is paused.
 		agentEnded := func() {
-			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() {
+			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() {
 				next = p.startClaim(ctx, cl)
 			}
 		}

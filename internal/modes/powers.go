@@ -174,6 +174,9 @@ func (l *Loop) accountIteration(ctx context.Context, res *Result, it *buildIter,
 	var created []string
 	b.mu.Lock()
 	for _, id := range guard.Created(it.before, after) {
+		if l.fleet.owns(id, it.before, after) {
+			continue // a daemon joining the fleet
+		}
 		if _, seen := b.made[id]; !seen { // workers: a shared baseline may show it twice
 			b.made[id] = it.n
 			created = append(created, id)
@@ -181,6 +184,9 @@ func (l *Loop) accountIteration(ctx context.Context, res *Result, it *buildIter,
 	}
 	for _, a := range after.Issues() {
 		id, bf := a.ID, it.before[a.ID]
+		if l.fleet.owns(id, it.before, after) {
+			continue
+		}
 		// Another issue's status change is reverted (or the pool's own).
 		mine := id == it.issue.ID || b.made[id] > 0
 		if mine && a.Status != bf.Status && a.Status != beads.StatusOpen && a.Status != beads.StatusClosed {

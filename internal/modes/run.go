@@ -60,7 +60,17 @@ type runOpts struct {
 	// hold, when set, returns once the daemon is not paused (the
 	// dashboard's pause): workers ask it before each claim.
 	hold func(ctx context.Context) error
+	// yield, when set, reports without waiting that another daemon of the
+	// fleet claimed the planner lease (fleet.go): the BUILD batch drains
+	// and ends as a full batch does.
+	yield func() bool
 }
+
+// yielding reports whether the batch must drain for another daemon's plan.
+func (o runOpts) yielding() bool { return o.yield != nil && o.yield() }
+
+// yieldReason is how a batch drained for another daemon's plan ends.
+const yieldReason = "another daemon sharing the tracker plans: this BUILD batch drained"
 
 // isPaused reports whether the daemon is paused now.
 func (o runOpts) isPaused() bool { return o.paused != nil && o.paused() }
@@ -74,6 +84,9 @@ func (l *Loop) mayContinue(ctx context.Context, res *Result, o runOpts) (stop bo
 	}
 	if o.beforeIteration != nil {
 		o.beforeIteration()
+	}
+	if o.yielding() {
+		return true, res.stop(StopMaxIterations, yieldReason, ErrCapReached)
 	}
 	if l.overBudget(res) {
 		return true, res.stop(StopBudget, fmt.Sprintf("the run's agent cost reached the cap of $%.2f", l.Config.MaxCostUSD), ErrCapReached)

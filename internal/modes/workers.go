@@ -174,6 +174,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		KeepObjects: filepath.Join(l.State.Dir(), KeptObjectsDir),
 		Hold:        o.hold,
 		Paused:      o.paused,
+		Yield:       o.yield,
 		Log: func(e Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
@@ -244,6 +245,8 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	switch {
 	case ctx.Err() != nil:
 		return stopped(ctx, res, "stopped by a signal; the workers' attempts in flight were given back")
+	case err == nil && o.yielding():
+		return res.stop(StopMaxIterations, yieldReason, ErrCapReached)
 	case errors.Is(err, ErrCapReached):
 		if res.Stop == "" {
 			res.Stop, res.Reason = StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations", maxIter)
