@@ -1,0 +1,137 @@
+package modes
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/state"
+)
+
+// fleetLoops returns n Loops in n clones of one tracker in the stand-in's
+// server mode, each with its fleet set up, and the seed's bd.
+func fleetLoops(t *testing.T, n int, ttl time.Duration, now func() time.Time) ([]*Loop, *beads.Client) {
+	t.Helper()
+	bin, root, seed, remote := sharedTracker(t, "fl")
+	seedBD := &beads.Client{Bin: bin, Dir: seed, Timeout: time.Minute}
+	var loops []*Loop
+	for i := range n {
+		dir := filepath.Join(root, "clone-"+string(rune('a'+i)))
+		sh(t, root, "git", "clone", "-q", remote, dir)
+		st, err := state.Open(context.Background(), filepath.Join(root, "state-"+string(rune('a'+i))), state.Identity{ID: "0123456789ab", TopLevel: dir}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &Loop{Dir: dir, Config: &config.Config{FleetLease: ttl, Poll: time.Second}, State: st, Now: now,
+			BD: &beads.Client{Bin: bin, Dir: dir, Timeout: time.Minute}}
+		l.fleet = newFleet(l)
+		if l.fleet == nil {
+			t.Fatal("no fleet in server mode")
+		}
+		if err := l.fleet.setup(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		loops = append(loops, l)
+	}
+	return loops, seedBD
+}
+
+// TestFleetOnePlannerAndTakeover: the fleet's clones agree on one lease;
+// while one plans, another can neither plan nor build; a builder makes the
+// planner wait; a lease left unrenewed past fleet_lease is taken over.
+func TestFleetOnePlannerAndTakeover(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Now()
+	now := func() time.Time { return clock }
+	loops, seed := fleetLoops(t, 2, time.Minute, now)
+	a, b := loops[0].fleet, loops[1].fleet
+	if a.lease != b.lease || a.anchor != b.anchor || a.member == b.member {
+		t.Fatalf("clones disagree: a %s/%s/%s b %s/%s/%s", a.anchor, a.lease, a.member, b.anchor, b.lease, b.member)
+	}
+	// The fleet's issues are never offered as work.
+	ready, err := seed.Ready(ctx, beads.ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, is := range ready {
+		if is.HasLabel(FleetLabel) {
+			t.Fatalf("bd ready offers the fleet's %s", is.ID)
+		}
+	}
+
+	// b builds: a, about to plan, takes the lease but must wait for b.
+	if p, err := b.startBuilding(ctx); err != nil || p != "" {
+		t.Fatalf("b start building: %q %v", p, err)
+	}
+	raised, err := a.raised(ctx)
+	if err != nil || len(raised) != 1 {
+		t.Fatalf("a sees raised members %v (%v), want b's", raised, err)
+	}
+	b.stopBuilding(ctx)
+	if other, err := a.acquire(ctx); err != nil || other != "" {
+		t.Fatalf("a acquire: %q %v", other, err)
+	}
+	// a plans: b may neither plan nor build.
+	if other, err := b.acquire(ctx); err != nil || other != a.plannerActor() {
+		t.Fatalf("b acquire while a plans: %q %v", other, err)
+	}
+	if p, err := b.startBuilding(ctx); err != nil || p != a.plannerActor() {
+		t.Fatalf("b start building while a plans: %q %v", p, err)
+	}
+	if raised, _ := a.raised(ctx); len(raised) != 0 {
+		t.Fatalf("b left its member raised after backing off: %v", raised)
+	}
+	// a dies mid-plan: once the lease is older than fleet_lease, b takes it.
+	clock = clock.Add(2 * time.Minute)
+	if other, err := b.acquire(ctx); err != nil || other != "" {
+		t.Fatalf("b takeover after expiry: %q %v", other, err)
+	}
+	clock = time.Now() // the stand-in stamps updated_at with the real clock
+	if h, _ := a.holder(ctx); h != b.plannerActor() {
+		t.Fatalf("holder after takeover %q", h)
+	}
+	b.release(ctx)
+	if h, _ := a.holder(ctx); h != "" {
+		t.Fatalf("holder after release %q", h)
+	}
+}
+
+// TestFleetOwns: a BUILD window leaves alone only the fleet's own issues:
+// not a real issue an agent labelled or hung on the anchor, not an issue
+// it created without the fleet's shape.
+func TestFleetOwns(t *testing.T) {
+	f := &fleet{anchor: "x-a", known: map[string]bool{"x-a": true, "x-l": true, "x-m": true}}
+	dep := []beads.Dependency{{DependsOnID: "x-a", Type: "blocks"}}
+	before := guard.Snapshot{
+		"x-a": {ID: "x-a", Labels: []string{FleetLabel}},
+		"x-l": {ID: "x-l", Labels: []string{FleetLabel}, Dependencies: dep},
+		"x-1": {ID: "x-1", Title: "real"},
+	}
+	for _, tc := range []struct {
+		name  string
+		id    string
+		after beads.Issue
+		want  bool
+	}{
+		{"the lease, claimed", "x-l", beads.Issue{ID: "x-l", Status: beads.StatusInProgress, Labels: []string{FleetLabel}, Dependencies: dep}, true},
+		{"a member created in the window", "x-n", beads.Issue{ID: "x-n", Title: fleetMemberTitle + "z", Labels: []string{FleetLabel}, Dependencies: dep}, true},
+		{"a real issue labelled and hung on the anchor", "x-1", beads.Issue{ID: "x-1", Status: beads.StatusClosed, Labels: []string{FleetLabel}, Dependencies: dep}, false},
+		{"a created issue with the label only", "x-o", beads.Issue{ID: "x-o", Labels: []string{FleetLabel}}, false},
+		{"a created issue on the anchor without the label", "x-p", beads.Issue{ID: "x-p", Dependencies: dep}, false},
+		{"a second anchor", "x-q", beads.Issue{ID: "x-q", Title: fleetAnchorTitle, Labels: []string{FleetLabel}, Dependencies: dep}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			after := guard.Snapshot{tc.id: tc.after}
+			if got := f.owns(tc.id, before, after); got != tc.want {
+				t.Fatalf("owns(%s) = %v, want %v", tc.id, got, tc.want)
+			}
+		})
+	}
+	if (*fleet)(nil).owns("x-l", before, before) {
+		t.Fatal("no fleet owns nothing")
+	}
+}
