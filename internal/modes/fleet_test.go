@@ -26,8 +26,8 @@ func fleetLoops(t *testing.T, n int, ttl time.Duration, now func() time.Time) ([
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := &Loop{Dir: dir, Config: &config.Config{FleetLease: ttl, Poll: time.Second}, State: st, Now: now,
-			BD: &beads.Client{Bin: bin, Dir: dir, Timeout: time.Minute}}
+		l := &Loop{Deps: Deps{Dir: dir, Config: &config.Config{FleetLease: ttl, Poll: time.Second}, State: st, Now: now,
+			BD: &beads.Client{Bin: bin, Dir: dir, Timeout: time.Minute}}}
 		l.fleet = newFleet(l)
 		if l.fleet == nil {
 			t.Fatal("no fleet in server mode")

@@ -235,7 +235,7 @@ type runState struct {
 // derive makes a Loop for one part of this Loop's run (a worker, a
 // reading, a check of the merge queue, a sweep) with deps d, at seat s
 // (nil outside a pool). It shares the run's tracker pin and what the run
-// found of the working tree at its start; its snapshot cache, its last
+// found of the working tree at its start, and the daemon's fleet; its snapshot cache, its last
 // issue, its last ready answer and its agent are its own.
 func (l *Loop) derive(d Deps, s *seat) *Loop {
 	return &Loop{Deps: d, runState: runState{
@@ -243,6 +243,7 @@ func (l *Loop) derive(d Deps, s *seat) *Loop {
 		dirtyAtStart: l.dirtyAtStart,
 		treeChecked:  l.treeChecked,
 		seat:         s,
+		fleet:        l.fleet,
 	}}
 }
 

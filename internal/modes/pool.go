@@ -1026,7 +1026,9 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 		return fmt.Errorf("workers: list claims: %w", err)
 	}
 	for _, is := range held {
-		if strings.HasPrefix(is.Assignee, prefix) {
+		// The fleet's lease and member (fleet.go) are claimed under the
+		// same prefix, and are not a worker's to release.
+		if strings.HasPrefix(is.Assignee, prefix) && !is.HasLabel(FleetLabel) {
 			if _, err := c.Release(ctx, is.ID); err != nil {
 				return fmt.Errorf("workers: release %s: %w", is.ID, err)
 			}
