@@ -89,6 +89,9 @@ type Dependency struct {
 	// DependsOnStatus is the status of DependsOnID when bd reported it
 	// (`show` does; `list` does not).
 	DependsOnStatus string
+	// CreatedBy is the bd actor who added the dependency, when bd reported
+	// it (`list` and `ready` edges do; `show` does not).
+	CreatedBy string
 }
 
 // HasLabel reports whether the issue carries label l.

@@ -342,6 +342,7 @@ func dependenciesValue(v gjson.Result) ([]Dependency, error) {
 			d            Dependency
 			id, depType  string
 			typ, status  string
+			createdBy    string
 			edge, hasTyp bool
 		)
 		e.ForEach(func(k, f gjson.Result) bool {
@@ -361,6 +362,8 @@ func dependenciesValue(v gjson.Result) ([]Dependency, error) {
 				id, err = stringValue(f)
 			case "status":
 				status, err = stringValue(f)
+			case "created_by":
+				createdBy, err = stringValue(f)
 			}
 			if err != nil {
 				perr = fmt.Errorf("dependency field %q: %w", k.Str, err)
@@ -372,7 +375,7 @@ func dependenciesValue(v gjson.Result) ([]Dependency, error) {
 			return false
 		}
 		if edge {
-			d.Type = typ
+			d.Type, d.CreatedBy = typ, createdBy
 		} else {
 			d.DependsOnID = id
 			d.DependsOnStatus = status

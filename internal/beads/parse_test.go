@@ -190,8 +190,8 @@ var parseCases = map[string]parseCase{
 	"list-all-json": {kind: kindIssues, ids: []string{"rt-chn", "rt-999", "rt-wjd", "rt-cjz", "rt-9e0", "rt-wjd.1", "rt-c1x", "rt-2j9", "rt-hz0", "rt-o3o"}},
 	"list-json": {kind: kindIssues, ids: []string{"rt-chn", "rt-999", "rt-wjd", "rt-cjz", "rt-9e0", "rt-wjd.1", "rt-c1x", "rt-2j9", "rt-hz0", "rt-o3o"}, check: func(is *is.I, got []beads.Issue) {
 		// Raw edges, as list prints them.
-		is.Equal(got[4].Dependencies, []beads.Dependency{{IssueID: "rt-9e0", DependsOnID: "rt-cjz", Type: beads.DepBlocks}})
-		is.Equal(got[5].Dependencies, []beads.Dependency{{IssueID: "rt-wjd.1", DependsOnID: "rt-wjd", Type: beads.DepParentChild}})
+		is.Equal(got[4].Dependencies, []beads.Dependency{{IssueID: "rt-9e0", DependsOnID: "rt-cjz", Type: beads.DepBlocks, CreatedBy: "Test User"}})
+		is.Equal(got[5].Dependencies, []beads.Dependency{{IssueID: "rt-wjd.1", DependsOnID: "rt-wjd", Type: beads.DepParentChild, CreatedBy: "Test User"}})
 		is.Equal(got[5].Parent, "rt-wjd")
 		is.Equal(got[3].DependentCount, 2)
 		is.Equal(got[1].Status, beads.StatusDeferred)
@@ -510,10 +510,13 @@ func compareWithOracle(t *testing.T, data []byte, got []beads.Issue) {
 				is.Equal(gd.DependsOnID, to)
 				is.Equal(gd.Type, d["type"])
 				is.Equal(gd.DependsOnStatus, "")
+				by, _ := d["created_by"].(string)
+				is.Equal(gd.CreatedBy, by)
 			} else {
 				is.Equal(gd.DependsOnID, d["id"])
 				is.Equal(gd.Type, d["dependency_type"])
 				is.Equal(gd.DependsOnStatus, d["status"])
+				is.Equal(gd.CreatedBy, "") // the issue's, not the edge's
 			}
 		}
 	}

@@ -333,6 +333,7 @@ type Pool struct {
 	// judgements read it while they hold judging.
 	workingMu sync.Mutex
 	working   map[string]string
+	iterOf    map[string]credit // a worker's actor: the iteration it is in
 	// ownStuck holds the issues ralphd itself labelled stuck in this run
 	// (issue id → true): the pool's baseline may not have the label yet,
 	// and a judgement must not take it for an agent's (revertAgainst).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -171,15 +172,17 @@ const workerActorPrefix = "ralphd/"
 // it found.
 func (l *Loop) accountIteration(ctx context.Context, res *Result, it *buildIter, after guard.Snapshot) []string {
 	b := res.ledger()
-	var created []string
+	own := credit{n: it.n, issue: it.issue.ID}
+	made := map[credit][]string{} // by the iteration each is charged to
 	b.mu.Lock()
 	for _, id := range guard.Created(it.before, after) {
 		if l.fleet.owns(id, it.before, after) {
 			continue // a daemon joining the fleet
 		}
 		if _, seen := b.made[id]; !seen { // workers: a shared baseline may show it twice
-			b.made[id] = it.n
-			created = append(created, id)
+			c := l.creditFor(after[id].CreatedBy, it)
+			b.made[id] = c.n
+			made[c] = append(made[c], id)
 		}
 	}
 	for _, a := range after.Issues() {
@@ -194,33 +197,19 @@ func (l *Loop) accountIteration(ctx context.Context, res *Result, it *buildIter,
 		}
 		for _, d := range a.Dependencies {
 			if !bf.DependsOn(d) {
-				b.changes = append(b.changes, heldChange{iteration: it.n, issue: id, dep: d.DependsOnID})
+				b.changes = append(b.changes, heldChange{iteration: l.creditFor(d.CreatedBy, it).n, issue: id, dep: d.DependsOnID})
 			}
 		}
 	}
 	b.mu.Unlock()
-	if len(created) == 0 {
+	if len(made) == 0 {
 		return nil
 	}
-	res.Created = append(res.Created, created...)
-	it.rec.Created = created
-	for i, id := range created {
-		if i == maxMarks {
-			l.human().Warn("too many issues to mark one by one", "marked", maxMarks, "unmarked", len(created)-maxMarks)
-			break
-		}
-		if err := l.BD.LabelAdd(ctx, id, MadeByBuildLabel); err != nil {
-			l.human().Warn("could not label an issue BUILD made", "issue", id, "err", err)
-		}
-		note := fmt.Sprintf("ralphd: created by BUILD iteration %d of run %s, while working on %s", it.n, res.RunID, it.issue.ID)
-		if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
-			l.human().Warn("could not note an issue BUILD made", "issue", id, "err", err)
-		}
+	for _, c := range slices.SortedFunc(maps.Keys(made), func(x, y credit) int { return x.n - y.n }) {
+		l.markMade(ctx, res, c, made[c])
 	}
-	l.snap.invalidate()
-	l.event(logjsonl.EventCreated, logjsonl.Created{Iteration: it.n, IssueID: it.issue.ID, Count: len(created),
-		Cap: l.Config.MaxCreates, IDs: firstN(created, 20)})
-	l.human().Info("BUILD created issues", "issue", it.issue.ID, "count", len(created), "ids", strings.Join(firstN(created, 5), ","))
+	created := made[own]
+	it.rec.Created = created
 	if c := l.Config.MaxCreates; c > 0 && len(created) > c {
 		detail := fmt.Sprintf("%s created %s in one iteration, over the cap of %d (max_creates); the guard refuses more, so they were made around it",
 			it.issue.ID, text.Count(len(created), "issue"), c)
@@ -229,6 +218,28 @@ func (l *Loop) accountIteration(ctx context.Context, res *Result, it *buildIter,
 		return []string{detail}
 	}
 	return nil
+}
+
+// markMade counts, labels, notes and logs the issues iteration c created.
+func (l *Loop) markMade(ctx context.Context, res *Result, c credit, created []string) {
+	res.Created = append(res.Created, created...)
+	for i, id := range created {
+		if i == maxMarks {
+			l.human().Warn("too many issues to mark one by one", "marked", maxMarks, "unmarked", len(created)-maxMarks)
+			break
+		}
+		if err := l.BD.LabelAdd(ctx, id, MadeByBuildLabel); err != nil {
+			l.human().Warn("could not label an issue BUILD made", "issue", id, "err", err)
+		}
+		note := fmt.Sprintf("ralphd: created by BUILD iteration %d of run %s, while working on %s", c.n, res.RunID, c.issue)
+		if _, err := l.BD.AppendNotes(ctx, id, note); err != nil {
+			l.human().Warn("could not note an issue BUILD made", "issue", id, "err", err)
+		}
+	}
+	l.snap.invalidate()
+	l.event(logjsonl.EventCreated, logjsonl.Created{Iteration: c.n, IssueID: c.issue, Count: len(created),
+		Cap: l.Config.MaxCreates, IDs: firstN(created, 20)})
+	l.human().Info("BUILD created issues", "issue", c.issue, "count", len(created), "ids", strings.Join(firstN(created, 5), ","))
 }
 
 // firstN returns at most n of ids.
@@ -304,6 +315,9 @@ func (b *buildLedger) heldBack(now guard.Snapshot, skipped []string) []heldIssue
 			out = append(out, heldIssue{id: id, why: strings.Join(slices.Compact(whys), "; ")})
 		}
 	}
+	// By id: `bd ready` orders issues of one priority by age, and issues
+	// made in the same second tie.
+	slices.SortFunc(out, func(a, b heldIssue) int { return strings.Compare(a.id, b.id) })
 	return out
 }
 

@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,9 @@ import (
 // attempt record until its work is integrated.
 type seat struct {
 	pool *Pool
+	// actor is the worker's bd actor: what bd records as created_by for
+	// the issues and dependencies its agent adds through the guard.
+	actor string
 	// agentEnded, when set, is told that the BUILD agent has ended and its
 	// work is about to be judged (Assignment.AgentEnded).
 	agentEnded func()
@@ -37,6 +41,25 @@ type seat struct {
 
 // pool is the pool a worker's Loop runs in, with the other workers; nil
 // outside workers.
+// creditFor returns the iteration an issue or a dependency that appeared
+// in iteration it's window is charged to: it, unless createdBy, the bd
+// actor bd recorded for it, is another worker of the same pool that is
+// in an iteration now. Its agent added it through the guard, which runs
+// bd as that worker's actor, and the pool's first judgement after it
+// accounts for it, whichever window that is. What was added around the
+// guard carries whatever actor the agent chose, and is charged to it.
+func (l *Loop) creditFor(createdBy string, it *buildIter) credit {
+	own := credit{n: it.n, issue: it.issue.ID}
+	p := l.pool()
+	if p == nil || l.seat.actor == "" || createdBy == l.seat.actor || p.actorPrefix == "" || !strings.HasPrefix(createdBy, p.actorPrefix) {
+		return own
+	}
+	if c, ok := p.iterationOf(createdBy); ok {
+		return c
+	}
+	return own
+}
+
 func (l *Loop) pool() *Pool {
 	if l.seat == nil {
 		return nil

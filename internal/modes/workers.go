@@ -46,22 +46,40 @@ const MergeTipFile = "mergeq.tip"
 // worktrees/, read-only to the agents.
 const MergeTreeDir = "mergeq"
 
-// startWorking records that actor's iteration is on id; the returned func
-// ends that.
-func (p *Pool) startWorking(id, actor string) func() {
+// startWorking records that actor's iteration n is on id; the returned
+// func ends that.
+func (p *Pool) startWorking(id, actor string, n int) func() {
 	p.workingMu.Lock()
 	defer p.workingMu.Unlock()
 	if p.working == nil {
-		p.working = map[string]string{}
+		p.working, p.iterOf = map[string]string{}, map[string]credit{}
 	}
 	p.working[id] = actor
+	p.iterOf[actor] = credit{n: n, issue: id}
 	return func() {
 		p.workingMu.Lock()
 		defer p.workingMu.Unlock()
 		if p.working[id] == actor {
 			delete(p.working, id)
 		}
+		if p.iterOf[actor].n == n {
+			delete(p.iterOf, actor)
+		}
 	}
+}
+
+// credit is an iteration a change is charged to: its number and issue.
+type credit struct {
+	n     int
+	issue string
+}
+
+// iterationOf returns the iteration actor's worker is in now, if any.
+func (p *Pool) iterationOf(actor string) (credit, bool) {
+	p.workingMu.Lock()
+	defer p.workingMu.Unlock()
+	c, ok := p.iterOf[actor]
+	return c, ok
 }
 
 // worksOn reports whether actor's iteration is on id now.
@@ -357,7 +375,7 @@ func (l *Loop) forWorker(p *Pool, a Assignment) (*Loop, error) {
 	d.Dir, d.BD, d.State = a.Dir, a.BD, st
 	d.Env = append(slices.Clip(l.environ()), "BEADS_ACTOR="+a.Actor)
 	d.Human = l.human().With("worker", a.Worker)
-	return l.derive(d, &seat{pool: p, agentEnded: a.AgentEnded, win: a.win}), nil
+	return l.derive(d, &seat{pool: p, actor: a.Actor, agentEnded: a.AgentEnded, win: a.win}), nil
 }
 
 // workerIteration is one BUILD iteration of one worker: the run's caps,
@@ -407,7 +425,7 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 	// rota's switches are logged where its limits and drops are.
 	w.cur = Agent{}
 	w.chooseAgent()
-	endWorking := p.startWorking(a.Issue.ID, a.Actor)
+	endWorking := p.startWorking(a.Issue.ID, a.Actor, n)
 	it, err := w.buildIteration(ctx, mine, a.Issue)
 	endWorking()
 
