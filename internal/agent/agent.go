@@ -200,6 +200,13 @@ type Invocation struct {
 	// not nest where user namespaces cannot (as root), and ralphd's keeps
 	// the agent to the work tree as the CLI's would.
 	Sandboxed bool
+	// Home is the home dir and environment the agent runs with, where a
+	// Resumer finds and puts back its sessions.
+	Home Home
+	// Resume, when set, is a session ralphd saved, for a Resumer to put
+	// back and resume with Prompt as the next message instead of
+	// starting a fresh session.
+	Resume *Session
 }
 
 // Spec is how to start the agent process.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,6 +129,12 @@ func (c Claude) Command(inv Invocation) (Spec, error) {
 		return Spec{}, err
 	}
 	argv := []string{c.Binary(), "-p", "--output-format", "stream-json", "--verbose"}
+	if inv.Resume != nil {
+		if err := placeSession(claudeDir(inv.Home), *inv.Resume); err != nil {
+			return Spec{}, fmt.Errorf("resume claude session: %w", err)
+		}
+		argv = append(argv, "--resume", inv.Resume.ID)
+	}
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}
@@ -161,6 +168,69 @@ func (c Claude) Command(inv Invocation) (Spec, error) {
 		argv = append(argv, "--allowedTools="+strings.Join(allowed, ","))
 	}
 	return Spec{Argv: argv, Env: ralphEnv(inv), Stdin: inv.Prompt}, nil
+}
+
+// claudeDir is Claude Code's config dir: $CLAUDE_CONFIG_DIR, or ~/.claude.
+func claudeDir(h Home) string {
+	if v := h.absEnv("CLAUDE_CONFIG_DIR"); v != "" {
+		return v
+	}
+	return h.in(".claude")
+}
+
+// claudeProject is the name of the dir under projects/ where Claude Code
+// keeps the sessions run in dir: every character but an ASCII letter or
+// digit becomes '-'.
+func claudeProject(dir string) string {
+	b := []byte(dir)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// SaveSession reads back the transcript Claude Code keeps of session id,
+// projects/<the work tree>/<id>.jsonl under its config dir: all that
+// `claude -p --resume <id>` needs. When the work tree's dir is not where
+// Claude Code put it (a long path, which it shortens), the one dir under
+// projects/ that holds the session is used; two are an error.
+func (c Claude) SaveSession(inv Invocation, id string) (Session, error) {
+	if !ValidSessionID(id) {
+		return Session{}, fmt.Errorf("claude session id %q is not a UUID", id)
+	}
+	root := claudeDir(inv.Home)
+	if root == "" {
+		return Session{}, fmt.Errorf("claude session %s: no home dir", id)
+	}
+	name := id + ".jsonl"
+	rel := "projects/" + claudeProject(inv.Dir) + "/" + name
+	if s, err := readSession(root, rel, id); err == nil {
+		return s, nil
+	}
+	d, err := atomicfile.OpenDir(root)
+	if err != nil {
+		return Session{}, fmt.Errorf("claude session %s: %w", id, err)
+	}
+	ents, err := d.ReadDir("projects")
+	_ = d.Close()
+	if err != nil {
+		return Session{}, fmt.Errorf("claude session %s: %w", id, err)
+	}
+	var found []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		if names, err := findIn(root, "projects/"+e.Name(), id, ".jsonl"); err == nil && slices.Contains(names, name) {
+			found = append(found, "projects/"+e.Name()+"/"+name)
+		}
+	}
+	if len(found) != 1 {
+		return Session{}, fmt.Errorf("claude session %s: %d transcripts under %s/projects, want one", id, len(found), root)
+	}
+	return readSession(root, found[0], id)
 }
 
 // NewParser returns a Claude stream-json parser.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -148,6 +149,16 @@ func (c Codex) Command(inv Invocation) (Spec, error) {
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}
+	if inv.Resume != nil {
+		root := c.realHome()
+		if root == "" {
+			return Spec{}, errors.New("resume codex session: no CODEX_HOME nor home dir to put it back in")
+		}
+		if err := placeSession(root, *inv.Resume); err != nil {
+			return Spec{}, fmt.Errorf("resume codex session: %w", err)
+		}
+		argv = append(argv, "resume", inv.Resume.ID)
+	}
 	argv = append(argv, "-")
 	env := ralphEnv(inv)
 	rules, err := codexRules(inv.Mode, inv.DenyBash)
@@ -240,6 +251,12 @@ func codexOverlay(scratch, real string, rules []byte) (string, error) {
 		}
 	}
 	if real != "" && filepath.Clean(real) != home {
+		// Sessions go to the real CODEX_HOME, never into the overlay,
+		// which goes with the iteration: ralphd saves and resumes them
+		// from there (SaveSession), also after a crash.
+		if err := os.MkdirAll(filepath.Join(real, codexSessions), 0o700); err != nil {
+			return "", fmt.Errorf("make %s: %w", filepath.Join(real, codexSessions), err)
+		}
 		if err := linkEntries(real, home, "rules"); err != nil {
 			return "", err
 		}
@@ -273,6 +290,65 @@ func linkEntries(src, dst, skip string) error {
 		}
 	}
 	return nil
+}
+
+// codexSessions is the dir under CODEX_HOME where Codex keeps its
+// sessions, as sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl.
+const codexSessions = "sessions"
+
+// SaveSession reads back the rollout file Codex keeps of session (thread)
+// id under sessions/ in CODEX_HOME: all that `codex exec resume <id>`
+// needs (Codex 0.169.0 finds it by its name when its state database does
+// not know the thread). Two rollouts of one id are an error.
+func (c Codex) SaveSession(inv Invocation, id string) (Session, error) {
+	if !ValidSessionID(id) {
+		return Session{}, fmt.Errorf("codex session id %q is not a UUID", id)
+	}
+	root := c.realHome()
+	if root == "" && inv.ScratchDir != "" {
+		root = filepath.Join(inv.ScratchDir, CodexHomeDir)
+	}
+	if root == "" {
+		return Session{}, fmt.Errorf("codex session %s: no CODEX_HOME nor home dir", id)
+	}
+	d, err := atomicfile.OpenDir(root)
+	if err != nil {
+		return Session{}, fmt.Errorf("codex session %s: %w", id, err)
+	}
+	defer d.Close()
+	var found []string
+	// sessions/YYYY/MM/DD: three levels of dirs, never through a link.
+	dirs := []string{codexSessions}
+	for depth := 0; depth < 3; depth++ {
+		var next []string
+		for _, dir := range dirs {
+			ents, err := d.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				if e.IsDir() {
+					next = append(next, dir+"/"+e.Name())
+				}
+			}
+		}
+		dirs = next
+	}
+	for _, dir := range dirs {
+		names, err := findIn(root, dir, id, ".jsonl")
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, "rollout-") && strings.HasSuffix(n, "-"+id+".jsonl") {
+				found = append(found, dir+"/"+n)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return Session{}, fmt.Errorf("codex session %s: %d rollouts under %s/%s, want one", id, len(found), root, codexSessions)
+	}
+	return readSession(root, found[0], id)
 }
 
 // NewParser returns a parser for `codex exec --json` output.

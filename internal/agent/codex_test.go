@@ -212,14 +212,20 @@ func TestCodexCommandVariants(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(entries), 0)
 
-	// The real home comes from CODEX_HOME; a missing one is fine.
-	t.Setenv("CODEX_HOME", filepath.Join(t.TempDir(), "absent"))
+	// The real home comes from CODEX_HOME; a missing one is made, with
+	// the sessions dir the overlay links (so sessions outlive the
+	// iteration, for ralphd to resume them).
+	absent := filepath.Join(t.TempDir(), "absent")
+	t.Setenv("CODEX_HOME", absent)
 	spec, err = Codex{}.Command(Invocation{Mode: "build", ScratchDir: scratch, DenyBash: []string{"bd delete"}})
 	is.NoErr(err)
 	is.Equal(spec.Env[len(spec.Env)-2], "CODEX_HOME="+filepath.Join(scratch, CodexHomeDir))
 	entries, err = os.ReadDir(filepath.Join(scratch, CodexHomeDir))
 	is.NoErr(err)
-	is.Equal(len(entries), 1) // only rules/
+	is.Equal(len(entries), 2) // rules/ and the link to the real sessions/
+	link, err := os.Readlink(filepath.Join(scratch, CodexHomeDir, "sessions"))
+	is.NoErr(err)
+	is.Equal(link, filepath.Join(absent, "sessions"))
 
 	// Inside ralphd's sandbox Codex's own is off (they cannot nest as
 	// root); outside it, workspace-write lets the bd client reach ralphd's

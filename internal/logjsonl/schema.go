@@ -114,6 +114,10 @@ type IterationStart struct {
 	Sandbox     string `json:"sandbox,omitempty"`      // "bwrap" when the agent runs sandboxed, else "none"
 	Agent       string `json:"agent,omitempty"`        // the backend that runs the iteration
 	Model       string `json:"model,omitempty"`        // the model it was asked for, if any
+	// Resumed marks an iteration that resumes the agent session an
+	// interrupted one left, SessionID (docs/agents.md, "Resuming").
+	Resumed   bool   `json:"resumed,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // IterationEnd is the data of an iteration_end event. The first three keys

@@ -26,6 +26,15 @@ type agentRun struct {
 	// The work tree's git dirs, when the caller has just found them (the
 	// sandbox protects them); "" to look them up.
 	gitDir, gitCommonDir string
+	// resume is the session to resume instead of starting a fresh one,
+	// and carried says the iteration counted no attempt of its own
+	// (state.Running.Carried).
+	resume  *agent.Session
+	carried bool
+	// saved, when set, receives the session of a run cut short after the
+	// agent started working, read back from the CLI's dirs for the next
+	// attempt to resume (resume.go).
+	saved **agent.Session
 }
 
 // runAgent runs the agent once with the bd guard first on its PATH, the
@@ -68,7 +77,14 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		HookArgv:     g.HookArgv(),
 		MaxBudgetUSD: r.budget,
 		Sandboxed:    l.sandboxed(r.mode),
+		Home:         l.agentHome(),
+		Resume:       r.resume,
 	}
+	// The running record, and in it the first session id the agent's
+	// stream announces: it comes before any tool of the agent's runs, so
+	// the agent's code cannot choose the session ralphd resumes.
+	var running state.Running
+	var sessionID string
 	opts := agent.RunOptions{
 		Timeout:    l.Config.IterationTimeout,
 		Grace:      l.Config.StopGrace,
@@ -78,10 +94,22 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		Contain:    l.Contain,
 		OnStart: func(s agent.Started) error {
 			g.SetLeader(s.PID)
-			return l.State.WriteRunning(state.Running{
+			running = state.Running{
 				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Marker: s.Marker, Iteration: r.iteration, IssueID: r.issue,
 				Attempt: r.attempt, Mode: r.mode, RunID: l.RunID, StartedAt: l.now(),
-			})
+				Agent: l.Backend.Name(), Model: l.agentModel(), Resumed: r.resume != nil, Carried: r.carried,
+			}
+			return l.State.WriteRunning(running)
+		},
+		OnEvent: func(ev agent.Event) {
+			if ev.Kind != agent.EventInit || sessionID != "" || !agent.ValidSessionID(ev.SessionID) {
+				return
+			}
+			sessionID = ev.SessionID
+			running.SessionID = sessionID
+			if err := l.State.WriteRunning(running); err != nil {
+				l.human().Warn("could not record the agent's session id", "err", err)
+			}
 		},
 	}
 	if l.sandboxed(r.mode) {
@@ -113,6 +141,12 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	// Calls still in flight end here; later ones are refused.
 	_ = g.Close()
 	calls := g.Calls()
+	if sessionID != "" {
+		out.SessionID = sessionID // the first the stream announced, not whatever came last
+	}
+	if err == nil && r.saved != nil && r.resume == nil && resumableStatus(out.Status) && out.ToolCalls > 0 {
+		*r.saved = l.saveSession(l.Backend, inv, sessionID)
+	}
 	if err != nil {
 		// The caller undoes the iteration and clears the running record.
 		return out, calls, fmt.Errorf("run %s: %w", l.Backend.Name(), err)

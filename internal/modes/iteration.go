@@ -53,6 +53,15 @@ type buildIter struct {
 	// held is .ralph/ and the git configuration as they were before the
 	// agent started.
 	held planningFiles
+	// resume is the interrupted session the iteration resumes, if any
+	// (resume.go); carried says it counted no attempt of its own. fresh
+	// is the full BUILD prompt, for a resume that fails.
+	resume  *state.Resume
+	carried bool
+	fresh   string
+	// saved is the session of this iteration's run when it was cut
+	// short, for the next attempt to resume.
+	saved *agent.Session
 	// win is the iteration's window in the pool's ledger (workers), from
 	// its agent's start.
 	win *window
@@ -73,14 +82,28 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	// state files are sealed, and whatever it changes in them is put back.
 	it.held = l.holdPlanningFiles(ctx)
 	if err := l.State.Seal(); err != nil {
-		l.abandon(is.ID)
+		l.abandon(it)
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
 	agentEnded := l.pool().agentStarted()
-	it.out, it.calls, err = l.runAgent(ctx, agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
+	run := agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
 		powers: l.powersFor(res, is, it.before),
-		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir})
+		gitDir: it.held.gitDir, gitCommonDir: it.held.gitCommonDir, carried: it.carried, saved: &it.saved}
+	if it.resume != nil {
+		run.resume = &it.resume.Session
+	}
+	it.out, it.calls, err = l.runAgent(ctx, run)
+	if err == nil && it.resume != nil && resumeFailed(it.out) {
+		// At most one resume per attempt: a failed one gives way to a
+		// fresh session, in the same iteration and attempt.
+		l.resumeFellBack(it, it.out)
+		res.addCost(it.out)
+		run.resume, run.prompt, run.saved = nil, it.fresh, nil
+		var calls []state.BDCall
+		it.out, calls, err = l.runAgent(ctx, run)
+		it.calls = append(it.calls, calls...)
+	}
 	readingDue := l.pool().judgementDue()
 	if l.seat != nil {
 		l.seat.readingDue = readingDue
@@ -92,7 +115,7 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 	}
 	if err != nil {
 		l.unsealState(ctx, res, it)
-		l.abandon(is.ID)
+		l.abandon(it)
 		return iteration{reason: "the agent could not be started"}, err
 	}
 	res.addCost(it.out)
@@ -104,12 +127,20 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		Gate: GateAgent, BDCalls: it.calls, Sandbox: l.sandboxName(ModeBuild), Network: l.networkName(ModeBuild), NetworkAllow: l.networkAllowed(ModeBuild),
 	}
 	if !isAttempt(it.out.Status) {
-		return l.giveBack(ctx, res, it)
+		next, err := l.giveBack(ctx, res, it)
+		l.keepResume(it, it.saved, false, l.interruptedWhy(it.out), foundAfter(it))
+		return next, err
 	}
 	if err := l.judgeBuild(ctx, res, it); err != nil {
 		return iteration{reason: "could not judge the iteration"}, err
 	}
-	return l.settle(ctx, res, it)
+	next, err := l.settle(ctx, res, it)
+	if err == nil && it.verdict != closed && !it.rec.Stuck {
+		// A timed-out (or crashed) run stays counted: its resume is the
+		// same attempt.
+		l.keepResume(it, it.saved, true, l.interruptedWhy(it.out), foundAfter(it))
+	}
+	return next, err
 }
 
 // startIteration counts the attempt and prepares the agent's prompt. On
@@ -127,18 +158,34 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if err != nil {
 		return nil, "could not read the attempts", fmt.Errorf("read attempts of %s: %w", is.ID, err)
 	}
+	// An interrupted session of this agent's on the issue is resumed, once:
+	// its record goes now. A timed-out one kept its attempt counted, and
+	// the resume is that attempt still.
+	if it.resume = l.pendingResume(is.ID); it.resume != nil {
+		if err := l.State.ClearResume(is.ID); err != nil {
+			return nil, "could not clear the session to resume", err
+		}
+		it.carried = it.resume.Counted && it.resume.Attempt == n && n > 0
+	}
+	attempt := n + 1
+	if it.carried {
+		attempt = n
+	}
 	if err := l.State.WriteRunning(state.Running{
-		Iteration: it.n, IssueID: is.ID, Attempt: n + 1, Mode: ModeBuild, RunID: res.RunID, StartedAt: it.started,
+		Iteration: it.n, IssueID: is.ID, Attempt: attempt, Mode: ModeBuild, RunID: res.RunID, StartedAt: it.started,
+		Resumed: it.resume != nil, Carried: it.carried,
 	}); err != nil {
 		return nil, "could not record the iteration", fmt.Errorf("record iteration %d: %w", it.n, err)
 	}
-	if it.attempt, err = l.State.IncrementAttempt(is.ID); err != nil {
+	if it.carried {
+		it.attempt = n
+	} else if it.attempt, err = l.State.IncrementAttempt(is.ID); err != nil {
 		return nil, "could not record the attempt", fmt.Errorf("count attempt on %s: %w", is.ID, err)
 	}
 	if l.seat != nil {
 		l.sharedBaseline(it) // workers: the tracker as the last judgement left it
 	} else if it.before, err = l.snapshot(ctx); err != nil {
-		l.abandon(is.ID)
+		l.abandon(it)
 		return nil, "could not snapshot the tracker", err
 	}
 	// The baseline is on disk before the agent starts: if ralphd dies in
@@ -146,11 +193,11 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 	if err := l.State.WriteBaseline(state.Baseline{
 		RunID: res.RunID, Iteration: it.n, IssueID: is.ID, TakenAt: it.started, Issues: it.before.Issues(),
 	}); err != nil {
-		l.abandon(is.ID)
+		l.abandon(it)
 		return nil, "could not record the baseline", err
 	}
 	if it.record, err = l.record(is.ID); err != nil {
-		l.abandon(is.ID)
+		l.abandon(it)
 		return nil, "could not read the attempt record", err
 	}
 	it.pre = l.takePreSignals(ctx, it.before, is.ID)
@@ -159,24 +206,34 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 		Escalation: l.escalation(it.record.Judgement), PreviousAttempts: judge.PromptSection(is.ID, it.record.Attempts),
 	})
 	if err != nil {
-		l.abandon(is.ID)
+		l.abandon(it)
 		return nil, "the BUILD prompt does not render", err
 	}
-
-	l.event(logjsonl.EventIterationStart, logjsonl.IterationStart{
+	start := logjsonl.IterationStart{
 		Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, IssueTitle: is.Title, Attempt: it.attempt, MaxAttempts: l.Config.MaxStuck,
 		Sandbox: l.sandboxName(ModeBuild), Agent: l.Backend.Name(), Model: l.agentModel(),
-	})
-	l.human().Info(fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck), l.agentKV()...)
+	}
+	line := fmt.Sprintf("iteration %d: %s %q (attempt %d/%d)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck)
+	if it.resume != nil {
+		it.fresh, prompt = prompt, l.resumePrompt(it)
+		start.Resumed, start.SessionID = true, it.resume.Session.ID
+		line = fmt.Sprintf("iteration %d: %s %q (attempt %d/%d, resuming session %s: %s)", it.n, is.ID, is.Title, it.attempt, l.Config.MaxStuck,
+			it.resume.Session.ID, it.resume.Why)
+	}
+	l.event(logjsonl.EventIterationStart, start)
+	l.human().Info(line, l.agentKV()...)
 	l.status("build %s %q iteration %d, attempt %d/%d", is.ID, is.Title, it.n, it.attempt, l.Config.MaxStuck)
 	return it, prompt, nil
 }
 
 // abandon undoes an iteration that never got to run its agent: the attempt
-// goes back and the pending record is cleared, in that order, so a crash in
-// between is settled by the sweep like any other.
-func (l *Loop) abandon(id string) {
-	_, _ = l.State.GiveBackAttempt(id)
+// goes back (unless an earlier iteration counted it: it.carried) and the
+// pending record is cleared, in that order, so a crash in between is
+// settled by the sweep like any other.
+func (l *Loop) abandon(it *buildIter) {
+	if !it.carried {
+		_, _ = l.State.GiveBackAttempt(it.issue.ID)
+	}
 	_ = l.State.ClearBaseline()
 	_ = l.State.ClearRunning()
 }
@@ -186,8 +243,10 @@ func (l *Loop) abandon(id string) {
 // waits for the quota, stops as unusable, or stops as interrupted.
 func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iteration, error) {
 	l.unsealState(ctx, res, it)
-	if _, err := l.State.GiveBackAttempt(it.issue.ID); err != nil {
-		return iteration{reason: "could not give the attempt back"}, err
+	if !it.carried { // else the attempt is one an earlier iteration counted: it stays
+		if _, err := l.State.GiveBackAttempt(it.issue.ID); err != nil {
+			return iteration{reason: "could not give the attempt back"}, err
+		}
 	}
 	it.rec.Attempt = 0
 	if it.out.Status != agent.StatusInterrupted {

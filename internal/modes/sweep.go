@@ -45,6 +45,8 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the running-agent record: %w", err)
 	}
+	var resumeFound []string
+	gaveBack := false
 	if r != nil {
 		left := agent.EndRecorded(agent.Started{PID: r.PID, PGID: r.PGID, StartTime: r.StartTicks, Marker: r.Marker}, l.Config.StopGrace)
 		what := fmt.Sprintf("previous ralphd died during %s iteration %d", r.Mode, r.Iteration)
@@ -65,9 +67,11 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		if st.GaveBack {
 			did = append(did, "gave its attempt back")
 		}
+		gaveBack = st.GaveBack
 		if r.IssueID != "" {
 			if msg := l.unclaimAfterCrash(ctx, r.IssueID); msg != "" {
 				did = append(did, msg)
+				resumeFound = append(resumeFound, msg)
 			}
 		}
 	}
@@ -75,6 +79,10 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		return "", err
 	} else if msg != "" {
 		did = append(did, msg)
+		resumeFound = append(resumeFound, msg)
+	}
+	if r != nil {
+		l.sweptResume(*r, gaveBack, resumeFound)
 	}
 	did = append(did, l.sweepWorkers(ctx)...)
 	if len(did) == 0 {

@@ -255,7 +255,7 @@ func (s *Store) reset(match func(string) bool, named []string) (map[string]int, 
 // removeIssueFiles removes the issue's judgement and verbatim record. The
 // caller holds s.mu and has cleared (or never had) the issue's counter.
 func (s *Store) removeIssueFiles(issue string) error {
-	for _, p := range []string{judgementName(issue), recordName(issue)} {
+	for _, p := range []string{judgementName(issue), recordName(issue), resumeName(issue)} {
 		if err := s.drop(p); err != nil {
 			return fmt.Errorf("remove the attempt record of %s: %w", issue, err)
 		}
@@ -279,7 +279,7 @@ func (s *Store) removeAllIssueFiles() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || atomicfile.IsTemp(name)) {
+		if !e.Type().IsRegular() || !(strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".md") || strings.HasSuffix(name, ".session") || atomicfile.IsTemp(name)) {
 			continue
 		}
 		if err := s.drop(AttemptsDirName + "/" + name); err != nil {

@@ -32,6 +32,20 @@ type Running struct {
 	Mode      string    `json:"mode"`
 	RunID     string    `json:"run_id"`
 	StartedAt time.Time `json:"started_at"`
+	// Agent and Model are the backend that runs the iteration and the
+	// model it was asked for.
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// SessionID is the agent's session id, as its stream announced it
+	// first: the session the next attempt resumes if ralphd dies.
+	SessionID string `json:"session_id,omitempty"`
+	// Resumed marks an iteration that resumes an interrupted session:
+	// it is not resumed again.
+	Resumed bool `json:"resumed,omitempty"`
+	// Carried marks an iteration that did not count Attempt itself: it
+	// resumes the session of an iteration that did (a timeout). The
+	// sweep does not give that attempt back.
+	Carried bool `json:"carried,omitempty"`
 }
 
 // ParseRunning parses running.json.

@@ -25,7 +25,8 @@ type Settlement struct {
 //     cleared;
 //  2. the attempt is given back, but only while the issue's counter still
 //     equals the attempt the iteration took (so a give-back already done,
-//     or a reset, is not repeated);
+//     or a reset, is not repeated), unless the iteration carried an
+//     attempt an earlier one counted (Running.Carried);
 //  3. the iteration is appended to history with outcome "interrupted",
 //     exit code -1 and endedAt;
 //  4. the running record is cleared.
@@ -40,7 +41,7 @@ func (s *Store) SettleInterrupted(r Running, endedAt time.Time) (Settlement, err
 			return out, s.ClearRunning()
 		}
 	}
-	if r.IssueID != "" && r.Attempt > 0 {
+	if r.IssueID != "" && r.Attempt > 0 && !r.Carried {
 		cur, err := s.Attempt(r.IssueID)
 		if err != nil {
 			return out, fmt.Errorf("settle interrupted iteration: %w", err)
