@@ -45,7 +45,7 @@ func FuzzValidSessionID(f *testing.F) {
 			return
 		}
 		// A valid id is safe in a path and on a command line.
-		if len(id) != 36 || strings.ContainsAny(id, "/\\.\x00\n ") || strings.HasPrefix(id, "-") && id[0] != '-' {
+		if len(id) != 36 || strings.ContainsAny(id, "/\\.\x00\n ") || id[0] == '-' {
 			t.Fatalf("ValidSessionID accepted %q", id)
 		}
 		if strings.Trim(id, "0123456789abcdefABCDEF-") != "" {

@@ -84,7 +84,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	// stream announces: it comes before any tool of the agent's runs, so
 	// the agent's code cannot choose the session ralphd resumes.
 	var running state.Running
-	var sessionID string
+	var session firstSession
 	opts := agent.RunOptions{
 		Timeout:    l.Config.IterationTimeout,
 		Grace:      l.Config.StopGrace,
@@ -102,11 +102,10 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 			return l.State.WriteRunning(running)
 		},
 		OnEvent: func(ev agent.Event) {
-			if ev.Kind != agent.EventInit || sessionID != "" || !agent.ValidSessionID(ev.SessionID) {
+			if !session.see(ev) {
 				return
 			}
-			sessionID = ev.SessionID
-			running.SessionID = sessionID
+			running.SessionID = session.id
 			if err := l.State.WriteRunning(running); err != nil {
 				l.human().Warn("could not record the agent's session id", "err", err)
 			}
@@ -141,11 +140,11 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 	// Calls still in flight end here; later ones are refused.
 	_ = g.Close()
 	calls := g.Calls()
-	if sessionID != "" {
-		out.SessionID = sessionID // the first the stream announced, not whatever came last
+	if session.id != "" {
+		out.SessionID = session.id // the first the stream announced, not whatever came last
 	}
 	if err == nil && r.saved != nil && r.resume == nil && resumableStatus(out.Status) && out.ToolCalls > 0 {
-		*r.saved = l.saveSession(l.Backend, inv, sessionID)
+		*r.saved = l.saveSession(l.Backend, inv, session.id)
 	}
 	if err != nil {
 		// The caller undoes the iteration and clears the running record.

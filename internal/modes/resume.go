@@ -30,6 +30,22 @@ import (
 //     before the agent does anything falls back to a fresh session in the
 //     same iteration.
 
+// firstSession keeps the first session id a run's stream announces. The
+// CLI announces it before the agent runs any tool; a line the agent's
+// code writes into the CLI's output later (through /proc/<pid>/fd/1)
+// comes after it, and cannot choose the session ralphd resumes.
+type firstSession struct{ id string }
+
+// see takes ev's session id when it is the first valid one announced,
+// and reports whether it did.
+func (f *firstSession) see(ev agent.Event) bool {
+	if ev.Kind != agent.EventInit || f.id != "" || !agent.ValidSessionID(ev.SessionID) {
+		return false
+	}
+	f.id = ev.SessionID
+	return true
+}
+
 // resumableStatus reports whether a run that ended with s was cut short
 // (rather than finished, or never started), so its session is worth
 // resuming.
