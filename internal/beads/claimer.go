@@ -120,6 +120,14 @@ func (c *Claimer) Next(ctx context.Context) (ClaimResult, error) {
 	})
 }
 
+// Claim claims issue id (`bd update id --claim`) and reads it back.
+func (c *Claimer) Claim(ctx context.Context, id string) (ClaimResult, error) {
+	return c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
+		is, err := c.Tracker.Claim(ctx, id)
+		return is, err == nil, err
+	})
+}
+
 // run drives one claim: bounded retries on serialization failures, then
 // the read-back.
 func (c *Claimer) run(ctx context.Context, claim func(context.Context) (Issue, bool, error)) (ClaimResult, error) {

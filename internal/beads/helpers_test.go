@@ -24,11 +24,3 @@ func (c *Claimer) Release(ctx context.Context, id string) (bool, error) {
 	}
 	return true, nil
 }
-
-// Claim claims issue id (`bd update id --claim`) and reads it back.
-func (c *Claimer) Claim(ctx context.Context, id string) (ClaimResult, error) {
-	return c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
-		is, err := c.Tracker.Claim(ctx, id)
-		return is, err == nil, err
-	})
-}

@@ -34,6 +34,11 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) e
 	if err := l.pinTracker(ctx, res.RunID); err != nil {
 		return res.stop(StopError, "could not pin the tracker", err)
 	}
+	if l.claimsShared() {
+		if err := l.recoverLoopClaims(ctx); err != nil {
+			return res.stop(StopError, "could not give back the claims a stopped run left", err)
+		}
+	}
 	l.noteRunStart(ctx, res)
 	err := l.buildLoop(ctx, res, maxIter, o)
 	// A cap that stops the run mid-issue keeps that issue's work on a
@@ -54,6 +59,8 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) e
 func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpts) error {
 	skip := map[string]bool{} // issues this run has given up on
 	quota := backoff{max: l.Config.QuotaBackoffMax}
+	shared := l.claimsShared() // claim what it works (loopclaim.go)
+	lost := map[string]bool{}  // shared: claims lost since the last iteration
 	for {
 		if stop, err := l.mayContinue(ctx, res, o); stop {
 			return err
@@ -64,6 +71,9 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 				return stopped(ctx, res, "stopped by a signal before the next iteration")
 			}
 			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
+		}
+		if shared {
+			ready = slices.DeleteFunc(slices.Clone(ready), func(is beads.Issue) bool { return lost[is.ID] || l.heldByOther(is) })
 		}
 		if len(ready) == 0 {
 			return l.queueEmpty(ctx, res)
@@ -81,8 +91,25 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 		if o.isPaused() {
 			continue // paused while picking: hold, then pick afresh
 		}
+		if shared {
+			won, err := l.claimPick(ctx, *pick)
+			if err != nil {
+				if ctx.Err() != nil {
+					return stopped(ctx, res, "stopped by a signal before the next iteration")
+				}
+				return res.stop(StopError, "could not claim the next issue", err)
+			}
+			if !won {
+				lost[pick.ID] = true // another clone's: pick again
+				continue
+			}
+		}
 
 		it, err := l.buildIteration(ctx, res, *pick)
+		if shared {
+			l.dropLoopClaim(ctx, pick.ID)
+			clear(lost)
+		}
 		if stop, err := l.afterIteration(ctx, res, it, err, &quota); stop {
 			return err
 		}
@@ -247,6 +274,10 @@ func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, 
 			_, own := sh.ownStuck.Load(v.IssueID)
 			return v.Kind == guard.ReservedLabelAdded && v.Label == StuckLabel && own
 		})
+	} else if beads.ServerMode(l.beadsDir(), l.environ()) {
+		// Other clones' claims, closes and releases (loopclaim.go).
+		prefix := l.WorkerActor("")
+		vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return otherRalphd(v, before, after, prefix) })
 	}
 	if len(vs) == 0 {
 		return nil, nil
@@ -315,7 +346,14 @@ func (l *Loop) unclaim(ctx context.Context, id string) {
 
 // setOpen sets an in_progress issue back to open.
 func (l *Loop) setOpen(ctx context.Context, id string) {
-	if _, err := l.BD.UpdateStatus(ctx, id, beads.StatusOpen); err != nil {
+	set := l.BD.UpdateStatus
+	if l.claimsShared() {
+		// Open and unassigned at once: the claim (loopclaim.go) goes too.
+		set = func(ctx context.Context, id, _ string) (beads.Issue, error) {
+			return l.loopClaimer().Tracker.Release(ctx, id)
+		}
+	}
+	if _, err := set(ctx, id, beads.StatusOpen); err != nil {
 		l.human().Warn("could not set the issue back to open", "issue", id, "err", err)
 		return
 	}

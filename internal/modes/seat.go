@@ -143,7 +143,7 @@ func (l *Loop) sharedBaseline(it *buildIter) {
 func (l *Loop) ownCloses(others []beads.Issue, after guard.Snapshot) []beads.Issue {
 	p := l.pool()
 	if p == nil {
-		return others
+		return l.othersCloses(others, after)
 	}
 	mine := p.actorPrefix + l.State.Worker()
 	return slices.DeleteFunc(others, func(o beads.Issue) bool {
