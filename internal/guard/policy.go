@@ -66,10 +66,16 @@ type Rule struct {
 // reset`) removes it to give the issue a fresh start.
 const StuckLabel = "ralph:stuck"
 
+// FleetLabel marks the issues by which daemons sharing a tracker plan one
+// at a time (their planner lease, their members and the anchor those
+// depend on; package modes, fleet.go): ralphd creates and keeps them.
+const FleetLabel = "ralph:fleet"
+
 // ReservedLabels returns the labels only ralphd adds, because it decides
-// by them: BUILD may not add one (RuleReservedLabel), and the tamper diff
-// reverts one added around the guard.
-func ReservedLabels() []string { return []string{StuckLabel} }
+// by them: BUILD may not add one (RuleReservedLabel), nor remove one (as
+// any label, RuleLabelRemove), and the tamper diff reverts either made
+// around the guard.
+func ReservedLabels() []string { return []string{StuckLabel, FleetLabel} }
 
 // BuildStatuses returns the statuses BUILD may set with `bd update
 // --status`; closing goes through `bd close`.
@@ -126,7 +132,7 @@ var rules = []Rule{
 		"add labels with `bd label add <id> <label>`; to drop one, add a note with " +
 			"`bd update <id> --append-notes \"…\"`; PLANNING will review it"},
 	{RuleReservedLabel, "`" + StuckLabel + "` is ralphd's own judgement that BUILD gave up on an issue, made after the attempts " +
-		"it counts; only ralphd adds it",
+		"it counts, and `" + FleetLabel + "` marks the issues by which daemons sharing the tracker take turns planning; only ralphd adds them",
 		"if you cannot finish the issue, say why in a note (`bd update <id> --append-notes \"…\"`), " +
 			"or set it blocked (`bd update <id> --status blocked`), and stop; ralphd counts the failed attempts " +
 			"and marks the issue stuck itself"},

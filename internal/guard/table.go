@@ -154,11 +154,13 @@ func refusedFlagRows(p commandPolicy) []TableRow {
 	for _, flag := range p.require {
 		rows = append(rows, refusedRow(commandName(p.path)+" without a non-empty --"+flag, RuleCloseReason))
 	}
-	for _, flag := range p.labelFlags {
-		rows = append(rows, refusedRow(commandName(p.path)+" "+displayFlag(p.path, flag)+" "+StuckLabel, RuleReservedLabel))
-	}
-	if p.labelArg {
-		rows = append(rows, refusedRow(commandName(p.path)+" <id> "+StuckLabel, RuleReservedLabel))
+	for _, l := range ReservedLabels() {
+		for _, flag := range p.labelFlags {
+			rows = append(rows, refusedRow(commandName(p.path)+" "+displayFlag(p.path, flag)+" "+l, RuleReservedLabel))
+		}
+		if p.labelArg {
+			rows = append(rows, refusedRow(commandName(p.path)+" <id> "+l, RuleReservedLabel))
+		}
 	}
 	return rows
 }

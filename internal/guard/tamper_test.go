@@ -218,6 +218,8 @@ func TestReservedLabelAdded(t *testing.T) {
 		{"there before", issue("a-1", 1, labelled("ralph:stuck")), issue("a-1", 1, labelled("ralph:stuck", "y")), opts, nil},
 		{"another label", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck2", "RALPH:STUCK")), opts, nil},
 		{"reserved by the guard without options", issue("a-1", 1), issue("a-1", 1, labelled("ralph:stuck")), Options{}, []Kind{ReservedLabelAdded}},
+		{"the fleet's added", issue("a-1", 1), issue("a-1", 1, labelled("x", "ralph:fleet")), Options{}, []Kind{ReservedLabelAdded}},
+		{"the fleet's removed", issue("a-1", 1, labelled("ralph:fleet")), issue("a-1", 1), Options{}, []Kind{LabelRemoved}},
 		{"reserved by the options", issue("a-1", 1), issue("a-1", 1, labelled("ralph:extra")), opts, []Kind{ReservedLabelAdded}},
 		{"the options' label without them", issue("a-1", 1), issue("a-1", 1, labelled("ralph:extra")), Options{}, nil},
 	}
@@ -235,8 +237,12 @@ func TestReservedLabelAdded(t *testing.T) {
 				return
 			}
 			l := vs[0].Label
+			if vs[0].Kind == LabelRemoved { // any label's removal, judged as ever
+				is.Equal(l, FleetLabel)
+				return
+			}
 			is.Equal(vs[0].String(), `label "`+l+`", which only ralphd adds, was added to a-1`)
-			if l == StuckLabel {
+			if l == StuckLabel || l == FleetLabel {
 				is.Equal(vs[0].Rule, RuleReservedLabel) // the rule that refuses it through the guard
 			}
 			m := &memTracker{}

@@ -263,7 +263,7 @@ func (l *Loop) revertAgainst(ctx context.Context, before, after guard.Snapshot, 
 	vs := guard.Diff(before, after, opts)
 	// The fleet's own issues: the lease and members other daemons sharing
 	// the tracker claim and renew while this window is open.
-	vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return l.fleet.owns(v.IssueID, before, after) })
+	vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return l.fleet.ownsChange(v, before, after) })
 	if sh := l.pool(); sh != nil {
 		// The pool's own claims and unclaims of other workers' issues.
 		shared := beads.ServerMode(l.beadsDir(), l.environ())

@@ -53,8 +53,8 @@ import (
 // fleet_lease, since expiry compares bd's updated_at with this machine's.
 
 // FleetLabel marks the fleet's own issues: the anchor, the planner lease
-// and the members.
-const FleetLabel = "ralph:fleet"
+// and the members. It is the guard's: BUILD may neither add nor remove it.
+const FleetLabel = guard.FleetLabel
 
 // The fleet issues' titles tell their kinds apart.
 const (
@@ -209,6 +209,26 @@ func (f *fleet) owns(id string, before, after guard.Snapshot) bool {
 	_, existed := before[id]
 	a, ok := after[id]
 	return !existed && ok && anchor != "" && a.Title != fleetAnchorTitle && f.shaped(a, anchor)
+}
+
+// ownsChange reports whether v, a forbidden change a BUILD window found,
+// is the fleet's own: a claim, release or renewal of a fleet issue known
+// before the window (status and assignee), or anything about a
+// fleet-shaped issue created in it (a daemon joining the fleet). Any
+// other change to a known fleet issue, its label or its dependency on
+// the anchor removed, is judged like any other issue's, and reverted.
+func (f *fleet) ownsChange(v guard.Violation, before, after guard.Snapshot) bool {
+	if !f.owns(v.IssueID, before, after) {
+		return false
+	}
+	if _, existed := before[v.IssueID]; !existed {
+		return true
+	}
+	switch v.Kind {
+	case guard.OtherStatus, guard.OtherAssignee, guard.Status:
+		return true
+	}
+	return false
 }
 
 // holder reads the lease and returns who holds it ("" nobody, or an

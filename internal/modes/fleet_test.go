@@ -131,6 +131,31 @@ func TestFleetOwns(t *testing.T) {
 			}
 		})
 	}
+	// What a BUILD window may find on the fleet's issues: their claims
+	// and releases are the fleet's; their label or their hold on the
+	// anchor taken away is an agent's, and reverted.
+	lease := before["x-l"]
+	for _, tc := range []struct {
+		name  string
+		v     guard.Violation
+		after beads.Issue
+		want  bool
+	}{
+		{"the lease claimed", guard.Violation{Kind: guard.OtherStatus, IssueID: "x-l"}, beads.Issue{ID: "x-l", Status: beads.StatusInProgress, Labels: lease.Labels, Dependencies: dep}, true},
+		{"the lease's assignee", guard.Violation{Kind: guard.OtherAssignee, IssueID: "x-l"}, beads.Issue{ID: "x-l", Assignee: "ralphd/h/c/planner", Labels: lease.Labels, Dependencies: dep}, true},
+		{"the lease's label removed", guard.Violation{Kind: guard.LabelRemoved, IssueID: "x-l", Label: FleetLabel}, beads.Issue{ID: "x-l", Dependencies: dep}, false},
+		{"the lease off the anchor", guard.Violation{Kind: guard.DepRemoved, IssueID: "x-l"}, beads.Issue{ID: "x-l", Labels: lease.Labels}, false},
+		{"the lease retitled", guard.Violation{Kind: guard.Title, IssueID: "x-l"}, beads.Issue{ID: "x-l", Title: "mine now", Labels: lease.Labels, Dependencies: dep}, false},
+		{"a member created in the window", guard.Violation{Kind: guard.ReservedLabelAdded, IssueID: "x-n", Label: FleetLabel}, beads.Issue{ID: "x-n", Title: fleetMemberTitle + "z", Labels: []string{FleetLabel}, Dependencies: dep}, true},
+		{"a real issue labelled", guard.Violation{Kind: guard.ReservedLabelAdded, IssueID: "x-1", Label: FleetLabel}, beads.Issue{ID: "x-1", Title: "real", Labels: []string{FleetLabel}, Dependencies: dep}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			after := guard.Snapshot{tc.v.IssueID: tc.after}
+			if got := f.ownsChange(tc.v, before, after); got != tc.want {
+				t.Fatalf("ownsChange(%s %s) = %v, want %v", tc.v.Kind, tc.v.IssueID, got, tc.want)
+			}
+		})
+	}
 	if (*fleet)(nil).owns("x-l", before, before) {
 		t.Fatal("no fleet owns nothing")
 	}
