@@ -204,9 +204,10 @@ func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string 
 	if err != nil {
 		return msg
 	}
+	st = l.fleet.uncount(st) // the fleet's own issues are not work
 	blocked := st.Blocked
 	for _, is := range now {
-		if is.Status == beads.StatusBlocked {
+		if is.Status == beads.StatusBlocked && !is.HasLabel(FleetLabel) {
 			blocked++
 		}
 	}

@@ -291,6 +291,7 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	if err != nil {
 		return "", "", "", fmt.Errorf("read stats: %w", err)
 	}
+	st = d.fleet.uncount(st) // the fleet's own issues are not work
 	switch {
 	case d.stuckSincePlan > 0:
 		return "plan", fmt.Sprintf("%s stuck since the last plan", text.Count(d.stuckSincePlan, "issue")), fp, nil

@@ -231,6 +231,33 @@ func (f *fleet) ownsChange(v guard.Violation, before, after guard.Snapshot) bool
 	return false
 }
 
+// uncount takes the fleet's own issues out of bd's stats, so that the
+// daemon's decisions and its idle and summary counts see only real work:
+// the lease and the members are never closed and depend on the anchor,
+// so each counts once as blocked and once as open or in progress (the
+// anchor, status blocked without blockers, counts in neither). They are
+// the ones known at the last setup; a clone that joined since counts
+// until the next setup. The split between open and in progress is not
+// known without a bd call: open goes down first.
+func (f *fleet) uncount(st beads.Stats) beads.Stats {
+	if f == nil {
+		return st
+	}
+	f.mu.Lock()
+	n := 0
+	for id := range f.known {
+		if id != f.anchor {
+			n++
+		}
+	}
+	f.mu.Unlock()
+	st.Blocked = max(0, st.Blocked-n)
+	fromOpen := min(n, st.Open)
+	st.Open -= fromOpen
+	st.InProgress = max(0, st.InProgress-(n-fromOpen))
+	return st
+}
+
 // holder reads the lease and returns who holds it ("" nobody, or an
 // expired holding) and whether it is this clone's planner.
 func (f *fleet) holder(ctx context.Context) (string, error) {

@@ -160,3 +160,45 @@ func TestFleetOwns(t *testing.T) {
 		t.Fatal("no fleet owns nothing")
 	}
 }
+
+// TestFleetUncount: bd's stats on a fleet tracker count the lease and the
+// members as blocked and open (or in progress); the daemon's counts leave
+// them out, and never go below zero.
+func TestFleetUncount(t *testing.T) {
+	ctx := context.Background()
+	loops, seed := fleetLoops(t, 2, time.Minute, time.Now)
+	a := loops[0].fleet
+	if err := loops[1].fleet.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.member = "" // set up again: read the other clone's member too
+	a.mu.Unlock()
+	if err := a.setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := seed.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.uncount(empty); got.Open+got.InProgress != 0 || got.Blocked != 0 {
+		t.Fatalf("a tracker with only the fleet's issues: bd says %+v, uncounted %+v; want nothing open or blocked", empty, got)
+	}
+	// A builder raised: in progress, still left out.
+	if _, err := a.startBuilding(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Create(ctx, beads.CreateOptions{Title: "real work"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := seed.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.uncount(st); got.Open+got.InProgress != 1 || got.Blocked != 0 {
+		t.Fatalf("one real issue beside a raised member: bd says %+v, uncounted %+v", st, got)
+	}
+	if got := (*fleet)(nil).uncount(st); got != st {
+		t.Fatal("no fleet changed the stats")
+	}
+}
