@@ -19,6 +19,9 @@ type Call struct {
 	Guarded bool `json:"guarded,omitempty"`
 	// Issue is RALPH_ISSUE_ID from the caller's environment.
 	Issue string `json:"issue,omitempty"`
+	// Nanos is how long the call took, start to exit, when bdrec ran it
+	// timed ($BENCH_TIME_CALLS set); 0 otherwise.
+	Nanos int64 `json:"ns,omitempty"`
 }
 
 // Origin says who made a call: "agent" when it came through ralphd's

@@ -28,7 +28,7 @@ type benchEnv struct {
 func (e *benchEnv) ralphd() string   { return filepath.Join(e.bin, "ralphd") }
 func (e *benchEnv) bd() string       { return filepath.Join(e.bin, "bd") }
 func (e *benchEnv) jsonlgen() string { return filepath.Join(e.bin, "jsonlgen") }
-func (e *benchEnv) loopSh() string   { return filepath.Join(e.repo, "internal", "bench", "loop.sh") }
+func (e *benchEnv) loopSh() string   { return filepath.Join(e.repo, "bench", "loop.sh") }
 
 // newBenchEnv sets up the scratch directory: an isolated HOME and XDG
 // directories, a git identity, and bdrec installed as bd and git.

@@ -113,7 +113,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
 	fs.IntVar(&o.brokerCalls, "broker-calls", 200, "bd calls timed each way for the broker section")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
-	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker (default: all)")
+	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker, tracker (default: all)")
 	fs.StringVar(&o.args, "invocation", "scripts/bench", "how the benchmark was started, for the report")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -140,8 +140,8 @@ func parseFlags(args []string) (options, error) {
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker"}, s) {
-				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker)", s)
+			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker", "tracker"}, s) {
+				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker, tracker)", s)
 			}
 			o.only = append(o.only, s)
 		}
@@ -199,6 +199,7 @@ func bench0(ctx context.Context, o options) error {
 		sc *scaleResult
 		wk *workersResult
 		br *brokerResult
+		tr *trackerResult
 	)
 	if o.want("overhead") {
 		if ov, err = measureOverhead(ctx, e, o.issues, o.runs, o.profile, say); err != nil {
@@ -233,10 +234,18 @@ func bench0(ctx context.Context, o options) error {
 			return fmt.Errorf("broker: %w", err)
 		}
 	}
+	if o.want("tracker") {
+		if tr, err = measureTracker(ctx, e, o.runs, say); err != nil {
+			return fmt.Errorf("tracker size: %w", err)
+		}
+	}
 	facts.elapsed = time.Since(start)
 	rep := buildReport(o, facts, ov, lp, id, sc, wk)
 	if br != nil {
 		rep.Sections = append(rep.Sections, brokerSection(br, o.args))
+	}
+	if tr != nil {
+		rep.Sections = append(rep.Sections, trackerSection(tr, o.args))
 	}
 	fmt.Print(rep.Table())
 	if o.out != "" {

@@ -169,7 +169,7 @@ func (e *benchEnv) timedBuild(ctx context.Context, tpl, what string, issues int,
 	if err != nil {
 		return 0, err
 	}
-	if m.Exit != 0 {
+	if m.Exit != 0 && !(what == "ralphd" && capReached(m)) {
 		return 0, fmt.Errorf("%s run exited %d:\n%s%s", what, m.Exit, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
 	}
 	want := fmt.Sprintf("iterations: %d", issues)
