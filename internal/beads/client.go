@@ -151,6 +151,22 @@ func (c *Client) ShowMany(ctx context.Context, ids ...string) ([]Issue, error) {
 	return c.issues(ctx, append([]string{"show"}, ids...))
 }
 
+// ShowWithComments returns the issues with the given ids, each with its
+// comments, in one call (`bd show --json --include-comments ID...`): what a
+// tracker snapshot uses in place of one `bd comments` call per issue. It
+// fails when any id is unknown. No ids means no call and no issues.
+func (c *Client) ShowWithComments(ctx context.Context, ids ...string) ([]Issue, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("bd show: %w", err)
+		}
+	}
+	return c.issues(ctx, append([]string{"show", "--include-comments"}, ids...))
+}
+
 // ListOptions selects the issues bd list returns.
 type ListOptions struct {
 	// Status filters by stored status; bd accepts a comma-separated list.

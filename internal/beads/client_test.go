@@ -95,6 +95,15 @@ func TestClientOperations(t *testing.T) {
 			wantIDs:  []string{"rt-cjz", "rt-chn"},
 		},
 		{
+			name:    "show with comments",
+			fixture: "show-with-comments-json",
+			run: func(c *beads.Client) ([]beads.Issue, error) {
+				return c.ShowWithComments(ctx, "rt-2j9")
+			},
+			wantArgs: argv("show", "--include-comments", "rt-2j9", "--json"),
+			wantIDs:  []string{"rt-2j9"},
+		},
+		{
 			name:    "list by status",
 			fixture: "list-status-in-progress-json",
 			run: func(c *beads.Client) ([]beads.Issue, error) {
@@ -524,6 +533,7 @@ func TestClientRejectsBadOperands(t *testing.T) {
 	}{
 		{"empty id", func(c *beads.Client) error { _, err := c.Show(ctx, ""); return err }},
 		{"flag-like id", func(c *beads.Client) error { _, err := c.ShowMany(ctx, "rt-1", "--all"); return err }},
+		{"flag-like id with comments", func(c *beads.Client) error { _, err := c.ShowWithComments(ctx, "rt-1", "--all"); return err }},
 		{"flag-like parent", func(c *beads.Client) error {
 			_, err := c.Ready(ctx, beads.ReadyOptions{Parent: "-x"})
 			return err

@@ -356,13 +356,22 @@ func (l *Loop) snapshotFresh(ctx context.Context) (guard.Snapshot, error) {
 	return snap, nil
 }
 
+// commentsBatch is how many issues one `bd show --include-comments`
+// reads: enough that a first snapshot of a big tracker takes a few calls,
+// few enough that no call holds bd's lock for long.
+const commentsBatch = 200
+
 // readComments fills in the comments of every issue that has any, from the
 // cache where the issue's comment count and update time have not moved, so
-// a run reads each issue's comments about once.
+// a run reads each issue's comments about once. Those it must read it
+// reads commentsBatch at a time, with `bd show --include-comments`; a
+// batch that fails (an issue deleted since the list) is read issue by
+// issue with `bd comments`.
 func (l *Loop) readComments(ctx context.Context, issues []beads.Issue) error {
 	if l.snap.comments == nil {
 		l.snap.comments = map[string]cachedComments{}
 	}
+	var stale []int
 	for i := range issues {
 		is := &issues[i]
 		if is.CommentCount == 0 {
@@ -371,14 +380,38 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue) error {
 		}
 		c, ok := l.snap.comments[is.ID]
 		if !ok || c.count != is.CommentCount || !c.updated.Equal(is.UpdatedAt) {
-			cs, err := l.BD.Comments(ctx, is.ID)
-			if err != nil {
-				return fmt.Errorf("comments of %s: %w", is.ID, err)
-			}
-			c = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
-			l.snap.comments[is.ID] = c
+			stale = append(stale, i)
+			continue
 		}
 		is.Comments = c.list
+	}
+	for len(stale) > 0 {
+		batch := stale[:min(len(stale), commentsBatch)]
+		stale = stale[len(batch):]
+		ids := make([]string, len(batch))
+		for j, i := range batch {
+			ids[j] = issues[i].ID
+		}
+		got := map[string][]beads.Comment{}
+		shown, err := l.BD.ShowWithComments(ctx, ids...)
+		if err == nil {
+			for _, is := range shown {
+				got[is.ID] = is.Comments
+			}
+		} else if ctx.Err() != nil {
+			return fmt.Errorf("comments: %w", err)
+		}
+		for _, i := range batch {
+			is := &issues[i]
+			cs, ok := got[is.ID]
+			if !ok {
+				if cs, err = l.BD.Comments(ctx, is.ID); err != nil {
+					return fmt.Errorf("comments of %s: %w", is.ID, err)
+				}
+			}
+			l.snap.comments[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
+			is.Comments = cs
+		}
 	}
 	return nil
 }

@@ -1,0 +1,103 @@
+package modes
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// TestSnapshotReadsCommentsBatched checks that a snapshot reads the
+// comments of every commented issue in one `bd show --include-comments`,
+// falls back to one `bd comments` per issue when that call fails, and
+// reads them again only for an issue whose comments moved.
+func TestSnapshotReadsCommentsBatched(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		refuseShow             bool
+		wantShows, wantPerItem int
+	}{
+		{"one batched show", false, 1, 0},
+		{"show refused: one comments call per issue", true, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			a, b, c := p.create("A"), p.create("B"), p.create("C")
+			sh(t, p.repo, p.bd, "comments", "add", a, "first on A")
+			sh(t, p.repo, p.bd, "comments", "add", c, "first on C")
+			sh(t, p.repo, p.bd, "comments", "add", c, "second on C")
+			// A bd that logs its subcommand, and refuses show if asked.
+			log := filepath.Join(p.root, "calls")
+			wrapper := filepath.Join(p.root, "bd")
+			refuse := ""
+			if tc.refuseShow {
+				refuse = `[ "$1" = show ] && { echo 'Error: refused' >&2; exit 1; }`
+			}
+			script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + refuse + "\nexec " + p.bd + ` "$@"` + "\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
+			ctx := context.Background()
+			snap, err := l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for id, want := range map[string][]string{a: {"first on A"}, b: nil, c: {"first on C", "second on C"}} {
+				var got []string
+				for _, cm := range snap[id].Comments {
+					got = append(got, cm.Text)
+				}
+				if strings.Join(got, "|") != strings.Join(want, "|") {
+					t.Errorf("%s's comments: %q, want %q", id, got, want)
+				}
+			}
+			shows, perItem := countCalls(t, log)
+			if shows != tc.wantShows || perItem != tc.wantPerItem {
+				t.Fatalf("first snapshot: %d show and %d comments calls, want %d and %d", shows, perItem, tc.wantShows, tc.wantPerItem)
+			}
+			// Nothing moved: no comments read. Then one comment more on A:
+			// A's comments alone are read again.
+			os.Remove(log)
+			if _, err := l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if shows, perItem := countCalls(t, log); shows+perItem != 0 {
+				t.Fatalf("unchanged tracker: %d show and %d comments calls, want none", shows, perItem)
+			}
+			sh(t, p.repo, p.bd, "comments", "add", a, "second on A")
+			snap, err = l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(snap[a].Comments); n != 2 {
+				t.Fatalf("A has %d comments after a second, want 2", n)
+			}
+			if shows, perItem := countCalls(t, log); shows+perItem == 0 || perItem > 1 {
+				t.Fatalf("one comment added: %d show and %d comments calls, want A's alone", shows, perItem)
+			}
+		})
+	}
+}
+
+// countCalls counts the show and comments calls the logging bd saw.
+func countCalls(t *testing.T, log string) (shows, comments int) {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Fields(string(b)) {
+		switch l {
+		case "show":
+			shows++
+		case "comments":
+			comments++
+		}
+	}
+	return shows, comments
+}
