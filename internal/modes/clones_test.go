@@ -73,7 +73,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 	for _, c := range []string{"a", "b"} {
 		dir := filepath.Join(root, "clone-"+c)
 		sh(t, root, "git", "clone", "-q", remote, dir)
-		pools[c] = &Pool{
+		pools[c] = &Pool{PoolSetup: PoolSetup{
 			Workers: 2, Target: "main", Idle: 50 * time.Millisecond,
 			Trees: &git.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
 			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin"},
@@ -91,7 +91,7 @@ func TestTwoClonesOneTrackerBareRemote(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 				return commitAndClose(ctx, a)
 			}),
-		}
+		}}
 	}
 	var wg sync.WaitGroup
 	sums := map[string]Summary{}
@@ -152,7 +152,7 @@ func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 	pool := func(c string, verify func(context.Context, string) error, exclude string) *Pool {
 		dir := filepath.Join(root, "clone-"+c)
 		sh(t, root, "git", "clone", "-q", remote, dir)
-		return &Pool{
+		return &Pool{PoolSetup: PoolSetup{
 			Workers: 1, Target: "main", Idle: 50 * time.Millisecond,
 			Trees: &git.Manager{Repo: dir, Root: filepath.Join(root, "state-"+c, "worktrees")},
 			Queue: &mergeq.Queue{Repo: dir, Target: "main", Remote: "origin", Verify: verify},
@@ -178,7 +178,7 @@ func TestDependentWaitsForBlockerOnRemote(t *testing.T) {
 				}
 				return commitAndClose(ctx, a)
 			}),
-		}
+		}}
 	}
 	var once sync.Once
 	a := pool("a", func(ctx context.Context, dir string) error {

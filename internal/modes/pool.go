@@ -165,11 +165,21 @@ const (
 	DefaultIdle        = 2 * time.Second
 )
 
-// Pool is K workers. Run it once. A BUILD run with workers
-// (BuildWorkers) also keeps in it what its workers' iterations share: the
-// run's result and iteration numbers, the tracker's baseline and reading,
-// and the integrity ledger.
+// Pool is K workers. Run it once. It is made of four parts, each with its
+// own owner: what it runs with (PoolSetup, set before Run), its claims
+// and integrations (poolWork), what it holds against the agents
+// (poolIntegrity), and, in a BUILD run with workers (buildWorkers), what
+// its workers' iterations share for their judgements: the run's result
+// and iteration numbers, the tracker's baseline and reading (poolJudging).
 type Pool struct {
+	PoolSetup
+	poolWork
+	poolIntegrity
+	poolJudging
+}
+
+// PoolSetup is what a Pool runs with, set before Run.
+type PoolSetup struct {
 	// Workers is K; zero means 1.
 	Workers int
 	// Target is the branch work is integrated into.
@@ -239,7 +249,11 @@ type Pool struct {
 	// it was put back; the suspects it names not yet integrated have
 	// their attempt failed. Run sets the Queue's Moved to report to it.
 	RefMoved func(RefMove)
+}
 
+// poolWork is the pool's claims, its idle parking and the integrations
+// under way, guarded by mu (but what says otherwise).
+type poolWork struct {
 	mu   sync.Mutex
 	busy int
 	held map[string]*holding // issues a worker of this pool holds, until handled
@@ -251,29 +265,6 @@ type Pool struct {
 	draining   bool
 	stopErr    error
 	status     map[string]WorkerStatus
-
-	// ledger holds the iterations' windows, and charges them with what
-	// the checks of the refs and the scrubs find (ledger.go).
-	ledger ledger
-	// checking serialises the checks of the refs (refs.go); refs, clean
-	// (when they were last all found in place), and when the last check
-	// began and what it returned, are guarded by mu.
-	checking     sync.Mutex
-	refs         map[string]*refState
-	clean        time.Time
-	lastCheck    time.Time
-	lastCheckErr error
-	// refLocks are the workers' locks against a check putting back their
-	// refs while they start to move them (recheck).
-	refLocks map[string]*sync.Mutex
-	// history is the repository's refs (but the pool's own) and objects
-	// as the last check found them; nil without KeepObjects.
-	history *git.History
-	// scrubRepo names the git directories to scrub (planted.go);
-	// treeClean is, per worker, when a scrub of its worktree last found
-	// nothing planted.
-	scrubRepo *git.Scrubber
-	treeClean map[string]time.Time
 
 	// Idle parking (idle.go): gen counts the events that can make work
 	// ready; emptyIn is the generation whose probe found nothing (-1:
@@ -297,10 +288,38 @@ type Pool struct {
 
 	probes        atomic.Int64 // `bd ready --claim` calls made
 	probesSkipped atomic.Int64 // answered by a probe of the same generation
+}
 
-	// The BUILD run's judgements (set by BuildWorkers; zero in a pool
-	// that judges nothing itself).
-	//
+// poolIntegrity is what the pool holds against the agents: the windows'
+// ledger, the refs and objects it keeps, and the scrubs.
+type poolIntegrity struct {
+	// ledger holds the iterations' windows, and charges them with what
+	// the checks of the refs and the scrubs find (ledger.go).
+	ledger ledger
+	// checking serialises the checks of the refs (refs.go); refs, clean
+	// (when they were last all found in place), and when the last check
+	// began and what it returned, are guarded by mu.
+	checking     sync.Mutex
+	refs         map[string]*refState
+	clean        time.Time
+	lastCheck    time.Time
+	lastCheckErr error
+	// refLocks are the workers' locks against a check putting back their
+	// refs while they start to move them (recheck).
+	refLocks map[string]*sync.Mutex
+	// history is the repository's refs (but the pool's own) and objects
+	// as the last check found them; nil without KeepObjects.
+	history *git.History
+	// scrubRepo names the git directories to scrub (planted.go);
+	// treeClean is, per worker, when a scrub of its worktree last found
+	// nothing planted.
+	scrubRepo *git.Scrubber
+	treeClean map[string]time.Time
+}
+
+// poolJudging is the BUILD run's judgements (set by buildWorkers; zero
+// in a pool that judges nothing itself).
+type poolJudging struct {
 	// resMu guards res, the run's result, and the iteration numbers:
 	// next numbers iterations (unique in the run, never reused); inflight
 	// counts those running, for the iteration cap.

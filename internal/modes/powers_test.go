@@ -55,7 +55,7 @@ func TestHeldBack(t *testing.T) {
 // releasing a claim a worker holds, or claiming an issue nobody works on
 // with a made-up assignee, is.
 func TestPoolMoved(t *testing.T) {
-	p := &Pool{actorPrefix: "ralphd/host/abc/"}
+	p := &Pool{poolJudging: poolJudging{actorPrefix: "ralphd/host/abc/"}}
 	p.working = map[string]string{"t-w": "ralphd/host/abc/w2"}
 	after := guard.NewSnapshot([]beads.Issue{
 		{ID: "t-w", Status: beads.StatusInProgress, Assignee: "ralphd/host/abc/w2"},

@@ -28,7 +28,7 @@ func TestNotBehindBaseline(t *testing.T) {
 		return guard.NewSnapshot([]beads.Issue{{ID: "a-1", Status: status.Load().(string)}}), nil
 	}}
 	ctx := context.Background()
-	sh := &Pool{view: view}
+	sh := &Pool{poolJudging: poolJudging{view: view}}
 	l := &Loop{runState: runState{seat: &seat{pool: sh}}}
 
 	// The worker's after-reading: a-1 closed (forbidden).

@@ -14,7 +14,7 @@ import (
 // files are (no temp file is left, and the mode is the state's 0600).
 func TestSetStatusWritesAtomically(t *testing.T) {
 	dir := t.TempDir()
-	p := &Pool{StatusFile: filepath.Join(dir, "workers.json")}
+	p := &Pool{PoolSetup: PoolSetup{StatusFile: filepath.Join(dir, "workers.json")}}
 	p.setStatus(WorkerStatus{Worker: "w2", Actor: "ralphd/h/c/w2"})
 	p.setStatus(WorkerStatus{Worker: "w1", Actor: "ralphd/h/c/w1", Worktree: "/s/worktrees/w1", Issue: "t-1", Attempt: 2})
 	b, err := os.ReadFile(p.StatusFile)

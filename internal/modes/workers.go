@@ -179,7 +179,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if err != nil {
 		return res.stop(StopError, "could not snapshot the tracker", err)
 	}
-	p := &Pool{
+	p := &Pool{PoolSetup: PoolSetup{
 		Workers: k,
 		Target:  target,
 		Trees:   &git.Manager{Repo: l.Dir, Root: filepath.Join(l.State.Dir(), WorkersDir)},
@@ -196,11 +196,12 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		Log: func(e Event) {
 			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
 		},
+	}, poolJudging: poolJudging{
 		res:         res,
 		baselineSeq: base.Seq,
 		view:        view,
 		actorPrefix: l.WorkerActor(""),
-	}
+	}}
 	p.setBaseline(base.Snap)
 	p.Queue.Verify = func(ctx context.Context, dir string) error { return l.verifyIn(ctx, p, dir) }
 	if l.Config.Integrate == "pr" {

@@ -85,7 +85,7 @@ func (p *project) create(title string, args ...string) string {
 }
 
 func (p *project) pool(k int, it func(context.Context, Assignment) (bool, error)) *Pool {
-	return &Pool{
+	return &Pool{PoolSetup: PoolSetup{
 		Workers: k, Target: "main", StuckLabel: "ralph:stuck", Idle: 50 * time.Millisecond,
 		Trees: &git.Manager{Repo: p.repo, Root: filepath.Join(p.root, "state", "worktrees")},
 		Queue: &mergeq.Queue{Repo: p.repo, Target: "main"},
@@ -94,7 +94,7 @@ func (p *project) pool(k int, it func(context.Context, Assignment) (bool, error)
 		},
 		Actor:   func(w string) string { return "ralphd/test/" + w },
 		Iterate: byDone(it),
-	}
+	}}
 }
 
 // byDone is the Iteration of a fake that says whether it finished its
