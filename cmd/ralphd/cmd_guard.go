@@ -101,8 +101,14 @@ stderr when the mode's policy refuses one. It fails closed.`)
 	}
 	fs := newFlags(a, "hook pre-tool-use", "hook pre-tool-use --mode build|plan", "Claude Code PreToolUse hook; see `ralphd hook --help`.")
 	modeFlag := fs.String("mode", "", "the mode to enforce (default: $"+guard.EnvMode+")")
-	if _, code, done := parseArgs(a, fs, args[1:]); done {
+	pos, code, done := parseArgs(a, fs, args[1:])
+	if done {
 		return code
+	}
+	if len(pos) > 0 {
+		// Claude Code takes the usage error's exit 2 as a block: a hook
+		// installed wrong fails closed.
+		return usageErrorf(a, fs, "unexpected arguments: %q (the hook reads the tool call on stdin)", pos)
 	}
 	if code, stop := a.parsedOnly(nil); stop {
 		return code
