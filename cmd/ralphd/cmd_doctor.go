@@ -72,11 +72,46 @@ on; the result is recorded per bd version for later runs.`)
 	}
 	// The layers against the BUILD agent: a run refuses to start without
 	// the sandbox when sandbox=bwrap, and without its state dir.
+	sandboxed := false
 	for _, l := range append(probeLayers(ctx, a, cfg, proc.Find), stateLayer(stateRoot(a))) {
 		fail := l.Name == "state" || l.Name == "sandbox" && cfg.Sandbox == sandbox.Bwrap
 		vs = append(vs, layerVerdict(l, fail))
+		sandboxed = sandboxed || l.Name == "sandbox" && l.On
+	}
+	if cfg.Integrate == "pr" {
+		vs = append(vs, checkReview(cfg, sandboxed))
 	}
 	return printVerdicts(a.stdout, vs)
+}
+
+// checkReview says what keeps the BUILD agent from approving or merging
+// its own pull request (integrate = pr): the sandbox hides the user's
+// forge logins and its network reaches no forge. Without the sandbox, or
+// with the forge's API on the network allowlist, a warning: only the
+// forge's branch protection then holds.
+func checkReview(cfg *config.Config, sandboxed bool) verdict {
+	v := verdict{name: "review", level: levelWarn}
+	api := "api.github.com"
+	if cfg.ForgeHost != "" {
+		api = cfg.ForgeHost
+	}
+	allow, err := sandbox.ParseAllow(cfg.NetworkAllow)
+	protect := "protect the target branch on the forge: require a review from someone other than the account ralphd's gh uses"
+	switch {
+	case !sandboxed:
+		v.detail = "integrate = pr with the BUILD agent unsandboxed: it runs as you, can read your gh login (~/.config/gh/hosts.yml, git's credentials) and reach " + api + ", so it could approve or merge its own pull request"
+		v.fix = "install bubblewrap and set sandbox to bwrap, and " + protect
+	case cfg.Network == sandbox.NetOpen:
+		v.detail = "integrate = pr with network=open: the sandboxed agent sees no forge login, but reaches " + api + " with any token it comes by"
+		v.fix = "set network to allowlist, and " + protect
+	case err == nil && allow.Allows(api, "443"):
+		v.detail = "integrate = pr with " + api + " on network_allow: the sandboxed agent sees no forge login, but reaches the forge with any token it comes by"
+		v.fix = "take " + api + " off network_allow, and " + protect
+	default:
+		v.level = levelOK
+		v.detail = "integrate = pr: the sandboxed BUILD agent sees none of your forge logins and its network refuses " + api + "; it cannot approve or merge"
+	}
+	return v
 }
 
 // printVerdicts prints one line per verdict and returns the exit code: 1

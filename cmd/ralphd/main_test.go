@@ -79,6 +79,8 @@ func TestScripts(t *testing.T) {
 			"httpget":  cmdHTTPGet,
 			"httpsink": cmdHTTPSink,
 			"promlint": cmdPromlint,
+			// forge_test.go: a scripted GitHub.
+			"scriptedgh": cmdScriptedGH,
 		},
 	})
 }

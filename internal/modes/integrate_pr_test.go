@@ -12,7 +12,10 @@ import (
 
 	"github.com/matryer/is"
 
+	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/mergeq"
+	"github.com/ralphd/ralphd/internal/sandbox"
 	"github.com/ralphd/ralphd/internal/testkit/scriptedgh"
 )
 
@@ -200,6 +203,39 @@ func TestPullRequestScenarios(t *testing.T) {
 			is.True(conditional > 0) // reads again are conditional
 			calls, notModified := f.pool.ForgeCalls()
 			t.Logf("forge reads: %d requests, %d answered 304", calls, notModified)
+		})
+	}
+}
+
+// TestNoForgeOnTheDefaultAllowlist: with the default configuration and
+// integrate = pr, no agent's sandbox lets it reach GitHub's API, its git
+// host or a configured GitHub Enterprise host; only the user's own
+// network_allow does.
+func TestNoForgeOnTheDefaultAllowlist(t *testing.T) {
+	forges := []string{"api.github.com", "github.com", "uploads.github.com", "ghe.acme.example"}
+	for _, name := range agent.Names() {
+		t.Run(name, func(t *testing.T) {
+			is := is.New(t)
+			env := map[string]string{"RALPH_INTEGRATE": "pr", "RALPH_FORGE_REPO": "acme/w", "RALPH_FORGE_HOST": "ghe.acme.example", "RALPH_AGENT_CMD": "true"}
+			cfg, err := config.Load(config.Loader{Getenv: func(k string) string { return env[k] }})
+			is.NoErr(err)
+			b, err := agent.Lookup(name, agent.WithAgentCmd("true"))
+			is.NoErr(err)
+			l := &Loop{Deps: Deps{Config: cfg, Backend: b, Env: []string{"PATH=/usr/bin"}}}
+			allow, err := sandbox.ParseAllow(l.allowEntries())
+			is.NoErr(err)
+			for _, h := range forges {
+				for _, port := range []string{"443", "80", "22"} {
+					is.True(!allow.Allows(h, port)) // refused by default
+				}
+			}
+			env["RALPH_NETWORK_ALLOW"] = "*.github.com"
+			cfg, err = config.Load(config.Loader{Getenv: func(k string) string { return env[k] }})
+			is.NoErr(err)
+			l.Config = cfg
+			allow, err = sandbox.ParseAllow(l.allowEntries())
+			is.NoErr(err)
+			is.True(allow.Allows("api.github.com", "443")) // the user's choice
 		})
 	}
 }

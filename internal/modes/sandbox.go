@@ -54,7 +54,8 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		}
 		return ""
 	}
-	dirs, files := agent.Writable(l.Backend, agent.Home{Dir: getenv("HOME"), Getenv: getenv})
+	home := agent.Home{Dir: getenv("HOME"), Getenv: getenv}
+	dirs, files := agent.Writable(l.Backend, home)
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: getenv("HOME"), Getenv: getenv,
@@ -62,6 +63,9 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		// ralphd itself, for the bd client, and the agent CLI, when they
 		// live in the private /tmp.
 		Keep: []string{l.Self, l.BDClient, lookPathIn(l.Backend.Binary(), getenv("PATH"))},
+		// The user's forge logins: with one the agent could approve or
+		// merge its own pull request.
+		Secrets: agent.ForgeLogins(home),
 	})
 	layout.Net = net
 	if err := layout.Prepare(); err != nil {

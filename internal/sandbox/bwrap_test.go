@@ -182,3 +182,104 @@ func TestProbeAsksForTheNetworkOnlyWhenIsolated(t *testing.T) {
 	is.True(isolated.Err != nil) // network isolated: the missing netns shows at the probe
 	is.True(strings.Contains(isolated.Err.Error(), "RTM_NEWADDR"))
 }
+
+// The user's forge logins (agent.ForgeLogins) are out of a sandboxed
+// agent's reach by every route: read by path, through a link, by
+// listing the dir, by unmounting or remounting what covers them, from a
+// user namespace of its own, and with gh itself. What the agent needs
+// of the home (git's own config) stays readable.
+func TestSandboxHidesForgeLogins(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	// Under the temp dir, only the home, the work tree and the scratch
+	// dir are in the sandbox's view (the rest of /tmp is private): the
+	// logins live there, one of them in the writable work tree.
+	wt, home, tmp := root+"/repo", root+"/home", root+"/tmp"
+	cfg, vault := home+"/xdg", home+"/vault"
+	ghDir := wt + "/.gh" // $GH_CONFIG_DIR, in a writable path
+	const token = "ghp_SECRETforgeTOKEN"
+	files := map[string]string{
+		home + "/.config/gh/hosts.yml":    "github.com:\n    oauth_token: " + token + "\n    user: me\n",
+		cfg + "/gh/hosts.yml":             "github.com:\n    oauth_token: " + token + "\n",
+		ghDir + "/hosts.yml":              "github.com:\n    oauth_token: " + token + "\n",
+		vault + "/git-credentials":        "https://me:" + token + "@github.com\n",
+		cfg + "/git/credentials":          "https://me:" + token + "@github.com\n",
+		cfg + "/tea/config.yml":           "logins:\n  - token: " + token + "\n",
+		home + "/.netrc":                  "machine api.github.com login me password " + token + "\n",
+		home + "/.gitconfig":              "[user]\n\tname = Me\n",
+		cfg + "/git/config":               "[core]\n\teditor = vi\n",
+		wt + "/README":                    "work\n",
+		home + "/.cache/git/credential/x": token + "\n",
+	}
+	for f, body := range files {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ~/.git-credentials is a link to the file elsewhere.
+	if err := os.Symlink(vault+"/git-credentials", home+"/.git-credentials"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_CONFIG_HOME": cfg, "GH_CONFIG_DIR": ghDir, "XDG_CACHE_HOME": home + "/.cache"}
+	getenv := func(k string) string { return env[k] }
+	h := agent.Home{Dir: home, Getenv: getenv}
+	dirs, wfiles := agent.Writable(agent.Claude{}, h)
+	l := BuildLayout(Project{WorkTree: wt, Scratch: tmp, AgentDirs: dirs, AgentFiles: wfiles, Home: home, Getenv: getenv,
+		Secrets: agent.ForgeLogins(h)})
+	if err := l.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		argv := l.Args(bwrap, []string{"sh", "-c", script})
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = wt
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+cfg, "GH_CONFIG_DIR="+ghDir, "XDG_CACHE_HOME="+home+"/.cache")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	routes := []struct{ name, script string }{
+		{"gh's hosts.yml in ~/.config", "cat " + home + "/.config/gh/hosts.yml"},
+		{"gh's hosts.yml in XDG_CONFIG_HOME", `cat "$XDG_CONFIG_HOME/gh/hosts.yml"`},
+		{"gh's hosts.yml in GH_CONFIG_DIR", `cat "$GH_CONFIG_DIR/hosts.yml"`},
+		{"every file of gh's dirs", `cat "$GH_CONFIG_DIR"/* "$XDG_CONFIG_HOME"/gh/* ~/.config/gh/* ~/.config/gh/.* 2>/dev/null`},
+		{"git's credential store", "cat ~/.git-credentials"},
+		{"the store's link target", "cat " + vault + "/git-credentials"},
+		{"git's XDG credential store", `cat "$XDG_CONFIG_HOME/git/credentials"`},
+		{"git credential fill from the store", `printf 'protocol=https\nhost=github.com\n\n' | git -c credential.helper=store credential fill </dev/null; true`},
+		{"the credential cache's dir", "cat ~/.cache/git/credential/*"},
+		{"tea's config", `cat "$XDG_CONFIG_HOME/tea/config.yml"`},
+		{"netrc", "cat ~/.netrc"},
+		{"a search of the home", "grep -r " + token + " " + home + " " + cfg + " " + ghDir + " " + vault},
+		{"unmount the mask", "umount " + home + "/.config/gh; cat " + home + "/.config/gh/hosts.yml"},
+		{"remount the mask", "mount -o remount,rw " + ghDir + "; cat " + ghDir + "/hosts.yml"},
+		{"a user namespace of its own", "unshare -U -m -r sh -c 'umount " + ghDir + "; umount " + home + "/.netrc; cat " + ghDir + "/hosts.yml " + home + "/.netrc'"},
+		{"gh auth token", "gh auth token"},
+	}
+	for _, tt := range routes {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _ := sh(tt.script)
+			if strings.Contains(out, token) {
+				t.Fatalf("%q read the forge token inside the sandbox:\n%s", tt.script, out)
+			}
+		})
+	}
+	is := is.New(t)
+	out, err := sh(`cat ~/.gitconfig "$XDG_CONFIG_HOME/git/config" README && echo "x" > ` + ghDir + `/planted`)
+	is.True(err != nil)                           // the hidden dir is read-only too: nothing planted for ralphd's gh
+	is.True(strings.Contains(out, "name = Me"))   // git's own config is readable
+	is.True(strings.Contains(out, "editor = vi")) // in XDG_CONFIG_HOME too
+	is.True(strings.Contains(out, "work"))
+	b, err := os.ReadFile(ghDir + "/hosts.yml")
+	is.NoErr(err)
+	is.True(strings.Contains(string(b), token)) // untouched outside
+	_, err = os.Stat(ghDir + "/planted")
+	is.True(os.IsNotExist(err))
+}

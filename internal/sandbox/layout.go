@@ -37,6 +37,10 @@ type Layout struct {
 	// Strays), each covered by MaskWith, an empty read-only file.
 	Masked   []string
 	MaskWith string
+	// Secrets are files and dirs the agent must not read at all (the
+	// user's forge logins): a file is covered by MaskWith, a dir by an
+	// empty read-only tmpfs. Missing ones are left out.
+	Secrets []string
 	// Net, when set, gives the sandbox a network namespace of its own;
 	// nil shares the host's network.
 	Net *Net
@@ -64,9 +68,9 @@ type Net struct {
 }
 
 // Prepare makes the missing Dirs (mode 0700), so that they can be bound
-// writable, and the empty file that masks strays.
+// writable, and the empty file that masks strays and secrets.
 func (l Layout) Prepare() error {
-	if l.MaskWith != "" && len(l.Masked) > 0 {
+	if l.MaskWith != "" && (len(l.Masked) > 0 || len(l.Secrets) > 0) {
 		if err := os.WriteFile(l.MaskWith, nil, 0o444); err != nil {
 			return fmt.Errorf("make the sandbox's mask file: %w", err)
 		}
@@ -156,6 +160,14 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 				continue // the proxy's socket, which ralphd gives the agent
 			}
 			ms = append(ms, mount{p, []string{"--ro-bind", l.MaskWith}, 4})
+		}
+	}
+	for _, p := range clean(l.Secrets) {
+		switch {
+		case isDir(p):
+			ms = append(ms, mount{p, []string{"--tmpfs"}, 5}, mount{p, []string{"--remount-ro"}, 6})
+		case exists(p) && l.MaskWith != "" && exists(l.MaskWith):
+			ms = append(ms, mount{p, []string{"--ro-bind", l.MaskWith}, 5})
 		}
 	}
 	slices.SortStableFunc(ms, func(a, b mount) int {

@@ -42,6 +42,10 @@ type Project struct {
 	// The dirs on PATH inside them and the file /etc/resolv.conf leads to
 	// are kept without being named.
 	Keep []string
+	// Secrets are the user's logins the agent must not read (its forge
+	// logins: agent.ForgeLogins): hidden, whether or not they lie in a
+	// writable path.
+	Secrets []string
 }
 
 // HiddenDirs are the dirs where programs put the unix sockets and FIFOs
@@ -146,6 +150,10 @@ func BuildLayout(p Project) Layout {
 		l.Sealed = append(l.Sealed, filepath.Join(filepath.Dir(p.GitCommonDir), ".beads"))
 	}
 	l.ReadOnly = append(l.ReadOnly, kept(l.Hidden, slices.Concat(l.Writable, l.Dirs), keep, getenv("PATH"))...)
+	if p.Scratch != "" {
+		l.Secrets = slices.Clone(p.Secrets)
+		l.MaskWith = filepath.Join(p.Scratch, ".masked")
+	}
 	if p.Home != "" && p.Scratch != "" {
 		// Sockets in the home dir (an ssh ControlMaster's, gpg-agent's,
 		// an editor's server) are reachable through a read-only mount.

@@ -160,6 +160,17 @@ func (s *Server) Pulls() []Pull {
 	return out
 }
 
+// Open opens a pull request from head into base, as its author would.
+func (s *Server) Open(head, base, title string) Pull {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.pulls) + 1
+	p := &Pull{Number: n, Title: title, State: "open", Head: ref{Ref: head}, Base: ref{Ref: base},
+		HTMLURL: fmt.Sprintf("https://%s/%s/%s/pull/%d", Host, s.Owner, s.Repo, n)}
+	s.pulls = append(s.pulls, p)
+	return s.fresh(p)
+}
+
 // Merge marks pull request n merged, by a person (the test moves the
 // remote's target itself).
 func (s *Server) Merge(n int) {
