@@ -64,14 +64,14 @@ open (what that leaves open) and fix.`)
 		return exitUsage
 	}
 	st.Layers = append(probeLayers(ctx, a, cfg, proc.Find), statusStateLayer(st))
-	live, note := liveWorkers(filepath.Join(st.StateDir, modes.WorkersStatusFile), st.Lock, time.Now())
+	live, prs, note := liveStatus(filepath.Join(st.StateDir, modes.WorkersStatusFile), st.Lock, time.Now())
 	if note != "" {
 		st.Warnings = append(st.Warnings, note)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(statusJSON{Status: st, Workers: live}); err != nil {
+		if err := enc.Encode(statusJSON{Status: st, Workers: live, PullRequests: prs}); err != nil {
 			return reportErr(a, err)
 		}
 		return exitOK
@@ -80,6 +80,7 @@ open (what that leaves open) and fix.`)
 		return reportErr(a, err)
 	}
 	writeWorkers(a.stdout, live)
+	writePullRequests(a.stdout, prs)
 	fmt.Fprintf(a.stdout, "Agent containment (for a ralphd started now): %s\n", describeContainment())
 	return exitOK
 }

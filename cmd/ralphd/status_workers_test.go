@@ -196,6 +196,8 @@ func TestStatusJSONWorkers(t *testing.T) {
 func FuzzLiveWorkers(f *testing.F) {
 	f.Add([]byte(`{"version":1,"pid":4242,"workers":[{"worker":"w1","since":"2026-11-23T20:00:00Z"}]}`), 4242)
 	f.Add([]byte(`{"version":1,"pid":4242,"workers":[{"worker":"w1","since":"2126-11-23T20:00:00Z"}]}`), 4242)
+	f.Add([]byte(`{"version":1,"pid":4242,"workers":[],"reviews":[{"issue":"t-a","branch":"ralph/t-a","pr":3,"state":"checks failing","since":"2026-11-23T20:00:00Z"}]}`), 4242)
+	f.Add([]byte(`{"version":1,"pid":4242,"workers":[],"reviews":[{"issue":"t-a","pr":-1,"state":"hacked\u001b[2J","since":"2026-11-23T20:00:00Z"}]}`), 4242)
 	f.Add([]byte(`[]`), 0)
 	f.Add([]byte{}, 1)
 	f.Fuzz(func(t *testing.T, data []byte, pid int) {
@@ -204,8 +206,8 @@ func FuzzLiveWorkers(f *testing.F) {
 			t.Fatal(err)
 		}
 		lock := &state.LockInfo{PID: pid, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-		live, note := liveWorkers(path, lock, time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC))
-		if live == nil || (len(live) > 0 && note != "") {
+		live, prs, note := liveStatus(path, lock, time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC))
+		if live == nil || prs == nil || (len(live)+len(prs) > 0 && note != "") {
 			t.Fatalf("live %v, note %q", live, note)
 		}
 		if len(live) == 0 && note == "" {
@@ -219,7 +221,94 @@ func FuzzLiveWorkers(f *testing.F) {
 				t.Fatalf("shown: %+v", w)
 			}
 		}
+		for _, p := range prs {
+			if p.Issue == "" || p.ElapsedSeconds < 0 || p.Number < 0 {
+				t.Fatalf("shown: %+v", p)
+			}
+		}
 		var buf bytes.Buffer
 		writeWorkers(&buf, live)
+		writePullRequests(&buf, prs)
 	})
+}
+
+// TestLivePullRequests: status lists the pull requests of the running
+// pool with their state, in text and JSON; a file whose pull requests are
+// not ralphd's (an unknown state, escapes) shows nothing but a note.
+func TestLivePullRequests(t *testing.T) {
+	now := time.Date(2026, 11, 23, 20, 0, 30, 0, time.UTC)
+	holder := &state.LockInfo{PID: 4242, Mode: "build", Since: now.Add(-time.Hour)}
+	pr := func(issue string, n int, st string) string {
+		return `{"issue":"` + issue + `","branch":"ralph/` + issue + `","commit":"0123456789abcdef0123","pr":` + itoa(n) +
+			`,"url":"https://github.com/o/r/pull/` + itoa(n) + `","state":"` + st + `","since":"2026-11-23T20:00:00Z"}`
+	}
+	file := func(prs ...string) string {
+		return `{"version":1,"pid":4242,"workers":[{"worker":"w1","since":"2026-11-23T19:30:00Z"}],"reviews":[` + strings.Join(prs, ",") + `]}`
+	}
+	for _, tc := range []struct {
+		name, file string
+		text       []string // lines status prints; nil: no pull requests
+		note       string
+	}{
+		{"none", file(), nil, ""},
+		{"every state", file(pr("t-1", 0, "opening"), pr("t-2", 2, "waiting for review"), pr("t-3", 3, "checks failing"),
+			pr("t-4", 4, "changes requested"), pr("t-5", 5, "merged"), pr("t-6", 6, "closed")), []string{
+			"Pull requests: 6",
+			"  t-1 (not opened yet) opening, pushed 30s ago  ralph/t-1 https://github.com/o/r/pull/0",
+			"  t-2 #2 waiting for review, pushed 30s ago  ralph/t-2 https://github.com/o/r/pull/2",
+			"  t-3 #3 checks failing, pushed 30s ago  ralph/t-3 https://github.com/o/r/pull/3",
+			"  t-4 #4 changes requested, pushed 30s ago  ralph/t-4 https://github.com/o/r/pull/4",
+			"  t-5 #5 merged, pushed 30s ago  ralph/t-5 https://github.com/o/r/pull/5",
+			"  t-6 #6 closed, pushed 30s ago  ralph/t-6 https://github.com/o/r/pull/6",
+		}, ""},
+		{"unknown state", file(pr("t-1", 1, "approved by the agent")), nil, "is not a worker status"},
+		{"escapes", file(pr(`t-1\u001b[2J`, 1, "merged")), nil, "is not a worker status"},
+		{"no time", strings.Replace(file(pr("t-1", 1, "merged")), `"since":"2026-11-23T20:00:00Z"}]`, `"since":"0001-01-01T00:00:00Z"}]`, 1), nil, "is not a worker status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "workers.json")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, prs, note := liveStatus(path, holder, now)
+			if (tc.note == "") != (note == "") || !strings.Contains(note, tc.note) {
+				t.Errorf("note = %q, want %q", note, tc.note)
+			}
+			var buf bytes.Buffer
+			writePullRequests(&buf, prs)
+			want := ""
+			if tc.text != nil {
+				want = strings.Join(tc.text, "\n") + "\n"
+			}
+			if buf.String() != want {
+				t.Errorf("text:\n%s\nwant:\n%s", buf.String(), want)
+			}
+			b, err := json.Marshal(statusJSON{Workers: []workerJSON{}, PullRequests: prs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back struct {
+				PullRequests []map[string]any `json:"pull_requests"`
+			}
+			if err := json.Unmarshal(b, &back); err != nil || back.PullRequests == nil {
+				t.Fatalf("pull_requests in %s: %v", b, err)
+			}
+			if len(back.PullRequests) != len(tc.text)-min(len(tc.text), 1) {
+				t.Errorf("%d pull requests in the JSON, want %d", len(back.PullRequests), len(tc.text)-1)
+			}
+			for _, p := range back.PullRequests {
+				for _, k := range []string{"issue", "number", "url", "branch", "commit", "state", "since", "elapsed_seconds"} {
+					if _, ok := p[k]; !ok {
+						t.Errorf("no %q in %v", k, p)
+					}
+				}
+			}
+		})
+	}
+}
+
+// liveWorkers is liveStatus without the pull requests.
+func liveWorkers(path string, lock *state.LockInfo, now time.Time) ([]workerJSON, string) {
+	live, _, note := liveStatus(path, lock, now)
+	return live, note
 }

@@ -439,3 +439,38 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// TestNowPanelListsPullRequests: the "now" panel lists the workers' pull
+// requests (integrate = pr) from the run log's worker events, each in its
+// last state; a link the forge answered is kept only when it is safe.
+func TestNowPanelListsPullRequests(t *testing.T) {
+	s := newTest(t, Options{Live: true, Workers: 2})
+	h := s.Handler(true)
+	if b := body(t, get(t, h, "/")); strings.Contains(b, "pull requests") {
+		t.Fatalf("a panel without pull requests lists some:\n%s", b)
+	}
+	step := func(issue string, n int, url, st string) {
+		s.Observe(logjsonl.Event{Name: "worker", Worker: "w1", Time: time.Now(), Data: logjsonl.WorkerStep{Worker: "w1", IssueID: issue, Kind: "pull-request",
+			PullRequest: &logjsonl.PullRequest{Number: n, URL: url, Branch: "ralph/" + issue, State: st}}})
+	}
+	step("t-a", 0, "", "opening")
+	step("t-a", 7, "https://github.com/o/r/pull/7", "waiting for review")
+	step("t-b", 8, "javascript:alert(1)", "checks failing")
+	s.Observe(logjsonl.Event{Name: "worker", Worker: "w2", Time: time.Now(), Data: logjsonl.WorkerStep{Worker: "w2", IssueID: "t-c", Kind: "claimed"}})
+	b := body(t, get(t, h, "/"))
+	for _, want := range []string{
+		`<tr class="pull" data-issue="t-a">`, `<a href="https://github.com/o/r/pull/7">#7</a>`, `<td class="pr-state">waiting for review</td>`,
+		`<tr class="pull" data-issue="t-b">`, `<td class="pr-state">checks failing</td>`, `ralph/t-b`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("no %q in the panel:\n%s", want, b)
+		}
+	}
+	if strings.Contains(b, "javascript:alert") || strings.Contains(b, `data-issue="t-c"`) || strings.Contains(b, "opening") {
+		t.Errorf("the panel shows what it must not:\n%s", b)
+	}
+	step("t-a", 7, "https://github.com/o/r/pull/7", "merged")
+	if b := body(t, get(t, h, "/")); !strings.Contains(b, `<td class="pr-state">merged</td>`) || strings.Contains(b, "waiting for review") {
+		t.Errorf("the merge is not shown:\n%s", b)
+	}
+}

@@ -44,7 +44,10 @@ type Now struct {
 	State   string // the daemon's last decision: plan, build, idle
 	Reason  string
 	Workers []Worker
-	Events  []Line // newest first
+	// PullRequests are the workers' pull requests (integrate = pr), by
+	// issue, each in its last state.
+	PullRequests []PullRequest
+	Events       []Line // newest first
 	// Seq counts the events seen; the browser test waits for it to move.
 	Seq int
 	At  time.Time
@@ -55,12 +58,19 @@ type Now struct {
 	Paused   bool
 }
 
+// PullRequest is a pull request of the workers, for the "now" panel.
+type PullRequest struct {
+	IssueID string
+	logjsonl.PullRequest
+}
+
 // live keeps the "now" panel's state and tells subscribers when it
 // changes. It is an logjsonl.Sink.
 type live struct {
 	mu      sync.Mutex
 	now     Now
 	workers map[string]*Worker
+	prs     map[string]PullRequest
 	ring    *logjsonl.Ring
 	subs    map[chan string]struct{}
 	clock   func() time.Time
@@ -111,6 +121,13 @@ func (l *live) Observe(ev logjsonl.Event) {
 		}
 	case logjsonl.Stuck, logjsonl.RunEnd:
 		kind = "graph"
+	case logjsonl.WorkerStep:
+		if d.PullRequest != nil && d.IssueID != "" {
+			if l.prs == nil {
+				l.prs = map[string]PullRequest{}
+			}
+			l.prs[d.IssueID] = PullRequest{IssueID: d.IssueID, PullRequest: *d.PullRequest}
+		}
 	}
 	l.mu.Unlock()
 	l.publish(kind)
@@ -147,6 +164,11 @@ func (l *live) snapshot() Now {
 		n.Workers = append(n.Workers, *w)
 	}
 	sort.Slice(n.Workers, func(i, j int) bool { return n.Workers[i].Name < n.Workers[j].Name })
+	n.PullRequests = make([]PullRequest, 0, len(l.prs))
+	for _, p := range l.prs {
+		n.PullRequests = append(n.PullRequests, p)
+	}
+	sort.Slice(n.PullRequests, func(i, j int) bool { return n.PullRequests[i].IssueID < n.PullRequests[j].IssueID })
 	evs := l.ring.Last()
 	n.Events = make([]Line, 0, len(evs))
 	for i := len(evs) - 1; i >= 0; i-- {

@@ -72,6 +72,19 @@ type WorkerStep struct {
 	IssueID string `json:"issue_id,omitempty"`
 	Kind    string `json:"kind"`
 	Detail  string `json:"detail,omitempty"`
+	// PullRequest is set on a step of kind "pull-request": a pull request
+	// of integrate = pr that was opened or changed state.
+	PullRequest *PullRequest `json:"pull_request,omitempty"`
+}
+
+// PullRequest is a pull request the workers wait on, in a worker event.
+type PullRequest struct {
+	Number int    `json:"number,omitempty"` // 0 until the forge opened it
+	URL    string `json:"url,omitempty"`
+	Branch string `json:"branch"`
+	// State: opening, waiting for review, checks failing, changes
+	// requested, merged, closed.
+	State string `json:"state"`
 }
 
 // RunStart is the data of a run_start event. SchemaVersion must be set to

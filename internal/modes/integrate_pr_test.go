@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,7 @@ func newPRFixture(t *testing.T, it func(context.Context, Assignment) (bool, erro
 	}
 	f.pool = p.pool(2, it)
 	f.pool.ReviewPoll = 20 * time.Millisecond
+	f.pool.StatusFile = filepath.Join(t.TempDir(), "workers.json")
 	f.pool.Checks = "verify: go test ./..."
 	f.pool.Queue = &mergeq.Queue{Repo: p.repo, Target: "main", Remote: "origin", Strategy: s,
 		Forge: &mergeq.GitHub{Bin: gh, Repo: "o/r", Env: f.srv.Env("ralphd-token", p.root)}}
@@ -133,6 +135,7 @@ func TestPullRequestScenarios(t *testing.T) {
 			depSaw := ""    // a.txt, as the dependent's worktree had it
 			depAfterMerge := false
 			merged := false
+			var shown []string // what the status file said while the reviewer looked
 			var f *prFixture
 			f = newPRFixture(t, func(ctx context.Context, a Assignment) (bool, error) {
 				body := "fixed\n"
@@ -167,6 +170,15 @@ func TestPullRequestScenarios(t *testing.T) {
 					tc.feedback(f, pr)
 				default:
 					time.Sleep(150 * time.Millisecond) // the pool reads the unchanged pull request meanwhile
+					if b, err := os.ReadFile(f.pool.StatusFile); err == nil {
+						if st, err := ParseStatusFile(b); err == nil {
+							mu.Lock()
+							for _, r := range st.Reviews {
+								shown = append(shown, r.Issue+" "+r.State)
+							}
+							mu.Unlock()
+						}
+					}
 					mu.Lock()
 					merged = merged || strings.HasPrefix(pr.Title, blocker)
 					mu.Unlock()
@@ -190,6 +202,18 @@ func TestPullRequestScenarios(t *testing.T) {
 			}
 			is.Equal(pulls[0].Head.Ref, "ralph/"+blocker)
 			is.True(pulls[0].Merged && pulls[1].Merged)
+			is.True(slices.Contains(shown, blocker+" "+ReviewWaiting))   // status listed the open pull request
+			is.True(slices.Contains(shown, dependent+" "+ReviewWaiting)) // and the dependent's, later
+			is.True(slices.Contains(shown, blocker+" "+ReviewMerged))    // with the blocker's merged by then
+			is.Equal(len(sum.Reviews), 2)                                // the run's pull requests, for the report
+			for _, r := range sum.Reviews {
+				is.Equal(r.State, ReviewMerged)
+				is.True(r.PR != 0 && r.URL != "" && r.Branch == "ralph/"+r.Issue)
+			}
+			var md strings.Builder
+			(&Report{Mode: ModeBuild, PullRequests: sum.Reviews}).WriteMarkdown(&md)
+			is.True(strings.Contains(md.String(), "## Pull requests"))
+			is.True(strings.Contains(md.String(), "| "+blocker+" | [#1](https://github.localhost/o/r/pull/1) | merged | ralph/"+blocker+" |"))
 			is.Equal(depSaw, "fixed\n") // the dependent started from the merged main
 			is.True(depAfterMerge)
 			conditional := 0

@@ -103,11 +103,14 @@ type Result struct {
 	// FailureBranches are "<issue> <branch>" pairs: work kept on a
 	// wip/ralph-fail-* branch when an issue was given up on.
 	FailureBranches []string
-	Violations      int
-	CostUSD         *float64
-	Usage           agent.Usage
-	Started         time.Time
-	Ended           time.Time
+	// PullRequests are the workers' pull requests (integrate = pr), each
+	// in its last state.
+	PullRequests []ReviewStatus
+	Violations   int
+	CostUSD      *float64
+	Usage        agent.Usage
+	Started      time.Time
+	Ended        time.Time
 	// Created are the issues BUILD created in this run (powers.go), and
 	// Held those ready at its start that BUILD's changes held back.
 	Created []string

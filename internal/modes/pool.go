@@ -382,23 +382,33 @@ type ReviewStatus struct {
 	Commit string `json:"commit"`
 	PR     int    `json:"pr,omitempty"` // 0 until the forge opened it
 	URL    string `json:"url,omitempty"`
-	State  string `json:"state"`
+	// State is one of ReviewOpening, ReviewWaiting, ReviewChecksFailing,
+	// ReviewChangesRequested, ReviewMerged, ReviewClosed; a settled pull
+	// request keeps its last state until the issue's next one.
+	State string    `json:"state"`
+	Since time.Time `json:"since"` // when its work was pushed
 }
 
 // setReview records the pull request of s.Issue (id), or forgets id's
-// with a zero s, and rewrites the status file.
-func (p *Pool) setReview(id string, s ReviewStatus) {
+// with a zero s, rewrites the status file, and logs a change of state as
+// worker's event.
+func (p *Pool) setReview(worker, id string, s ReviewStatus) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.reviews == nil {
 		p.reviews = map[string]ReviewStatus{}
 	}
+	old, had := p.reviews[id]
 	if s.Issue == "" {
 		delete(p.reviews, id)
 	} else {
 		p.reviews[id] = s
 	}
 	p.writeStatusLocked()
+	if s.Issue != "" && (!had || old.State != s.State || old.PR != s.PR || old.Commit != s.Commit) && p.Log != nil {
+		// The dashboard's pull requests, from the run log.
+		p.Log(Event{At: time.Now(), Worker: worker, Issue: id, Kind: "pull-request", Detail: fmt.Sprintf("#%d %s", s.PR, s.State), Review: &s})
+	}
 }
 
 // countForge adds a read's requests to the pool's count.
@@ -465,8 +475,10 @@ type Event struct {
 	At     time.Time
 	Worker string
 	Issue  string
-	Kind   string // claimed, lost, integrated, waiting, failed, stuck, idle-exit
+	Kind   string // claimed, lost, integrated, waiting, failed, stuck, idle-exit, pull-request
 	Detail string
+	// Review is set on a pull-request event: the pull request's new state.
+	Review *ReviewStatus
 }
 
 // Summary is what a run did.
@@ -476,6 +488,9 @@ type Summary struct {
 	Stuck      []string
 	Saved      []git.Saved // leftovers kept on wip branches
 	Claims     int         // claims won
+	// Reviews are the pull requests of the run (integrate = pr), each in
+	// its last state, by issue.
+	Reviews []ReviewStatus
 }
 
 func (p *Pool) actor(worker string) string {
@@ -586,6 +601,7 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	ferr = errors.Join(ferr, p.Queue.Unwatch())
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.sum.Reviews = p.reviewsLocked()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return p.sum, err
 	}

@@ -35,6 +35,10 @@ type Report struct {
 	// DroppedAgents the agents taken out of the list for the run, with why.
 	Agents        []state.AgentTotals `json:"agents"`
 	DroppedAgents []string            `json:"dropped_agents,omitempty"`
+	// PullRequests are the run's pull requests (integrate = pr), each in
+	// its last state: still waiting for review, merged, closed, or sent
+	// back (checks failing, changes requested).
+	PullRequests []ReviewStatus `json:"pull_requests,omitempty"`
 }
 
 // ReportIssue is one issue worked in the run.
@@ -68,7 +72,7 @@ func (l *Loop) buildReport(res *Result) (*Report, error) {
 	rep := &Report{
 		RunID: res.RunID, Mode: res.Mode, Started: res.Started, Ended: res.Ended, StopReason: res.Stop,
 		Reason: res.Reason, Config: l.Config.Entries(), Issues: []ReportIssue{},
-		Agents: state.SummarizeRun(recs, res.RunID).Agents, DroppedAgents: res.DroppedAgents,
+		Agents: state.SummarizeRun(recs, res.RunID).Agents, DroppedAgents: res.DroppedAgents, PullRequests: res.PullRequests,
 	}
 	stuck, branches := map[string]bool{}, map[string]string{}
 	violations, noProgress := map[string]int{}, map[string]int{}
@@ -181,6 +185,13 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(r.PullRequests) > 0 {
+		fmt.Fprint(w, "## Pull requests\n\n| issue | pull request | state | branch | commit |\n|---|---|---|---|---|\n")
+		for _, pr := range r.PullRequests {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", pr.Issue, dash(prLink(pr)), pr.State, pr.Branch, shortSHA(pr.Commit))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprint(w, "## Loop\n\n")
 	fmt.Fprintf(w, "- stop reason: %s (%s)\n", r.StopReason, r.Reason)
 	fmt.Fprintf(w, "- iterations: %d\n", r.Iterations)
@@ -207,6 +218,25 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | `%s` | %s |\n", e.Key, e.Value, e.Source)
 	}
 	fmt.Fprint(w, "\n</details>\n")
+}
+
+// prLink is a pull request as a markdown link, "" before it was opened.
+func prLink(pr ReviewStatus) string {
+	if pr.PR == 0 {
+		return ""
+	}
+	if pr.URL == "" {
+		return fmt.Sprintf("#%d", pr.PR)
+	}
+	return fmt.Sprintf("[#%d](%s)", pr.PR, pr.URL)
+}
+
+// shortSHA is a commit's first 12 hex digits.
+func shortSHA(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
 
 func dash(s string) string {

@@ -30,6 +30,32 @@ import (
 //   - a forge that does not answer: waited out, reported once, and never
 //     an attempt.
 
+// The states of a pull request the pool waits on, as status, the
+// dashboard and the run report show them.
+const (
+	ReviewOpening          = "opening"            // pushed; the pull request not opened yet (the forge did not answer)
+	ReviewWaiting          = "waiting for review" // open: CI running, a review pending
+	ReviewChecksFailing    = "checks failing"     // a CI check failed: the issue reopened
+	ReviewChangesRequested = "changes requested"  // a review requested changes: the issue reopened
+	ReviewMerged           = "merged"             // merged: the issue integrated
+	ReviewClosed           = "closed"             // closed without a merge: the issue back to PLANNING
+)
+
+// reviewState is how status shows a pull request the forge judged v.
+func reviewState(v mergeq.PRVerdict) string {
+	switch v {
+	case mergeq.PRMerged:
+		return ReviewMerged
+	case mergeq.PRClosed:
+		return ReviewClosed
+	case mergeq.PRChecksFailed:
+		return ReviewChecksFailing
+	case mergeq.PRChangesRequested:
+		return ReviewChangesRequested
+	}
+	return ReviewWaiting
+}
+
 // DefaultReviewPoll is how long the pool waits between reads of a pull
 // request.
 const DefaultReviewPoll = 60 * time.Second
@@ -77,8 +103,11 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 	if poll <= 0 {
 		poll = DefaultReviewPoll
 	}
-	p.setReview(id, ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: "open"})
-	defer p.setReview(id, ReviewStatus{})
+	rs := ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: ReviewOpening, Since: time.Now()}
+	if pr.Number != 0 {
+		rs.State = ReviewWaiting
+	}
+	p.setReview(a.Worker, id, rs)
 	down := time.Time{} // when the forge stopped answering
 	for {
 		var st mergeq.PRState
@@ -87,7 +116,8 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 			pr, err = forge.Open(ctx, res.Branch, res.Commit, p.Target, p.prTitle(j.issue), p.prBody(j.issue, a.Attempt))
 			if err == nil {
 				p.log(Event{Worker: a.Worker, Issue: id, Kind: "waiting", Detail: fmt.Sprintf("pull request #%d (%s) awaits review and merge", pr.Number, pr.URL)})
-				p.setReview(id, ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: "open"})
+				rs.PR, rs.URL, rs.State = pr.Number, pr.URL, ReviewWaiting
+				p.setReview(a.Worker, id, rs)
 			}
 		}
 		if err == nil {
@@ -105,6 +135,10 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 		case !down.IsZero():
 			p.log(Event{Worker: a.Worker, Issue: id, Kind: "forge-up", Detail: fmt.Sprintf("the forge answers again after %s", time.Since(down).Round(time.Second))})
 			down = time.Time{}
+		}
+		if err == nil && reviewState(st.Verdict) != rs.State {
+			rs.State = reviewState(st.Verdict)
+			p.setReview(a.Worker, id, rs) // kept with its last state once settled, for status and the report
 		}
 		if err == nil {
 			switch st.Verdict {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"unicode"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -83,11 +84,37 @@ func ParseStatusFile(data []byte) (StatusFile, error) {
 		}
 		seen[w.Worker] = true
 	}
+	if len(f.Reviews) > MaxStatusReviews {
+		return StatusFile{}, fmt.Errorf("parse worker status: %d pull requests, more than %d", len(f.Reviews), MaxStatusReviews)
+	}
+	for i, r := range f.Reviews {
+		switch {
+		case r.Issue == "":
+			return StatusFile{}, fmt.Errorf("parse worker status: pull request %d has no issue", i+1)
+		case r.PR < 0:
+			return StatusFile{}, fmt.Errorf("parse worker status: %s: pull request number %d", r.Issue, r.PR)
+		case !slices.Contains(reviewStates, r.State):
+			return StatusFile{}, fmt.Errorf("parse worker status: %s: pull request state %q", r.Issue, r.State)
+		case r.Since.IsZero():
+			return StatusFile{}, fmt.Errorf("parse worker status: %s: pull request without a time", r.Issue)
+		}
+		for _, s := range []string{r.Issue, r.Branch, r.Commit, r.URL} {
+			if hasControl(s) {
+				return StatusFile{}, fmt.Errorf("parse worker status: %s: control characters in %q", r.Issue, s)
+			}
+		}
+	}
 	if f.Workers == nil {
 		f.Workers = []WorkerStatus{}
 	}
 	return f, nil
 }
+
+// MaxStatusReviews bounds the pull requests a status file may list.
+const MaxStatusReviews = 10000
+
+// reviewStates are the states a pull request in the status file may be in.
+var reviewStates = []string{ReviewOpening, ReviewWaiting, ReviewChecksFailing, ReviewChangesRequested, ReviewMerged, ReviewClosed}
 
 func hasControl(s string) bool {
 	for _, r := range s {

@@ -194,7 +194,11 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		Paused:      o.paused,
 		Yield:       o.yield,
 		Log: func(e Event) {
-			l.event(logjsonl.EventWorker, logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail})
+			step := logjsonl.WorkerStep{Worker: e.Worker, IssueID: e.Issue, Kind: e.Kind, Detail: e.Detail}
+			if r := e.Review; r != nil {
+				step.PullRequest = &logjsonl.PullRequest{Number: r.PR, URL: r.URL, Branch: r.Branch, State: r.State}
+			}
+			l.event(logjsonl.EventWorker, step)
 		},
 	}, poolJudging: poolJudging{
 		res:         res,
@@ -258,6 +262,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	}
 	sum, err := p.Run(ctx)
 	_ = os.Remove(p.StatusFile)
+	res.PullRequests = sum.Reviews
 	for _, s := range sum.Saved {
 		l.human().Warn("work a stopped worker left is kept on a branch", "worker", s.Worker, "branch", s.Branch)
 	}
