@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,14 +119,15 @@ func TestPullRequestScenarios(t *testing.T) {
 		name     string
 		feedback func(f *prFixture, pr scriptedgh.Pull)
 		evidence []string
+		state    string // the pull request's state after the feedback
 	}{
 		{"ci fails", func(f *prFixture, pr scriptedgh.Pull) {
 			f.srv.SetCheck(pr.Head.SHA, "lint", "success", "ok")
 			f.srv.SetCheck(pr.Head.SHA, "test", "failure", "setup\n"+logTail)
-		}, []string{`CI check "test": failure`, logTail}},
+		}, []string{`CI check "test": failure`, logTail}, ReviewChecksFailing},
 		{"changes requested", func(f *prFixture, pr scriptedgh.Pull) {
 			f.srv.RequestChanges(pr.Number, "Please fix the bug before merging.", map[string]string{"a.txt:1": "This still says bug."})
-		}, []string{"requests changes:\nPlease fix the bug before merging.", "a.txt:1:\nThis still says bug."}},
+		}, []string{"requests changes:\nPlease fix the bug before merging.", "a.txt:1:\nThis still says bug."}, ReviewChangesRequested},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			is := is.New(t)
@@ -170,24 +172,51 @@ func TestPullRequestScenarios(t *testing.T) {
 					tc.feedback(f, pr)
 				default:
 					time.Sleep(150 * time.Millisecond) // the pool reads the unchanged pull request meanwhile
-					if b, err := os.ReadFile(f.pool.StatusFile); err == nil {
-						if st, err := ParseStatusFile(b); err == nil {
-							mu.Lock()
-							for _, r := range st.Reviews {
-								shown = append(shown, r.Issue+" "+r.State)
-							}
-							mu.Unlock()
-						}
-					}
 					mu.Lock()
 					merged = merged || strings.HasPrefix(pr.Title, blocker)
 					mu.Unlock()
 					f.merge(t, pr)
 				}
 			})
+			var logged []string // the pull-request events, in order
+			f.pool.Log = func(e Event) {
+				if e.Kind == "pull-request" && e.Review != nil {
+					logged = append(logged, e.Issue+" "+e.Review.State) // under the pool's lock
+				}
+			}
+			// What status showed: the status file, read every few ms.
+			watching := make(chan struct{})
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				for {
+					select {
+					case <-watching:
+						return
+					case <-time.After(2 * time.Millisecond):
+					}
+					if b, err := os.ReadFile(f.pool.StatusFile); err == nil {
+						if st, err := ParseStatusFile(b); err == nil {
+							mu.Lock()
+							for _, r := range st.Reviews {
+								if !slices.Contains(shown, r.Issue+" "+r.State) {
+									shown = append(shown, r.Issue+" "+r.State)
+								}
+							}
+							mu.Unlock()
+						}
+					}
+				}
+			}()
 			sum, err := f.pool.Run(context.Background())
 			stop()
+			close(watching)
+			<-watched
 			is.NoErr(err)
+			is.Equal(logged, []string{ // every state, as the dashboard hears of them
+				blocker + " " + ReviewWaiting, blocker + " " + tc.state, blocker + " " + ReviewWaiting, blocker + " " + ReviewMerged,
+				dependent + " " + ReviewWaiting, dependent + " " + ReviewMerged,
+			})
 			is.Equal(len(sum.Integrated), 2)      // both merged by the reviewer
 			is.Equal(len(sum.Failed[blocker]), 1) // the feedback was one failed attempt
 			for _, e := range tc.evidence {
@@ -260,6 +289,128 @@ func TestNoForgeOnTheDefaultAllowlist(t *testing.T) {
 			allow, err = sandbox.ParseAllow(l.allowEntries())
 			is.NoErr(err)
 			is.True(allow.Allows("api.github.com", "443")) // the user's choice
+		})
+	}
+}
+
+// TestPullRequestWatchedAfterRestart: a pool stopped while it waits on a
+// pull request journals it; the next pool watches it again before any
+// worker claims, holding its issue so that the dependent waits, and
+// settles it: merged while ralphd was down, or merged after the restart.
+// An entry whose issue a person reopened meanwhile is dropped.
+func TestPullRequestWatchedAfterRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		mergedWhile   bool // merged while no ralphd ran
+		reopenedWhile bool // a person reopened the issue while no ralphd ran
+	}{
+		{"merged while down", true, false},
+		{"merged after the restart", false, false},
+		{"reopened by a person while down", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var blocker, dependent string
+			var mu sync.Mutex
+			depSaw, depAfterMerge, merged := "", false, false
+			var f *prFixture
+			it := func(ctx context.Context, a Assignment) (bool, error) {
+				if a.Issue.ID == dependent {
+					b, _ := os.ReadFile(filepath.Join(a.Dir, "a.txt"))
+					mu.Lock()
+					depSaw, depAfterMerge = string(b), merged
+					mu.Unlock()
+					if err := os.WriteFile(filepath.Join(a.Dir, "b.txt"), []byte("b\n"), 0o644); err != nil {
+						return false, err
+					}
+					return commitAndClose(ctx, a)
+				}
+				if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("fixed\n"), 0o644); err != nil {
+					return false, err
+				}
+				return commitAndClose(ctx, a)
+			}
+			f = newPRFixture(t, it)
+			blocker = f.p.create("fix a")
+			dependent = f.p.create("build on a", "--deps", blocker)
+
+			// The first pool: stopped once the blocker's pull request is open.
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for ctx.Err() == nil {
+					if ps := f.srv.Pulls(); len(ps) == 1 && ps[0].Head.SHA != "" {
+						time.Sleep(100 * time.Millisecond) // a read or two
+						cancel()
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			_, err := f.pool.Run(ctx)
+			cancel()
+			is.True(err == nil || errors.Is(err, context.Canceled))
+			mark, err := os.ReadFile(filepath.Join(f.pool.Trees.Root, ".review-"+blocker))
+			is.NoErr(err) // journaled
+			is.True(strings.Contains(string(mark), `"pr":1`))
+			is.True(strings.Contains(sh(t, f.p.repo, f.p.bd, "show", blocker, "--json"), `"status": "closed"`))
+			is.True(depSaw == "") // the dependent did not start
+
+			pr := f.srv.Pulls()[0]
+			if tc.mergedWhile {
+				mu.Lock()
+				merged = true
+				mu.Unlock()
+				f.merge(t, pr)
+			}
+			if tc.reopenedWhile {
+				sh(t, f.p.repo, f.p.bd, "reopen", blocker)
+			}
+
+			// The second pool, as after a restart.
+			second := f.p.pool(2, it)
+			second.ReviewPoll, second.Checks, second.Queue = f.pool.ReviewPoll, f.pool.Checks, f.pool.Queue
+			second.Trees = f.pool.Trees
+			var events []string
+			var emu sync.Mutex
+			second.Log = func(e Event) {
+				emu.Lock()
+				events = append(events, e.Issue+" "+e.Kind+" "+e.Detail)
+				emu.Unlock()
+			}
+			stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
+				if tc.mergedWhile || (tc.reopenedWhile && strings.HasPrefix(pr.Title, blocker)) {
+					if !strings.HasPrefix(pr.Title, blocker) {
+						f.merge(t, pr)
+					}
+					return
+				}
+				time.Sleep(150 * time.Millisecond) // the dependent waits meanwhile
+				mu.Lock()
+				merged = merged || strings.HasPrefix(pr.Title, blocker)
+				mu.Unlock()
+				f.merge(t, pr)
+			})
+			sum, err := second.Run(context.Background())
+			stop()
+			is.NoErr(err)
+			emu.Lock()
+			defer emu.Unlock()
+			_, statErr := os.Stat(filepath.Join(f.pool.Trees.Root, ".review-"+blocker))
+			is.True(os.IsNotExist(statErr)) // settled: out of the journal
+			if tc.reopenedWhile {
+				is.True(slices.ContainsFunc(events, func(e string) bool {
+					return strings.HasPrefix(e, blocker+" recovered no longer waits on pull request #1")
+				}))
+				is.True(!slices.Contains(sum.Integrated, blocker)) // not counted as integrated: a person took it back
+				return
+			}
+			is.True(slices.Contains(sum.Integrated, blocker)) // the merge settled it
+			is.True(slices.Contains(sum.Integrated, dependent))
+			is.Equal(depSaw, "fixed\n") // the dependent started from the merged main
+			is.True(depAfterMerge)      // and only after the merge
+			is.True(slices.ContainsFunc(events, func(e string) bool { return e == blocker+" recovered watching pull request #1 again" }))
+			notes := sh(t, f.p.repo, f.p.bd, "show", blocker, "--json")
+			is.True(strings.Contains(notes, "pull request #1 (https://github.localhost/o/r/pull/1) was merged into main"))
 		})
 	}
 }

@@ -282,6 +282,7 @@ type poolWork struct {
 	// reviews are the pull requests the pool waits on (review.go), by
 	// issue; forgeCalls and forgeNotModified count the forge's requests.
 	reviews                      map[string]ReviewStatus
+	rewatched                    []reviewMark // journaled by a stopped pool (review.go)
 	forgeCalls, forgeNotModified int
 	jobs                         sync.WaitGroup
 	abort                        context.CancelCauseFunc
@@ -580,6 +581,9 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p.abort = cancel
+	// The pull requests a stopped pool waited on, before any worker
+	// claims: their dependents wait again.
+	p.rewatch(ctx, p.rewatched)
 	var wg sync.WaitGroup
 	for i := 1; i <= k; i++ {
 		wg.Add(1)
@@ -1013,6 +1017,11 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 	settled, err := p.recoverQueued(ctx, c)
 	if err != nil {
 		return err
+	}
+	if p.Queue.Forge != nil {
+		if p.rewatched, err = p.recoverReviews(ctx, c); err != nil {
+			return err
+		}
 	}
 	for _, m := range marks {
 		if strings.HasSuffix(m, ".tmp") { // written by older versions

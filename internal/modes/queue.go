@@ -45,6 +45,9 @@ type job struct {
 	// when its work waits in a pull request (review.go).
 	free     chan struct{}
 	freeOnce sync.Once
+	// reviewSince, for a pull request watched again after a restart, is
+	// when its work was pushed.
+	reviewSince time.Time
 }
 
 // leaveQueue takes j out of its worker's queue slot: the worker may hand

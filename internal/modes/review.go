@@ -1,12 +1,18 @@
 package modes
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/mergeq"
 )
 
@@ -103,11 +109,23 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 	if poll <= 0 {
 		poll = DefaultReviewPoll
 	}
-	rs := ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: ReviewOpening, Since: time.Now()}
+	since := j.reviewSince
+	if since.IsZero() {
+		since = time.Now()
+	}
+	rs := ReviewStatus{Issue: id, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, State: ReviewOpening, Since: since}
 	if pr.Number != 0 {
 		rs.State = ReviewWaiting
 	}
 	p.setReview(a.Worker, id, rs)
+	mark := reviewMark{Issue: id, Worker: a.Worker, Attempt: a.Attempt, Branch: res.Branch, Commit: res.Commit, PR: pr.Number, URL: pr.URL, Since: since}
+	p.writeReviewMark(mark)
+	settled := func(err error) error {
+		if err == nil {
+			p.clearReviewMark(id)
+		}
+		return err
+	}
 	down := time.Time{} // when the forge stopped answering
 	for {
 		var st mergeq.PRState
@@ -118,6 +136,8 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 				p.log(Event{Worker: a.Worker, Issue: id, Kind: "waiting", Detail: fmt.Sprintf("pull request #%d (%s) awaits review and merge", pr.Number, pr.URL)})
 				rs.PR, rs.URL, rs.State = pr.Number, pr.URL, ReviewWaiting
 				p.setReview(a.Worker, id, rs)
+				mark.PR, mark.URL = pr.Number, pr.URL
+				p.writeReviewMark(mark)
 			}
 		}
 		if err == nil {
@@ -143,12 +163,12 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 		if err == nil {
 			switch st.Verdict {
 			case mergeq.PRMerged:
-				return p.reviewMerged(ctx, j, pr)
+				return settled(p.reviewMerged(ctx, j, pr))
 			case mergeq.PRClosed:
-				return p.reviewClosed(ctx, j, pr)
+				return settled(p.reviewClosed(ctx, j, pr))
 			case mergeq.PRChecksFailed, mergeq.PRChangesRequested:
 				why := fmt.Sprintf("pull request #%d: %s; the next attempt's work updates it\n\n%s", pr.Number, st.Verdict, st.Evidence)
-				return p.fail(ctx, a, Failure{Why: why, Integration: true})
+				return settled(p.fail(ctx, a, Failure{Why: why, Integration: true}))
 			}
 		}
 		t := time.NewTimer(poll)
@@ -164,7 +184,9 @@ func (p *Pool) awaitReview(ctx context.Context, j *job, res mergeq.Result) error
 // reviewMerged settles an issue whose pull request was merged: integrated.
 func (p *Pool) reviewMerged(ctx context.Context, j *job, pr mergeq.PullRequest) error {
 	a, id := j.a, j.issue.ID
-	p.ledger.integrated(j.win)
+	if j.win != nil { // nil when watched again after a restart
+		p.ledger.integrated(j.win)
+	}
 	if _, err := p.Client(a.Actor, p.Queue.Repo).AppendNotes(ctx, id, fmt.Sprintf("ralphd: pull request #%d (%s) was merged into %s", pr.Number, pr.URL, p.Target)); err != nil {
 		p.log(Event{Worker: a.Worker, Issue: id, Kind: "note-failed", Detail: err.Error()})
 	}
@@ -198,4 +220,147 @@ func (p *Pool) reviewClosed(ctx context.Context, j *job, pr mergeq.PullRequest) 
 	}
 	p.log(Event{Worker: a.Worker, Issue: id, Kind: "released", Detail: fmt.Sprintf("pull request #%d closed without a merge: back to PLANNING", pr.Number)})
 	return p.giveUp(ctx, a.Actor, id, nil)
+}
+
+// A pull request the pool waits on outlives the pool: a stop (or a
+// crash) leaves its issue closed, its work on ralph/<issue>, and the pull
+// request open on the forge. So each one the pool waits on is journaled
+// in the worktrees' root (.review-<issue>, written atomically), and the
+// next start watches it again (rewatch), holding its issue so that
+// dependents wait, as before the stop; one merged meanwhile settles at
+// the first read. The journal lives in ralphd's state dir, which a
+// sandboxed agent cannot write.
+
+// reviewMark is the journal entry of a pull request the pool waits on.
+type reviewMark struct {
+	Issue   string    `json:"issue"`
+	Worker  string    `json:"worker"`
+	Attempt int       `json:"attempt"`
+	Branch  string    `json:"branch"`
+	Commit  string    `json:"commit"`
+	PR      int       `json:"pr,omitempty"`
+	URL     string    `json:"url,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+// reviewMarkPrefix starts the name of a journal entry.
+const reviewMarkPrefix = ".review-"
+
+// reviewPath is the journal entry of issue id.
+func (p *Pool) reviewPath(id string) string {
+	return filepath.Join(p.Trees.Root, reviewMarkPrefix+id)
+}
+
+// writeReviewMark journals m; the watch goes on without it when it
+// cannot be written (a restart then does not watch the pull request).
+func (p *Pool) writeReviewMark(m reviewMark) {
+	if !validMarkIssue(m.Issue) {
+		return
+	}
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = os.MkdirAll(p.Trees.Root, 0o755)
+	}
+	if err == nil {
+		err = atomicfile.Write(p.reviewPath(m.Issue), append(b, '\n'), 0o600)
+	}
+	if err != nil {
+		p.log(Event{Worker: m.Worker, Issue: m.Issue, Kind: "waiting", Detail: "could not journal the pull request (a restart will not watch it again): " + err.Error()})
+	}
+}
+
+func (p *Pool) clearReviewMark(id string) {
+	if validMarkIssue(id) {
+		_ = os.Remove(p.reviewPath(id))
+	}
+}
+
+// validMarkIssue reports whether id can name a journal entry: a bd issue
+// id, no path, no option, no blanks or control characters.
+func validMarkIssue(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.HasPrefix(id, "-") && !strings.ContainsAny(id, "/ \t\r\n\x00") && !hasControl(id)
+}
+
+// parseReviewMark reads a journal entry; ok is false for anything that
+// is not one (it is then dropped: a restart cannot act on it).
+func parseReviewMark(b []byte) (m reviewMark, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil || dec.More() {
+		return reviewMark{}, false
+	}
+	switch {
+	case !validMarkIssue(m.Issue), git.CheckWorker(m.Worker) != nil, m.Attempt < 1, m.PR < 0,
+		!git.IsHash(m.Commit), m.Branch == "", strings.HasPrefix(m.Branch, "-"), hasControl(m.Branch), hasControl(m.URL), m.Since.IsZero():
+		return reviewMark{}, false
+	}
+	return m, true
+}
+
+// recoverReviews reads the journal a stopped pool left and returns the
+// pull requests to watch again: each whose issue is still closed and
+// still its worker's (bd keeps the assignee of a closed issue). An entry
+// whose issue a person reopened or gave to someone else is dropped: the
+// issue is no longer waiting on its pull request.
+func (p *Pool) recoverReviews(ctx context.Context, c *beads.Client) ([]reviewMark, error) {
+	paths, _ := filepath.Glob(filepath.Join(p.Trees.Root, reviewMarkPrefix+"*"))
+	var out []reviewMark
+	for _, path := range paths {
+		b, ok := p.readMarker(path, "")
+		if !ok {
+			continue
+		}
+		m, ok := parseReviewMark(b)
+		if !ok || filepath.Base(path) != reviewMarkPrefix+m.Issue {
+			p.log(Event{Kind: "recovered", Detail: "dropped " + filepath.Base(path) + ": not a pull request ralphd waits on"})
+			_ = os.Remove(path)
+			continue
+		}
+		is, err := c.Show(ctx, m.Issue)
+		if err != nil {
+			return nil, fmt.Errorf("workers: recover the pull request of %s: %w", m.Issue, err)
+		}
+		if is.Status != beads.StatusClosed || is.Assignee != p.actor(m.Worker) {
+			p.log(Event{Worker: m.Worker, Issue: m.Issue, Kind: "recovered", Detail: fmt.Sprintf("no longer waits on pull request #%d: the issue is %s, assigned to %q", m.PR, is.Status, is.Assignee)})
+			_ = os.Remove(path)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// rewatch watches the pull requests of ms again, each holding its issue
+// until it settles, as awaitReview does after the merge queue.
+func (p *Pool) rewatch(ctx context.Context, ms []reviewMark) {
+	for _, m := range ms {
+		actor := p.actor(m.Worker)
+		is, err := p.Client(actor, p.Queue.Repo).Show(ctx, m.Issue)
+		if err != nil {
+			is = beads.Issue{ID: m.Issue, Status: beads.StatusClosed}
+		}
+		h, other := p.hold(m.Issue, actor)
+		if other != nil {
+			continue
+		}
+		j := &job{a: Assignment{Worker: m.Worker, Actor: actor, Issue: is, Attempt: m.Attempt}, issue: is, h: h,
+			done: make(chan struct{}), free: make(chan struct{}), reviewSince: m.Since}
+		p.mu.Lock()
+		p.busy++
+		p.mu.Unlock()
+		p.log(Event{Worker: m.Worker, Issue: m.Issue, Kind: "recovered", Detail: fmt.Sprintf("watching pull request #%d again", m.PR)})
+		p.jobs.Add(1)
+		go func() {
+			defer p.jobs.Done()
+			err := p.awaitReview(ctx, j, mergeq.Result{Branch: m.Branch, Commit: m.Commit, PR: mergeq.PullRequest{Number: m.PR, URL: m.URL}})
+			p.release(m.Issue, h)
+			p.mu.Lock()
+			p.endedLocked(is, err == nil && h.integrated)
+			p.mu.Unlock()
+			close(j.done)
+			if err != nil && p.abort != nil {
+				p.abort(err)
+			}
+		}()
+	}
 }
