@@ -73,6 +73,9 @@ const LogTail = 4 << 10
 // gh CLI and its login: `gh api`, REST only. Reads are conditional (the
 // ETag of each URL's last answer), so an unchanged pull request costs
 // requests GitHub answers 304 without counting them.
+// DefaultForgeTimeout bounds one gh call when GitHub.Timeout is zero.
+const DefaultForgeTimeout = 2 * time.Minute
+
 type GitHub struct {
 	// Bin is the gh executable; "" means "gh".
 	Bin string
@@ -80,6 +83,9 @@ type GitHub struct {
 	Repo string
 	// Env is added to gh's environment (GH_HOST for an Enterprise host).
 	Env []string
+	// Timeout bounds one gh call: a forge that does not answer in time is
+	// down for the pool (waited out). Zero means DefaultForgeTimeout.
+	Timeout time.Duration
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -149,7 +155,11 @@ func (g *GitHub) api(ctx context.Context, method, path string, in any, st *PRSta
 		stdin, args = b, append(args, "--input", "-")
 	}
 	args = append(args, path)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = DefaultForgeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := proc.Command(ctx, 5*time.Second, bin, args...)
 	cmd.Env = append(os.Environ(), g.Env...)

@@ -2,19 +2,23 @@ package modes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
 	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/sandbox"
@@ -413,4 +417,200 @@ func TestPullRequestWatchedAfterRestart(t *testing.T) {
 			is.True(strings.Contains(notes, "pull request #1 (https://github.localhost/o/r/pull/1) was merged into main"))
 		})
 	}
+}
+
+// eventLog collects a pool's events, for assertions after its run.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (l *eventLog) add(e Event) { l.mu.Lock(); l.events = append(l.events, e); l.mu.Unlock() }
+
+// kinds returns the kinds of id's events, in order.
+func (l *eventLog) kinds(id string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.events {
+		if e.Issue == id {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+// TestForgeOutageIsWaitedOut: while the forge answers 502 or not at all
+// (each gh call timing out), the pool waits, reports the outage once
+// (forge-down, then forge-up), never counts it as an attempt, and settles
+// the pull request once the forge is back: from the open onwards, and
+// while it is read.
+func TestForgeOutageIsWaitedOut(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		stall       bool // no answer at all, rather than a 502
+		fromTheOpen bool // down already when the work is pushed
+	}{
+		{"502 while read", false, false},
+		{"no answer while read", true, false},
+		{"502 from the open", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			var down atomic.Bool
+			f := newPRFixture(t, func(ctx context.Context, a Assignment) (bool, error) {
+				if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("fixed\n"), 0o644); err != nil {
+					return false, err
+				}
+				return commitAndClose(ctx, a)
+			})
+			f.srv.DownStatus = http.StatusBadGateway
+			if tc.stall {
+				f.srv.Stall = down.Load
+			} else {
+				f.srv.Down = down.Load
+			}
+			f.pool.Queue.Forge.(*mergeq.GitHub).Timeout = 300 * time.Millisecond
+			var log eventLog
+			f.pool.Log = log.add
+			id := f.p.create("fix a")
+			down.Store(tc.fromTheOpen)
+			outage := make(chan struct{})
+			go func() { // the outage: a few polls long
+				defer close(outage)
+				refusedYet := func() bool {
+					return slices.ContainsFunc(f.srv.Requests(), func(r scriptedgh.Request) bool { return r.Status == http.StatusBadGateway })
+				}
+				for (!tc.fromTheOpen && len(f.srv.Pulls()) == 0) || (tc.fromTheOpen && !refusedYet()) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				down.Store(true)
+				time.Sleep(700 * time.Millisecond)
+				down.Store(false)
+			}()
+			stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
+				<-outage
+				time.Sleep(50 * time.Millisecond)
+				f.merge(t, pr)
+			})
+			sum, err := f.pool.Run(context.Background())
+			stop()
+			is.NoErr(err)
+			is.Equal(sum.Integrated, []string{id}) // settled once the forge was back
+			is.Equal(len(sum.Failed[id]), 0)       // the outage was no attempt
+			kinds := log.kinds(id)
+			is.Equal(count(kinds, "forge-down"), 1) // reported once
+			is.Equal(count(kinds, "forge-up"), 1)
+			is.True(slices.Index(kinds, "forge-down") < slices.Index(kinds, "forge-up"))
+			is.True(!slices.Contains(kinds, "failed"))
+			is.True(strings.Contains(sh(t, f.p.repo, f.p.bd, "show", id, "--json"), `"status": "closed"`))
+			refused := 0
+			for _, r := range f.srv.Requests() {
+				if r.Status == http.StatusBadGateway || r.Status == 0 {
+					refused++
+				}
+			}
+			is.True(refused > 0) // the forge was asked during the outage
+		})
+	}
+}
+
+func count(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPullRequestClosedWithoutMerge: a person closes the pull request
+// without merging: the issue goes back to PLANNING, reopened with a note
+// and the stuck label, not counted as an attempt, and no worker takes it
+// again; the pull request is not reopened, nothing is merged.
+func TestPullRequestClosedWithoutMerge(t *testing.T) {
+	is := is.New(t)
+	runs := 0
+	f := newPRFixture(t, func(ctx context.Context, a Assignment) (bool, error) {
+		runs++
+		if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("fixed\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	var log eventLog
+	f.pool.Log = log.add
+	id := f.p.create("fix a")
+	stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
+		time.Sleep(50 * time.Millisecond)
+		f.srv.ClosePull(pr.Number)
+	})
+	sum, err := f.pool.Run(context.Background())
+	stop()
+	is.NoErr(err)
+	is.Equal(runs, 1)                // not taken again
+	is.Equal(len(sum.Failed[id]), 0) // not an attempt
+	is.True(!slices.Contains(sum.Integrated, id))
+	show := sh(t, f.p.repo, f.p.bd, "show", id, "--json")
+	is.True(strings.Contains(show, `"status": "open"`))
+	is.True(strings.Contains(show, "ralph:stuck"))
+	is.True(strings.Contains(show, "was closed without a merge; the issue goes back to PLANNING"))
+	is.True(slices.Contains(log.kinds(id), "released"))
+	is.Equal(sum.Reviews[0].State, ReviewClosed)
+	pulls := f.srv.Pulls()
+	is.Equal(len(pulls), 1)
+	is.True(!pulls[0].Merged)
+	_, statErr := os.Stat(filepath.Join(f.pool.Trees.Root, ".review-"+id))
+	is.True(os.IsNotExist(statErr)) // settled: out of the journal
+}
+
+// TestPullRequestMergeNotedForOtherClones: when a pull request is merged,
+// its issue gets the note ff leaves ("integrated into origin/main at
+// <commit>"), naming a commit of the remote's target that holds the work,
+// even when the forge squashed it; another clone's worker, whose
+// dependent waits on the blocker, goes on at that note.
+func TestPullRequestMergeNotedForOtherClones(t *testing.T) {
+	is := is.New(t)
+	f := newPRFixture(t, func(ctx context.Context, a Assignment) (bool, error) {
+		if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("fixed\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	blocker := f.p.create("fix a")
+	dependent := f.p.create("build on a", "--deps", blocker)
+	sh(t, f.p.repo, f.p.bd, "update", dependent, "--status", "blocked") // worked in the other clone, not here
+	stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
+		// A squash merge: a new commit on main, not the pull request's head.
+		tmp := t.TempDir()
+		sh(t, tmp, "git", "clone", "-q", f.remote, "c")
+		c := filepath.Join(tmp, "c")
+		sh(t, c, "git", "merge", "-q", "--squash", "origin/"+pr.Head.Ref)
+		sh(t, c, "git", "commit", "-q", "-m", "squashed")
+		sh(t, c, "git", "push", "-q", "origin", "HEAD:main")
+		f.srv.Merge(pr.Number)
+	})
+	sum, err := f.pool.Run(context.Background())
+	stop()
+	is.NoErr(err)
+	is.Equal(sum.Integrated, []string{blocker})
+	notes := sh(t, f.p.repo, f.p.bd, "show", blocker, "--json")
+	var b []struct{ Notes string }
+	is.NoErr(json.Unmarshal([]byte(notes), &b))
+	commits := integratedCommits(b[0].Notes)
+	is.Equal(len(commits), 1) // the note ff leaves
+	tip := strings.TrimSpace(sh(t, f.remote, "git", "rev-parse", "refs/heads/main"))
+	is.Equal(commits[0], tip)                                                                   // the remote's main, with the squash
+	is.Equal(sh(t, f.remote, "git", "show", commits[0]+":a.txt"), "fixed")                      // which holds the work
+	is.True(strings.Contains(b[0].Notes, "ralphd: integrated into origin/main at "+commits[0])) // in ff's words
+
+	// The other clone's worker, waiting on the blocker, goes on.
+	other := f.p.pool(1, nil)
+	other.Actor = func(w string) string { return "ralphd/other/" + w }
+	other.Queue = &mergeq.Queue{Repo: f.p.repo, Target: "main", Remote: "origin"}
+	other.RemoteWait = 3 * time.Second
+	why, err := other.awaitRemoteBlocker(context.Background(), "w1", "ralphd/other/w1", dependent, beads.Dependency{DependsOnID: blocker, Type: beads.DepBlocks})
+	is.NoErr(err)
+	is.Equal(why, "") // the work is on the remote's target: go on
 }

@@ -190,6 +190,17 @@ func (p *Pool) reviewMerged(ctx context.Context, j *job, pr mergeq.PullRequest) 
 	if _, err := p.Client(a.Actor, p.Queue.Repo).AppendNotes(ctx, id, fmt.Sprintf("ralphd: pull request #%d (%s) was merged into %s", pr.Number, pr.URL, p.Target)); err != nil {
 		p.log(Event{Worker: a.Worker, Issue: id, Kind: "note-failed", Detail: err.Error()})
 	}
+	if p.Queue.Remote != "" {
+		// Another clone's dependent waits for the note ff leaves too
+		// (remote.go). The remote's target, fetched now that the forge
+		// says merged, holds the work, however it was merged (a merge
+		// commit, a squash, a rebase).
+		if tip, err := p.Queue.Base(ctx); err != nil {
+			p.log(Event{Worker: a.Worker, Issue: id, Kind: "note-failed", Detail: fmt.Sprintf("could not fetch %s/%s to note the merge: %v", p.Queue.Remote, p.Target, err)})
+		} else {
+			p.noteIntegrated(ctx, a.Worker, a.Actor, id, tip)
+		}
+	}
 	if err := p.tally.Integrated(id); err != nil {
 		return fmt.Errorf("worker %s: %w", a.Worker, err)
 	}

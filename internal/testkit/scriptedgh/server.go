@@ -109,8 +109,13 @@ type Server struct {
 	// HeadSHA, when set, says where a branch is now (the test's bare
 	// remote): a pull request's head follows pushes, as on GitHub.
 	HeadSHA func(branch string) string
-	// Down, when set, makes every request a 503 (an outage).
-	Down func() bool
+	// Down, when set, makes every request a 503 (an outage), or the
+	// status DownStatus names (502 for a gateway's error).
+	Down       func() bool
+	DownStatus int
+	// Stall, when set, makes every request hang until the client gives
+	// up (a forge that does not answer: a timeout).
+	Stall func() bool
 
 	srv      *httptest.Server
 	mu       sync.Mutex
@@ -265,8 +270,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // route answers r and returns the status it wrote.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, token string) int {
+	if s.Stall != nil && s.Stall() {
+		<-r.Context().Done()
+		return 0 // nobody hears an answer
+	}
 	if s.Down != nil && s.Down() {
-		return s.errorf(w, http.StatusServiceUnavailable, "the forge is down")
+		status := s.DownStatus
+		if status == 0 {
+			status = http.StatusServiceUnavailable
+		}
+		return s.errorf(w, status, "the forge is down")
 	}
 	if !contains(s.Tokens, token) && !contains(s.Reviewers, token) {
 		return s.errorf(w, http.StatusUnauthorized, "Bad credentials")
