@@ -75,7 +75,7 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req *Request) {
 		req.Kind = KindCountTokens
 		s.record(req)
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, "{\"totalTokens\": %d}\n", max(1, len(req.Raw)/4))
+		_, _ = fmt.Fprintf(w, "{\"totalTokens\": %d}\n", req.InputTokens)
 		return
 	}
 	var body geminiBody
@@ -126,7 +126,7 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request, req *Request) {
 		req.Kind = KindSide
 		s.record(req)
 	}
-	s.writeGemini(w, model, method == "streamGenerateContent", text, calls)
+	s.writeGemini(w, req, model, method == "streamGenerateContent", text, calls)
 }
 
 // geminiResult reads a functionResponse.response: its output (or the
@@ -148,7 +148,7 @@ func geminiResult(raw json.RawMessage) (string, bool) {
 // writeGemini writes a generateContent reply: as server-sent events (a
 // text chunk per piece, then the function calls and the finish reason with
 // the usage) or as one JSON object.
-func (s *Server) writeGemini(w http.ResponseWriter, model string, stream bool, text string, calls []ToolCall) {
+func (s *Server) writeGemini(w http.ResponseWriter, req *Request, model string, stream bool, text string, calls []ToolCall) {
 	id := s.nextID("resp")
 	outTokens := 1 + len(text)/4
 	var callParts []any
@@ -157,7 +157,7 @@ func (s *Server) writeGemini(w http.ResponseWriter, model string, stream bool, t
 		outTokens += 10 + len(s.encodeArgs(name, args))/4
 		callParts = append(callParts, map[string]any{"functionCall": map[string]any{"name": name, "args": args}})
 	}
-	usage := map[string]any{"promptTokenCount": 100, "candidatesTokenCount": outTokens, "totalTokenCount": 100 + outTokens}
+	usage := map[string]any{"promptTokenCount": req.InputTokens, "candidatesTokenCount": outTokens, "totalTokenCount": req.InputTokens + outTokens}
 	chunk := func(parts []any, finish string, withUsage bool) map[string]any {
 		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
 		if finish != "" {

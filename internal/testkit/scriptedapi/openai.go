@@ -215,7 +215,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, req *Request)
 		req.Kind = KindSide
 		s.record(req)
 	}
-	s.writeResponses(w, body.Model, text, calls)
+	s.writeResponses(w, req, body.Model, text, calls)
 }
 
 // responsesText joins the text of a Responses content or output value:
@@ -241,7 +241,7 @@ func responsesText(raw json.RawMessage) string {
 // writeResponses streams a Responses API reply: response.created, per
 // output item output_item.added (text deltas for a message) and
 // output_item.done, then response.completed with the usage.
-func (s *Server) writeResponses(w http.ResponseWriter, model, text string, calls []ToolCall) {
+func (s *Server) writeResponses(w http.ResponseWriter, req *Request, model, text string, calls []ToolCall) {
 	if model == "" {
 		model = "gpt-scripted"
 	}
@@ -276,9 +276,9 @@ func (s *Server) writeResponses(w http.ResponseWriter, model, text string, calls
 	}
 	resp["status"] = "completed"
 	resp["usage"] = map[string]any{
-		"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"input_tokens": req.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
 		"output_tokens": outTokens, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens": 100 + outTokens,
+		"total_tokens": req.InputTokens + outTokens,
 	}
 	sw.event("response.completed", map[string]any{"type": "response.completed", "response": resp})
 }
@@ -346,13 +346,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, req *Re
 		req.Kind = KindSide
 		s.record(req)
 	}
-	s.writeChat(w, body.Model, body.Stream, text, calls)
+	s.writeChat(w, req, body.Model, body.Stream, text, calls)
 }
 
 // writeChat writes a Chat Completions reply, streamed as chunks (role and
 // text deltas, one chunk per tool call, a finish chunk, a usage chunk,
 // [DONE]) or whole.
-func (s *Server) writeChat(w http.ResponseWriter, model string, stream bool, text string, calls []ToolCall) {
+func (s *Server) writeChat(w http.ResponseWriter, req *Request, model string, stream bool, text string, calls []ToolCall) {
 	if model == "" {
 		model = "gpt-scripted"
 	}
@@ -380,7 +380,7 @@ func (s *Server) writeChat(w http.ResponseWriter, model string, stream bool, tex
 	if len(tcs) > 0 {
 		finish = "tool_calls"
 	}
-	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": outTokens, "total_tokens": 100 + outTokens}
+	usage := map[string]any{"prompt_tokens": req.InputTokens, "completion_tokens": outTokens, "total_tokens": req.InputTokens + outTokens}
 	if !stream {
 		msg := map[string]any{"role": "assistant", "content": text}
 		if len(tcs) > 0 {

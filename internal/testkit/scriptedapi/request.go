@@ -40,6 +40,9 @@ type Request struct {
 	Header   http.Header
 	// Raw is the request body as sent.
 	Raw []byte
+	// InputTokens is the server's input token count for Raw (see
+	// InputTokens), the figure its answer reports as the input usage.
+	InputTokens int
 	// Body is Raw decoded as a JSON object; nil when it is not one. It
 	// is shared between callers of Server.Requests: treat it as read-only.
 	Body map[string]any

@@ -308,6 +308,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		Turn:     -1,
 		At:       time.Now(),
 	}
+	req.InputTokens = InputTokens(raw)
 	if err != nil {
 		s.record(&req)
 		s.writeError(w, http.StatusBadRequest, "invalid_request_error", "read body: "+err.Error(), nil)
@@ -323,7 +324,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Kind = KindCountTokens
 		s.record(&req)
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, "{\"input_tokens\": %d}\n", max(1, len(raw)/4))
+		_, _ = fmt.Fprintf(w, "{\"input_tokens\": %d}\n", req.InputTokens)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
 		s.messages(w, r, &req)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
@@ -356,13 +357,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, req *Request) 
 	if !body.isAgentRequest() {
 		req.Kind = KindSide
 		s.record(req)
-		s.answer(w, body, body.sideText(), nil)
+		s.answer(w, req, body, body.sideText(), nil)
 		return
 	}
 	fail := func(w http.ResponseWriter, f *Fault) { s.writeError(w, f.Status, f.Type, f.Message, f.Header) }
 	text, calls, ok := s.agentTurn(w, r, req, conversationKey(r.Header, body), !body.hasAssistantTurn(), fail)
 	if ok {
-		s.answer(w, body, text, calls)
+		s.answer(w, req, body, text, calls)
 	}
 }
 
@@ -514,13 +515,14 @@ func (s *Server) nextID(prefix string) string {
 	return fmt.Sprintf("%s_scripted_%04d", prefix, s.ids)
 }
 
-// answer writes a message reply, streamed or not as the request asked.
-func (s *Server) answer(w http.ResponseWriter, body messagesBody, text string, calls []ToolCall) {
+// answer writes a message reply to req, streamed or not as the request
+// asked, with req's input token count.
+func (s *Server) answer(w http.ResponseWriter, req *Request, body messagesBody, text string, calls []ToolCall) {
 	rep := reply{
 		ID:          s.nextID("msg"),
 		Model:       body.Model,
 		Text:        text,
-		InputTokens: 100,
+		InputTokens: req.InputTokens,
 	}
 	if rep.Model == "" {
 		rep.Model = "claude-scripted"
