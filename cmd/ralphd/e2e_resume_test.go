@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,4 +199,42 @@ func TestE2EResumeFailsFallsBackToFresh(t *testing.T) {
 	is.True(strings.Contains(stderr, "could not resume the session; starting a fresh one"))
 	is.True(strings.Contains(e.bd("show", "e2e-a", "--json"), `"status": "closed"`))
 	is.True(!strings.Contains(stderr, "attempt 2/3")) // the timed-out attempt, its failed resume and the fresh session are one
+}
+
+// A worker's iteration (--workers) interrupted by a SIGKILLed ralphd is
+// resumed like the single loop's: the next start's sweep keeps the
+// worker's Claude session, and the next attempt on the issue, by whichever
+// worker takes it, resumes it and closes the issue, as one attempt.
+func TestE2EResumeWorkerAfterSIGKILL(t *testing.T) {
+	is := is.New(t)
+	e := newE2E(t, false, resumeScript())
+	e.run("sh", "-c", "echo work > README.md && git add README.md && git commit -q -m init") // workers branch off a commit
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ralphd", "build", "1", "--agent", "claude", "--log", "--workers", "2")
+	cmd.Dir, cmd.Env = e.repo, e.env
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	is.NoErr(cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	for !hung(e.srv) {
+		select {
+		case <-exited:
+			t.Fatalf("ralphd ended before the agent reached its second turn:\n%s", buf.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second) // the session's file is written
+	is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
+	<-exited
+	t.Logf("killed ralphd:\n%s", buf.String())
+	out, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--log", "--workers", "2")
+	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	is.NoErr(e.srv.Verify())
+	is.Equal(code, 0)
+	is.True(regexp.MustCompile(`worker w\d: previous ralphd died`).MatchString(stderr)) // the workers' sweep settled it
+	is.True(strings.Contains(stderr, `(attempt 1/3, resuming session`))                 // the killed attempt was given back: one attempt
+	checkResumed(t, e, "ralphd itself stopped")
 }
