@@ -84,6 +84,13 @@ SIGINT or SIGTERM.`)
 		ReportsDir: filepath.Join(dir, state.ReportsDirName),
 		StuckLabel: modes.StuckLabel,
 		MaxStuck:   cfg.MaxStuck,
+		Fleet: func() *state.FleetStatus {
+			st, err := state.ReadStatus(root, id, cfg.MaxStuck)
+			if err != nil {
+				return nil
+			}
+			return st.Fleet
+		},
 	}
 	srv, err := dashboard.New(dashboard.Options{Sources: src, Token: cfg.HTTPToken, Project: filepath.Base(id.TopLevel), Log: humanLogger(a)})
 	if err != nil {
@@ -122,6 +129,10 @@ func dashboardSources(p *project, bd *beads.Client) dashboard.Sources {
 		ReportsDir: p.store.ReportsDir(),
 		StuckLabel: modes.StuckLabel,
 		MaxStuck:   p.cfg.MaxStuck,
+		Fleet: func() *state.FleetStatus {
+			f, _ := p.store.Fleet()
+			return f
+		},
 	}
 }
 

@@ -31,6 +31,9 @@ renamed or removed). "workers" lists the running ralphd's workers, [] when
 none run, each with: worker, actor, worktree, issue ("" when idle), attempt
 (0 when idle), since (RFC 3339) and elapsed_seconds. The workers a killed
 ralphd left in its status file are not listed; "warnings" says so.
+"fleet" is, for a daemon on a tracker other daemons share, who it last saw
+holding the planner lease: lease, planner ("" nobody), planner_host,
+planner_clone, this_clone and since; null otherwise.
 "layers" lists the layers, each with: name, on, detail, and when off,
 open (what that leaves open) and fix.`)
 	asJSON := fs.Bool("json", false, "print a stable JSON object for scripts")

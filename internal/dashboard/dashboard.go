@@ -54,6 +54,10 @@ type Sources struct {
 	ReportsDir string
 	StuckLabel string
 	MaxStuck   int
+	// Fleet is who plans on a tracker the daemon shares with others (fleet
+	// planning), as the daemon last saw it; nil when there is no such
+	// daemon.
+	Fleet func() *state.FleetStatus
 }
 
 // Options configure a Server.

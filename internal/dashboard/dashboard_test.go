@@ -474,3 +474,44 @@ func TestNowPanelListsPullRequests(t *testing.T) {
 		t.Errorf("the merge is not shown:\n%s", b)
 	}
 }
+
+// TestNowPanelShowsWhoPlans: on a fleet tracker the "now" panel says who
+// plans (escaped: the actor comes from the tracker), and nothing about a
+// fleet off one.
+func TestNowPanelShowsWhoPlans(t *testing.T) {
+	since := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		fleet *state.FleetStatus
+		want  []string
+		not   []string
+	}{
+		{"off a fleet", nil, nil, []string{"now-fleet"}},
+		{"this daemon", &state.FleetStatus{Lease: "t-9", Planner: "ralphd/box/a1b2c3/planner", PlannerHost: "box", PlannerClone: "a1b2c3", ThisClone: true, Since: since},
+			[]string{`id="now-fleet"`, "this daemon (clone a1b2c3 on host box) plans, holding lease t-9"}, nil},
+		{"nobody", &state.FleetStatus{Lease: "t-9", Since: since}, []string{"nobody plans (lease t-9 free since"}, nil},
+		{"another, hostile actor", &state.FleetStatus{Lease: "t-9", Planner: "<script>x</script>", Since: since},
+			[]string{"another daemon plans: &lt;script&gt;"}, []string{"<script>x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var src Sources
+			if tc.fleet != nil {
+				src.Fleet = func() *state.FleetStatus { return tc.fleet }
+			}
+			s := newTest(t, Options{Live: true, Sources: src})
+			for _, path := range []string{"/now", "/"} {
+				out := body(t, get(t, s.Handler(true), path))
+				for _, w := range tc.want {
+					if !strings.Contains(out, w) {
+						t.Errorf("%s lacks %q:\n%s", path, w, out)
+					}
+				}
+				for _, w := range tc.not {
+					if strings.Contains(out, w) {
+						t.Errorf("%s has %q", path, w)
+					}
+				}
+			}
+		})
+	}
+}

@@ -47,7 +47,9 @@ type Now struct {
 	// PullRequests are the workers' pull requests (integrate = pr), by
 	// issue, each in its last state.
 	PullRequests []PullRequest
-	Events       []Line // newest first
+	// Fleet is who plans on a shared tracker; nil off a fleet tracker.
+	Fleet  *state.FleetStatus
+	Events []Line // newest first
 	// Seq counts the events seen; the browser test waits for it to move.
 	Seq int
 	At  time.Time

@@ -134,6 +134,9 @@ func (s *Server) nowData() Now {
 	if s.controlsOn() {
 		n.Controls, n.CSRF, n.Paused = true, s.csrfToken(), s.opts.Control.Paused()
 	}
+	if s.opts.Sources.Fleet != nil {
+		n.Fleet = s.opts.Sources.Fleet()
+	}
 	if !n.Live {
 		if s.opts.Sources.LogsDir != "" {
 			evs := recordedEvents(s.opts.Sources.LogsDir, lastEvents)

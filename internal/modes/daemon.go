@@ -71,7 +71,7 @@ func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 		hold:   opts.Hold,
 	}
 	l.fleet = newFleet(l)
-	defer func() { l.fleet = nil }()
+	defer func() { l.fleet.close(); l.fleet = nil }()
 	return d.run(ctx)
 }
 

@@ -77,6 +77,12 @@ type fleet struct {
 	member string
 	known  map[string]bool // the fleet issues read at the last setup
 	seen   atomic.Value    // string: the planner last seen ("" none)
+
+	// shownMu guards what the status file (state.FleetFile) last said.
+	shownMu sync.Mutex
+	shown   string
+	wrote   bool
+	warned  bool
 }
 
 // newFleet returns the fleet of l's daemon, or nil when there is none:
@@ -102,6 +108,40 @@ func (f *fleet) tick() time.Duration {
 
 // Planner is the planner last seen holding the lease ("" none).
 func (f *fleet) Planner() string { return f.seen.Load().(string) }
+
+// see records h ("" nobody) as the planner last seen holding the lease,
+// and, when that changed, writes it to the daemon's status file
+// (state.FleetFile) with the time, for `ralphd status` and the dashboard.
+// A failed write is warned about once; the planning goes on.
+func (f *fleet) see(h string) {
+	f.seen.Store(h)
+	if f.l.State == nil {
+		return
+	}
+	f.shownMu.Lock()
+	defer f.shownMu.Unlock()
+	if f.wrote && f.shown == h {
+		return
+	}
+	if err := f.l.State.WriteFleet(f.plannerActor(), f.lease, h, f.l.now()); err != nil {
+		if !f.warned {
+			f.l.human().Warn("fleet: cannot record who plans for `ralphd status`", "err", err)
+			f.warned = true
+		}
+		return
+	}
+	f.shown, f.wrote = h, true
+}
+
+// close removes the status file: the daemon stops.
+func (f *fleet) close() {
+	if f == nil || f.l.State == nil {
+		return
+	}
+	if err := f.l.State.ClearFleet(); err != nil {
+		f.l.human().Warn("fleet: cannot remove the fleet status file", "err", err)
+	}
+}
 
 // setup finds the fleet's issues, creating what is missing. Daemons that
 // set up at once may each create one; every daemon then takes the oldest
@@ -269,7 +309,7 @@ func (f *fleet) holder(ctx context.Context) (string, error) {
 	if f.live(is) {
 		h = is.Assignee
 	}
-	f.seen.Store(h)
+	f.see(h)
 	return h, nil
 }
 
@@ -381,11 +421,11 @@ func (f *fleet) stopBuilding(ctx context.Context) {
 func (f *fleet) acquire(ctx context.Context) (other string, err error) {
 	if other, err := f.take(ctx, f.planner, f.lease, "planning"); err != nil || other != "" {
 		if other != "" {
-			f.seen.Store(other)
+			f.see(other)
 		}
 		return other, err
 	}
-	f.seen.Store(f.plannerActor())
+	f.see(f.plannerActor())
 	said := false
 	for {
 		raised, err := f.raised(ctx)
@@ -452,7 +492,7 @@ func (f *fleet) keepLease(ctx context.Context) (lost <-chan struct{}, stop func(
 			}
 			other, err := f.take(ctx, f.planner, f.lease, "planning")
 			if other != "" {
-				f.seen.Store(other)
+				f.see(other)
 				f.l.human().Error("fleet: another daemon took the planner lease; stopping this plan", "holder", other)
 				close(ch)
 				return
@@ -470,7 +510,7 @@ func (f *fleet) release(ctx context.Context) {
 	if _, err := f.planner.Release(context.WithoutCancel(ctx), f.lease); err != nil {
 		f.l.human().Warn("fleet: could not release the planner lease; the others wait for it to expire", "issue", f.lease, "err", err)
 	}
-	f.seen.Store("")
+	f.see("")
 }
 
 // waitLease waits, a tick at a time, until nobody else holds the lease.

@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,16 @@ func TestFleetOnePlannerAndTakeover(t *testing.T) {
 	now := func() time.Time { return clock }
 	loops, seed := fleetLoops(t, 2, time.Minute, now)
 	a, b := loops[0].fleet, loops[1].fleet
+	// Each daemon holds its project's lock, so `ralphd status` shows its
+	// fleet file (fleetSays).
+	for _, l := range loops {
+		lock, err := l.State.Lock("daemon")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lock.Release() })
+	}
+	clock = time.Now()
 	if a.lease != b.lease || a.anchor != b.anchor || a.member == b.member {
 		t.Fatalf("clones disagree: a %s/%s/%s b %s/%s/%s", a.anchor, a.lease, a.member, b.anchor, b.lease, b.member)
 	}
@@ -72,13 +83,16 @@ func TestFleetOnePlannerAndTakeover(t *testing.T) {
 		t.Fatalf("a sees raised members %v (%v), want b's", raised, err)
 	}
 	b.stopBuilding(ctx)
+	fleetSays(t, loops[1], "", false) // b read the lease free
 	if other, err := a.acquire(ctx); err != nil || other != "" {
 		t.Fatalf("a acquire: %q %v", other, err)
 	}
+	fleetSays(t, loops[0], a.plannerActor(), true)
 	// a plans: b may neither plan nor build.
 	if other, err := b.acquire(ctx); err != nil || other != a.plannerActor() {
 		t.Fatalf("b acquire while a plans: %q %v", other, err)
 	}
+	fleetSays(t, loops[1], a.plannerActor(), false)
 	if p, err := b.startBuilding(ctx); err != nil || p != a.plannerActor() {
 		t.Fatalf("b start building while a plans: %q %v", p, err)
 	}
@@ -94,9 +108,34 @@ func TestFleetOnePlannerAndTakeover(t *testing.T) {
 	if h, _ := a.holder(ctx); h != b.plannerActor() {
 		t.Fatalf("holder after takeover %q", h)
 	}
+	fleetSays(t, loops[0], b.plannerActor(), false)
+	fleetSays(t, loops[1], b.plannerActor(), true)
 	b.release(ctx)
+	fleetSays(t, loops[1], "", false)
 	if h, _ := a.holder(ctx); h != "" {
 		t.Fatalf("holder after release %q", h)
+	}
+	fleetSays(t, loops[0], "", false)
+	// The daemon stops: the file goes, and status shows no fleet.
+	a.close()
+	if f, note := loops[0].State.Fleet(); f != nil || note != "" {
+		t.Fatalf("fleet status after close: %+v %q", f, note)
+	}
+}
+
+// fleetSays checks what l's daemon recorded for `ralphd status` and the
+// dashboard: planner holds l's fleet's lease (this daemon or not).
+func fleetSays(t *testing.T, l *Loop, planner string, this bool) {
+	t.Helper()
+	f, note := l.State.Fleet()
+	if f == nil {
+		t.Fatalf("no fleet status (%s)", note)
+	}
+	if f.Planner != planner || f.ThisClone != this || f.Lease != l.fleet.lease || f.Since.IsZero() {
+		t.Fatalf("fleet status %+v, want planner %q (this clone %v) on lease %s", *f, planner, this, l.fleet.lease)
+	}
+	if planner != "" && (f.PlannerHost == "" || !strings.Contains(planner, "/"+f.PlannerClone+"/")) {
+		t.Fatalf("fleet status %+v does not name the planner's host and clone", *f)
 	}
 }
 

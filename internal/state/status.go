@@ -45,7 +45,11 @@ type Status struct {
 	Lock *LockInfo `json:"lock"`
 	// Running is the agent record. With Lock nil it is left over from a
 	// ralphd that died; the next start cleans it up.
-	Running    *Running        `json:"running"`
+	Running *Running `json:"running"`
+	// Fleet is who plans on the tracker the running daemon shares with
+	// other daemons (fleet planning); nil when no daemon on a fleet
+	// tracker runs.
+	Fleet      *FleetStatus    `json:"fleet"`
 	StuckLimit int             `json:"stuck_limit"`
 	Attempts   []AttemptStatus `json:"attempts"`
 	// Issues are per-issue totals from history.
@@ -161,6 +165,11 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 		warn("%v", err)
 	}
 	st.Lock = holder
+	if f, note := readFleetIn(d, holder); note != "" {
+		warn("%s", note)
+	} else {
+		st.Fleet = f
+	}
 	if data, err := readIn(d, RunningFile); err == nil {
 		r, err := ParseRunning(data)
 		if err != nil {
@@ -297,6 +306,10 @@ func (st Status) WriteText(w io.Writer) error {
 			more("left over: an agent (PID %d, %s, iteration %d) was running when ralphd stopped;", r.PID, what, r.Iteration)
 			more("the next `ralphd build`, `plan` or `daemon` ends it if still alive and gives the attempt back")
 		}
+	}
+
+	if f := st.Fleet; f != nil {
+		line("Fleet", "%s", f.Describe())
 	}
 
 	p.printf("\n")
