@@ -120,6 +120,11 @@ func loopExit(a *app, err error) int {
 		// The summary names the issues and the changes.
 		hintf(a.stderr, "PLANNING decides what becomes of them: run `ralphd plan` (the daemon plans next by itself)")
 		return exitHeld
+	case errors.Is(err, modes.ErrFleetPlanning):
+		errorf(a.stderr, "%v", err)
+		hintf(a.stderr, "daemons sharing this tracker plan one at a time; nothing was planned. Run `ralphd plan` again once it is done "+
+			"(`ralphd status` in that clone says who plans; a crashed planner's lease expires after fleet_lease)")
+		return exitLocked
 	case errors.Is(err, modes.ErrDirtyTree), errors.Is(err, modes.ErrTrackerChanged):
 		errorf(a.stderr, "%v", err)
 		return exitUsage

@@ -7,7 +7,7 @@ const (
 	exitError       = 1   // runtime error
 	exitUsage       = 2   // usage or configuration error
 	exitCap         = 3   // iteration cap (or budget) reached with ready work left
-	exitLocked      = 4   // another ralphd holds this project's lock
+	exitLocked      = 4   // another ralphd holds this project's lock, or (plan) the planner lease of a shared tracker
 	exitAgent       = 5   // agent unusable: not installed, not logged in, invalid key
 	exitHeld        = 6   // no ready work left, but BUILD's changes held back work that was ready at the start
 	exitInterrupted = 130 // interrupted by a signal

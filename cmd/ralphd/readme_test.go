@@ -42,7 +42,7 @@ func TestReadmeMatchesCode(t *testing.T) {
 			t.Errorf("README never shows `ralphd %s`", c.name)
 		}
 	}
-	for _, code := range []string{"| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 130 |"} {
+	for _, code := range []string{"| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |", "| 5 |", "| 6 |", "| 130 |"} {
 		is.True(strings.Contains(readme, code)) // every exit code is documented
 	}
 }

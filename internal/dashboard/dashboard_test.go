@@ -488,10 +488,10 @@ func TestNowPanelShowsWhoPlans(t *testing.T) {
 	}{
 		{"off a fleet", nil, nil, []string{"now-fleet"}},
 		{"this daemon", &state.FleetStatus{Lease: "t-9", Planner: "ralphd/box/a1b2c3/planner", PlannerHost: "box", PlannerClone: "a1b2c3", ThisClone: true, Since: since},
-			[]string{`id="now-fleet"`, "this daemon (clone a1b2c3 on host box) plans, holding lease t-9"}, nil},
+			[]string{`id="now-fleet"`, "this ralphd (clone a1b2c3 on host box) plans, holding lease t-9"}, nil},
 		{"nobody", &state.FleetStatus{Lease: "t-9", Since: since}, []string{"nobody plans (lease t-9 free since"}, nil},
 		{"another, hostile actor", &state.FleetStatus{Lease: "t-9", Planner: "<script>x</script>", Since: since},
-			[]string{"another daemon plans: &lt;script&gt;"}, []string{"<script>x"}},
+			[]string{"another ralphd plans: &lt;script&gt;"}, []string{"<script>x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var src Sources

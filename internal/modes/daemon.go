@@ -195,25 +195,16 @@ func (d *daemon) plan(ctx context.Context, why string) (waited bool, err error) 
 		d.human().Info("planning: " + why)
 		return false, d.batch(ctx, run)
 	}
-	other, err := f.acquire(ctx)
-	if err != nil || other != "" {
+	ran := false
+	other, err := f.plan(ctx, func(ctx context.Context) error {
+		ran = true
+		d.human().Info("planning: "+why, "lease", f.lease)
+		d.status("fleet: planning (lease %s)", f.lease)
+		return d.batch(ctx, run)
+	})
+	if !ran {
 		return true, d.fleetWait(ctx, other, err)
 	}
-	defer f.release(ctx)
-	d.human().Info("planning: "+why, "lease", f.lease)
-	d.status("fleet: planning (lease %s)", f.lease)
-	lost, stop := f.keepLease(ctx)
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-lost:
-			cancel() // another daemon holds the lease: stop planning now
-		case <-pctx.Done():
-		}
-	}()
-	err = d.batch(pctx, run)
-	stop()
 	return false, err
 }
 

@@ -453,6 +453,32 @@ func (f *fleet) acquire(ctx context.Context) (other string, err error) {
 	}
 }
 
+// plan runs run under the planner lease: it takes the lease (acquire:
+// waiting for the other daemons' BUILD windows to drain), renews it while
+// run runs, cancels run's context when another daemon is found holding
+// it, and gives it back. other is the live holder when another daemon
+// holds the lease; run is then not called, nor when err comes from taking
+// the lease.
+func (f *fleet) plan(ctx context.Context, run func(context.Context) error) (other string, err error) {
+	if other, err := f.acquire(ctx); err != nil || other != "" {
+		return other, err
+	}
+	defer f.release(ctx)
+	lost, stop := f.keepLease(ctx)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lost:
+			cancel() // another daemon holds the lease: stop planning now
+		case <-pctx.Done():
+		}
+	}()
+	err = run(pctx)
+	stop()
+	return "", err
+}
+
 // raised lists the other clones' live member flags, from one `bd list
 // --status in_progress` (members hold no other status while raised).
 func (f *fleet) raised(ctx context.Context) ([]string, error) {

@@ -2,6 +2,8 @@ package modes
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,5 +241,41 @@ func TestFleetUncount(t *testing.T) {
 	}
 	if got := (*fleet)(nil).uncount(st); got != st {
 		t.Fatal("no fleet changed the stats")
+	}
+}
+
+// TestPlanByHandRefusedWhileAnotherPlans: `ralphd plan` on a fleet
+// tracker while another ralphd holds the planner lease plans nothing and
+// says who plans; the holder keeps its lease, and this clone leaves no
+// member raised and no fleet status behind. (Taking the lease is in the
+// fleet_plan_by_hand scenario, which runs a planner.)
+func TestPlanByHandRefusedWhileAnotherPlans(t *testing.T) {
+	ctx := context.Background()
+	loops, _ := fleetLoops(t, 2, time.Minute, time.Now)
+	a, b := loops[0].fleet, loops[1]
+	if other, err := a.acquire(ctx); err != nil || other != "" {
+		t.Fatalf("a acquire: %q %v", other, err)
+	}
+	b.fleet = nil // as `ralphd plan` starts: no daemon's fleet
+	res, err := b.Plan(ctx, 1)
+	if !errors.Is(err, ErrFleetPlanning) || res != nil {
+		t.Fatalf("plan while a plans: %v, %v; want ErrFleetPlanning", res, err)
+	}
+	for _, want := range []string{a.plannerActor(), a.lease, "on host "} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if b.fleet != nil {
+		t.Fatal("Plan left its fleet on the Loop")
+	}
+	if h, err := a.holder(ctx); err != nil || h != a.plannerActor() {
+		t.Fatalf("lease holder after the refusal: %q %v", h, err)
+	}
+	if raised, _ := a.raised(ctx); len(raised) != 0 {
+		t.Fatalf("the refused plan left members raised: %v", raised)
+	}
+	if _, err := os.Stat(filepath.Join(b.State.Dir(), state.FleetFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused plan left %s: %v", state.FleetFile, err)
 	}
 }

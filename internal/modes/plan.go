@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,9 +17,46 @@ import (
 )
 
 // Plan runs up to maxIter PLANNING iterations with full powers over bd. It
-// ends early when the agent's final result ends with PlanPromise.
+// ends early when the agent's final result ends with PlanPromise. On a
+// tracker daemons share (fleet planning, fleet.go) it plans as they do:
+// it takes the planner lease, waits for their BUILD windows to drain,
+// renews the lease while it plans and gives it back; while another
+// ralphd holds the lease it plans nothing and returns ErrFleetPlanning.
 func (l *Loop) Plan(ctx context.Context, maxIter int) (*Result, error) {
-	return l.planRun(ctx, maxIter, runOpts{})
+	f := newFleet(l)
+	if f == nil {
+		return l.planRun(ctx, maxIter, runOpts{})
+	}
+	if err := f.setup(ctx); err != nil {
+		return nil, err
+	}
+	l.fleet = f
+	defer func() { f.close(); l.fleet = nil }()
+	var res *Result
+	other, err := f.plan(ctx, func(ctx context.Context) error {
+		l.human().Info("fleet: planning under the planner lease", "lease", f.lease)
+		var err error
+		res, err = l.planRun(ctx, maxIter, runOpts{})
+		return err
+	})
+	if other != "" {
+		return nil, fmt.Errorf("%w: %s holds the planner lease %s", ErrFleetPlanning, describeActor(other), f.lease)
+	}
+	return res, err
+}
+
+// ErrFleetPlanning is `ralphd plan` on a tracker daemons share while
+// another ralphd holds the planner lease: it plans nothing.
+var ErrFleetPlanning = errors.New("another ralphd sharing this tracker is planning")
+
+// describeActor names a ralphd actor's host and clone,
+// ralphd/<host>/<clone>/<role>; any other actor as it is.
+func describeActor(actor string) string {
+	parts := strings.Split(actor, "/")
+	if len(parts) != 4 || parts[0] != "ralphd" {
+		return fmt.Sprintf("%q", actor)
+	}
+	return fmt.Sprintf("the ralphd of clone %s on host %s (%s)", parts[2], parts[1], actor)
 }
 
 // planRun is a PLANNING run, as o says.

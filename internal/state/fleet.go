@@ -166,7 +166,7 @@ func (f FleetStatus) Describe() string {
 		who = fmt.Sprintf("clone %s on host %s", f.PlannerClone, f.PlannerHost)
 	}
 	if f.ThisClone {
-		return fmt.Sprintf("this daemon (%s) plans, holding lease %s since %s", who, f.Lease, fmtTime(f.Since))
+		return fmt.Sprintf("this ralphd (%s) plans, holding lease %s since %s", who, f.Lease, fmtTime(f.Since))
 	}
-	return fmt.Sprintf("another daemon plans: %s, seen holding lease %s since %s", who, f.Lease, fmtTime(f.Since))
+	return fmt.Sprintf("another ralphd plans: %s, seen holding lease %s since %s", who, f.Lease, fmtTime(f.Since))
 }

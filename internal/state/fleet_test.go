@@ -28,9 +28,9 @@ func TestFleetStatusShown(t *testing.T) {
 		this          bool
 		text          []string
 	}{
-		{"this daemon", testPlanner, true, []string{"this daemon (clone a1b2c3 on host box) plans, holding lease t-9 since"}},
-		{"another", "ralphd/other/ffeedd/planner", false, []string{"another daemon plans: clone ffeedd on host other, seen holding lease t-9 since"}},
-		{"a foreign actor", "mallory", false, []string{"another daemon plans: mallory"}},
+		{"this daemon", testPlanner, true, []string{"this ralphd (clone a1b2c3 on host box) plans, holding lease t-9 since"}},
+		{"another", "ralphd/other/ffeedd/planner", false, []string{"another ralphd plans: clone ffeedd on host other, seen holding lease t-9 since"}},
+		{"a foreign actor", "mallory", false, []string{"another ralphd plans: mallory"}},
 		{"nobody", "", false, []string{"nobody plans (lease t-9 free since"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
