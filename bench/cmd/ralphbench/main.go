@@ -113,7 +113,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
 	fs.IntVar(&o.brokerCalls, "broker-calls", 200, "bd calls timed each way for the broker section")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
-	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker, tracker, resume (default: all)")
+	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker, tracker, resume, bigworkers (default: all)")
 	fs.StringVar(&o.args, "invocation", "scripts/bench", "how the benchmark was started, for the report")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -140,8 +140,8 @@ func parseFlags(args []string) (options, error) {
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker", "tracker", "resume"}, s) {
-				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker, tracker, resume)", s)
+			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker", "tracker", "resume", "bigworkers"}, s) {
+				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker, tracker, resume, bigworkers)", s)
 			}
 			o.only = append(o.only, s)
 		}
@@ -201,6 +201,7 @@ func bench0(ctx context.Context, o options) error {
 		br *brokerResult
 		tr *trackerResult
 		rs []resumeResult
+		bw *bigWorkersResult
 	)
 	if o.want("overhead") {
 		if ov, err = measureOverhead(ctx, e, o.issues, o.runs, o.profile, say); err != nil {
@@ -245,6 +246,11 @@ func bench0(ctx context.Context, o options) error {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
+	if o.want("bigworkers") {
+		if bw, err = measureBigWorkers(ctx, e, say); err != nil {
+			return fmt.Errorf("workers on a big tracker: %w", err)
+		}
+	}
 	facts.elapsed = time.Since(start)
 	rep := buildReport(o, facts, ov, lp, id, sc, wk)
 	if br != nil {
@@ -255,6 +261,9 @@ func bench0(ctx context.Context, o options) error {
 	}
 	if rs != nil {
 		rep.Sections = append(rep.Sections, resumeSection(rs, o.args))
+	}
+	if bw != nil {
+		rep.Sections = append(rep.Sections, bigWorkersSection(bw, o.args))
 	}
 	fmt.Print(rep.Table())
 	if o.out != "" {

@@ -1,6 +1,12 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/bench"
+)
 
 func TestCallName(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,6 +38,24 @@ func TestCapReached(t *testing.T) {
 	} {
 		if got := capReached(tc.m); got != tc.want {
 			t.Errorf("capReached(%+v) = %v, want %v", tc.m, got, tc.want)
+		}
+	}
+}
+
+// TestBigWorkersSection: 9a is eight workers' wall over one worker's, and
+// judged against 0.18 from that ratio.
+func TestBigWorkersSection(t *testing.T) {
+	for _, tc := range []struct {
+		one, eight time.Duration
+		value      string
+		verdict    bench.Verdict
+	}{
+		{100 * time.Second, 15 * time.Second, "0.150", bench.Met},
+		{100 * time.Second, 30 * time.Second, "0.300", bench.Missed},
+	} {
+		s := bigWorkersSection(&bigWorkersResult{One: tc.one, Eight: tc.eight}, "cmd")
+		if len(s.Figures) != 1 || !strings.HasPrefix(s.Figures[0].Value, tc.value) || s.Figures[0].Verdict != tc.verdict || s.Figures[0].Command != "cmd" {
+			t.Errorf("%v ÷ %v: %+v", tc.eight, tc.one, s.Figures)
 		}
 	}
 }
