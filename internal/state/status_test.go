@@ -199,7 +199,7 @@ func TestStatusJSONStable(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	is.Equal(keys, []string{"attempts", "created_at", "created_by", "issues", "last_run", "layers", "lock", "logs", "project",
+	is.Equal(keys, []string{"attempts", "created_at", "created_by", "fleet", "issues", "last_run", "layers", "lock", "logs", "project",
 		"ralphd_version", "running", "state_dir", "state_exists", "stuck_limit", "totals", "version", "warnings"})
 	for _, k := range []string{"attempts", "issues", "layers", "logs", "warnings"} {
 		is.Equal(string(m[k]), "[]")
