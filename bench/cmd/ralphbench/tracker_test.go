@@ -42,7 +42,7 @@ func TestCapReached(t *testing.T) {
 	}
 }
 
-// TestBigWorkersSection: 9a is eight workers' wall over one worker's, and
+// TestBigWorkersSection: 10a is eight workers' wall over one worker's, and
 // judged against 0.18 from that ratio.
 func TestBigWorkersSection(t *testing.T) {
 	for _, tc := range []struct {

@@ -68,9 +68,9 @@ func measureBigWorkers(ctx context.Context, e *benchEnv, say func(string, ...any
 // bigWorkersSection is section 9 of the report.
 func bigWorkersSection(r *bigWorkersResult, cmd string) bench.Section {
 	ratio := bench.Ratio(r.Eight.Seconds(), r.One.Seconds())
-	s := bench.Section{Title: "9. Workers on a 5,000-issue tracker"}
+	s := bench.Section{Title: "10. Workers on a 5,000-issue tracker"}
 	s.Figures = []bench.Figure{{
-		ID:      "9a",
+		ID:      "10a",
 		Name:    fmt.Sprintf("wall with 8 workers ÷ with 1, %d issues worked on a %d-issue tracker, a 2 s agent (same run, stand-in bd)", bigWorkersIters, trackerLarge),
 		Value:   fmt.Sprintf("%.3f (%s ÷ %s)", ratio, fmtDur(r.Eight), fmtDur(r.One)),
 		Goal:    "≤ 0.18",
