@@ -114,7 +114,7 @@ func (l *Loop) sandboxNet(scratch string, refused func(hostport string)) (net *s
 			l.human().Warn("the sandbox refused a connection: not on the network allowlist (network_allow)", "host", host)
 			refused(host)
 		}
-	})
+	}, sandbox.UpstreamFromEnv(l.getenv))
 	if err != nil {
 		_ = os.RemoveAll(filepath.Dir(sock))
 		return nil, nil, err
@@ -221,4 +221,16 @@ func lookPathIn(file, path string) string {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// getenv reads key from the environment the Loop runs agents from (and so
+// ralphd's own: Env, or the process's).
+func (l *Loop) getenv(key string) string {
+	env := l.environ()
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,6 +155,7 @@ type Proxy struct {
 	srv       *http.Server
 	rp        *httputil.ReverseProxy
 	dialer    net.Dialer
+	upstream  Upstream // nil: allowed hosts are dialled directly
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // hijacked tunnels, closed by Close
@@ -161,14 +163,16 @@ type Proxy struct {
 
 // ListenProxy starts a proxy on a new unix socket at socket (its dir must
 // exist; a file there is replaced). onRefused, when set, is called with
-// "host:port" for each refused request; it must not block.
-func ListenProxy(socket string, allow Allow, onRefused func(hostport string)) (*Proxy, error) {
+// "host:port" for each refused request; it must not block. up, when not
+// nil, is the proxy of the user's network that the allowed connections go
+// through (UpstreamFromEnv); the allowlist is this proxy's either way.
+func ListenProxy(socket string, allow Allow, onRefused func(hostport string), up Upstream) (*Proxy, error) {
 	_ = os.Remove(socket)
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox's network proxy: %w", err)
 	}
-	p := &Proxy{allow: allow, onRefused: onRefused, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{allow: allow, onRefused: onRefused, ln: ln, conns: map[net.Conn]struct{}{}, upstream: up}
 	p.dialer = net.Dialer{Timeout: dialTimeout}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -179,7 +183,14 @@ func ListenProxy(socket string, allow Allow, onRefused func(hostport string)) (*
 		// through as they come.
 		FlushInterval: -1,
 		Transport: &http.Transport{
-			Proxy:               nil, // ralphd's own proxy settings are not the agent's
+			// The agent's own proxy settings point here; the user's network's
+			// proxy, when there is one, is ralphd's.
+			Proxy: func(r *http.Request) (*url.URL, error) {
+				if p.upstream == nil {
+					return nil, nil
+				}
+				return p.upstream("http", canonicalHostPort(r.URL))
+			},
 			DialContext:         p.dialer.DialContext,
 			TLSHandshakeTimeout: dialTimeout,
 			IdleConnTimeout:     90 * time.Second,
@@ -247,7 +258,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, hostport string) {
 // tunnel joins the client to hostport after a 200.
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, hostport string) {
 	ctx, cancel := context.WithTimeout(r.Context(), dialTimeout)
-	up, err := p.dialer.DialContext(ctx, "tcp", hostport)
+	up, err := p.dial(ctx, hostport)
 	cancel()
 	if err != nil {
 		http.Error(w, "ralphd's sandbox proxy: "+err.Error()+"\n", http.StatusBadGateway)
@@ -274,6 +285,29 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, hostport string) 
 		}
 	}
 	join(down, up)
+}
+
+// dial connects to hostport, through the upstream proxy when there is one
+// for it.
+func (p *Proxy) dial(ctx context.Context, hostport string) (net.Conn, error) {
+	if p.upstream != nil {
+		u, err := p.upstream("https", hostport)
+		if err != nil {
+			return nil, err
+		}
+		if u != nil {
+			return dialVia(ctx, &p.dialer, u, hostport)
+		}
+	}
+	return p.dialer.DialContext(ctx, "tcp", hostport)
+}
+
+// canonicalHostPort is u's host with its port, 80 by default (plain http).
+func canonicalHostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // track records open tunnel ends so Close can end them; it reports false

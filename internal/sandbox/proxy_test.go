@@ -101,7 +101,7 @@ func startProxy(t *testing.T, u upstreams) (*Proxy, func() []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		refused = append(refused, h)
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestProxyDirDeep(t *testing.T) {
 	if len(sock) > maxSocketPath {
 		t.Fatalf("socket path %q is %d bytes, more than a unix socket takes", sock, len(sock))
 	}
-	p, err := ListenProxy(sock, Allow{}, nil)
+	p, err := ListenProxy(sock, Allow{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

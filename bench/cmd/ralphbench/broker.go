@@ -183,7 +183,7 @@ func nettedArgs(bwrap string, layout sandbox.Layout, dir, ralphd string) ([]stri
 	if err != nil {
 		return nil, nil, err
 	}
-	px, err := sandbox.ListenProxy(sock, allow, nil)
+	px, err := sandbox.ListenProxy(sock, allow, nil, nil)
 	if err != nil {
 		return nil, nil, err
 	}
