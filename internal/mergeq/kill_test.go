@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(guardEnv); spec != "" {
 		os.Exit(guardHelper(spec))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	gitea.Close()
+	os.Exit(code)
 }
 
 // guardHelper reads "repo|want" and puts main back at want.

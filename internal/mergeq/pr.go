@@ -19,7 +19,7 @@ type pullRequest struct{}
 // waiting on the branch: the pool's watch opens the pull request later.
 func (pullRequest) Land(ctx context.Context, q *Queue, w Work) (Landing, error) {
 	if q.Forge == nil {
-		return Landing{}, fmt.Errorf("integrate = pr needs a forge: set forge_repo (owner/name on GitHub)")
+		return Landing{}, fmt.Errorf("integrate = pr needs a forge: set forge_repo (owner/name), and forge (github or gitea)")
 	}
 	name := IssueBranch(w.Issue)
 	if err := q.putBranch(ctx, name, w.Commit); err != nil {

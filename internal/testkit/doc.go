@@ -11,6 +11,8 @@
 //     Completions, Gemini) that the real agent CLIs run against.
 //   - scriptedgh: a scripted GitHub REST API that the real gh CLI runs
 //     against (integrate = pr).
+//   - giteaserver: a real Gitea on loopback (integrate = pr, forge =
+//     gitea), built by scripts/install-gitea.
 //   - gitplant: plants every kind of code git can be made to run.
 //   - logjsonltest: run-log streams for tests and benchmarks.
 //   - benchtest: bd-shaped issue lists.
