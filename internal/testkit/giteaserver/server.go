@@ -76,11 +76,16 @@ func Find() (bin, static string, err error) {
 // Start runs a Gitea from bin with its static files in static, in a
 // fresh temp dir, on a free loopback port: the database migrated, Admin
 // created with a token, the API answering.
-func Start(ctx context.Context, bin, static string) (*Server, error) {
+func Start(ctx context.Context, bin, static string) (_ *Server, err error) {
 	dir, err := os.MkdirTemp("", "ralphd-gitea-")
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	port, err := freePort()
 	if err != nil {
 		return nil, err
