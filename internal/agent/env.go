@@ -49,9 +49,10 @@ func scrubbedEnv() []string {
 	), ForgeTokenEnv...)
 }
 
-// ForgeTokenEnv lists the variables that carry a forge's token (gh's and
-// GitHub Actions'): never in an agent's environment.
-var ForgeTokenEnv = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN"}
+// ForgeTokenEnv lists the variables that carry a forge's token (gh's,
+// GitHub Actions', ralphd's Gitea token (mergeq.GiteaTokenEnv) and tea's):
+// never in an agent's environment.
+var ForgeTokenEnv = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITEA_TOKEN", "GITEA_SERVER_TOKEN", "FORGEJO_TOKEN"}
 
 // Env is the environment Run gives an agent, without the run marker:
 // base with ralphd's own variables scrubbed, extra added, and pathPrefix

@@ -111,9 +111,10 @@ func Fields() []Field {
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
 		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
-		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set); branch pushes each issue's work to its own ralph/<issue> branch and merges nothing; pr does as branch and opens a pull request with gh, the issue integrated once a person merges it", mergeq.StrategyNames()...),
-		field("forge_repo", kindString, "", "integrate = pr: the GitHub repository (owner/name) pull requests are opened in, with your gh CLI and its login"),
-		field("forge_host", kindString, "", "integrate = pr: a GitHub Enterprise host (gh's GH_HOST; empty: github.com)"),
+		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set); branch pushes each issue's work to its own ralph/<issue> branch and merges nothing; pr does as branch and opens a pull request on the forge, the issue integrated once a person merges it", mergeq.StrategyNames()...),
+		field("forge", kindString, "github", "integrate = pr: the forge pull requests are opened on: github (with your gh CLI and its login) or gitea (Gitea or Forgejo at forge_host, through its API with the token in ralphd's GITEA_TOKEN)", "github", "gitea"),
+		field("forge_repo", kindString, "", "integrate = pr: the repository (owner/name) pull requests are opened in"),
+		field("forge_host", kindString, "", "integrate = pr: a GitHub Enterprise host (gh's GH_HOST; empty: github.com), or with forge = gitea the server's URL (https://git.example.com)"),
 		field("forge_poll", kindDuration, "60s", "integrate = pr: time between reads of each open pull request (3 conditional requests each)"),
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("network", kindString, sandbox.NetSettings()[0], "the sandboxed BUILD agent's network: allowlist (out only through ralphd's proxy, to the agent's model API and network_allow) or open (the host's network, unfiltered)", sandbox.NetSettings()...),
@@ -198,7 +199,8 @@ type Config struct {
 	Workers                 int
 	WorkersRemote           string
 	Integrate               string
-	ForgeRepo, ForgeHost    string
+	Forge, ForgeRepo        string
+	ForgeHost               string
 	ForgePoll               time.Duration
 	IterationTimeout        time.Duration
 	StopGrace               time.Duration
@@ -517,6 +519,7 @@ func (c *Config) decode() error {
 	c.Workers = num("workers")
 	c.WorkersRemote = str("workers_remote")
 	c.Integrate = str("integrate")
+	c.Forge = str("forge")
 	c.ForgeRepo = str("forge_repo")
 	c.ForgeHost = str("forge_host")
 	c.ForgePoll = dur("forge_poll")

@@ -22,7 +22,10 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(helperEnv); spec != "" {
 		os.Exit(helper(spec))
 	}
-	os.Exit(standintest.Main(m.Run))
+	os.Exit(standintest.Main(func() int {
+		defer giteaSrv.Close()
+		return m.Run()
+	}))
 }
 
 // helper runs 3 workers whose iterations commit, close their issue and

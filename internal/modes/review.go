@@ -375,3 +375,35 @@ func (p *Pool) rewatch(ctx context.Context, ms []reviewMark) {
 		}()
 	}
 }
+
+// forge is the Forge integrate = pr opens pull requests on (config forge):
+// GitHub through the user's gh, or a Gitea server through its API with
+// the token in ralphd's own environment (mergeq.GiteaTokenEnv), which no
+// agent's environment has (agent.ForgeTokenEnv).
+func (l *Loop) forge() (mergeq.Forge, error) {
+	c := l.Config
+	if c.ForgeRepo == "" {
+		return nil, fmt.Errorf("integrate = pr needs forge_repo, the repository (owner/name) to open pull requests in")
+	}
+	if c.Forge != "gitea" {
+		gh := &mergeq.GitHub{Repo: c.ForgeRepo}
+		if c.ForgeHost != "" {
+			gh.Env = []string{"GH_HOST=" + c.ForgeHost}
+		}
+		return gh, nil
+	}
+	base, err := mergeq.GiteaBaseURL(c.ForgeHost)
+	if err != nil {
+		return nil, err
+	}
+	token := ""
+	for _, kv := range l.Env {
+		if v, ok := strings.CutPrefix(kv, mergeq.GiteaTokenEnv+"="); ok {
+			token = v
+		}
+	}
+	if token == "" {
+		return nil, fmt.Errorf("forge = gitea needs an API token in ralphd's environment: create one on %s (Settings, Applications; scopes write:repository) and export %s", base, mergeq.GiteaTokenEnv)
+	}
+	return &mergeq.Gitea{URL: base, Repo: c.ForgeRepo, Token: token}, nil
+}

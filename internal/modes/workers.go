@@ -209,14 +209,11 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	p.setBaseline(base.Snap)
 	p.Queue.Verify = func(ctx context.Context, dir string) error { return l.verifyIn(ctx, p, dir) }
 	if l.Config.Integrate == "pr" {
-		if l.Config.ForgeRepo == "" {
-			return res.stop(StopError, "integrate = pr without a forge", fmt.Errorf("integrate = pr needs forge_repo, the GitHub repository (owner/name) to open pull requests in"))
+		forge, err := l.forge()
+		if err != nil {
+			return res.stop(StopError, "integrate = pr without a forge", err)
 		}
-		gh := &mergeq.GitHub{Repo: l.Config.ForgeRepo}
-		if l.Config.ForgeHost != "" {
-			gh.Env = []string{"GH_HOST=" + l.Config.ForgeHost}
-		}
-		p.Queue.Forge, p.ReviewPoll = gh, l.Config.ForgePoll
+		p.Queue.Forge, p.ReviewPoll = forge, l.Config.ForgePoll
 		if l.Config.Verify != "" {
 			p.Checks = "verify: " + l.Config.Verify
 		}
