@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os/exec"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/mergeq"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/sandbox"
 )
@@ -91,12 +93,27 @@ on; the result is recorded per bd version for later runs.`)
 // forge's branch protection then holds.
 func checkReview(cfg *config.Config, sandboxed bool) verdict {
 	v := verdict{name: "review", level: levelWarn}
-	api := "api.github.com"
+	api, port := "api.github.com", "443"
 	if cfg.ForgeHost != "" {
 		api = cfg.ForgeHost
 	}
+	account := "the account ralphd's gh uses"
+	if cfg.Forge == "gitea" {
+		// forge_host is the Gitea server's URL: its host and port.
+		account = "the account of ralphd's " + mergeq.GiteaTokenEnv
+		if base, err := mergeq.GiteaBaseURL(cfg.ForgeHost); err == nil {
+			if u, err := url.Parse(base); err == nil {
+				api, port = u.Hostname(), u.Port()
+				if port == "" && u.Scheme == "http" {
+					port = "80"
+				} else if port == "" {
+					port = "443"
+				}
+			}
+		}
+	}
 	allow, err := sandbox.ParseAllow(cfg.NetworkAllow)
-	protect := "protect the target branch on the forge: require a review from someone other than the account ralphd's gh uses"
+	protect := "protect the target branch on the forge: require a review from someone other than " + account
 	switch {
 	case !sandboxed:
 		v.detail = "integrate = pr with the BUILD agent unsandboxed: it runs as you, can read your gh login (~/.config/gh/hosts.yml, git's credentials) and reach " + api + ", so it could approve or merge its own pull request"
@@ -104,7 +121,7 @@ func checkReview(cfg *config.Config, sandboxed bool) verdict {
 	case cfg.Network == sandbox.NetOpen:
 		v.detail = "integrate = pr with network=open: the sandboxed agent sees no forge login, but reaches " + api + " with any token it comes by"
 		v.fix = "set network to allowlist, and " + protect
-	case err == nil && allow.Allows(api, "443"):
+	case err == nil && allow.Allows(api, port):
 		v.detail = "integrate = pr with " + api + " on network_allow: the sandboxed agent sees no forge login, but reaches the forge with any token it comes by"
 		v.fix = "take " + api + " off network_allow, and " + protect
 	default:
