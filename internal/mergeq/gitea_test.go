@@ -3,7 +3,9 @@ package mergeq
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,17 +295,24 @@ func TestGiteaForge(t *testing.T) {
 	}
 }
 
-// TestGiteaForgeDown: a Gitea that does not answer, or answers 5xx, or
+// TestGiteaForgeDown: a Gitea that does not answer, or answers 404, or
 // refuses ralphd's token, is an error (the pool waits it out), never a
 // verdict.
 func TestGiteaForgeDown(t *testing.T) {
 	srv := gitea.Get(t)
+	// A server that takes connections and never answers.
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
 	for _, tc := range []struct {
 		name string
 		g    *Gitea
 	}{
 		{"no server", &Gitea{URL: "http://127.0.0.1:1", Repo: "o/r", Token: "x"}},
-		{"slow server", &Gitea{URL: "http://10.255.255.1", Repo: "o/r", Token: "x", Timeout: 200 * time.Millisecond}},
+		{"no answer", &Gitea{URL: "http://" + mute.Addr().String(), Repo: "o/r", Token: "x", Timeout: 200 * time.Millisecond}},
+		{"not found", &Gitea{URL: srv.URL + "/no-such-prefix", Repo: "o/r", Token: srv.AdminToken}},
 		{"bad token", &Gitea{URL: srv.URL, Repo: "o/r", Token: "not-a-token"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -316,4 +325,54 @@ func TestGiteaForgeDown(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGiteaConditional: a server that sends ETags (a Forgejo, a caching
+// proxy; Gitea 1.27 does not on these endpoints) gets every read again
+// with If-None-Match, and its 304s are answered from the cache and
+// counted. The token goes in every request, and no other header leaks
+// it.
+func TestGiteaConditional(t *testing.T) {
+	is := is.New(t)
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("If-None-Match")+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		etag := `"` + r.URL.Path + `"`
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("ETag", etag)
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/pulls/7"):
+			fmt.Fprint(w, `{"number":7,"state":"open","head":{"ref":"ralph/x","sha":"abc"}}`)
+		case strings.HasSuffix(r.URL.Path, "/status"):
+			fmt.Fprint(w, `{"statuses":[{"context":"ci","status":"failure","description":"boom"}]}`)
+		default:
+			fmt.Fprint(w, `[]`)
+		}
+	}))
+	defer srv.Close()
+	g := &Gitea{URL: srv.URL, Repo: "o/r", Token: "tok"}
+	first, err := g.Read(context.Background(), 7, "abc")
+	is.NoErr(err)
+	is.Equal(first.Verdict, PRChecksFailed)
+	is.Equal(first.NotModified, 0)
+	again, err := g.Read(context.Background(), 7, "abc")
+	is.NoErr(err)
+	is.Equal(again.Verdict, PRChecksFailed) // from the cache
+	is.Equal(again.Evidence, first.Evidence)
+	is.Equal(again.Calls, 2)
+	is.Equal(again.NotModified, 2)
+	mu.Lock()
+	defer mu.Unlock()
+	is.Equal(seen, []string{
+		"GET /api/v1/repos/o/r/pulls/7  token tok",
+		"GET /api/v1/repos/o/r/commits/abc/status  token tok",
+		`GET /api/v1/repos/o/r/pulls/7 "/api/v1/repos/o/r/pulls/7" token tok`,
+		`GET /api/v1/repos/o/r/commits/abc/status "/api/v1/repos/o/r/commits/abc/status" token tok`,
+	})
 }
