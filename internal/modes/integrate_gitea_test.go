@@ -129,12 +129,13 @@ func TestGiteaPullRequestScenarios(t *testing.T) {
 				}
 				return commitAndClose(ctx, a)
 			})
+			ralphdSent := &sentRequests{}
 			s, err := mergeq.LookupStrategy("pr")
 			is.NoErr(err)
 			pool.ReviewPoll = 50 * time.Millisecond
 			pool.Checks = "verify: go test ./..."
 			pool.Queue = &mergeq.Queue{Repo: p.repo, Target: "main", Remote: "origin", Strategy: s,
-				Forge: &mergeq.Gitea{URL: srv.URL, Repo: repo, Token: tokens[owner]}}
+				Forge: &mergeq.Gitea{URL: srv.URL, Repo: repo, Token: tokens[owner], Client: &http.Client{Transport: ralphdSent}}}
 			blocker = p.create("fix a", "--acceptance", "a.txt says fixed")
 			dependent = p.create("build on a", "--deps", blocker)
 
@@ -228,6 +229,13 @@ func TestGiteaPullRequestScenarios(t *testing.T) {
 				}
 			}
 			is.Equal(approvals, 0) // no approval that counts: a person merged
+			ralphdSent.mu.Lock()
+			defer ralphdSent.mu.Unlock()
+			is.True(len(ralphdSent.reqs) > 0)
+			for _, r := range ralphdSent.reqs {
+				is.True(!strings.HasSuffix(r, "/merge"))                                    // ralphd never merges
+				is.True(!(strings.HasPrefix(r, "POST") && strings.Contains(r, "/reviews"))) // nor reviews
+			}
 		})
 	}
 }
@@ -279,4 +287,17 @@ func TestGiteaForgeConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sentRequests records the requests ralphd's Gitea forge sends.
+type sentRequests struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (r *sentRequests) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
 }
