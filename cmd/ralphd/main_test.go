@@ -79,9 +79,11 @@ func TestScripts(t *testing.T) {
 			"httpget":  cmdHTTPGet,
 			"httpsink": cmdHTTPSink,
 			"promlint": cmdPromlint,
-			// forge_test.go: a scripted GitHub.
+			// forge_test.go: a scripted GitHub, a real Gitea.
 			"scriptedgh": cmdScriptedGH,
+			"gitea":      cmdGitea,
 		},
+		Condition: giteaCondition,
 	})
 }
 
