@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -125,7 +127,123 @@ func (g Gemini) Command(inv Invocation) (Spec, error) {
 		}
 		argv = append(argv, "--policy", path)
 	}
+	if inv.Resume != nil {
+		path, err := geminiPlaceSession(inv.ScratchDir, *inv.Resume)
+		if err != nil {
+			return Spec{}, fmt.Errorf("resume gemini session: %w", err)
+		}
+		argv = append(argv, "--session-file", path)
+	}
 	return Spec{Argv: argv, Env: ralphEnv(inv), Stdin: inv.Prompt}, nil
+}
+
+// Resuming a Gemini CLI session.
+//
+// Gemini CLI records a session as one JSONL file,
+// tmp/<project>/chats/session-<time>-<first 8 of id>.jsonl under its dir
+// (~/.gemini, or $GEMINI_CLI_HOME/.gemini), whose first line holds the
+// full sessionId; <project> is a short name Gemini picks for the work
+// tree in its projects.json. `gemini --resume <id>` finds a session by
+// reading every session-*.json(l) file in the chats dir of the project
+// that projects.json names, following links, and takes the one with the
+// latest lastUpdated among those that claim the id. Every step of that
+// lookup is the agent's to steer: a file planted in chats/ that claims
+// the id with a later lastUpdated, a link, or projects.json pointing the
+// work tree at another project dir. So ralphd does not use it: it keeps
+// the session file itself and hands its own copy to
+// `gemini --session-file <path>`, which loads exactly that file, before
+// the agent runs anything, and goes on with its conversation (under a new
+// session id, in a new file of Gemini's own).
+
+// geminiSessionFile is the name of the saved session in a Session, and of
+// the copy ralphd writes into the scratch dir for --session-file. It
+// holds the full id, as Session.Check asks.
+func geminiSessionFile(id string) string { return "gemini-session-" + id + ".jsonl" }
+
+// geminiDir is Gemini CLI's dir: $GEMINI_CLI_HOME/.gemini, or ~/.gemini.
+func geminiDir(h Home) string {
+	if v := h.absEnv("GEMINI_CLI_HOME"); v != "" {
+		return filepath.Join(v, ".gemini")
+	}
+	return h.in(".gemini")
+}
+
+// SaveSession reads back the file Gemini CLI recorded of session id:
+// the one tmp/*/chats/session-*-<first 8 of id>.jsonl under its dir whose
+// first line says sessionId id, read never through a link. None or two
+// are an error (no session is kept).
+func (g Gemini) SaveSession(inv Invocation, id string) (Session, error) {
+	if !ValidSessionID(id) {
+		return Session{}, fmt.Errorf("gemini session id %q is not a UUID", id)
+	}
+	root := geminiDir(inv.Home)
+	if root == "" {
+		return Session{}, fmt.Errorf("gemini session %s: no home dir", id)
+	}
+	d, err := atomicfile.OpenDir(root)
+	if err != nil {
+		return Session{}, fmt.Errorf("gemini session %s: %w", id, err)
+	}
+	defer d.Close()
+	projects, err := d.ReadDir("tmp")
+	if err != nil {
+		return Session{}, fmt.Errorf("gemini session %s: %w", id, err)
+	}
+	short := strings.ToLower(id[:8])
+	var found [][]byte
+	for _, p := range projects {
+		if !p.IsDir() {
+			continue
+		}
+		chats := "tmp/" + p.Name() + "/chats"
+		names, err := findIn(root, chats, short, ".jsonl")
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, "session-") || !strings.HasSuffix(n, "-"+short+".jsonl") {
+				continue
+			}
+			data, err := d.ReadFile(chats+"/"+n, MaxSessionBytes)
+			if err != nil {
+				return Session{}, fmt.Errorf("gemini session %s: %w", id, err)
+			}
+			if geminiFileSession(data) == id {
+				found = append(found, data)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return Session{}, fmt.Errorf("gemini session %s: %d session files under %s/tmp/*/chats, want one", id, len(found), root)
+	}
+	s := Session{ID: id, Files: []SessionFile{{Rel: geminiSessionFile(id), Data: found[0]}}}
+	return s, s.Check()
+}
+
+// geminiFileSession returns the sessionId of a Gemini CLI session file's
+// first line (its metadata record), or "".
+func geminiFileSession(data []byte) string {
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	if !text.ValidJSON(first) {
+		return ""
+	}
+	v := gjson.ParseBytes(first)
+	if v.Get("kind").String() == "subagent" {
+		return ""
+	}
+	return v.Get("sessionId").String()
+}
+
+// geminiPlaceSession writes ralphd's copy of s into the scratch dir, for
+// --session-file, and returns its path.
+func geminiPlaceSession(scratch string, s Session) (string, error) {
+	if err := s.Check(); err != nil {
+		return "", err
+	}
+	if len(s.Files) != 1 || s.Files[0].Rel != geminiSessionFile(s.ID) {
+		return "", fmt.Errorf("session %s is not a Gemini CLI session", s.ID)
+	}
+	return writeScratch(scratch, s.Files[0].Rel, s.Files[0].Data)
 }
 
 // geminiPolicy renders the policy TOML; nil when nothing is denied.
