@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,4 +210,154 @@ func FuzzGeminiParser(f *testing.F) {
 
 func BenchmarkGeminiParser(b *testing.B) {
 	benchParser(b, Gemini{Now: clock}, "gemini-success.jsonl")
+}
+
+// geminiHome makes a home with Gemini CLI's session file of testSession,
+// as Gemini 0.61.0 names it, and returns the home and the file's path.
+func geminiHome(t *testing.T) (Home, string) {
+	t.Helper()
+	home := t.TempDir()
+	p := filepath.Join(home, ".gemini", "tmp", "repo", "chats", "session-2026-11-28T04-11-"+testSession[:8]+".jsonl")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	data := `{"sessionId":"` + testSession + `","projectHash":"x","kind":"main"}` + "\n" + `{"id":"m1","type":"user","content":"hi"}` + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Home{Dir: home, Getenv: func(string) string { return "" }}, p
+}
+
+func TestGeminiSavesAndResumesASession(t *testing.T) {
+	is := is.New(t)
+	h, p := geminiHome(t)
+	want, err := os.ReadFile(p)
+	is.NoErr(err)
+	inv := Invocation{Mode: "build", Dir: "/w/repo", Home: h, ScratchDir: t.TempDir()}
+	var g Gemini
+	is.True(CanResume(g))
+	s, err := g.SaveSession(inv, testSession)
+	is.NoErr(err)
+	is.Equal(s.ID, testSession)
+	is.Equal(len(s.Files), 1)
+	is.Equal(string(s.Files[0].Data), string(want))
+
+	// Between the runs the agent rewrites the session file and plants
+	// another that claims the id: the resume hands Gemini ralphd's copy,
+	// not any file in Gemini's dir.
+	is.NoErr(os.WriteFile(p, []byte("planted\n"), 0o600))
+	inv.Resume, inv.Prompt = &s, "go on"
+	spec, err := g.Command(inv)
+	is.NoErr(err)
+	is.True(!slices.Contains(spec.Argv, "--resume"))
+	i := slices.Index(spec.Argv, "--session-file")
+	is.True(i > 0)
+	is.Equal(filepath.Dir(spec.Argv[i+1]), inv.ScratchDir)
+	got, err := os.ReadFile(spec.Argv[i+1])
+	is.NoErr(err)
+	is.Equal(string(got), string(want))
+	is.Equal(spec.Stdin, "go on")
+
+	// A fresh run has no --session-file.
+	inv.Resume = nil
+	spec, err = g.Command(inv)
+	is.NoErr(err)
+	is.True(!slices.Contains(spec.Argv, "--session-file"))
+
+	// GEMINI_CLI_HOME moves Gemini's dir.
+	other := t.TempDir()
+	is.NoErr(os.Rename(filepath.Join(h.Dir, ".gemini"), filepath.Join(other, ".gemini")))
+	h.Getenv = func(k string) string {
+		if k == "GEMINI_CLI_HOME" {
+			return other
+		}
+		return ""
+	}
+	is.NoErr(os.WriteFile(filepath.Join(other, ".gemini", "tmp", "repo", "chats", filepath.Base(p)), want, 0o600))
+	_, err = g.SaveSession(Invocation{Home: h}, testSession)
+	is.NoErr(err)
+}
+
+// The agent's tries at making ralphd keep, or resume, something other
+// than its own session file: each leaves nothing to resume.
+func TestGeminiSaveSessionRefusesPlants(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, h Home, p string)
+		id    string
+	}{
+		{"session file is a link to a secret", func(t *testing.T, h Home, p string) {
+			secret := filepath.Join(h.Dir, "secret")
+			_ = os.WriteFile(secret, []byte(`{"sessionId":"`+testSession+`"}`), 0o600)
+			_ = os.Remove(p)
+			_ = os.Symlink(secret, p)
+		}, testSession},
+		{"session file is a hard link", func(t *testing.T, h Home, p string) {
+			_ = os.Link(p, filepath.Join(h.Dir, "other"))
+		}, testSession},
+		{"chats dir is a link", func(t *testing.T, h Home, p string) {
+			d := filepath.Dir(p)
+			elsewhere := filepath.Join(h.Dir, "elsewhere")
+			_ = os.Rename(d, elsewhere)
+			_ = os.Symlink(elsewhere, d)
+		}, testSession},
+		{"tmp dir is a link", func(t *testing.T, h Home, p string) {
+			d := filepath.Join(h.Dir, ".gemini", "tmp")
+			elsewhere := filepath.Join(h.Dir, "elsewhere")
+			_ = os.Rename(d, elsewhere)
+			_ = os.Symlink(elsewhere, d)
+		}, testSession},
+		{"a second file claims the id in another project", func(t *testing.T, h Home, p string) {
+			q := filepath.Join(h.Dir, ".gemini", "tmp", "evil", "chats", "session-2026-11-28T05-00-"+testSession[:8]+".jsonl")
+			_ = os.MkdirAll(filepath.Dir(q), 0o700)
+			_ = os.WriteFile(q, []byte(`{"sessionId":"`+testSession+`"}`+"\n"), 0o600)
+		}, testSession},
+		{"the file claims another id", func(t *testing.T, h Home, p string) {
+			_ = os.WriteFile(p, []byte(`{"sessionId":"`+testSession[:35]+`0"}`+"\n"), 0o600)
+		}, testSession},
+		{"a subagent's file", func(t *testing.T, h Home, p string) {
+			_ = os.WriteFile(p, []byte(`{"sessionId":"`+testSession+`","kind":"subagent"}`+"\n"), 0o600)
+		}, testSession},
+		{"an id that is a path", func(t *testing.T, h Home, p string) {}, "../../../../etc/passwd"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, p := geminiHome(t)
+			c.plant(t, h, p)
+			if s, err := (Gemini{}).SaveSession(Invocation{Dir: "/w/repo", Home: h}, c.id); err == nil {
+				t.Fatalf("SaveSession kept %+v", s)
+			}
+		})
+	}
+}
+
+// A session that is not one Gemini's SaveSession made is not handed to
+// the CLI, and nothing is written outside the scratch dir.
+func TestGeminiCommandRefusesForeignSessions(t *testing.T) {
+	for _, s := range []Session{
+		{ID: testSession, Files: []SessionFile{{Rel: "../" + geminiSessionFile(testSession), Data: []byte("x")}}},
+		{ID: testSession, Files: []SessionFile{{Rel: "projects/-w/" + testSession + ".jsonl", Data: []byte("x")}}},
+		{ID: testSession, Files: []SessionFile{{Rel: geminiSessionFile(testSession)}, {Rel: geminiSessionFile(testSession)}}},
+		{ID: "x", Files: []SessionFile{{Rel: geminiSessionFile("x")}}},
+	} {
+		scratch := t.TempDir()
+		if _, err := (Gemini{}).Command(Invocation{Mode: "build", ScratchDir: scratch, Resume: &s}); err == nil {
+			t.Errorf("Command resumed %+v", s)
+		}
+		if ents, _ := os.ReadDir(scratch); len(ents) != 0 {
+			t.Errorf("Command wrote %v for %+v", ents, s)
+		}
+	}
+}
+
+func FuzzGeminiFileSession(f *testing.F) {
+	f.Add([]byte(`{"sessionId":"` + testSession + `"}` + "\n{}"))
+	f.Add([]byte(`{"sessionId":"x","kind":"subagent"}`))
+	f.Add([]byte("\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		id := geminiFileSession(data)
+		first, _, _ := bytes.Cut(data, []byte("\n"))
+		if id != "" && !bytes.Contains(first, []byte("sessionId")) {
+			t.Fatalf("geminiFileSession(%q) = %q from a line without a sessionId", data, id)
+		}
+	})
 }
