@@ -30,6 +30,10 @@ const doltInstall = "go install github.com/dolthub/dolt/go/cmd/dolt@v0.40.5-0.20
 // another host, not localhost), and creates the project's database as
 // `bd init --server` does. It needs dolt on PATH and skips without it.
 func TestReadmeDoltServer(t *testing.T) {
+	// scripts/test installs the same pin, for CI.
+	if b, err := os.ReadFile("../../scripts/test"); err != nil || !strings.Contains(string(b), "dolt_version="+strings.TrimPrefix(doltInstall, "go install github.com/dolthub/dolt/go/cmd/dolt@")+"\n") {
+		t.Errorf("scripts/test does not install the Dolt this test names (%s): keep the two pins the same", doltInstall)
+	}
 	if testing.Short() {
 		t.Skip("starts a Dolt sql-server")
 	}
