@@ -55,10 +55,16 @@ func CanResume(b Backend) bool {
 	return ok
 }
 
-// ValidSessionID reports whether id has the form of the session ids
-// Claude Code and Codex give (a UUID: 8-4-4-4-12 hex digits). Only such
-// an id is ever put in a path or a command line.
+// ValidSessionID reports whether id has the form of the session ids the
+// resuming CLIs give: a UUID (8-4-4-4-12 hex digits: Claude Code, Codex,
+// Gemini CLI) or opencode's "ses_" and 26 ASCII letters and digits. Only
+// such an id is ever put in a path or a command line.
 func ValidSessionID(id string) bool {
+	return validUUID(id) || validOpencodeID(id)
+}
+
+// validUUID reports whether id is a UUID, 8-4-4-4-12 hex digits.
+func validUUID(id string) bool {
 	if len(id) != 36 {
 		return false
 	}
@@ -73,6 +79,22 @@ func ValidSessionID(id string) bool {
 			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// validOpencodeID reports whether id is an opencode session id: "ses_"
+// and 26 ASCII letters and digits.
+func validOpencodeID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "ses_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
 		}
 	}
 	return true
@@ -96,7 +118,7 @@ func validRel(rel string) bool {
 // below the CLI's dir or not named for the session.
 func (s Session) Check() error {
 	if !ValidSessionID(s.ID) {
-		return fmt.Errorf("session id %q is not a UUID", s.ID)
+		return fmt.Errorf("session id %q is not a session id (a UUID, or opencode's ses_...)", s.ID)
 	}
 	if len(s.Files) == 0 {
 		return fmt.Errorf("session %s has no files", s.ID)

@@ -12,6 +12,9 @@ import (
 
 const testSession = "862e0dbf-f692-4422-96cc-30c52efcdae5"
 
+// testOpencodeSession is an opencode session id.
+const testOpencodeSession = "ses_4a1b2c3d4e5f6a7b8c9d0e1f2a"
+
 func TestValidSessionID(t *testing.T) {
 	for _, c := range []struct {
 		id   string
@@ -30,6 +33,20 @@ func TestValidSessionID(t *testing.T) {
 		{"862e0dbf-f692-4422-96cc-30c52efcdae5\n", false},   // a newline
 		{"T-862e0dbf-f692-4422-96cc-30c52efcdae5", false},   // Amp's thread ids are not resumed
 		{"862e0dbf-f692-4422-96cc-30c5\x002efcdae5", false}, // a NUL
+		{testOpencodeSession, true},
+		{"ses_" + strings.Repeat("Z", 26), true},
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1f2", false},            // short
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1f2ab", false},          // long
+		{"SES_4a1b2c3d4e5f6a7b8c9d0e1f2a", false},           // prefix case
+		{"ses-4a1b2c3d4e5f6a7b8c9d0e1f2a", false},           // prefix dash
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1/2a", false},           // a slash
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1.2a", false},           // a dot
+		{"ses_../../../../../../../etc", false},             // a path
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1\x002a", false},        // a NUL
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1_2a", false},           // an underscore past the prefix
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1f2\n", false},          // a newline
+		{"--session=4a1b2c3d4e5f6a7b8c9d0", false},          // an option
+		{"ses_4a1b2c3d4e5f6a7b8c9d0e1f2\u00e9"[:30], false}, // not ASCII
 	} {
 		if got := ValidSessionID(c.id); got != c.want {
 			t.Errorf("ValidSessionID(%q) = %v, want %v", c.id, got, c.want)
@@ -40,15 +57,20 @@ func TestValidSessionID(t *testing.T) {
 func FuzzValidSessionID(f *testing.F) {
 	f.Add(testSession)
 	f.Add("../x")
+	f.Add(testOpencodeSession)
 	f.Fuzz(func(t *testing.T, id string) {
 		if !ValidSessionID(id) {
 			return
 		}
 		// A valid id is safe in a path and on a command line.
-		if len(id) != 36 || strings.ContainsAny(id, "/\\.\x00\n ") || id[0] == '-' {
+		if len(id) != 30 && len(id) != 36 || strings.ContainsAny(id, "/\\.\x00\n ") || id[0] == '-' {
 			t.Fatalf("ValidSessionID accepted %q", id)
 		}
-		if strings.Trim(id, "0123456789abcdefABCDEF-") != "" {
+		if len(id) == 36 && strings.Trim(id, "0123456789abcdefABCDEF-") != "" {
+			t.Fatalf("ValidSessionID accepted %q", id)
+		}
+		if len(id) == 30 && (!strings.HasPrefix(id, "ses_") ||
+			strings.Trim(id[4:], "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") {
 			t.Fatalf("ValidSessionID accepted %q", id)
 		}
 	})
