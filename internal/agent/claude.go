@@ -197,7 +197,7 @@ func claudeProject(dir string) string {
 // Claude Code put it (a long path, which it shortens), the one dir under
 // projects/ that holds the session is used; two are an error.
 func (c Claude) SaveSession(inv Invocation, id string) (Session, error) {
-	if !ValidSessionID(id) {
+	if !validUUID(id) {
 		return Session{}, fmt.Errorf("claude session id %q is not a UUID", id)
 	}
 	root := claudeDir(inv.Home)

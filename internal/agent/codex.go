@@ -301,7 +301,7 @@ const codexSessions = "sessions"
 // needs (Codex 0.169.0 finds it by its name when its state database does
 // not know the thread). Two rollouts of one id are an error.
 func (c Codex) SaveSession(inv Invocation, id string) (Session, error) {
-	if !ValidSessionID(id) {
+	if !validUUID(id) {
 		return Session{}, fmt.Errorf("codex session id %q is not a UUID", id)
 	}
 	root := c.realHome()

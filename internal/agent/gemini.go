@@ -173,7 +173,7 @@ func geminiDir(h Home) string {
 // first line says sessionId id, read never through a link. None or two
 // are an error (no session is kept).
 func (g Gemini) SaveSession(inv Invocation, id string) (Session, error) {
-	if !ValidSessionID(id) {
+	if !validUUID(id) {
 		return Session{}, fmt.Errorf("gemini session id %q is not a UUID", id)
 	}
 	root := geminiDir(inv.Home)

@@ -1,8 +1,13 @@
 package agent
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -121,7 +127,190 @@ func (o Opencode) Command(inv Invocation) (Spec, error) {
 	if cfg != nil {
 		env = append(env, OpencodeConfigEnv+"="+string(cfg))
 	}
+	db, err := opencodeDatabase(inv)
+	if err != nil {
+		return Spec{}, err
+	}
+	if db != "" {
+		env = append(env, OpencodeDBEnv+"="+db)
+	}
+	if inv.Resume != nil {
+		argv = append(argv, "--session", inv.Resume.ID)
+	}
 	return Spec{Argv: argv, Env: env, Stdin: inv.Prompt}, nil
+}
+
+// Resuming an opencode session.
+//
+// opencode (1.18.33) keeps every session as rows of one SQLite database,
+// opencode/opencode.db under $XDG_DATA_HOME, with its -wal and -shm, and
+// `opencode run --session <id>` resumes one (an unknown id: "Session not
+// found", exit 1, no stream). ralphd cannot copy a shared database back
+// without overwriting the user's other sessions, so each BUILD run gets a
+// database of its own through OPENCODE_DB:
+// opencode/ralphd/issue-<issue>.db under the data dir, whose old copy
+// (and -wal, -shm, -journal) is removed, never through a link, before a
+// fresh run. SaveSession reads that database and its -wal (never through
+// a link) as the session's files, renamed <id>.db and <id>.db-wal; the
+// resume writes them back below opencode/ralphd (placeSession), removes
+// any -wal, -shm or -journal it did not write (a planted -wal would be
+// replayed over ralphd's copy), and points OPENCODE_DB at the restored
+// file. Never --continue: with no session it starts a fresh one without
+// a word.
+
+// OpencodeDBEnv is the variable that moves opencode's database.
+const OpencodeDBEnv = "OPENCODE_DB"
+
+// opencodeDBDir is the dir of ralphd's databases below the data dir.
+const opencodeDBDir = "opencode/ralphd"
+
+// opencodeSidecars are the files SQLite keeps beside a database.
+var opencodeSidecars = []string{"-wal", "-shm", "-journal"}
+
+// opencodeDataHome is the XDG data dir the databases live under, or ""
+// when the home is unknown.
+func opencodeDataHome(h Home) string { return h.xdg("XDG_DATA_HOME", filepath.Join(".local", "share")) }
+
+// opencodeDBName is the database file of a fresh BUILD run on issue: the
+// issue id when it is plain letters, digits, '-' and '_', else a hash of
+// it.
+func opencodeDBName(issue string) string {
+	plain := len(issue) <= 64
+	for i := 0; i < len(issue) && plain; i++ {
+		c := issue[i]
+		plain = c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_'
+	}
+	if plain {
+		return "issue-" + issue + ".db"
+	}
+	sum := sha256.Sum256([]byte(issue))
+	return "hash-" + hex.EncodeToString(sum[:16]) + ".db"
+}
+
+// opencodeDatabase prepares the database of a BUILD run of inv and
+// returns its path: a fresh one (old copies removed) or, for a resume,
+// ralphd's copy of the session put back. "" when the run is not a BUILD
+// run on an issue or the home is unknown (opencode's own database).
+func opencodeDatabase(inv Invocation) (string, error) {
+	data := opencodeDataHome(inv.Home)
+	if inv.Mode != "build" || inv.IssueID == "" || data == "" {
+		if inv.Resume != nil {
+			return "", fmt.Errorf("resume opencode session %s: no database for a run outside BUILD or without a home", inv.Resume.ID)
+		}
+		return "", nil
+	}
+	root, err := atomicfile.MakeDirAll(data, 0o700)
+	if err != nil {
+		return "", fmt.Errorf("opencode database: %w", err)
+	}
+	defer root.Close()
+	d, err := root.MakeDir(opencodeDBDir, 0o700)
+	if err != nil {
+		return "", fmt.Errorf("opencode database: %w", err)
+	}
+	defer d.Close()
+	name := opencodeDBName(inv.IssueID)
+	keep := map[string]bool{}
+	if s := inv.Resume; s != nil {
+		if err := opencodeCheckSession(*s); err != nil {
+			return "", fmt.Errorf("resume opencode session: %w", err)
+		}
+		for _, f := range s.Files {
+			// placeSession removes a file or link in the way; a dir the
+			// agent filled is removed here.
+			if err := removeAbsent(d, f.Rel); err != nil {
+				return "", fmt.Errorf("resume opencode session: %w", err)
+			}
+		}
+		if err := placeSession(d.Path(), *s); err != nil {
+			return "", fmt.Errorf("resume opencode session: %w", err)
+		}
+		name = s.ID + ".db"
+		for _, f := range s.Files {
+			keep[f.Rel] = true
+		}
+	} else if err := removeAbsent(d, name); err != nil {
+		return "", fmt.Errorf("opencode database: %w", err)
+	}
+	for _, suf := range opencodeSidecars {
+		if keep[name+suf] {
+			continue
+		}
+		if err := removeAbsent(d, name+suf); err != nil {
+			return "", fmt.Errorf("opencode database: %w", err)
+		}
+	}
+	return d.Join(name), nil
+}
+
+// removeAbsent removes name in d, and all below it when it is a dir,
+// never through a link; a missing name is no error.
+func removeAbsent(d *atomicfile.Dir, name string) error { return d.RemoveAll(name) }
+
+// opencodeCheckSession reports what is wrong with s as an opencode
+// session: its id must be opencode's, its files <id>.db and, optionally,
+// <id>.db-wal.
+func opencodeCheckSession(s Session) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if !validOpencodeID(s.ID) {
+		return fmt.Errorf("session %s is not an opencode session", s.ID)
+	}
+	db := false
+	for _, f := range s.Files {
+		switch f.Rel {
+		case s.ID + ".db":
+			db = true
+		case s.ID + ".db-wal":
+		default:
+			return fmt.Errorf("session %s: file %q is not an opencode database", s.ID, f.Rel)
+		}
+	}
+	if !db || len(s.Files) > 2 {
+		return fmt.Errorf("session %s: not one opencode database", s.ID)
+	}
+	return nil
+}
+
+// SaveSession reads back the database of a BUILD run of inv on its issue
+// and its -wal, never through a link, as session id's files. A database
+// that does not mention id is not kept.
+func (o Opencode) SaveSession(inv Invocation, id string) (Session, error) {
+	if !validOpencodeID(id) {
+		return Session{}, fmt.Errorf("opencode session id %q is not an opencode session id", id)
+	}
+	data := opencodeDataHome(inv.Home)
+	if data == "" || inv.IssueID == "" {
+		return Session{}, fmt.Errorf("opencode session %s: no home dir or issue", id)
+	}
+	root, err := atomicfile.OpenDir(data)
+	if err != nil {
+		return Session{}, fmt.Errorf("opencode session %s: %w", id, err)
+	}
+	defer root.Close()
+	d, err := root.OpenDir(opencodeDBDir)
+	if err != nil {
+		return Session{}, fmt.Errorf("opencode session %s: %w", id, err)
+	}
+	defer d.Close()
+	name := opencodeDBName(inv.IssueID)
+	db, err := d.ReadFile(name, MaxSessionBytes)
+	if err != nil {
+		return Session{}, fmt.Errorf("opencode session %s: %w", id, err)
+	}
+	s := Session{ID: id, Files: []SessionFile{{Rel: id + ".db", Data: db}}}
+	wal, err := d.ReadFile(name+"-wal", MaxSessionBytes)
+	switch {
+	case err == nil:
+		s.Files = append(s.Files, SessionFile{Rel: id + ".db-wal", Data: wal})
+	case !errors.Is(err, fs.ErrNotExist):
+		return Session{}, fmt.Errorf("opencode session %s: %w", id, err)
+	}
+	if !bytes.Contains(db, []byte(id)) && !bytes.Contains(wal, []byte(id)) {
+		return Session{}, fmt.Errorf("opencode session %s: its database %s does not hold it", id, d.Join(name))
+	}
+	return s, opencodeCheckSession(s)
 }
 
 // opencodeConfig renders the inline config with the bash deny rules; nil

@@ -1,7 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -174,4 +179,215 @@ func TestOpencodeUnpricedCost(t *testing.T) {
 	p.Line([]byte(`{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"type":"step-finish","reason":"stop","tokens":{"input":100,"output":11},"cost":0.25}}`))
 	o = p.Finish(0, "")
 	is.True(o.CostUSD != nil && *o.CostUSD == 0.25) // a priced run keeps its cost
+}
+
+// opencodeHome is a home dir for the opencode session tests, and the dir
+// of ralphd's databases below it.
+func opencodeHome(t *testing.T) (Home, string) {
+	t.Helper()
+	home := t.TempDir()
+	return Home{Dir: home, Getenv: func(string) string { return "" }}, filepath.Join(home, ".local", "share", "opencode", "ralphd")
+}
+
+// specEnv returns the last value of key in spec's environment.
+func specEnv(spec Spec, key string) string {
+	v := ""
+	for _, kv := range spec.Env {
+		if s, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+func TestOpencodeSavesAndResumesASession(t *testing.T) {
+	is := is.New(t)
+	h, dir := opencodeHome(t)
+	var o Opencode
+	is.True(CanResume(o))
+	inv := Invocation{Mode: "build", IssueID: "e2e-a", Dir: "/w/repo", Home: h, Prompt: "work"}
+
+	// A fresh run: its own database, old copies (and a link in the
+	// database's place) removed, the link's target left alone.
+	is.NoErr(os.MkdirAll(dir, 0o700))
+	secret := filepath.Join(h.Dir, "secret")
+	is.NoErr(os.WriteFile(secret, []byte("keep"), 0o600))
+	db := filepath.Join(dir, "issue-e2e-a.db")
+	is.NoErr(os.Symlink(secret, db))
+	is.NoErr(os.WriteFile(db+"-wal", []byte("old"), 0o600))
+	is.NoErr(os.MkdirAll(filepath.Join(db+"-shm", "x"), 0o700))
+	spec, err := o.Command(inv)
+	is.NoErr(err)
+	is.Equal(specEnv(spec, OpencodeDBEnv), db)
+	is.True(!slices.Contains(spec.Argv, "--session"))
+	is.True(!slices.Contains(spec.Argv, "--continue"))
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		_, err := os.Lstat(p)
+		is.True(errors.Is(err, fs.ErrNotExist))
+	}
+	got, err := os.ReadFile(secret)
+	is.NoErr(err)
+	is.Equal(string(got), "keep")
+
+	// opencode writes its database and -wal; ralphd keeps both.
+	is.NoErr(os.WriteFile(db, []byte("SQLite format 3\x00 main"), 0o600))
+	is.NoErr(os.WriteFile(db+"-wal", []byte("wal "+testOpencodeSession), 0o600))
+	is.NoErr(os.WriteFile(db+"-shm", []byte("shm"), 0o600))
+	s, err := o.SaveSession(inv, testOpencodeSession)
+	is.NoErr(err)
+	is.Equal(s.ID, testOpencodeSession)
+	is.Equal(len(s.Files), 2)
+	is.Equal(s.Files[0].Rel, testOpencodeSession+".db")
+	is.Equal(s.Files[1].Rel, testOpencodeSession+".db-wal")
+
+	// Before the resume the agent rewrites the database it knows of and
+	// plants a -shm and a -journal beside the resumed one's name.
+	is.NoErr(os.WriteFile(db, []byte("planted"), 0o600))
+	resumed := filepath.Join(dir, testOpencodeSession+".db")
+	is.NoErr(os.WriteFile(resumed, []byte("planted"), 0o600))
+	is.NoErr(os.WriteFile(resumed+"-shm", []byte("planted"), 0o600))
+	is.NoErr(os.Symlink(secret, resumed+"-journal"))
+	inv.Resume, inv.Prompt = &s, "go on"
+	spec, err = o.Command(inv)
+	is.NoErr(err)
+	is.Equal(specEnv(spec, OpencodeDBEnv), resumed)
+	i := slices.Index(spec.Argv, "--session")
+	is.True(i > 0)
+	is.Equal(spec.Argv[i+1], testOpencodeSession)
+	is.True(!slices.Contains(spec.Argv, "--continue"))
+	is.Equal(spec.Stdin, "go on")
+	for _, f := range s.Files {
+		got, err := os.ReadFile(filepath.Join(dir, f.Rel))
+		is.NoErr(err)
+		is.Equal(string(got), string(f.Data))
+	}
+	for _, p := range []string{resumed + "-shm", resumed + "-journal"} {
+		_, err := os.Lstat(p)
+		is.True(errors.Is(err, fs.ErrNotExist))
+	}
+
+	// A session kept without a -wal: a -wal planted beside the resumed
+	// database would be replayed over it, so it goes.
+	s.Files = s.Files[:1]
+	s.Files[0].Data = []byte("db " + testOpencodeSession)
+	is.NoErr(os.WriteFile(resumed+"-wal", []byte("planted"), 0o600))
+	_, err = o.Command(inv)
+	is.NoErr(err)
+	_, err = os.Lstat(resumed + "-wal")
+	is.True(errors.Is(err, fs.ErrNotExist))
+
+	// XDG_DATA_HOME moves the databases; a relative one is ignored.
+	data := t.TempDir()
+	h.Getenv = func(k string) string {
+		if k == "XDG_DATA_HOME" {
+			return data
+		}
+		return ""
+	}
+	spec, err = o.Command(Invocation{Mode: "build", IssueID: "e2e-a", Home: h})
+	is.NoErr(err)
+	is.Equal(specEnv(spec, OpencodeDBEnv), filepath.Join(data, "opencode", "ralphd", "issue-e2e-a.db"))
+
+	// PLANNING keeps opencode's own database.
+	spec, err = o.Command(Invocation{Mode: "plan", Home: h})
+	is.NoErr(err)
+	is.Equal(specEnv(spec, OpencodeDBEnv), "")
+}
+
+func TestOpencodeDBName(t *testing.T) {
+	is := is.New(t)
+	is.Equal(opencodeDBName("e2e-a"), "issue-e2e-a.db")
+	is.Equal(opencodeDBName("bd-1_x"), "issue-bd-1_x.db")
+	seen := map[string]bool{}
+	for _, id := range []string{"../../x", "a/b", "a.b", ".", "x\x00", strings.Repeat("a", 65), "-", "--session"} {
+		n := opencodeDBName(id)
+		is.True(!strings.ContainsAny(strings.TrimSuffix(n, ".db"), "/.\x00")) // one plain name
+		is.True(strings.HasPrefix(n, "issue-") || strings.HasPrefix(n, "hash-"))
+		is.True(!seen[n])
+		seen[n] = true
+	}
+}
+
+// The agent's tries at making ralphd keep something other than its run's
+// database: each leaves nothing to resume.
+func TestOpencodeSaveSessionRefusesPlants(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, h Home, dir string)
+		id    string
+	}{
+		{"database is a link to a secret", func(t *testing.T, h Home, dir string) {
+			secret := filepath.Join(h.Dir, "secret")
+			_ = os.WriteFile(secret, []byte(testOpencodeSession), 0o600)
+			_ = os.Remove(filepath.Join(dir, "issue-e2e-a.db"))
+			_ = os.Symlink(secret, filepath.Join(dir, "issue-e2e-a.db"))
+		}, testOpencodeSession},
+		{"database is a hard link", func(t *testing.T, h Home, dir string) {
+			_ = os.Link(filepath.Join(dir, "issue-e2e-a.db"), filepath.Join(h.Dir, "other"))
+		}, testOpencodeSession},
+		{"-wal is a link", func(t *testing.T, h Home, dir string) {
+			secret := filepath.Join(h.Dir, "secret")
+			_ = os.WriteFile(secret, []byte("secret"), 0o600)
+			_ = os.Symlink(secret, filepath.Join(dir, "issue-e2e-a.db-wal"))
+		}, testOpencodeSession},
+		{"ralphd's dir is a link", func(t *testing.T, h Home, dir string) {
+			elsewhere := filepath.Join(h.Dir, "elsewhere")
+			_ = os.Rename(dir, elsewhere)
+			_ = os.Symlink(elsewhere, dir)
+		}, testOpencodeSession},
+		{"a second database holds the session, the run's does not", func(t *testing.T, h Home, dir string) {
+			_ = os.WriteFile(filepath.Join(dir, "issue-e2e-a.db"), []byte("SQLite format 3"), 0o600)
+			_ = os.WriteFile(filepath.Join(dir, testOpencodeSession+".db"), []byte(testOpencodeSession), 0o600)
+		}, testOpencodeSession},
+		{"the run's database is gone", func(t *testing.T, h Home, dir string) {
+			_ = os.Remove(filepath.Join(dir, "issue-e2e-a.db"))
+			_ = os.WriteFile(filepath.Join(dir, "issue-other.db"), []byte(testOpencodeSession), 0o600)
+		}, testOpencodeSession},
+		{"database too large", func(t *testing.T, h Home, dir string) {
+			_ = os.WriteFile(filepath.Join(dir, "issue-e2e-a.db-wal"), bytes.Repeat([]byte("x"), MaxSessionBytes), 0o600)
+		}, testOpencodeSession},
+		{"a UUID", func(t *testing.T, h Home, dir string) {}, testSession},
+		{"a path as id", func(t *testing.T, h Home, dir string) {}, "ses_../../../../../../../etc"},
+		{"an option as id", func(t *testing.T, h Home, dir string) {}, "--continue"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			h, dir := opencodeHome(t)
+			is.NoErr(os.MkdirAll(dir, 0o700))
+			is.NoErr(os.WriteFile(filepath.Join(dir, "issue-e2e-a.db"), []byte("db "+testOpencodeSession), 0o600))
+			c.plant(t, h, dir)
+			_, err := Opencode{}.SaveSession(Invocation{Mode: "build", IssueID: "e2e-a", Home: h}, c.id)
+			is.True(err != nil)
+		})
+	}
+}
+
+// Sessions that are not opencode's, or not ralphd's copy of one, are not
+// put back.
+func TestOpencodeCommandRefusesForeignSessions(t *testing.T) {
+	db := func(id string) SessionFile { return SessionFile{Rel: id + ".db", Data: []byte("db")} }
+	for _, c := range []struct {
+		name string
+		s    Session
+		mode string
+	}{
+		{"a UUID session", Session{ID: testSession, Files: []SessionFile{db(testSession)}}, "build"},
+		{"a bad id", Session{ID: "ses_../../x", Files: []SessionFile{db("ses_../../x")}}, "build"},
+		{"no database", Session{ID: testOpencodeSession, Files: []SessionFile{{Rel: testOpencodeSession + ".db-wal", Data: []byte("w")}}}, "build"},
+		{"a second database", Session{ID: testOpencodeSession, Files: []SessionFile{db(testOpencodeSession), {Rel: "x-" + testOpencodeSession + ".db", Data: []byte("d")}}}, "build"},
+		{"a -shm", Session{ID: testOpencodeSession, Files: []SessionFile{db(testOpencodeSession), {Rel: testOpencodeSession + ".db-shm", Data: []byte("s")}}}, "build"},
+		{"a file in a subdir", Session{ID: testOpencodeSession, Files: []SessionFile{{Rel: "../" + testOpencodeSession + ".db", Data: []byte("d")}}}, "build"},
+		{"in PLANNING", Session{ID: testOpencodeSession, Files: []SessionFile{db(testOpencodeSession)}}, "plan"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			h, dir := opencodeHome(t)
+			_, err := Opencode{}.Command(Invocation{Mode: c.mode, IssueID: "e2e-a", Home: h, Resume: &c.s})
+			is.True(err != nil)
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				is.True(!strings.HasPrefix(e.Name(), "ses_")) // nothing was written
+			}
+		})
+	}
 }
