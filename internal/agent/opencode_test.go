@@ -391,3 +391,15 @@ func TestOpencodeCommandRefusesForeignSessions(t *testing.T) {
 		})
 	}
 }
+
+// A resume opencode refuses (1.18.33: "Error: Session not found" on
+// stderr, exit 1, nothing on stdout) ends before any tool ran, which the
+// loop takes as a failed resume and falls back to a fresh session.
+func TestOpencodeResumeRefused(t *testing.T) {
+	is := is.New(t)
+	p := Opencode{Now: clock}.NewParser()
+	out := p.Finish(1, "\x1b[91m\x1b[1mError: \x1b[0mSession not found\n")
+	is.Equal(out.Status, StatusCrashed)
+	is.Equal(out.ToolCalls, 0)
+	is.True(strings.Contains(out.Reason, "Session not found"))
+}
