@@ -38,6 +38,12 @@ var resumeCLIs = []resumeCLI{
 		t.Parallel()
 		return newCLIE2E(t, cliBackends[0], s...)
 	}},
+	// opencode resumes its run's own database (OPENCODE_DB) and sends the
+	// same session id (X-Session-Id): the same conversation goes on.
+	{name: "opencode", timeout: "60s", start: func(t *testing.T, s ...scriptedapi.Script) *e2e {
+		t.Parallel()
+		return newCLIE2E(t, cliBackends[1], s...)
+	}},
 }
 
 // resumeScript is the model's side: work, hang, then (resumed) close.
