@@ -3,6 +3,8 @@ package mergeq
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/git"
 )
@@ -22,6 +24,14 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 	}
 	in := &integration{q: q, req: req, strategy: q.strategy()}
 	for in.res.Rounds < q.maxRounds() {
+		if in.res.Rounds > 0 {
+			// Another clone landed first: wait a little, a random part of
+			// a time that doubles each round, so that clones racing for
+			// the remote do not meet in step again.
+			if err := pause(ctx, backoff(in.res.Rounds, rand.N[int64])); err != nil {
+				return in.res, fmt.Errorf("integrate %s: %w", req.Issue, err)
+			}
+		}
 		in.res.Rounds++
 		if ended, err := in.round(ctx); ended || err != nil {
 			return in.res, err
@@ -47,6 +57,24 @@ func (q *Queue) handOver(ctx context.Context, req Request) (Request, error) {
 		return req, fmt.Errorf("integrate: %q is not a commit id", req.Commit)
 	}
 	return req, nil
+}
+
+// Pauses between rounds: backoff's first and its longest.
+const (
+	backoffBase = 50 * time.Millisecond
+	backoffMax  = 2 * time.Second
+)
+
+// backoff is the pause before the round after the rejected round n (from
+// 1): half of backoffBase·2^(n-1), capped at backoffMax, plus a random
+// part of the other half, drawn by randN (a number in [0, its argument)).
+func backoff(n int, randN func(int64) int64) time.Duration {
+	d := backoffMax
+	if n <= 6 {
+		d = min(backoffBase<<(n-1), backoffMax)
+	}
+	half := int64(d / 2)
+	return time.Duration(half + randN(half+1))
 }
 
 // maxRounds is MaxPushTries, or its default.

@@ -49,8 +49,11 @@ import (
 	"github.com/ralphd/ralphd/internal/git"
 )
 
-// DefaultMaxPushTries bounds fetch-rebase-verify-push rounds.
-const DefaultMaxPushTries = 5
+// DefaultMaxPushTries bounds fetch-rebase-verify-push rounds. Rounds
+// after a rejection wait a random, doubling pause (backoff), so eight
+// rounds wait five seconds at most in all: enough for clones that push
+// at the same moment to take turns.
+const DefaultMaxPushTries = 8
 
 // KeptPrefix starts the branches that keep work that could not be
 // integrated: ralphd/kept/<issue>/<time>.

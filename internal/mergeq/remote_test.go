@@ -2,11 +2,13 @@ package mergeq
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/matryer/is"
 )
@@ -51,4 +53,38 @@ exit $rc
 	is.True(!strings.Contains(sh(t, remote, "git", "log", "--format=%s", "main"), "evil"))
 	is.True(!strings.Contains(sh(t, a.repo, "git", "log", "--format=%s", "main"), "evil"))
 	is.Equal(sh(t, a.repo, "git", "rev-parse", "main"), res.Commit)
+}
+
+// TestBackoff: the pause after rejected round n lies in [d/2, d] with d
+// doubling from 50ms and capped at 2s, and takes its random part from
+// randN, so two clones that were rejected together do not retry together.
+func TestBackoff(t *testing.T) {
+	lowest := func(int64) int64 { return 0 }
+	highest := func(n int64) int64 { return n - 1 }
+	for _, tc := range []struct {
+		n        int
+		min, max time.Duration
+	}{
+		{1, 25 * time.Millisecond, 50 * time.Millisecond},
+		{2, 50 * time.Millisecond, 100 * time.Millisecond},
+		{5, 400 * time.Millisecond, 800 * time.Millisecond},
+		{6, 800 * time.Millisecond, 1600 * time.Millisecond},
+		{7, time.Second, 2 * time.Second},
+		{64, time.Second, 2 * time.Second},
+		{1 << 30, time.Second, 2 * time.Second},
+	} {
+		if got := backoff(tc.n, lowest); got != tc.min {
+			t.Errorf("backoff(%d), lowest draw = %v, want %v", tc.n, got, tc.min)
+		}
+		if got := backoff(tc.n, highest); got != tc.max {
+			t.Errorf("backoff(%d), highest draw = %v, want %v", tc.n, got, tc.max)
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for range 50 {
+		seen[backoff(4, rand.N[int64])] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("backoff(4) drew %d distinct pauses in 50 draws; want a random spread", len(seen))
+	}
 }
