@@ -115,17 +115,16 @@ func startProxy(t *testing.T, u upstreams) (*Proxy, func() []string) {
 
 // The proxy passes plain HTTP and CONNECT to allowed hosts, and refuses
 // the rest with a 403 that names the host, counting each refusal.
-func TestProxy(t *testing.T) {
-	is := is.New(t)
-	u := newUpstreams(t)
-	p, refused := startProxy(t, u)
-	tr := &http.Transport{
+// proxyGet returns a GET through p, as an agent's HTTP client in the
+// sandbox makes it (the proxy's socket is all it can reach; TLS is not
+// checked): the status code and body, or 0 and the error.
+func proxyGet(p *Proxy) func(url string) (int, string) {
+	c := &http.Client{Transport: &http.Transport{
 		Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy"}),
 		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return net.Dial("unix", p.Socket()) },
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
-	}
-	c := &http.Client{Transport: tr}
-	get := func(url string) (int, string) {
+	}}
+	return func(url string) (int, string) {
 		resp, err := c.Get(url)
 		if err != nil {
 			return 0, err.Error()
@@ -134,6 +133,13 @@ func TestProxy(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+}
+
+func TestProxy(t *testing.T) {
+	is := is.New(t)
+	u := newUpstreams(t)
+	p, refused := startProxy(t, u)
+	get := proxyGet(p)
 	code, body := get(u.plain.URL + "/x")
 	is.Equal(code, 200) // plain HTTP to an allowed host
 	is.Equal(body, "hello from "+hostOf(u.plain)+"\n")

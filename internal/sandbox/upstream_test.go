@@ -2,15 +2,12 @@ package sandbox
 
 import (
 	"bufio"
-	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -150,20 +147,7 @@ func TestProxyChainsToUpstream(t *testing.T) {
 	p, err := ListenProxy(sock, allow, nil, via("me:secret"))
 	is.NoErr(err)
 	t.Cleanup(func() { p.Close() })
-	c := &http.Client{Transport: &http.Transport{
-		Proxy:           http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy"}),
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return net.Dial("unix", p.Socket()) },
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
-	}}
-	get := func(u string) (int, string) {
-		resp, err := c.Get(u)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := proxyGet(p)
 
 	code, body := get("https://api.example.test/v1")
 	is.Equal(code, 200) // a tunnel, through the corp proxy to the world
