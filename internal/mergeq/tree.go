@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/git"
@@ -135,17 +136,40 @@ func (q *Queue) dropTree(ctx context.Context) error {
 			if _, err := git.Output(ctx, q.Repo, "worktree", "remove", "--force", "--force", dir); err != nil {
 				// git refuses a worktree whose .git file a kill mid `worktree
 				// add` left unfinished ("not a .git file"): forget it by hand.
-				if ferr := q.forgetTree(ctx, dir); ferr != nil {
+				// git that failed to delete the files (a git the killed run
+				// started, still writing there: "Directory not empty") has
+				// forgotten it already; the files go below.
+				if ferr := q.forgetTree(ctx, dir); ferr != nil && !errors.Is(ferr, errNoRecord) {
 					return fmt.Errorf("remove the merge queue worktree: %w; and forget it: %w", err, ferr)
 				}
 			}
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := removeSettled(ctx, dir); err != nil {
 		return fmt.Errorf("remove the merge queue worktree: %w", err)
 	}
 	return nil
 }
+
+// removeSettled removes dir and what it holds. A git process the killed
+// run started lives on in its own process group and may still be writing
+// there (a checkout, a rebase step): a removal that meets its new files
+// is tried again, a few times, while it finishes.
+func removeSettled(ctx context.Context, dir string) error {
+	var err error
+	for try := 1; try <= 10; try++ {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		if perr := pause(ctx, time.Duration(try)*50*time.Millisecond); perr != nil {
+			return fmt.Errorf("%w (%w)", err, perr)
+		}
+	}
+	return fmt.Errorf("%w; is a git process still running in %s? stop it, then start again", err, dir)
+}
+
+// errNoRecord: git keeps no record of the worktree (forgetTree).
+var errNoRecord = errors.New("git keeps no record of it")
 
 // forgetTree removes git's record of the worktree at dir (its entry in
 // the common dir's worktrees/, found by the gitdir file that points at
@@ -170,5 +194,5 @@ func (q *Queue) forgetTree(ctx context.Context, dir string) error {
 			return os.RemoveAll(admin)
 		}
 	}
-	return fmt.Errorf("no record of %s in %s", dir, filepath.Join(common, "worktrees"))
+	return fmt.Errorf("%s in %s: %w", dir, filepath.Join(common, "worktrees"), errNoRecord)
 }
