@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Tracker is the part of a bd client a Claimer uses. A *beads.Client whose
@@ -232,16 +234,10 @@ func (c *Claimer) backoff(n int) time.Duration {
 	return time.Duration(f * float64(limit))
 }
 
+// sleep waits d between tries through c.Sleep, or proc.Sleep.
 func (c *Claimer) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return proc.Sleep(ctx, d)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // The target is the merge queue's: once Watch has run, only Integrate
@@ -509,7 +510,7 @@ func lockStays(ctx context.Context, p string, mod time.Time) (bool, error) {
 		if wait <= 0 {
 			return true, nil
 		}
-		if err := pause(ctx, min(wait, lockPoll)); err != nil {
+		if err := proc.Sleep(ctx, min(wait, lockPoll)); err != nil {
 			return false, fmt.Errorf("wait for the lock %s: %w", p, err)
 		}
 	}

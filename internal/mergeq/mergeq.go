@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // DefaultMaxPushTries bounds fetch-rebase-verify-push rounds. Rounds
@@ -312,7 +313,7 @@ func (q *Queue) base(ctx context.Context) (string, error) {
 		if try == fetchTries {
 			break
 		}
-		if perr := pause(ctx, time.Duration(try)*100*time.Millisecond); perr != nil {
+		if perr := proc.Sleep(ctx, time.Duration(try)*100*time.Millisecond); perr != nil {
 			return "", fmt.Errorf("fetch %s: %w", q.Remote, errors.Join(err, perr))
 		}
 	}

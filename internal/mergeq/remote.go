@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // remoteTip returns the remote's target once a fetch into ref has brought
@@ -33,23 +34,11 @@ func (q *Queue) remoteTip(ctx context.Context, ref string) (string, error) {
 			return "", fmt.Errorf("fetch %s: %s/%s is at %s, which its fetches did not bring: %w", q.Remote, q.Remote, q.Target, tip, ferr)
 		}
 		if try > 1 {
-			if err := pause(ctx, time.Duration(try)*100*time.Millisecond); err != nil {
+			if err := proc.Sleep(ctx, time.Duration(try)*100*time.Millisecond); err != nil {
 				return "", fmt.Errorf("fetch %s: %w", q.Remote, err)
 			}
 		}
 		_, ferr = git.Output(ctx, q.Repo, "fetch", "-q", "--no-tags", q.Remote, "+"+q.ref()+":"+ref)
-	}
-}
-
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

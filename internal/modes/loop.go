@@ -260,18 +260,12 @@ func (l *Loop) now() time.Time {
 	return time.Now()
 }
 
+// sleep waits d through l.Sleep (a test's clock), or proc.Sleep.
 func (l *Loop) sleep(ctx context.Context, d time.Duration) error {
 	if l.Sleep != nil {
 		return l.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return proc.Sleep(ctx, d)
 }
 
 func (l *Loop) human() *log.Logger {

@@ -79,3 +79,19 @@ func KillGroup(cmd *exec.Cmd) {
 
 // signalZero reports whether a process pid exists (kill(pid, 0)).
 func signalZero(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// Sleep waits d, or until ctx ends, and returns ctx's error then. It is
+// the one context-aware wait behind every retry, backoff and poll that
+// waits between subprocess calls (bd claims, the loop's quota and poll
+// waits, the merge queue's retries): a cancelled ctx ends it at once,
+// and its timer is stopped either way.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,4 +48,40 @@ func alive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(stat), ')')
 	return !(i > 0 && i+2 < len(stat) && stat[i+2] == 'Z')
+}
+
+func TestSleep(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		d    time.Duration
+		want error
+	}{
+		{"the wait ends", context.Background(), time.Millisecond, nil},
+		{"no wait", context.Background(), 0, nil},
+		{"a negative wait", context.Background(), -time.Hour, nil},
+		// An hour's wait ends at once with the context's error: the test
+		// would time out otherwise.
+		{"cancelled", cancelled, time.Hour, context.Canceled},
+		{"past its deadline", expired, time.Hour, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := Sleep(tc.ctx, tc.d); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Sleep(%s) = %v, want %v", tc.d, err, tc.want)
+			}
+		})
+	}
+	t.Run("cancelled while waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Sleep(ctx, time.Hour) }()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Sleep after cancel = %v, want context.Canceled", err)
+		}
+	})
 }
