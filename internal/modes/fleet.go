@@ -385,6 +385,23 @@ func (f *fleet) startBuilding(ctx context.Context) (planner string, err error) {
 // daemon claimed it (the batch then drains). stop ends the watch.
 func (f *fleet) watchBuilding(ctx context.Context) (yield func() bool, stop func()) {
 	var other atomic.Bool
+	stop = f.everyTick(ctx, func(ctx context.Context) bool {
+		if err := f.renew(ctx, f.builder, f.member, "building"); err != nil && ctx.Err() == nil {
+			f.l.human().Warn("fleet: could not renew this clone's member issue", "issue", f.member, "err", err)
+		}
+		if h, err := f.holder(ctx); err == nil && h != "" && h != f.plannerActor() {
+			other.Store(true)
+		}
+		return true
+	})
+	return other.Load, stop
+}
+
+// everyTick runs step every tick in a goroutine of its own until step
+// returns false or stop is called; stop cancels step's context and waits
+// for the goroutine to end. The fleet's renewals (watchBuilding,
+// keepLease) run on it.
+func (f *fleet) everyTick(ctx context.Context, step func(context.Context) bool) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -397,15 +414,12 @@ func (f *fleet) watchBuilding(ctx context.Context) (yield func() bool, stop func
 				return
 			case <-t.C:
 			}
-			if err := f.renew(ctx, f.builder, f.member, "building"); err != nil && ctx.Err() == nil {
-				f.l.human().Warn("fleet: could not renew this clone's member issue", "issue", f.member, "err", err)
-			}
-			if h, err := f.holder(ctx); err == nil && h != "" && h != f.plannerActor() {
-				other.Store(true)
+			if !step(ctx) {
+				return
 			}
 		}
 	}()
-	return other.Load, func() { cancel(); <-done }
+	return func() { cancel(); <-done }
 }
 
 // stopBuilding lowers this clone's member flag.
@@ -504,31 +518,20 @@ func (f *fleet) raised(ctx context.Context) ([]string, error) {
 // stops). stop ends the renewal.
 func (f *fleet) keepLease(ctx context.Context) (lost <-chan struct{}, stop func()) {
 	ch := make(chan struct{})
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(f.tick())
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			other, err := f.take(ctx, f.planner, f.lease, "planning")
-			if other != "" {
-				f.see(other)
-				f.l.human().Error("fleet: another daemon took the planner lease; stopping this plan", "holder", other)
-				close(ch)
-				return
-			}
-			if err != nil && ctx.Err() == nil {
-				f.l.human().Warn("fleet: could not renew the planner lease", "err", err)
-			}
+	stop = f.everyTick(ctx, func(ctx context.Context) bool {
+		other, err := f.take(ctx, f.planner, f.lease, "planning")
+		if other != "" {
+			f.see(other)
+			f.l.human().Error("fleet: another daemon took the planner lease; stopping this plan", "holder", other)
+			close(ch)
+			return false
 		}
-	}()
-	return ch, func() { cancel(); <-done }
+		if err != nil && ctx.Err() == nil {
+			f.l.human().Warn("fleet: could not renew the planner lease", "err", err)
+		}
+		return true
+	})
+	return ch, stop
 }
 
 // release gives the lease up.

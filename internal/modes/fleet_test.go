@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,4 +279,54 @@ func TestPlanByHandRefusedWhileAnotherPlans(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.State.Dir(), state.FleetFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the refused plan left %s: %v", state.FleetFile, err)
 	}
+}
+
+// TestFleetEveryTick checks the runner both renewals share: it steps on
+// every tick until the step says stop, and stop cancels the step's
+// context and waits for the goroutine.
+func TestFleetEveryTick(t *testing.T) {
+	f := &fleet{ttl: time.Millisecond} // the shortest tick, 50ms
+	t.Run("the step ends it", func(t *testing.T) {
+		var n atomic.Int32
+		ended := make(chan struct{})
+		stop := f.everyTick(context.Background(), func(context.Context) bool {
+			if n.Add(1) == 3 {
+				close(ended)
+				return false
+			}
+			return true
+		})
+		<-ended
+		stop() // returns although the goroutine already ended
+		if got := n.Load(); got != 3 {
+			t.Fatalf("steps = %d, want 3", got)
+		}
+	})
+	t.Run("stop cancels a step in progress", func(t *testing.T) {
+		in := make(chan struct{})
+		var sawCancel atomic.Bool
+		stop := f.everyTick(context.Background(), func(ctx context.Context) bool {
+			close(in)
+			<-ctx.Done() // a renewal blocked in bd until stop
+			sawCancel.Store(true)
+			return true
+		})
+		<-in
+		stop()
+		if !sawCancel.Load() {
+			t.Fatal("stop returned before the step saw its context cancelled")
+		}
+	})
+	t.Run("the parent's cancel ends it", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var n atomic.Int32
+		stop := f.everyTick(ctx, func(context.Context) bool { n.Add(1); return true })
+		cancel()
+		stop()
+		before := n.Load()
+		time.Sleep(2 * f.tick())
+		if after := n.Load(); after != before {
+			t.Fatalf("stepped %d times after stop", after-before)
+		}
+	})
 }
