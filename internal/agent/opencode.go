@@ -215,19 +215,20 @@ func opencodeDatabase(inv Invocation) (string, error) {
 		if err := opencodeCheckSession(*s); err != nil {
 			return "", fmt.Errorf("resume opencode session: %w", err)
 		}
+		// The session's <id>.db and <id>.db-wal go back under the
+		// issue's own name: an issue has one database, whichever run
+		// made it, and DropSessionFiles finds it by the issue alone.
 		for _, f := range s.Files {
-			// placeSession removes a file or link in the way; a dir the
-			// agent filled is removed here.
-			if err := removeAbsent(d, f.Rel); err != nil {
+			rel := name + strings.TrimPrefix(f.Rel, s.ID+".db")
+			// A file, link or dir the agent put in the way is removed,
+			// never followed, and the file written afresh.
+			if err := removeAbsent(d, rel); err != nil {
 				return "", fmt.Errorf("resume opencode session: %w", err)
 			}
-		}
-		if err := placeSession(d.Path(), *s); err != nil {
-			return "", fmt.Errorf("resume opencode session: %w", err)
-		}
-		name = s.ID + ".db"
-		for _, f := range s.Files {
-			keep[f.Rel] = true
+			if err := d.WriteFile(rel, f.Data, 0o600); err != nil {
+				return "", fmt.Errorf("resume opencode session %s: %w", s.ID, err)
+			}
+			keep[rel] = true
 		}
 	} else if err := removeAbsent(d, name); err != nil {
 		return "", fmt.Errorf("opencode database: %w", err)
@@ -241,6 +242,142 @@ func opencodeDatabase(inv Invocation) (string, error) {
 		}
 	}
 	return d.Join(name), nil
+}
+
+// opencodeDBs opens opencode/ralphd under h's data dir, never through a
+// link; nil and no error when it does not exist (or the home is unknown).
+func opencodeDBs(h Home) (*atomicfile.Dir, error) {
+	data := opencodeDataHome(h)
+	if data == "" {
+		return nil, nil
+	}
+	root, err := atomicfile.OpenDir(data)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	d, err := root.OpenDir(opencodeDBDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// dropOpencodeDB removes the database name in d and then its sidecars,
+// never through a link. The database goes first: once it is gone the
+// rest is no session (SaveSession finds none, and the next run removes a
+// stray -wal before opencode starts), so a removal cut short leaves
+// nothing that can be used, only sidecars a later prune removes.
+func dropOpencodeDB(d *atomicfile.Dir, name string) error {
+	for _, n := range append([]string{name}, sidecarNames(name)...) {
+		if err := removeAbsent(d, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sidecarNames are the names of name's -wal, -shm and -journal.
+func sidecarNames(name string) []string {
+	out := make([]string, len(opencodeSidecars))
+	for i, suf := range opencodeSidecars {
+		out[i] = name + suf
+	}
+	return out
+}
+
+// DropSessionFiles removes the database BUILD runs on issue made below
+// opencode/ralphd (and its -wal, -shm, -journal), never through a link.
+// ralphd keeps its own copy of a session it resumes (state.Resume), so
+// the database is only read between a run's end and the saving of its
+// session, or at the next start's sweep after ralphd died.
+func (o Opencode) DropSessionFiles(h Home, issue string) error {
+	if issue == "" {
+		return nil
+	}
+	d, err := opencodeDBs(h)
+	if err != nil || d == nil {
+		return wrapDrop(err)
+	}
+	defer d.Close()
+	return wrapDrop(dropOpencodeDB(d, opencodeDBName(issue)))
+}
+
+// wrapDrop says which files an error of DropSessionFiles or
+// PruneSessionFiles is about.
+func wrapDrop(err error) error {
+	if err != nil {
+		return fmt.Errorf("remove opencode's databases below %s: %w", opencodeDBDir, err)
+	}
+	return nil
+}
+
+// PruneSessionFiles removes the databases below opencode/ralphd none of
+// whose files (database, -wal, -shm, -journal) changed since cutoff,
+// except those of the issues in keep; stray sidecars go the same way.
+// Only the names ralphd gives (issue-*.db, hash-*.db, and ses_*.db from
+// the releases that put a resumed session under its id) are touched,
+// never through a link. It returns how many databases it removed.
+func (o Opencode) PruneSessionFiles(h Home, cutoff time.Time, keep []string) (int, error) {
+	d, err := opencodeDBs(h)
+	if err != nil || d == nil {
+		return 0, wrapDrop(err)
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(".")
+	if err != nil {
+		return 0, wrapDrop(err)
+	}
+	kept := map[string]bool{}
+	for _, k := range keep {
+		kept[opencodeDBName(k)] = true
+	}
+	newest := map[string]time.Time{}
+	for _, e := range ents {
+		base := e.Name()
+		for _, suf := range opencodeSidecars {
+			base = strings.TrimSuffix(base, suf)
+		}
+		if !opencodePrunable(base) || kept[base] {
+			continue
+		}
+		// The entry itself, never what a link points to: a link the
+		// agent planted, however fresh its target, goes with its set.
+		fi, err := d.Lstat(e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, wrapDrop(err)
+		}
+		if t, ok := newest[base]; !ok || fi.ModTime().After(t) {
+			newest[base] = fi.ModTime()
+		}
+	}
+	n := 0
+	for base, t := range newest {
+		if !t.Before(cutoff) {
+			continue
+		}
+		if err := dropOpencodeDB(d, base); err != nil {
+			return n, wrapDrop(err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// opencodePrunable reports whether name is a database name ralphd gives.
+func opencodePrunable(name string) bool {
+	if rest, ok := strings.CutSuffix(name, ".db"); ok {
+		return strings.HasPrefix(rest, "issue-") && rest != "issue-" ||
+			strings.HasPrefix(rest, "hash-") && rest != "hash-" ||
+			validOpencodeID(rest)
+	}
+	return false
 }
 
 // removeAbsent removes name in d, and all below it when it is a dir,

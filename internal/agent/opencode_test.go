@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/matryer/is"
+	"golang.org/x/sys/unix"
 )
 
 func TestOpencodeParserFixtures(t *testing.T) {
@@ -240,11 +241,13 @@ func TestOpencodeSavesAndResumesASession(t *testing.T) {
 	is.Equal(s.Files[0].Rel, testOpencodeSession+".db")
 	is.Equal(s.Files[1].Rel, testOpencodeSession+".db-wal")
 
-	// Before the resume the agent rewrites the database it knows of and
-	// plants a -shm and a -journal beside the resumed one's name.
-	is.NoErr(os.WriteFile(db, []byte("planted"), 0o600))
-	resumed := filepath.Join(dir, testOpencodeSession+".db")
+	// Before the resume the agent rewrites the database it knows of,
+	// links its -wal to a file of the user's, and plants a -shm and a
+	// -journal. The session goes back under the issue's own name.
+	resumed := db
 	is.NoErr(os.WriteFile(resumed, []byte("planted"), 0o600))
+	is.NoErr(os.Remove(resumed + "-wal"))
+	is.NoErr(os.Symlink(secret, resumed+"-wal"))
 	is.NoErr(os.WriteFile(resumed+"-shm", []byte("planted"), 0o600))
 	is.NoErr(os.Symlink(secret, resumed+"-journal"))
 	inv.Resume, inv.Prompt = &s, "go on"
@@ -257,11 +260,14 @@ func TestOpencodeSavesAndResumesASession(t *testing.T) {
 	is.True(!slices.Contains(spec.Argv, "--continue"))
 	is.Equal(spec.Stdin, "go on")
 	for _, f := range s.Files {
-		got, err := os.ReadFile(filepath.Join(dir, f.Rel))
+		got, err := os.ReadFile(filepath.Join(dir, strings.Replace(f.Rel, testOpencodeSession, "issue-e2e-a", 1)))
 		is.NoErr(err)
 		is.Equal(string(got), string(f.Data))
 	}
-	for _, p := range []string{resumed + "-shm", resumed + "-journal"} {
+	got, err = os.ReadFile(secret)
+	is.NoErr(err)
+	is.Equal(string(got), "keep") // the link was replaced, not written through
+	for _, p := range []string{resumed + "-shm", resumed + "-journal", filepath.Join(dir, testOpencodeSession+".db")} {
 		_, err := os.Lstat(p)
 		is.True(errors.Is(err, fs.ErrNotExist))
 	}
@@ -402,4 +408,154 @@ func TestOpencodeResumeRefused(t *testing.T) {
 	is.Equal(out.Status, StatusCrashed)
 	is.Equal(out.ToolCalls, 0)
 	is.True(strings.Contains(out.Reason, "Session not found"))
+}
+
+// TestOpencodeDropsAnIssuesDatabase checks DropSessionFiles: the issue's
+// database and sidecars go, whatever made them (a fresh run or a
+// resume), the other issues' stay, and no link is followed.
+func TestOpencodeDropsAnIssuesDatabase(t *testing.T) {
+	is := is.New(t)
+	h, dir := opencodeHome(t)
+	var o Opencode
+	// Nothing there yet: no error, nothing made.
+	is.NoErr(o.DropSessionFiles(h, "e2e-a"))
+	_, err := os.Lstat(dir)
+	is.True(errors.Is(err, fs.ErrNotExist))
+
+	// A resume puts the session under the issue's name.
+	s := Session{ID: testOpencodeSession, Files: []SessionFile{
+		{Rel: testOpencodeSession + ".db", Data: []byte("db " + testOpencodeSession)},
+		{Rel: testOpencodeSession + ".db-wal", Data: []byte("wal")},
+	}}
+	_, err = o.Command(Invocation{Mode: "build", IssueID: "e2e-a", Home: h, Resume: &s})
+	is.NoErr(err)
+	secret := filepath.Join(h.Dir, "secret")
+	is.NoErr(os.WriteFile(secret, []byte("keep"), 0o600))
+	is.NoErr(os.Symlink(secret, filepath.Join(dir, "issue-e2e-a.db-shm")))     // a link: removed, not followed
+	is.NoErr(os.MkdirAll(filepath.Join(dir, "issue-e2e-a.db-journal"), 0o700)) // a dir in a sidecar's place
+	is.NoErr(os.Symlink(secret, filepath.Join(dir, "issue-e2e-a.db-journal", "x")))
+	other := filepath.Join(dir, "issue-e2e-b.db")
+	is.NoErr(os.WriteFile(other, []byte("b"), 0o600))
+	is.NoErr(os.WriteFile(other+"-wal", []byte("b"), 0o600))
+
+	is.NoErr(DropSessionFiles(h, "e2e-a")) // through the registry
+	ents, err := os.ReadDir(dir)
+	is.NoErr(err)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	is.Equal(left, []string{"issue-e2e-b.db", "issue-e2e-b.db-wal"})
+	got, err := os.ReadFile(secret)
+	is.NoErr(err)
+	is.Equal(string(got), "keep")
+
+	// An issue id that is no plain name: its hashed database goes.
+	_, err = o.Command(Invocation{Mode: "build", IssueID: "a/../b", Home: h})
+	is.NoErr(err)
+	hashed := filepath.Join(dir, opencodeDBName("a/../b"))
+	is.NoErr(os.WriteFile(hashed, []byte("x"), 0o600))
+	is.NoErr(o.DropSessionFiles(h, "a/../b"))
+	_, err = os.Lstat(hashed)
+	is.True(errors.Is(err, fs.ErrNotExist))
+
+	// opencode/ralphd replaced by a link to elsewhere: refused, and
+	// nothing there is touched.
+	elsewhere := t.TempDir()
+	is.NoErr(os.WriteFile(filepath.Join(elsewhere, "issue-e2e-b.db"), []byte("b"), 0o600))
+	is.NoErr(os.RemoveAll(dir))
+	is.NoErr(os.Symlink(elsewhere, dir))
+	is.True(o.DropSessionFiles(h, "e2e-b") != nil)
+	_, err = os.Stat(filepath.Join(elsewhere, "issue-e2e-b.db"))
+	is.NoErr(err)
+}
+
+// TestOpencodePrunesOldDatabases checks PruneSessionFiles: a set goes
+// when none of its files changed since the cutoff, unless its issue is
+// kept; names ralphd does not give are left alone.
+func TestOpencodePrunesOldDatabases(t *testing.T) {
+	h, dir := opencodeHome(t)
+	now := time.Now()
+	old, fresh := now.Add(-10*24*time.Hour), now.Add(-time.Minute)
+	cutoff := now.Add(-7 * 24 * time.Hour)
+	type file struct {
+		name string
+		at   time.Time
+	}
+	for _, c := range []struct {
+		name  string
+		files []file
+		keep  []string
+		gone  bool
+	}{
+		{"an old database and its sidecars", []file{{"issue-a.db", old}, {"issue-a.db-wal", old}, {"issue-a.db-shm", old}}, nil, true},
+		{"a fresh database", []file{{"issue-a.db", fresh}}, nil, false},
+		{"an old database with a fresh -wal (a run in progress)", []file{{"issue-a.db", old}, {"issue-a.db-wal", fresh}}, nil, false},
+		{"an old database of a running issue", []file{{"issue-a.db", old}, {"issue-a.db-wal", old}}, []string{"a"}, false},
+		{"another issue running", []file{{"issue-a.db", old}}, []string{"b"}, true},
+		{"stray sidecars", []file{{"issue-a.db-wal", old}, {"issue-a.db-journal", old}}, nil, true},
+		{"an old hashed database", []file{{opencodeDBName("a/b"), old}}, nil, true},
+		{"a hashed one running", []file{{opencodeDBName("a/b"), old}}, []string{"a/b"}, false},
+		{"an old resumed database of an earlier release", []file{{testOpencodeSession + ".db", old}, {testOpencodeSession + ".db-wal", old}}, nil, true},
+		{"a name ralphd does not give", []file{{"notes.db", old}, {"issue-.db", old}, {"ses_x.db", old}, {"issue-a.sqlite", old}}, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			is := is.New(t)
+			is.NoErr(os.RemoveAll(dir))
+			is.NoErr(os.MkdirAll(dir, 0o700))
+			for _, f := range c.files {
+				p := filepath.Join(dir, f.name)
+				is.NoErr(os.WriteFile(p, []byte("x"), 0o600))
+				is.NoErr(os.Chtimes(p, f.at, f.at))
+			}
+			n, err := PruneSessionFiles(h, cutoff, c.keep)
+			is.NoErr(err)
+			left, err := os.ReadDir(dir)
+			is.NoErr(err)
+			if c.gone {
+				is.Equal(n, 1)
+				is.Equal(len(left), 0)
+			} else {
+				is.Equal(n, 0)
+				is.Equal(len(left), len(c.files))
+			}
+		})
+	}
+
+	t.Run("links and dirs are removed, never followed", func(t *testing.T) {
+		is := is.New(t)
+		is.NoErr(os.RemoveAll(dir))
+		is.NoErr(os.MkdirAll(filepath.Join(dir, "issue-a.db"), 0o700))
+		target := filepath.Join(h.Dir, "target")
+		is.NoErr(os.MkdirAll(target, 0o700))
+		is.NoErr(os.WriteFile(filepath.Join(target, "f"), []byte("keep"), 0o600))
+		is.NoErr(os.Symlink(target, filepath.Join(dir, "issue-a.db", "in")))
+		is.NoErr(os.Symlink(target, filepath.Join(dir, "issue-a.db-wal")))
+		is.NoErr(os.Chtimes(filepath.Join(dir, "issue-a.db"), old, old))
+		// A link's own time is what counts: the fresh target does not keep it.
+		is.NoErr(lchtimes(filepath.Join(dir, "issue-a.db-wal"), old))
+		n, err := PruneSessionFiles(h, cutoff, nil)
+		is.NoErr(err)
+		is.Equal(n, 1)
+		left, err := os.ReadDir(dir)
+		is.NoErr(err)
+		is.Equal(len(left), 0)
+		got, err := os.ReadFile(filepath.Join(target, "f"))
+		is.NoErr(err)
+		is.Equal(string(got), "keep")
+	})
+
+	t.Run("no dir", func(t *testing.T) {
+		is := is.New(t)
+		h, _ := opencodeHome(t)
+		n, err := PruneSessionFiles(h, now, nil)
+		is.NoErr(err)
+		is.Equal(n, 0)
+	})
+}
+
+// lchtimes sets the times of the link at path itself.
+func lchtimes(path string, at time.Time) error {
+	ts := unix.NsecToTimespec(at.UnixNano())
+	return unix.UtimesNanoAt(unix.AT_FDCWD, path, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
 }

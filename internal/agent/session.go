@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 )
@@ -47,6 +48,60 @@ type Resumer interface {
 	// to resume session id, after a run of inv (whose Home and ScratchDir
 	// it reads) has ended.
 	SaveSession(inv Invocation, id string) (Session, error)
+}
+
+// SessionJanitor is a Resumer whose BUILD runs leave files of their own
+// in the CLI's dirs, one set per issue (opencode's database of the run),
+// which ralphd removes once it has no more use for them.
+type SessionJanitor interface {
+	Resumer
+	// DropSessionFiles removes the files BUILD runs on issue left.
+	DropSessionFiles(h Home, issue string) error
+	// PruneSessionFiles removes such files that have not changed since
+	// cutoff, except those of the issues in keep, and returns how many
+	// sets it removed.
+	PruneSessionFiles(h Home, cutoff time.Time, keep []string) (int, error)
+}
+
+// DropSessionFiles removes the files BUILD runs on issue left in the
+// dirs of every backend that leaves some (a SessionJanitor), whichever
+// backend is configured now: an issue an earlier configuration's agent
+// worked on is cleaned as well.
+func DropSessionFiles(h Home, issue string) error {
+	var errs []error
+	for _, j := range janitors() {
+		if err := j.DropSessionFiles(h, issue); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", j.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PruneSessionFiles prunes, in every SessionJanitor's dirs, the files
+// unchanged since cutoff of the issues not in keep, and returns how many
+// sets it removed.
+func PruneSessionFiles(h Home, cutoff time.Time, keep []string) (int, error) {
+	var errs []error
+	n := 0
+	for _, j := range janitors() {
+		m, err := j.PruneSessionFiles(h, cutoff, keep)
+		n += m
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", j.Name(), err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// janitors returns the registered backends that are SessionJanitors.
+func janitors() []SessionJanitor {
+	var out []SessionJanitor
+	for _, e := range registry() {
+		if j, ok := e.proto.(SessionJanitor); ok {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // CanResume reports whether b resumes sessions.
