@@ -186,6 +186,7 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	}
 	l.event(logjsonl.EventStuck, logjsonl.Stuck{IssueID: id, Attempts: n, MaxAttempts: l.Config.MaxStuck, Action: action, Reason: note})
 	l.human().Warn("issue is stuck; skipping it", "issue", id, "attempts", n)
+	l.forgetSession(id) // its next attempt, after a reset, starts afresh
 	return l.State.AppendHistory(state.Record{
 		Kind: state.KindStuck, RunID: res.RunID, Mode: ModeBuild, IssueID: id, Attempt: n,
 		StartedAt: l.now(), EndedAt: l.now(), Outcome: string(OutcomeStuck), Stuck: true, FailureBranch: branch,

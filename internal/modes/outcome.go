@@ -100,6 +100,7 @@ func (l *Loop) settle(ctx context.Context, res *Result, it *buildIter) (iteratio
 			if _, err := l.State.Reset(is.ID); err != nil {
 				return iteration{reason: "could not reset the attempt record"}, err
 			}
+			l.forgetSession(is.ID)
 		}
 		res.Closed = append(res.Closed, is.ID)
 	} else {

@@ -218,6 +218,46 @@ func (l *Loop) sweptResume(r state.Running, gaveBack bool, found []string) {
 	}
 }
 
+// sessionFilesAge is how long the files agent CLIs' BUILD runs leave per
+// issue in the CLI's own dirs (opencode's database of the issue) stay
+// once they stopped changing, for an issue that neither closes nor goes
+// stuck. ralphd needs them only until it has saved the session they hold
+// (state.Resume keeps its own copy), so this bounds what piles up for
+// issues left open; twice the iteration timeout, when longer, keeps a
+// run under way elsewhere (another daemon sharing the home) safe.
+const sessionFilesAge = 7 * 24 * time.Hour
+
+// forgetSession removes what BUILD runs on issue left in the agent CLIs'
+// dirs, once ralphd has no more use for it (the issue closed for good,
+// or stuck), then prunes the other issues' old ones.
+func (l *Loop) forgetSession(issue string) {
+	if err := agent.DropSessionFiles(l.agentHome(), issue); err != nil {
+		l.human().Warn("could not remove the agent's session files of the issue", "issue", issue, "err", err)
+	}
+	l.pruneSessions()
+}
+
+// pruneSessions removes the files BUILD runs left in the agent CLIs' dirs
+// that have not changed for sessionFilesAge, except those of the issues
+// a running record names: a run under way, or one a dead ralphd left,
+// whose session the next start's sweep reads back. Nothing is pruned
+// when the running records cannot be read. It returns how many issues'
+// files it removed.
+func (l *Loop) pruneSessions() int {
+	busy, err := l.State.RunningIssues()
+	if err != nil {
+		l.human().Warn("could not read the running records; the agent's old session files stay", "err", err)
+		return 0
+	}
+	// File times are the wall clock's, whatever clock the loop runs on.
+	cutoff := time.Now().Add(-max(sessionFilesAge, 2*l.Config.IterationTimeout))
+	n, err := agent.PruneSessionFiles(l.agentHome(), cutoff, busy)
+	if err != nil {
+		l.human().Warn("could not remove the agent's old session files", "err", err)
+	}
+	return n
+}
+
 // backendNamed returns the configured backend called name, or nil.
 func (l *Loop) backendNamed(name string) agent.Backend {
 	if l.Rota != nil {

@@ -85,6 +85,13 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		l.sweptResume(*r, gaveBack, resumeFound)
 	}
 	did = append(did, l.sweepWorkers(ctx)...)
+	if l.State.Worker() == "" {
+		// After every interrupted session was saved: what the dead runs
+		// left in the CLIs' dirs is no longer needed.
+		if n := l.pruneSessions(); n > 0 {
+			did = append(did, fmt.Sprintf("removed the old agent session files of %s", text.Count(n, "issue")))
+		}
+	}
 	if len(did) == 0 {
 		return "", nil
 	}

@@ -539,8 +539,11 @@ func (g *stateTally) Failed(ctx context.Context, a Assignment, f Failure) (int, 
 }
 
 func (g *stateTally) Integrated(issue string) error {
-	_, err := g.l.State.Reset(issue)
-	return err
+	if _, err := g.l.State.Reset(issue); err != nil {
+		return err
+	}
+	g.l.forgetSession(issue)
+	return nil
 }
 
 // sweepWorkers settles the iterations workers of a killed ralphd left, as

@@ -110,6 +110,42 @@ func (s *Store) RunningWorkers() ([]string, error) {
 	return out, nil
 }
 
+// RunningIssues lists the issues of the running records on disk, the
+// loop's and every worker's: BUILD iterations under way, or left by a
+// ralphd that died for the next start's sweep (which reads the agent's
+// session back). A record that cannot be read is an error, not skipped:
+// the caller cannot tell which issue it holds. Nothing is moved aside.
+func (s *Store) RunningIssues() ([]string, error) {
+	names := []string{RunningFile}
+	workers, err := s.RunningWorkers()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range workers {
+		names = append(names, runningPrefix+w+".json")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, name := range names {
+		data, err := s.read(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read running record %s: %w", s.path(name), err)
+		}
+		r, err := ParseRunning(data)
+		if err != nil {
+			return nil, fmt.Errorf("read running record %s: %w", s.path(name), err)
+		}
+		if r.IssueID != "" && !slices.Contains(out, r.IssueID) {
+			out = append(out, r.IssueID)
+		}
+	}
+	return out, nil
+}
+
 // WriteRunning records the agent that is about to run (or has just
 // started), atomically.
 func (s *Store) WriteRunning(r Running) error {

@@ -123,3 +123,33 @@ func TestSealSharedByWorkers(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(len(restored), 0)
 }
+
+// TestRunningIssues: the issues of the loop's and every worker's running
+// record, from any view; a record that does not parse is an error (its
+// issue is unknown), and nothing is moved aside.
+func TestRunningIssues(t *testing.T) {
+	is := is.New(t)
+	s, err := Open(context.Background(), t.TempDir(), Identity{ID: "0123456789ab"}, "test")
+	is.NoErr(err)
+	got, err := s.RunningIssues()
+	is.NoErr(err)
+	is.Equal(len(got), 0)
+	w1, err := s.ForWorker("w1")
+	is.NoErr(err)
+	w2, err := s.ForWorker("w2")
+	is.NoErr(err)
+	is.NoErr(s.WriteRunning(Running{IssueID: "x-0", Attempt: 1, Mode: "build"}))
+	is.NoErr(w1.WriteRunning(Running{IssueID: "x-1", Attempt: 1, Mode: "build"}))
+	is.NoErr(w2.WriteRunning(Running{Mode: "plan"})) // no issue
+	is.NoErr(w2.WriteBaseline(Baseline{IssueID: "x-9"}))
+	for _, v := range []*Store{s, w1, w2} {
+		got, err = v.RunningIssues()
+		is.NoErr(err)
+		is.Equal(got, []string{"x-0", "x-1"})
+	}
+	is.NoErr(os.WriteFile(w1.RunningPath(), []byte("{not json"), 0o600))
+	_, err = s.RunningIssues()
+	is.True(err != nil)
+	_, err = os.Stat(w1.RunningPath())
+	is.NoErr(err) // still there for the sweep to settle
+}
