@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,29 +36,28 @@ func geminiCLI(t *testing.T) cliBackend {
 // conversations apart by their user texts: the resumed conversation, which
 // has one more (ralphd's resume prompt), is a second script, whose first
 // request must carry the first one's history.
-func TestE2EResumeGeminiAfterTimeout(t *testing.T) {
-	is := is.New(t)
-	start := time.Now()
-	e := newCLIE2E(t, geminiCLI(t),
+// geminiResumeScripts are the model's side of a Gemini CLI resume: the
+// first run works (first-marker), then hangs; the resumed conversation,
+// told apart by ralphd's resume prompt, closes the issue.
+func geminiResumeScripts() []scriptedapi.Script {
+	return []scriptedapi.Script{
 		forIssue("e2e-a",
 			scriptedapi.Bash("echo first-marker"),
 			scriptedapi.Fail(scriptedapi.Hang()),
 		),
-		scriptedapi.Script{Name: "e2e-a-resumed", Match: scriptedapi.PromptContains("this session on e2e-a"), Turns: []scriptedapi.Turn{
+		{Name: "e2e-a-resumed", Match: scriptedapi.PromptContains("this session on e2e-a"), Turns: []scriptedapi.Turn{
 			scriptedapi.Bash(`bd close e2e-a --reason "echo first-marker passes (exit 0)"`),
 			scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
 		}},
-	)
-	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
-	out, stderr, code := e.ralphd("build", "2", "--agent", "gemini", "--log", "--iteration-timeout", "30s", "--stop-grace", "1s")
-	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	is.NoErr(e.srv.Verify())
-	is.Equal(code, 0)
-	is.True(strings.Contains(stderr, "outcome=timeout"))
-	is.True(strings.Contains(stderr, "resuming session"))
-	is.True(!strings.Contains(stderr, "could not resume"))
-	is.True(!strings.Contains(stderr, "attempt 2/3")) // the timed-out attempt and its resume are one
+	}
+}
 
+// checkGeminiResumed asserts that the model answered the resumed
+// conversation: one fresh start only, and the resumed one's first request
+// carries the first one's history and the resume prompt, saying why.
+func checkGeminiResumed(t *testing.T, e *e2e, why string) {
+	t.Helper()
+	is := is.New(t)
 	var fresh int
 	var resumed *scriptedapi.Request
 	for _, r := range e.srv.Requests() {
@@ -75,8 +77,66 @@ func TestE2EResumeGeminiAfterTimeout(t *testing.T) {
 	is.True(strings.Contains(raw, `"role":"model"`))      // it has the earlier turns
 	is.True(strings.Contains(raw, "first-marker"))        // the earlier conversation: the command and its output
 	is.True(strings.Contains(raw, "**ID:** e2e-a"))       // and the BUILD prompt, which ralphd does not send again
-	is.True(strings.Contains(raw, "iteration timeout"))   // the resume prompt says what happened
+	is.True(strings.Contains(raw, why))                   // the resume prompt says what happened
 	is.True(strings.Contains(raw, "no forbidden change")) // and what ralphd found
 	is.True(strings.Contains(e.bd("show", "e2e-a", "--json"), `"status": "closed"`))
+}
+
+func TestE2EResumeGeminiAfterTimeout(t *testing.T) {
+	is := is.New(t)
+	start := time.Now()
+	e := newCLIE2E(t, geminiCLI(t), geminiResumeScripts()...)
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	out, stderr, code := e.ralphd("build", "2", "--agent", "gemini", "--log", "--iteration-timeout", "30s", "--stop-grace", "1s")
+	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	is.NoErr(e.srv.Verify())
+	is.Equal(code, 0)
+	is.True(strings.Contains(stderr, "outcome=timeout"))
+	is.True(strings.Contains(stderr, "resuming session"))
+	is.True(!strings.Contains(stderr, "could not resume"))
+	is.True(!strings.Contains(stderr, "attempt 2/3")) // the timed-out attempt and its resume are one
+	checkGeminiResumed(t, e, "iteration timeout")
 	t.Logf("gemini resume after timeout took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// Gemini CLI interrupted mid-iteration by a SIGKILLed ralphd: the next
+// start's sweep reads the session back from Gemini's own dir (the id the
+// running record holds), and the next attempt resumes it: the killed
+// attempt was given back, so it is attempt 1 still.
+func TestE2EResumeGeminiAfterSIGKILL(t *testing.T) {
+	t.Parallel() // it mostly waits on Gemini CLI's starts
+	is := is.New(t)
+	start := time.Now()
+	e := newCLIE2E(t, geminiCLI(t), geminiResumeScripts()...)
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ralphd", "build", "1", "--agent", "gemini", "--log")
+	cmd.Dir, cmd.Env = e.repo, e.env
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	is.NoErr(cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	// Killed once the agent has worked and waits on the model.
+	for !hung(e.srv) {
+		select {
+		case <-exited:
+			t.Fatalf("ralphd ended before the agent reached its second turn:\n%s", buf.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second) // the session's file is written
+	is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
+	<-exited
+	t.Logf("killed ralphd:\n%s", buf.String())
+	out, stderr, code := e.ralphd("build", "1", "--agent", "gemini", "--log")
+	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	is.NoErr(e.srv.Verify())
+	is.Equal(code, 0)
+	is.True(strings.Contains(stderr, "previous ralphd died"))
+	is.True(strings.Contains(stderr, `(attempt 1/3, resuming session`)) // the killed attempt was given back: one attempt
+	is.True(!strings.Contains(stderr, "could not resume"))
+	checkGeminiResumed(t, e, "ralphd itself stopped")
+	t.Logf("gemini resume after SIGKILL took %s", time.Since(start).Round(time.Millisecond))
 }
