@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // Integrate runs req through the queue; calls are serialised. Each round
@@ -28,7 +29,7 @@ func (q *Queue) Integrate(ctx context.Context, req Request) (Result, error) {
 			// Another clone landed first: wait a little, a random part of
 			// a time that doubles each round, so that clones racing for
 			// the remote do not meet in step again.
-			if err := pause(ctx, backoff(in.res.Rounds, rand.N[int64])); err != nil {
+			if err := proc.Sleep(ctx, backoff(in.res.Rounds, rand.N[int64])); err != nil {
 				return in.res, fmt.Errorf("integrate %s: %w", req.Issue, err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/git"
+	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // treeName is the default queue worktree (Queue.Tree), in the
@@ -161,7 +162,7 @@ func removeSettled(ctx context.Context, dir string) error {
 		if err = os.RemoveAll(dir); err == nil {
 			return nil
 		}
-		if perr := pause(ctx, time.Duration(try)*50*time.Millisecond); perr != nil {
+		if perr := proc.Sleep(ctx, time.Duration(try)*50*time.Millisecond); perr != nil {
 			return fmt.Errorf("%w (%w)", err, perr)
 		}
 	}
