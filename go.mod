@@ -3,6 +3,8 @@ module github.com/ralphd/ralphd
 go 1.26.0
 
 require (
+	code.gitea.io/actions-proto-go v0.4.1
+	connectrpc.com/connect v1.20.0
 	github.com/adrg/xdg v0.5.3
 	github.com/charmbracelet/log v1.0.0
 	github.com/charmbracelet/x/term v0.2.1
@@ -14,8 +16,10 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/tidwall/gjson v1.20.0
+	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
+	google.golang.org/protobuf v1.36.12
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -44,5 +48,4 @@ require (
 	golang.org/x/exp v0.0.0-20231006140011-7918f672742d // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -136,7 +136,8 @@ func Start(ctx context.Context, bin, static string) (_ *Server, err error) {
 }
 
 // appINI is the minimal configuration: sqlite, installed, offline, no
-// mail, no SSH, no Actions; %[1]s the temp dir, %[2]d the port, %[3]s the
+// mail, no SSH; Actions on, for a runner of the tests' own
+// (internal/testkit/gitearunner); %[1]s the temp dir, %[2]d the port, %[3]s the
 // static files. CI's containers run the tests as root, which Gitea
 // refuses unless told.
 const appINI = `APP_NAME = ralphd tests
@@ -181,7 +182,7 @@ REQUIRE_SIGNIN_VIEW = true
 ENABLED = false
 
 [actions]
-ENABLED = false
+ENABLED = true
 
 [picture]
 DISABLE_GRAVATAR = true
@@ -323,6 +324,21 @@ func (s *Server) Repo(ctx context.Context, owner, ownerToken, name string) (clon
 func (s *Server) Collaborator(ctx context.Context, ownerToken, repo, user, permission string) error {
 	_, err := s.API(ctx, ownerToken, "PUT", "repos/"+repo+"/collaborators/"+user, map[string]string{"permission": permission}, nil)
 	return err
+}
+
+// RunnerToken is a registration token for a runner of repo
+// (owner/name) only, asked for with its owner's token.
+func (s *Server) RunnerToken(ctx context.Context, ownerToken, repo string) (string, error) {
+	var t struct {
+		Token string `json:"token"`
+	}
+	if _, err := s.API(ctx, ownerToken, "POST", "repos/"+repo+"/actions/runners/registration-token", nil, &t); err != nil {
+		return "", err
+	}
+	if t.Token == "" {
+		return "", fmt.Errorf("gitea gave %s no runner registration token", repo)
+	}
+	return t.Token, nil
 }
 
 // freePort is a loopback port nothing listens on right now.
