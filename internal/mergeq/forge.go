@@ -242,25 +242,21 @@ type ghPull struct {
 	} `json:"head"`
 }
 
-// Read implements Forge: the pull request (merged, closed), then the
-// checks on sha, then the reviews of sha. Each is one conditional GET;
-// a failing check adds its job's log, requested changes the review's
-// comments.
+// Read implements Forge (readPR): the pull request, then the check runs
+// on sha, then the reviews. Each is one conditional GET; a failing
+// GitHub Actions check adds its job's log, requested changes the pull
+// request's review comments.
 func (g *GitHub) Read(ctx context.Context, n int, sha string) (PRState, error) {
-	var st PRState
-	pr := fmt.Sprintf("repos/%s/pulls/%d", g.Repo, n)
+	return readPR(ctx, g, n, sha)
+}
+
+func (g *GitHub) pull(ctx context.Context, n int, st *PRState) (pullState, error) {
 	var p ghPull
-	if err := g.get(ctx, pr, &p, &st); err != nil {
-		return st, err
-	}
-	switch {
-	case p.Merged:
-		st.Verdict = PRMerged
-		return st, nil
-	case p.State == "closed":
-		st.Verdict = PRClosed
-		return st, nil
-	}
+	err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d", g.Repo, n), &p, st)
+	return pullState{Merged: p.Merged, Closed: p.State == "closed"}, err
+}
+
+func (g *GitHub) failedChecks(ctx context.Context, sha string, st *PRState) ([]string, error) {
 	var checks struct {
 		Runs []struct {
 			ID         int    `json:"id"`
@@ -272,8 +268,8 @@ func (g *GitHub) Read(ctx context.Context, n int, sha string) (PRState, error) {
 			} `json:"output"`
 		} `json:"check_runs"`
 	}
-	if err := g.get(ctx, fmt.Sprintf("repos/%s/commits/%s/check-runs", g.Repo, sha), &checks, &st); err != nil {
-		return st, err
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/commits/%s/check-runs", g.Repo, sha), &checks, st); err != nil {
+		return nil, err
 	}
 	var failed []string
 	for _, c := range checks.Runs {
@@ -285,50 +281,136 @@ func (g *GitHub) Read(ctx context.Context, n int, sha string) (PRState, error) {
 		log := strings.TrimSpace(strings.Join(nonEmpty(c.Output.Title, c.Output.Summary, c.Output.Text), "\n"))
 		if strings.Contains(c.DetailsURL, "/actions/runs/") {
 			// A GitHub Actions job: its check run's id is the job's.
-			if b, err := g.api(ctx, "GET", fmt.Sprintf("repos/%s/actions/jobs/%d/logs", g.Repo, c.ID), nil, &st); err == nil {
+			if b, err := g.api(ctx, "GET", fmt.Sprintf("repos/%s/actions/jobs/%d/logs", g.Repo, c.ID), nil, st); err == nil {
 				log = string(b)
 			}
 		}
-		failed = append(failed, fmt.Sprintf("CI check %q: %s\n%s", c.Name, c.Conclusion, tail(log, LogTail)))
+		failed = append(failed, failedCheck(c.Name, c.Conclusion, log))
 	}
-	if len(failed) > 0 {
-		st.Verdict, st.Evidence = PRChecksFailed, strings.Join(failed, "\n\n")
-		return st, nil
-	}
-	var reviews []struct {
-		ID       int `json:"id"`
+	return failed, nil
+}
+
+func (g *GitHub) reviews(ctx context.Context, n int, st *PRState) ([]review, error) {
+	var rs []struct {
+		ID       int64 `json:"id"`
 		User     struct{ Login string }
 		Body     string `json:"body"`
 		State    string `json:"state"`
 		CommitID string `json:"commit_id"`
 	}
-	if err := g.get(ctx, pr+"/reviews", &reviews, &st); err != nil {
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d/reviews", g.Repo, n), &rs, st); err != nil {
+		return nil, err
+	}
+	out := make([]review, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, review{ID: r.ID, Login: r.User.Login, Body: r.Body, CommitID: r.CommitID, RequestsChanges: r.State == "CHANGES_REQUESTED"})
+	}
+	return out, nil
+}
+
+func (g *GitHub) comments(ctx context.Context, n int, r review, st *PRState) ([]lineComment, error) {
+	var cs []struct {
+		ReviewID int64  `json:"pull_request_review_id"`
+		Path     string `json:"path"`
+		Line     int    `json:"line"`
+		Body     string `json:"body"`
+	}
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d/comments", g.Repo, n), &cs, st); err != nil {
+		return nil, err
+	}
+	var out []lineComment
+	for _, c := range cs {
+		if c.ReviewID == r.ID {
+			out = append(out, lineComment{Path: c.Path, Line: c.Line, Body: c.Body})
+		}
+	}
+	return out, nil
+}
+
+// prReads is one forge's reads of a pull request, each in its own API's
+// shapes; readPR puts them together the same way for every forge.
+type prReads interface {
+	// pull reads pull request n itself.
+	pull(ctx context.Context, n int, st *PRState) (pullState, error)
+	// failedChecks reads CI on commit sha: for each failing check, its
+	// name, its result and the tail of its log (failedCheck).
+	failedChecks(ctx context.Context, sha string, st *PRState) ([]string, error)
+	// reviews lists pull request n's reviews, oldest first.
+	reviews(ctx context.Context, n int, st *PRState) ([]review, error)
+	// comments reads review r's line comments.
+	comments(ctx context.Context, n int, r review, st *PRState) ([]lineComment, error)
+}
+
+// pullState is what decides first: merged, or closed without a merge.
+type pullState struct{ Merged, Closed bool }
+
+// review is a review of a pull request, in no forge's shape.
+type review struct {
+	ID                    int64
+	Login, Body, CommitID string
+	// RequestsChanges: GitHub's CHANGES_REQUESTED, Gitea's
+	// REQUEST_CHANGES not dismissed.
+	RequestsChanges bool
+}
+
+// lineComment is a review's comment on a line.
+type lineComment struct {
+	Path string
+	Line int
+	Body string
+}
+
+// readPR reads pull request n with the verdicts on its head commit sha:
+// merged or closed settle it; else a failing check, then the latest
+// review of sha that requests changes, each with its evidence verbatim.
+func readPR(ctx context.Context, f prReads, n int, sha string) (PRState, error) {
+	var st PRState
+	p, err := f.pull(ctx, n, &st)
+	switch {
+	case err != nil:
+		return st, err
+	case p.Merged:
+		st.Verdict = PRMerged
+		return st, nil
+	case p.Closed:
+		st.Verdict = PRClosed
+		return st, nil
+	}
+	failed, err := f.failedChecks(ctx, sha, &st)
+	if err != nil {
+		return st, err
+	}
+	if len(failed) > 0 {
+		st.Verdict, st.Evidence = PRChecksFailed, strings.Join(failed, "\n\n")
+		return st, nil
+	}
+	reviews, err := f.reviews(ctx, n, &st)
+	if err != nil {
 		return st, err
 	}
 	for i := len(reviews) - 1; i >= 0; i-- {
 		r := reviews[i]
-		if r.CommitID != sha || r.State != "CHANGES_REQUESTED" {
+		if r.CommitID != sha || !r.RequestsChanges {
 			continue
 		}
-		var comments []struct {
-			ReviewID int    `json:"pull_request_review_id"`
-			Path     string `json:"path"`
-			Line     int    `json:"line"`
-			Body     string `json:"body"`
-		}
-		if err := g.get(ctx, pr+"/comments", &comments, &st); err != nil {
+		comments, err := f.comments(ctx, n, r, &st)
+		if err != nil {
 			return st, err
 		}
-		ev := fmt.Sprintf("review by %s requests changes:\n%s", r.User.Login, r.Body)
+		ev := fmt.Sprintf("review by %s requests changes:\n%s", r.Login, r.Body)
 		for _, c := range comments {
-			if c.ReviewID == r.ID {
-				ev += fmt.Sprintf("\n\n%s:%d:\n%s", c.Path, c.Line, c.Body)
-			}
+			ev += fmt.Sprintf("\n\n%s:%d:\n%s", c.Path, c.Line, c.Body)
 		}
 		st.Verdict, st.Evidence = PRChangesRequested, ev
 		return st, nil
 	}
 	return st, nil
+}
+
+// failedCheck is a failing check's evidence: its name and result, and
+// the tail of its log (LogTail).
+func failedCheck(name, result, log string) string {
+	return fmt.Sprintf("CI check %q: %s\n%s", name, result, tail(log, LogTail))
 }
 
 // get is a conditional GET of path into v.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,8 +63,15 @@ func GiteaBaseURL(host string) (string, error) {
 
 // api makes one request to the API path (below /api/v1/), with the JSON
 // body in (nil: none); a GET is conditional on the path's last ETag, and
-// a 304 answered from the cache. It returns the body of a 2xx answer.
+// a 304 answered from the cache. It returns the body of a 2xx answer (up
+// to 32 MiB).
 func (g *Gitea) api(ctx context.Context, method, path string, in any, st *PRState) ([]byte, error) {
+	return g.do(ctx, method, path, in, st, 0)
+}
+
+// do is api, keeping of a 2xx answer only its last keepTail bytes when
+// keepTail > 0 (a job's log of any length).
+func (g *Gitea) do(ctx context.Context, method, path string, in any, st *PRState, keepTail int) ([]byte, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -107,7 +115,12 @@ func (g *Gitea) api(ctx context.Context, method, path string, in any, st *PRStat
 		return nil, fmt.Errorf("gitea %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	var b []byte
+	if keepTail > 0 && resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		b, err = readTail(resp.Body, keepTail)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gitea %s %s: reading the answer: %w", method, path, err)
 	}
@@ -129,6 +142,25 @@ func (g *Gitea) api(ctx context.Context, method, path string, in any, st *PRStat
 		g.mu.Unlock()
 	}
 	return b, nil
+}
+
+// readTail reads r to its end, keeping its last n bytes.
+func readTail(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, 2*n)
+	chunk := make([]byte, 32<<10)
+	for {
+		k, err := r.Read(chunk)
+		buf = append(buf, chunk[:k]...)
+		if len(buf) > n {
+			buf = append(buf[:0], buf[len(buf)-n:]...)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // get is a conditional GET of path into v.
@@ -232,25 +264,23 @@ func (g *Gitea) pullHead(ctx context.Context, n int) (string, error) {
 	return "", fmt.Errorf("gitea GET %s: no such ref", path)
 }
 
-// Read implements Forge: the pull request (merged, closed), then the
-// combined commit status of sha (CI), then the reviews. Each is one GET;
-// requested changes add one for the review's comments. A failing status
-// carries its description and its link: Gitea's statuses hold no log.
+// Read implements Forge (readPR): the pull request, then the combined
+// commit status of sha (CI), then the reviews. Each is one GET; a failing
+// status of a Gitea Actions job adds one for the job's log, requested
+// changes one for the review's comments. A failing status of another CI
+// carries its description and its link: Gitea keeps no log of its own
+// for it.
 func (g *Gitea) Read(ctx context.Context, n int, sha string) (PRState, error) {
-	var st PRState
-	pr := fmt.Sprintf("repos/%s/pulls/%d", g.Repo, n)
+	return readPR(ctx, g, n, sha)
+}
+
+func (g *Gitea) pull(ctx context.Context, n int, st *PRState) (pullState, error) {
 	var p giteaPull
-	if err := g.get(ctx, pr, &p, &st); err != nil {
-		return st, err
-	}
-	switch {
-	case p.Merged:
-		st.Verdict = PRMerged
-		return st, nil
-	case p.State == "closed":
-		st.Verdict = PRClosed
-		return st, nil
-	}
+	err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d", g.Repo, n), &p, st)
+	return pullState{Merged: p.Merged, Closed: p.State == "closed"}, err
+}
+
+func (g *Gitea) failedChecks(ctx context.Context, sha string, st *PRState) ([]string, error) {
 	var status struct {
 		Statuses []struct {
 			Context     string `json:"context"`
@@ -259,8 +289,8 @@ func (g *Gitea) Read(ctx context.Context, n int, sha string) (PRState, error) {
 			TargetURL   string `json:"target_url"`
 		} `json:"statuses"`
 	}
-	if err := g.get(ctx, fmt.Sprintf("repos/%s/commits/%s/status", g.Repo, url.PathEscape(sha)), &status, &st); err != nil {
-		return st, err
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/commits/%s/status", g.Repo, url.PathEscape(sha)), &status, st); err != nil {
+		return nil, err
 	}
 	var failed []string
 	for _, s := range status.Statuses {
@@ -268,13 +298,61 @@ func (g *Gitea) Read(ctx context.Context, n int, sha string) (PRState, error) {
 			continue
 		}
 		log := strings.TrimSpace(strings.Join(nonEmpty(s.Description, s.TargetURL), "\n"))
-		failed = append(failed, fmt.Sprintf("CI check %q: %s\n%s", s.Context, s.State, tail(log, LogTail)))
+		if job, ok := g.actionsJob(s.TargetURL); ok {
+			if b, err := g.do(ctx, http.MethodGet, fmt.Sprintf("repos/%s/actions/jobs/%d/logs", g.Repo, job), nil, st, LogTail*16); err == nil {
+				log = string(b)
+			}
+		}
+		failed = append(failed, failedCheck(s.Context, s.State, log))
 	}
-	if len(failed) > 0 {
-		st.Verdict, st.Evidence = PRChecksFailed, strings.Join(failed, "\n\n")
-		return st, nil
+	return failed, nil
+}
+
+// actionsJob is the id of the Gitea Actions job behind a commit status's
+// link, <repo's link>/actions/runs/<run>/jobs/<job> (Gitea's own, as it
+// sets it: a path on this server, or a full URL of it), if it is one of
+// this repository's.
+func (g *Gitea) actionsJob(target string) (int64, bool) {
+	u, err := url.Parse(target)
+	if err != nil || (u.Host != "" && !strings.HasPrefix(target, g.URL+"/")) {
+		return 0, false
 	}
-	var reviews []struct {
+	repoPath, rest, ok := strings.Cut(u.Path, "/actions/runs/")
+	if !ok || !strings.EqualFold(strings.TrimSuffix(repoPath, "/"), strings.TrimSuffix(basePath(g.URL), "/")+"/"+g.Repo) {
+		return 0, false
+	}
+	run, job, ok := strings.Cut(rest, "/jobs/")
+	if !ok || !allDigits(run) || !allDigits(job) || len(job) > 18 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(job, 10, 64)
+	return id, err == nil && id > 0
+}
+
+// basePath is the path of a base URL (a Gitea served below /gitea has
+// its repositories' links below it too).
+func basePath(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Path
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Gitea) reviews(ctx context.Context, n int, st *PRState) ([]review, error) {
+	var rs []struct {
 		ID        int64 `json:"id"`
 		User      struct{ Login string }
 		Body      string `json:"body"`
@@ -282,28 +360,28 @@ func (g *Gitea) Read(ctx context.Context, n int, sha string) (PRState, error) {
 		CommitID  string `json:"commit_id"`
 		Dismissed bool   `json:"dismissed"`
 	}
-	if err := g.get(ctx, pr+"/reviews", &reviews, &st); err != nil {
-		return st, err
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d/reviews", g.Repo, n), &rs, st); err != nil {
+		return nil, err
 	}
-	for i := len(reviews) - 1; i >= 0; i-- {
-		r := reviews[i]
-		if r.CommitID != sha || r.State != "REQUEST_CHANGES" || r.Dismissed {
-			continue
-		}
-		var comments []struct {
-			Path string `json:"path"`
-			Line int    `json:"position"`
-			Body string `json:"body"`
-		}
-		if err := g.get(ctx, fmt.Sprintf("%s/reviews/%d/comments", pr, r.ID), &comments, &st); err != nil {
-			return st, err
-		}
-		ev := fmt.Sprintf("review by %s requests changes:\n%s", r.User.Login, r.Body)
-		for _, c := range comments {
-			ev += fmt.Sprintf("\n\n%s:%d:\n%s", c.Path, c.Line, c.Body)
-		}
-		st.Verdict, st.Evidence = PRChangesRequested, ev
-		return st, nil
+	out := make([]review, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, review{ID: r.ID, Login: r.User.Login, Body: r.Body, CommitID: r.CommitID, RequestsChanges: r.State == "REQUEST_CHANGES" && !r.Dismissed})
 	}
-	return st, nil
+	return out, nil
+}
+
+func (g *Gitea) comments(ctx context.Context, n int, r review, st *PRState) ([]lineComment, error) {
+	var cs []struct {
+		Path string `json:"path"`
+		Line int    `json:"position"`
+		Body string `json:"body"`
+	}
+	if err := g.get(ctx, fmt.Sprintf("repos/%s/pulls/%d/reviews/%d/comments", g.Repo, n, r.ID), &cs, st); err != nil {
+		return nil, err
+	}
+	out := make([]lineComment, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, lineComment(c))
+	}
+	return out, nil
 }
