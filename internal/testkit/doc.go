@@ -13,6 +13,8 @@
 //     against (integrate = pr).
 //   - giteaserver: a real Gitea on loopback (integrate = pr, forge =
 //     gitea), built by scripts/install-gitea.
+//   - gitearunner: a scripted Gitea Actions runner, a real client of
+//     Gitea's runner protocol that runs jobs' run: steps on the host.
 //   - gitplant: plants every kind of code git can be made to run.
 //   - logjsonltest: run-log streams for tests and benchmarks.
 //   - benchtest: bd-shaped issue lists.
