@@ -55,6 +55,13 @@ type Client struct {
 	// its arguments, how long it took and its error (metrics use it). It
 	// must not block.
 	OnCall func(args []string, took time.Duration, err error)
+	// OnWrite, when set, is told the arguments of every bd call that
+	// changes the tracker (WriteTargets names the issues it touches),
+	// before the call starts and again after it ended, whatever its
+	// result: a tracker reader that re-reads what ralphd wrote (some
+	// writes, such as labels, move no updated_at) sees the write however
+	// its read interleaves with it. It must not block.
+	OnWrite func(args []string)
 
 	calls  atomic.Int64
 	maxOut int // stdout limit; zero means maxStdout (tests lower it)
@@ -174,10 +181,26 @@ type ListOptions struct {
 	Status string
 	// All includes closed issues.
 	All bool
+	// UpdatedAfter, when set, keeps only the issues whose updated_at is
+	// after it (--updated-after, RFC 3339 in UTC; bd compares at its
+	// second precision).
+	UpdatedAfter time.Time
+	// IDs, when set, keeps only these issues (--id A,B). bd ignores an id
+	// it does not know, and a filter with none it knows may list every
+	// issue: callers keep only the ids they asked for.
+	IDs []string
 }
 
 // List returns issues, all of them (--limit 0), in bd's order.
 func (c *Client) List(ctx context.Context, opts ListOptions) ([]Issue, error) {
+	for _, id := range opts.IDs {
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("bd list: %w", err)
+		}
+		if strings.Contains(id, ",") {
+			return nil, fmt.Errorf("bd list: id %q holds a comma, which --id reads as a separator", id)
+		}
+	}
 	return c.issues(ctx, listArgs(opts))
 }
 
@@ -187,6 +210,12 @@ func listArgs(opts ListOptions) []string {
 	args = appendFlag(args, "--status", opts.Status)
 	if opts.All {
 		args = append(args, "--all")
+	}
+	if !opts.UpdatedAfter.IsZero() {
+		args = append(args, "--updated-after", opts.UpdatedAfter.UTC().Format(time.RFC3339))
+	}
+	if len(opts.IDs) > 0 {
+		args = append(args, "--id", strings.Join(opts.IDs, ","))
 	}
 	return args
 }
@@ -449,6 +478,10 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 		start := time.Now()
 		defer func() { c.OnCall(args, time.Since(start), err) }()
 	}
+	if c.OnWrite != nil && len(WriteTargets(args)) > 0 {
+		c.OnWrite(args)
+		defer c.OnWrite(args)
+	}
 	argv := jsonArgs(args)
 	if c.Actor != "" {
 		argv = append([]string{"--actor", c.Actor}, argv...)
@@ -684,3 +717,45 @@ func (c *capped) Bytes() []byte { return c.buf.Bytes() }
 
 // String returns what was kept, as text.
 func (c *capped) String() string { return c.buf.String() }
+
+// WriteTargets returns the issues a bd call with args (without --json
+// and --actor) changes, as far as its argv names them: the id of update,
+// close and reopen, the issue of label and comments add, both ends of a
+// dependency, and the explicit id of create. A call that changes nothing,
+// or changes an issue its argv does not name (create without --id, ready
+// --claim: those move the issue's updated_at, so a read of what changed
+// sees them), returns none.
+func WriteTargets(args []string) []string {
+	at := func(i int) []string {
+		if i < len(args) && args[i] != "" && !strings.HasPrefix(args[i], "-") {
+			return []string{args[i]}
+		}
+		return nil
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	switch args[0] {
+	case "update", "close", "reopen":
+		return at(1)
+	case "label":
+		if len(args) > 1 && (args[1] == "add" || args[1] == "remove") {
+			return at(2)
+		}
+	case "comments":
+		if len(args) > 1 && args[1] == "add" {
+			return at(2)
+		}
+	case "dep":
+		if len(args) > 1 && (args[1] == "add" || args[1] == "remove") {
+			return append(at(2), at(3)...)
+		}
+	case "create":
+		for i := 1; i+1 < len(args); i++ {
+			if args[i] == "--id" {
+				return at(i + 1)
+			}
+		}
+	}
+	return nil
+}

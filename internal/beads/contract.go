@@ -10,6 +10,8 @@ package beads
 // the Client uses (readyArgs, claimArgs, ...): the contract checks what
 // ralphd sends.
 
+import "time"
+
 // ContractStep is one bd run of the contract.
 type ContractStep struct {
 	// Args is bd's argv without the program name. "{name}" is replaced by
@@ -420,6 +422,21 @@ func ContractCases() []ContractCase {
 			Name: "list --all", Why: "ralphd's snapshots of the whole tracker, closed issues included",
 			Run:  ContractStep{Args: jsonArgs(listArgs(ListOptions{All: true}))},
 			Want: Expect{Shape: IssuesShape, Has: []string{"{A}", "{B}", "{E}", "{R}", "{S}"}, Of: "{A}", Fields: map[string]string{"status": StatusClosed}},
+		},
+		{
+			Name: "list --all --id", Why: "tracker_reads = incremental re-reads by id the issues ralphd wrote (a label moves no updated_at)",
+			Run:  ContractStep{Args: jsonArgs(listArgs(ListOptions{All: true, IDs: []string{"{A}", "{B}"}}))},
+			Want: Expect{Shape: IssuesShape, Has: []string{"{A}", "{B}"}, Lacks: []string{"{E}", "{R}"}},
+		},
+		{
+			Name: "list --all --updated-after", Why: "tracker_reads = incremental reads only the issues changed since its last read",
+			Run:  ContractStep{Args: jsonArgs(listArgs(ListOptions{All: true, UpdatedAfter: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}))},
+			Want: Expect{Shape: IssuesShape, Has: []string{"{A}", "{B}", "{E}", "{R}", "{S}"}},
+		},
+		{
+			Name: "list --all --updated-after (future)", Why: "an issue not changed since the cut is left out",
+			Run:  ContractStep{Args: jsonArgs(listArgs(ListOptions{All: true, UpdatedAfter: time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)}))},
+			Want: Expect{Shape: IssuesShape, Lacks: []string{"{A}", "{B}", "{E}", "{R}", "{S}"}},
 		},
 		{
 			Name: "reopen --reason", Why: "the guard reopens a close without evidence",

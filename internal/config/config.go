@@ -119,6 +119,9 @@ func Fields() []Field {
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("network", kindString, sandbox.NetSettings()[0], "the sandboxed BUILD agent's network: allowlist (out only through ralphd's proxy, to the agent's model API and network_allow) or open (the host's network, unfiltered)", sandbox.NetSettings()...),
 		field("network_allow", kindString, "", "more hosts a sandboxed agent may reach, comma-separated: host (ports 443 and 80), host:port or *.domain, e.g. registry.npmjs.org,proxy.golang.org"),
+		field("tracker_reads", kindString, "auto", "how judgements read the tracker: full (every issue, every time), incremental (what changed since the last reading, with a full reading at a bounded interval), auto (incremental from 1,000 issues)", "auto", "full", "incremental"),
+		atLeast1(field("tracker_full_every", kindInt, "20", "tracker_reads = incremental: readings of what changed between two full readings")),
+		field("tracker_full_interval", kindDuration, "10m", "tracker_reads = incremental: longest time between two full readings (0: no limit but tracker_full_every)"),
 		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),
 		field("plan_every", kindInt, "0", "daemon: plan every N BUILD iterations (0: off)"),
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
@@ -220,6 +223,9 @@ type Config struct {
 	Sandbox                 string
 	Network                 string
 	NetworkAllow            []string
+	TrackerReads            string
+	TrackerFullEvery        int
+	TrackerFullInterval     time.Duration
 	BuildBatch              int
 	PlanEvery               int
 	Poll                    time.Duration
@@ -549,6 +555,9 @@ func (c *Config) decode() error {
 	if _, err := sandbox.ParseAllow(c.NetworkAllow); err != nil {
 		return &Error{Source: c.sources["network_allow"], Key: "network_allow", Msg: err.Error()}
 	}
+	c.TrackerReads = str("tracker_reads")
+	c.TrackerFullEvery = num("tracker_full_every")
+	c.TrackerFullInterval = dur("tracker_full_interval")
 	c.BuildBatch = num("build_batch")
 	c.PlanEvery = num("plan_every")
 	c.Poll = dur("poll")
@@ -574,6 +583,8 @@ func (c *Config) decode() error {
 		return &Error{Source: c.sources["iteration_timeout"], Key: "iteration_timeout", Msg: "must be greater than 0"}
 	case c.Poll <= 0:
 		return &Error{Source: c.sources["poll"], Key: "poll", Msg: "must be greater than 0"}
+	case c.TrackerFullInterval < 0:
+		return &Error{Source: c.sources["tracker_full_interval"], Key: "tracker_full_interval", Msg: "must be at least 0"}
 	case c.BuildBatch < 1:
 		return &Error{Source: c.sources["build_batch"], Key: "build_batch", Msg: "must be at least 1"}
 	case c.LogRetention < 1:

@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,6 +42,7 @@ func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) e
 	}
 	l.noteRunStart(ctx, res)
 	err := l.buildLoop(ctx, res, maxIter, o)
+	l.closingRead(ctx)
 	// A cap that stops the run mid-issue keeps that issue's work on a
 	// failure branch, as a hard stop does. A daemon's batch ending is not a
 	// cap: its next batch goes on with the same issue.
@@ -76,7 +78,11 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 			ready = slices.DeleteFunc(slices.Clone(ready), func(is beads.Issue) bool { return lost[is.ID] || l.heldByOther(is) })
 		}
 		if len(ready) == 0 {
-			return l.queueEmpty(ctx, res)
+			if err := l.queueEmpty(ctx, res); !errors.Is(err, errHiddenFound) {
+				return err
+			}
+			l.lastReady = readyAnswer{}
+			continue // hidden changes were reverted: work may be ready again
 		}
 		pick, err := l.pick(ctx, res, ready, skip)
 		if err != nil {

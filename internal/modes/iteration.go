@@ -65,6 +65,9 @@ type buildIter struct {
 	// win is the iteration's window in the pool's ledger (workers), from
 	// its agent's start.
 	win *window
+	// readWin is its window in the run's tracker reads, which a full
+	// reading that finds a hidden change charges.
+	readWin *readWindow
 }
 
 // violated reports whether the iteration made forbidden changes.
@@ -86,6 +89,8 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		return iteration{reason: "could not seal the state"}, err
 	}
 	defer l.openWindow(it)() // workers: who may be charged with what a judgement finds
+	// Who is charged with what a full reading finds hidden (trackread.go).
+	it.readWin = l.reads().opened(it.n, is.ID, it.win, time.Now())
 	agentEnded := l.pool().agentStarted()
 	run := agentRun{mode: ModeBuild, iteration: it.n, issue: is.ID, attempt: it.attempt, prompt: step, budget: l.remainingBudget(res),
 		powers: l.powersFor(res, is, it.before),
@@ -104,6 +109,11 @@ func (l *Loop) buildIteration(ctx context.Context, res *Result, is beads.Issue) 
 		it.out, calls, err = l.runAgent(ctx, run)
 		it.calls = append(it.calls, calls...)
 	}
+	l.reads().agentEnded(it.readWin)
+	// The judgement's reading reads its issue by id whatever its
+	// updated_at: ralphd writes to it after, which would carry a change
+	// that hid from the reading into the next one unjudged.
+	l.reads().reread(is.ID)
 	readingDue := l.pool().judgementDue()
 	if l.seat != nil {
 		l.seat.readingDue = readingDue
@@ -584,6 +594,17 @@ func (l *Loop) readMark() uint64 {
 // snapshotSince is snapshotAfter for a reading of the pool's that started
 // after mark (workers); outside workers, a fresh one.
 func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (guard.Snapshot, error) {
+	return l.retryRead(ctx, func() (guard.Snapshot, error) { return l.readSince(ctx, mark) })
+}
+
+// snapshotFullAfter is snapshotAfter listing every issue, whatever
+// tracker_reads says (the sweep judges a window against its baseline).
+func (l *Loop) snapshotFullAfter(ctx context.Context) (guard.Snapshot, error) {
+	return l.retryRead(ctx, func() (guard.Snapshot, error) { return l.snapshotFull(ctx) })
+}
+
+// retryRead runs read up to three times, a second and then two apart.
+func (l *Loop) retryRead(ctx context.Context, read func() (guard.Snapshot, error)) (guard.Snapshot, error) {
 	var err error
 	for try := 0; try < 3; try++ {
 		if try > 0 {
@@ -594,7 +615,7 @@ func (l *Loop) snapshotSince(ctx context.Context, mark uint64) (guard.Snapshot, 
 			}
 		}
 		var s guard.Snapshot
-		if s, err = l.readSince(ctx, mark); err == nil {
+		if s, err = read(); err == nil {
 			return s, nil
 		}
 		l.human().Warn("could not read the tracker after the iteration; trying again", "err", err)
@@ -611,6 +632,9 @@ func (l *Loop) endBuildIteration(res *Result, it *buildIter) {
 		l.human().Warn("could not clear the iteration's baseline", "err", err)
 	}
 	it.rec.Outcome = string(it.outcome)
+	if it.verdict == closed && it.readWin != nil {
+		l.reads().closedBy(it.readWin)
+	}
 	l.endIteration(res, it.rec, it.out, it.verdict == closed)
 }
 

@@ -83,6 +83,9 @@ type charge struct {
 	iteration int    // the iteration whose judgement found it
 	worker    string
 	issueID   string
+	// hidden: a full reading of the tracker found it (chargeHidden), not
+	// another window's judgement; detail says it all.
+	hidden bool
 }
 
 // findingKind says what found a finding, and so which windows may have
@@ -190,6 +193,20 @@ func (g *ledger) found(f finding) []Suspect {
 	return named
 }
 
+// chargeHidden lays on w a change a full reading of the tracker found
+// hidden from the readings of what changed (trackread.go), when w's
+// judgement has not ended: it takes it as its own violation. It reports
+// whether it did.
+func (g *ledger) chargeHidden(w *window, detail string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w.judged {
+		return false
+	}
+	w.charges = append(w.charges, charge{detail: detail, hidden: true})
+	return true
+}
+
 // judged ends w's judgement: it returns the charges others' judgements
 // laid on it, and no later trackerFinding charges it. Charges are never
 // passed on: a charge is not a finding.
@@ -280,6 +297,9 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 	for _, c := range p.ledger.judged(it.win) {
 		detail := fmt.Sprintf("%s — found by iteration %d (worker %s, issue %s) while this iteration's agent ran beside it; "+
 			"ralphd cannot tell which agent made it, so every iteration whose window was open is charged", c.detail, c.iteration, c.worker, c.issueID)
+		if c.hidden {
+			detail = c.detail
+		}
 		it.fixed = append(it.fixed, "charged: "+detail)
 		it.rec.Violations = append(it.rec.Violations, detail)
 		res.Violations++

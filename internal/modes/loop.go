@@ -233,6 +233,9 @@ type runState struct {
 	// fleet is the daemon's place among the daemons sharing its tracker
 	// (fleet.go); nil outside a daemon in bd's server mode.
 	fleet *fleet
+	// tracker is how the run reads the tracker (trackread.go); every Loop
+	// of the run shares it.
+	tracker *trackerReads
 }
 
 // derive makes a Loop for one part of this Loop's run (a worker, a
@@ -247,6 +250,7 @@ func (l *Loop) derive(d Deps, s *seat) *Loop {
 		treeChecked:  l.treeChecked,
 		seat:         s,
 		fleet:        l.fleet,
+		tracker:      l.reads(),
 	}}
 }
 

@@ -89,7 +89,7 @@ func (l *Loop) plan(ctx context.Context, res *Result, maxIter int, o runOpts) er
 // planIteration runs the planner once and records what it changed. done
 // reports the completion promise.
 func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, done bool, err error) {
-	before, err := l.snapshotFresh(ctx)
+	before, err := l.snapshotFull(ctx)
 	if err != nil {
 		return iteration{reason: "could not snapshot the tracker"}, false, err
 	}
@@ -130,7 +130,7 @@ func (l *Loop) planIteration(ctx context.Context, res *Result) (it iteration, do
 		return iteration{reason: out.Reason}, false, ErrInterrupted
 	}
 
-	after, err := l.snapshotFresh(ctx)
+	after, err := l.snapshotFull(ctx)
 	if err != nil {
 		return iteration{reason: "could not snapshot the tracker"}, false, err
 	}

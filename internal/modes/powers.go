@@ -253,10 +253,23 @@ func firstN(ids []string, n int) []string {
 // queueEmpty ends a BUILD run whose queue ran dry: with success, or, when
 // issues ready at the start are unworked because of BUILD's changes, with
 // ErrHeldBack, naming them and the changes and noting each for PLANNING.
+//
+// "All work complete or blocked" is decided on a full reading of the
+// tracker (trackread.go): when it finds changes the readings of what
+// changed missed, it reverts them and returns errHiddenFound, and the
+// run goes on.
 func (l *Loop) queueEmpty(ctx context.Context, res *Result) error {
-	now, err := l.snapshotFresh(ctx)
+	incremental := l.reads().pending()
+	seen := l.reads().hidden.Load()
+	now, err := l.snapshotFull(ctx)
 	if err != nil {
+		if incremental {
+			return res.stop(StopError, "could not make the full reading of the tracker that decides the run is done", err)
+		}
 		return res.stop(StopSuccess, l.emptyQueueReason(ctx, nil), nil)
+	}
+	if l.reads().hidden.Load() > seen {
+		return errHiddenFound
 	}
 	held := res.ledger().heldBack(now, res.Skipped)
 	if len(held) == 0 {

@@ -126,6 +126,7 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 // begin starts a run: it records run_start and returns the result to fill.
 func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
 	res := &Result{Mode: mode, RunID: l.RunID, Started: l.now()}
+	l.reads().startRun(l.BD)
 	l.chooseAgent()
 	l.event(logjsonl.EventRunStart, logjsonl.RunStart{
 		SchemaVersion: logjsonl.SchemaVersion, RunID: l.RunID, Mode: mode, MaxIterations: maxIter, Version: l.Version,
@@ -150,6 +151,7 @@ func (r *Result) stop(why StopReason, reason string, err error) error {
 // run_end: the command line says why it was refused.
 func (l *Loop) finish(res *Result, err error, refused bool) {
 	res.Ended = l.now()
+	res.Violations += int(l.reads().hidden.Swap(0)) // trackread.go: hidden changes a full reading found
 	if res.Stop == "" {
 		res.Stop = StopError
 	}
@@ -300,16 +302,13 @@ func (l *Loop) sleepQuota(ctx context.Context, wait time.Duration, resetAt time.
 	return err
 }
 
-// snapshotCache keeps the last full snapshot of the tracker and the
-// content fingerprint of .beads/ it was taken at, so the next iteration's
-// "before" snapshot costs no bd call when nothing changed in between.
+// snapshotCache keeps the last snapshot of the tracker this Loop took
+// and the content fingerprint of .beads/ it was taken at, so the next
+// iteration's "before" snapshot costs no bd call when nothing changed in
+// between.
 type snapshotCache struct {
 	snap guard.Snapshot
 	fp   string
-	// comments holds each issue's comments as last read, with the count
-	// and update time they were read at: a snapshot reads an issue's
-	// comments again only when its count or update time moved.
-	comments map[string]cachedComments
 }
 
 type cachedComments struct {
@@ -335,17 +334,27 @@ func (l *Loop) snapshot(ctx context.Context) (guard.Snapshot, error) {
 	return l.snapshotFresh(ctx)
 }
 
-// snapshotFresh lists every issue, and caches the result.
+// snapshotFresh reads the tracker as it is now (trackread.go: every issue,
+// or what changed since the last reading), and caches the result.
 func (l *Loop) snapshotFresh(ctx context.Context) (guard.Snapshot, error) {
+	return l.takeReading(ctx, readOpts{})
+}
+
+// snapshotFull reads the tracker listing every issue, whatever
+// tracker_reads says: for what must see every issue (PLANNING, the sweep,
+// the check before a run reports success).
+func (l *Loop) snapshotFull(ctx context.Context) (guard.Snapshot, error) {
+	return l.takeReading(ctx, readOpts{full: true})
+}
+
+// takeReading takes one reading through the run's tracker reads, and
+// caches it.
+func (l *Loop) takeReading(ctx context.Context, o readOpts) (guard.Snapshot, error) {
 	fp, fpErr := Fingerprint(l.beadsDir())
-	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
+	snap, err := l.reads().read(ctx, l, o)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the tracker: %w", err)
 	}
-	if err := l.readComments(ctx, issues); err != nil {
-		return nil, fmt.Errorf("snapshot the tracker: %w", err)
-	}
-	snap := guard.NewSnapshot(issues)
 	// The fingerprint was taken before the list, so a write racing the
 	// list makes the next lookup miss the cache rather than use stale data.
 	if fpErr == nil {
@@ -367,18 +376,15 @@ const commentsBatch = 200
 // reads commentsBatch at a time, with `bd show --include-comments`; a
 // batch that fails (an issue deleted since the list) is read issue by
 // issue with `bd comments`.
-func (l *Loop) readComments(ctx context.Context, issues []beads.Issue) error {
-	if l.snap.comments == nil {
-		l.snap.comments = map[string]cachedComments{}
-	}
+func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, cache map[string]cachedComments) error {
 	var stale []int
 	for i := range issues {
 		is := &issues[i]
 		if is.CommentCount == 0 {
-			delete(l.snap.comments, is.ID)
+			delete(cache, is.ID)
 			continue
 		}
-		c, ok := l.snap.comments[is.ID]
+		c, ok := cache[is.ID]
 		if !ok || c.count != is.CommentCount || !c.updated.Equal(is.UpdatedAt) {
 			stale = append(stale, i)
 			continue
@@ -409,7 +415,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue) error {
 					return fmt.Errorf("comments of %s: %w", is.ID, err)
 				}
 			}
-			l.snap.comments[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
+			cache[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
 			is.Comments = cs
 		}
 	}

@@ -117,7 +117,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 	if b == nil {
 		return "", nil
 	}
-	after, err := l.snapshotAfter(ctx)
+	after, err := l.snapshotFullAfter(ctx)
 	if err != nil {
 		return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
 	}

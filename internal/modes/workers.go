@@ -259,6 +259,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	}
 	sum, err := p.Run(ctx)
 	_ = os.Remove(p.StatusFile)
+	seen := l.reads().hidden.Load()
+	l.closingRead(ctx)
+	hiddenAtEnd := l.reads().hidden.Load() > seen
 	res.PullRequests = sum.Reviews
 	for _, s := range sum.Saved {
 		l.human().Warn("work a stopped worker left is kept on a branch", "worker", s.Worker, "branch", s.Branch)
@@ -281,12 +284,18 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if len(res.Stuck) > 0 && len(res.Closed) == 0 {
 		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
 	}
-	return l.queueEmpty(ctx, res)
+	if !hiddenAtEnd {
+		if err := l.queueEmpty(ctx, res); !errors.Is(err, errHiddenFound) {
+			return err
+		}
+	}
+	return res.stop(StopMaxIterations, "the full reading of the tracker that decides the run is done found changes hidden from the readings of what changed; "+
+		"they were reverted and charged, and work may be ready again: run again", ErrCapReached)
 }
 
 // workerClient is bd for a worker: its actor, run in dir.
 func (l *Loop) workerClient(actor, dir string) *beads.Client {
-	c := &beads.Client{Bin: l.RealBD, Dir: dir, Actor: actor, Env: l.BD.Env, Timeout: l.BD.Timeout, Redact: l.BD.Redact, OnCall: l.BD.OnCall}
+	c := &beads.Client{Bin: l.RealBD, Dir: dir, Actor: actor, Env: l.BD.Env, Timeout: l.BD.Timeout, Redact: l.BD.Redact, OnCall: l.BD.OnCall, OnWrite: l.BD.OnWrite}
 	if c.Bin == "" {
 		c.Bin = l.BD.Bin
 	}

@@ -1,0 +1,507 @@
+package modes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/logjsonl"
+)
+
+// Tracker reads (tracker_reads; docs/security.md, "Tracker reads on a big
+// tracker"). Every judgement compares the tracker before and after a
+// window, so every reading must hold every change a window made. With
+// tracker_reads = full each reading lists every issue. With incremental,
+// after one full reading, a reading lists only the issues whose updated_at
+// moved since the last one started (less a margin for updated_at's second
+// precision and the writer's clock), plus the issues ralphd itself wrote
+// since (a label moves no updated_at), re-read by id, and patches them
+// into the reading it holds.
+//
+// What that misses (a change made around bd that keeps or back-dates
+// updated_at, a deleted issue, a label an agent added around the guard)
+// is found by the next full reading, which comes at a bounded interval
+// and whenever something lists every issue anyway (PLANNING, the sweep,
+// the check before a run reports success, the end of a BUILD run). A full
+// reading compares itself with the reading held: an issue whose updated_at
+// did not move past the last cut but differs is a change that hid. It is
+// judged with the guard's diff under a window that owns nothing,
+// reverted against the reading held, charged to every window opened since
+// the last full reading, logged, and patched out of the reading returned:
+// it never becomes the next window's baseline.
+//
+// One trackerReads serves a run: every Loop of it (workers, the pool's
+// readings, the claims' read-backs) reads through it, one reading at a
+// time.
+
+// Tracker read strategies, the values of tracker_reads.
+const (
+	TrackerReadsAuto        = "auto"
+	TrackerReadsFull        = "full"
+	TrackerReadsIncremental = "incremental"
+)
+
+// Defaults of the incremental reads.
+const (
+	// autoIncrementalAt is the tracker size at which tracker_reads = auto
+	// reads incrementally.
+	autoIncrementalAt = 1000
+	// updatedMargin is how far before the last reading's start a reading
+	// of what changed looks: updated_at is second-precision and set by
+	// the writer's clock (another machine's, in server mode).
+	updatedMargin = time.Minute
+)
+
+// noOwner is the owner of a window that owns nothing: every issue is
+// another's, so any status or assignee change counts (guard.Options.Own).
+const noOwner = "\x00no window"
+
+// trackerReads holds a run's readings of the tracker and decides how the
+// next one is read.
+type trackerReads struct {
+	mode     string        // tracker_reads as configured
+	every    int           // cheap readings between full ones
+	interval time.Duration // longest time between full readings
+	margin   time.Duration // see updatedMargin
+
+	mu          sync.Mutex // one reading at a time; guards what follows
+	decided     bool       // the first full reading decided incremental
+	incremental bool
+	held        guard.Snapshot // the last reading, patched; never handed out
+	prevStart   time.Time      // when the last reading started
+	lastFull    time.Time      // when the last full reading started
+	sinceFull   int            // cheap readings since the last full one
+	cheapSince  bool           // held was patched since the last full reading
+	comments    map[string]cachedComments
+
+	wmu     sync.Mutex
+	written map[string]bool // issues ralphd wrote since a reading took them
+	windows []*readWindow   // windows opened since the last full reading
+
+	// hidden counts the hidden changes found; the run adds them to its
+	// violations when it ends.
+	hidden atomic.Int64
+	// full counts the full readings, cheap the others (tests, logs).
+	full, cheap atomic.Int64
+}
+
+// readWindow is a window a hidden change may be charged to: an iteration
+// whose agent ran since the last full reading.
+type readWindow struct {
+	n       int
+	issue   string
+	win     *window // workers: its window in the pool's ledger
+	started time.Time
+	done    bool // its agent has ended
+	closed  bool // its iteration closed its issue
+}
+
+// newTrackerReads is the strategy of a run with configuration mode
+// ("" is auto), a full reading at least every `every` readings and every
+// interval.
+func newTrackerReads(mode string, every int, interval time.Duration) *trackerReads {
+	if mode == "" {
+		mode = TrackerReadsAuto
+	}
+	return &trackerReads{mode: mode, every: max(every, 1), interval: interval, margin: updatedMargin}
+}
+
+// reads returns the run's tracker reads, made on first use.
+func (l *Loop) reads() *trackerReads {
+	if l.tracker == nil {
+		mode, every, interval := TrackerReadsFull, 1, time.Duration(0)
+		if l.Config != nil {
+			mode, every, interval = l.Config.TrackerReads, l.Config.TrackerFullEvery, l.Config.TrackerFullInterval
+		}
+		l.tracker = newTrackerReads(mode, every, interval)
+	}
+	return l.tracker
+}
+
+// startRun starts a run's readings: the first lists every issue, and
+// ralphd's writes through bd (l.BD) are re-read by id.
+func (r *trackerReads) startRun(bd *beads.Client) {
+	r.mu.Lock()
+	r.held, r.cheapSince, r.sinceFull = nil, false, 0
+	r.mu.Unlock()
+	r.wmu.Lock()
+	r.windows = nil
+	clear(r.written)
+	r.wmu.Unlock()
+	r.hidden.Store(0)
+	if bd != nil {
+		bd.OnWrite = r.wrote
+	}
+}
+
+// wrote records that ralphd wrote (or is about to write) to the issues
+// args names: the next reading re-reads them by id. It is the bd
+// client's OnWrite.
+func (r *trackerReads) wrote(args []string) {
+	ids := beads.WriteTargets(args)
+	if len(ids) == 0 {
+		return
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if r.written == nil {
+		r.written = map[string]bool{}
+	}
+	for _, id := range ids {
+		r.written[id] = true
+	}
+}
+
+// reread asks the next reading to read id by id whatever its updated_at:
+// a judgement's own issue, which ralphd writes to after it.
+func (r *trackerReads) reread(id string) { r.wrote([]string{"update", id}) }
+
+// takeWritten returns the issues written since the last reading, and
+// forgets them.
+func (r *trackerReads) takeWritten() []string {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	ids := make([]string, 0, len(r.written))
+	for id := range r.written {
+		ids = append(ids, id)
+	}
+	clear(r.written)
+	slices.Sort(ids)
+	return ids
+}
+
+// opened registers iteration n's window on issue (win: its window in the
+// pool's ledger, for workers); its agent starts now. The returned func
+// says its agent has ended, and closed whether the iteration closed the
+// issue (set later with closedBy).
+func (r *trackerReads) opened(n int, issue string, win *window, at time.Time) *readWindow {
+	w := &readWindow{n: n, issue: issue, win: win, started: at}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.windows = append(r.windows, w)
+	return w
+}
+
+// agentEnded marks w's agent as ended.
+func (r *trackerReads) agentEnded(w *readWindow) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	w.done = true
+}
+
+// closedBy records that w's iteration closed its issue.
+func (r *trackerReads) closedBy(w *readWindow) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	w.closed = true
+}
+
+// chargeable returns the windows a full reading that started at start
+// charges, and keeps for the next period only those whose agent may still
+// change the tracker.
+func (r *trackerReads) chargeable(start time.Time) []readWindow {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	var out []readWindow
+	for _, w := range r.windows {
+		if w.started.Before(start) || w.started.Equal(start) {
+			out = append(out, *w)
+		}
+	}
+	r.windows = slices.DeleteFunc(r.windows, func(w *readWindow) bool { return w.done && !w.started.After(start) })
+	return out
+}
+
+// hiddenChange is what a full reading found that the cheap readings
+// missed: the violations, judged against the reading held, and the
+// windows they are charged to.
+type hiddenChange struct {
+	held    guard.Snapshot // the reading held: what the revert restores
+	vs      []guard.Violation
+	windows []readWindow
+}
+
+// readOpts says what a reading is for.
+type readOpts struct {
+	// full: the reading must list every issue (PLANNING, the sweep, the
+	// check before a run reports success).
+	full bool
+}
+
+// read takes one reading of the tracker with l's bd. A full reading that
+// finds hidden changes hands them to l.hiddenFound before it returns.
+func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Snapshot, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := time.Now()
+	rereads := r.takeWritten()
+	due := r.held == nil || !r.incremental || o.full || r.sinceFull >= r.every ||
+		(r.interval > 0 && start.Sub(r.lastFull) >= r.interval)
+	if !due {
+		next, err := r.readCheap(ctx, l, start, rereads)
+		if err != nil {
+			r.giveBack(rereads)
+			return nil, err
+		}
+		r.cheap.Add(1)
+		r.held, r.prevStart, r.cheapSince = next, start, true
+		r.sinceFull++
+		return maps.Clone(next), nil
+	}
+	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
+	if err == nil {
+		err = l.readComments(ctx, issues, r.cache())
+	}
+	if err != nil {
+		r.giveBack(rereads)
+		return nil, err
+	}
+	r.full.Add(1)
+	full := guard.NewSnapshot(issues)
+	if !r.decided {
+		r.decide(l, len(full))
+	}
+	if r.incremental && r.cheapSince && r.held != nil {
+		var h hiddenChange
+		full, h = r.compare(l, full, rereads)
+		if len(h.vs) > 0 {
+			h.windows = r.chargeable(start)
+			r.hidden.Add(int64(len(h.vs)))
+			l.hiddenFound(ctx, h)
+		} else {
+			r.chargeable(start)
+		}
+	} else {
+		r.chargeable(start)
+	}
+	r.held, r.prevStart, r.lastFull, r.sinceFull, r.cheapSince = full, start, start, 0, false
+	return maps.Clone(full), nil
+}
+
+// pending reports whether readings of what changed were patched in since
+// the last full reading: a full reading may find what they missed.
+func (r *trackerReads) pending() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.incremental && r.cheapSince
+}
+
+// errHiddenFound ends the check before a run reports success when the
+// full reading it makes found hidden changes: they were reverted, which
+// may have put work back, so the run goes on.
+var errHiddenFound = errors.New("the full reading of the tracker found changes hidden from the readings of what changed")
+
+// closingRead makes the full reading that ends a BUILD run that stops
+// with readings of what changed since the last full one (a cap, a
+// daemon's batch, a signal): what they missed is found, reverted and
+// charged before the run's windows are forgotten.
+func (l *Loop) closingRead(ctx context.Context) {
+	if !l.reads().pending() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if _, err := l.snapshotFull(ctx); err != nil {
+		l.human().Warn("could not make the full reading of the tracker that ends the run; what the readings of what changed missed since the last full reading is not judged", "err", err)
+	}
+}
+
+// giveBack puts back the re-reads of a reading that failed.
+func (r *trackerReads) giveBack(ids []string) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if r.written == nil {
+		r.written = map[string]bool{}
+	}
+	for _, id := range ids {
+		r.written[id] = true
+	}
+}
+
+// cache is the comments cache. The caller holds r.mu.
+func (r *trackerReads) cache() map[string]cachedComments {
+	if r.comments == nil {
+		r.comments = map[string]cachedComments{}
+	}
+	return r.comments
+}
+
+// decide settles tracker_reads = auto on the first full reading, of n
+// issues, and says so on the log.
+func (r *trackerReads) decide(l *Loop, n int) {
+	r.decided = true
+	switch r.mode {
+	case TrackerReadsIncremental:
+		r.incremental = true
+	case TrackerReadsAuto:
+		r.incremental = n >= autoIncrementalAt
+	}
+	if r.mode == TrackerReadsFull || (!r.incremental && n < autoIncrementalAt/2) {
+		return
+	}
+	how := "every reading lists every issue"
+	if r.incremental {
+		how = fmt.Sprintf("readings list what changed since the last one, with a full reading every %d readings", r.every)
+		if r.interval > 0 {
+			how += " or " + r.interval.String()
+		}
+	}
+	l.human().Info("tracker_reads = "+r.mode+": "+how, "issues", n)
+}
+
+// readCheap reads what changed since the last reading and patches it into
+// the reading held. The caller holds r.mu.
+func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, rereads []string) (guard.Snapshot, error) {
+	changed, err := l.BD.List(ctx, beads.ListOptions{All: true, UpdatedAfter: r.prevStart.Add(-r.margin)})
+	if err != nil {
+		return nil, fmt.Errorf("read what changed in the tracker: %w", err)
+	}
+	next := maps.Clone(r.held)
+	asked := map[string]bool{}
+	for _, id := range rereads {
+		asked[id] = true
+	}
+	if len(rereads) > 0 {
+		got, err := l.BD.List(ctx, beads.ListOptions{All: true, IDs: rereads})
+		if err != nil {
+			return nil, fmt.Errorf("re-read the issues ralphd wrote: %w", err)
+		}
+		// Only the issues asked for: bd ignores an id it does not know,
+		// and may list every issue when it knows none. One asked for and
+		// gone was deleted.
+		var keep []beads.Issue
+		for _, is := range got {
+			if asked[is.ID] {
+				keep = append(keep, is)
+				delete(asked, is.ID)
+			}
+		}
+		changed = append(changed, keep...)
+		for id := range asked {
+			delete(next, id)
+		}
+	}
+	if err := l.readComments(ctx, changed, r.cache()); err != nil {
+		return nil, err
+	}
+	for _, is := range changed {
+		next[is.ID] = is
+	}
+	return next, nil
+}
+
+// compare checks a full reading against the reading held: an issue that
+// differs although its updated_at did not move past the cut a reading of
+// what changed would use now, and that ralphd did not write, changed out
+// of sight of the cheap readings. Such a change to what the guard
+// protects, judged under a window that owns nothing, is a hidden change:
+// the reading returned holds the issue as held (the revert puts it back).
+// Any other difference is taken as it is. The caller holds r.mu.
+func (r *trackerReads) compare(l *Loop, full guard.Snapshot, rereads []string) (guard.Snapshot, hiddenChange) {
+	cut := r.prevStart.Add(-r.margin)
+	wrote := map[string]bool{}
+	for _, id := range rereads {
+		wrote[id] = true
+	}
+	visible := func(is beads.Issue) bool { return wrote[is.ID] || is.UpdatedAt.After(cut) }
+	before, after := guard.Snapshot{}, guard.Snapshot{}
+	for id, h := range r.held {
+		f, ok := full[id]
+		switch {
+		case !ok && !wrote[id]:
+			before[id] = h // deleted: no reading of what changed sees it
+		case ok && !visible(f) && !sameIssue(h, f):
+			before[id], after[id] = h, f
+		}
+	}
+	for id, f := range full {
+		if _, ok := r.held[id]; !ok && !visible(f) {
+			after[id] = f // created with an updated_at from before the cut
+		}
+	}
+	if len(before)+len(after) == 0 {
+		return full, hiddenChange{}
+	}
+	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}, Own: noOwner})
+	vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return l.fleet.ownsChange(v, before, after) })
+	if len(vs) == 0 {
+		return full, hiddenChange{}
+	}
+	out := maps.Clone(full)
+	for _, v := range vs {
+		if h, ok := r.held[v.IssueID]; ok && v.Kind != guard.Deleted {
+			out[v.IssueID] = h
+		} else if !ok {
+			delete(out, v.IssueID)
+		}
+	}
+	return out, hiddenChange{held: r.held, vs: vs}
+}
+
+// sameIssue reports whether two readings of an issue agree, comments
+// compared by count.
+func sameIssue(a, b beads.Issue) bool {
+	ac, bc := a.Comments, b.Comments
+	a.Comments, b.Comments = nil, nil
+	return len(ac) == len(bc) && reflect.DeepEqual(a, b)
+}
+
+// hiddenFound reverts the hidden changes a full reading found against the
+// reading held, logs each as a violation, and charges it to every window
+// opened since the last full reading: a worker's window not yet judged
+// fails its attempt with it; every other is logged as charged, noted on
+// its issue, and a close it made is reopened (a close does not stand in
+// a window charged with a forbidden change). It runs inside the reading.
+func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) {
+	ctx = context.WithoutCancel(ctx)
+	var found []string
+	for _, rv := range guard.Revert(ctx, l.BD, h.held, h.vs) {
+		d := rv.Violation.String()
+		if rv.Err != nil {
+			d += " (revert failed: " + rv.Err.Error() + ")"
+		}
+		found = append(found, d)
+	}
+	var its []string
+	for _, w := range h.windows {
+		its = append(its, fmt.Sprintf("%d (%s)", w.n, w.issue))
+	}
+	who := "no iteration ran since the last full read"
+	if len(its) > 0 {
+		who = "charged to every iteration whose agent ran since the last full read: " + strings.Join(its, ", ")
+	}
+	for i, v := range h.vs {
+		detail := found[i] + " — found by a full read of the tracker; the reads of what changed missed it (its updated_at did not move); reverted, " + who
+		l.event(logjsonl.EventViolation, logjsonl.Violation{IssueID: v.IssueID, Mode: ModeBuild, Kind: "hidden_change", Detail: detail})
+		l.human().Warn("a change hidden from the reads of what changed: reverted", "issue", v.IssueID, "change", found[i], "charged", strings.Join(its, ", "))
+	}
+	detail := "a change made out of sight of the reads of what changed (" + strings.Join(found, "; ") +
+		") was found by a full read of the tracker and reverted; ralphd cannot tell which agent made it, so every iteration whose agent ran since the last full read is charged"
+	p := l.pool()
+	for _, w := range h.windows {
+		if w.win != nil && p != nil && p.ledger.chargeHidden(w.win, detail) {
+			continue // its judgement fails its attempt with it
+		}
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: w.n, IssueID: w.issue, Mode: ModeBuild, Kind: "hidden_change_charged", Detail: detail})
+		note := "ralphd: charged with a forbidden change: " + detail + "."
+		if _, err := l.BD.AppendNotes(ctx, w.issue, note); err != nil {
+			l.human().Warn("could not note a charge on the issue", "issue", w.issue, "err", err)
+		}
+		if w.closed {
+			why := "ralphd: reopened: the iteration that closed it is charged with a forbidden change found later, so its close does not count"
+			if _, err := l.BD.Reopen(ctx, w.issue, why); err != nil {
+				l.human().Warn("could not reopen the close of a charged iteration", "issue", w.issue, "err", err)
+			}
+		}
+	}
+	l.snap.invalidate()
+}
