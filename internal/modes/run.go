@@ -151,7 +151,7 @@ func (r *Result) stop(why StopReason, reason string, err error) error {
 // run_end: the command line says why it was refused.
 func (l *Loop) finish(res *Result, err error, refused bool) {
 	res.Ended = l.now()
-	res.Violations += int(l.reads().hidden.Swap(0)) // trackread.go: hidden changes a full reading found
+	l.reads().settle(res) // trackread.go: what full readings found hidden
 	if res.Stop == "" {
 		res.Stop = StopError
 	}

@@ -86,6 +86,9 @@ type trackerReads struct {
 	wmu     sync.Mutex
 	written map[string]bool // issues ralphd wrote since a reading took them
 	windows []*readWindow   // windows opened since the last full reading
+	// reopened are the issues whose close a charge reopened; the run
+	// takes them out of its closed issues when it ends.
+	reopened []string
 
 	// hidden counts the hidden changes found; the run adds them to its
 	// violations when it ends.
@@ -134,7 +137,7 @@ func (r *trackerReads) startRun(bd *beads.Client) {
 	r.held, r.cheapSince, r.sinceFull = nil, false, 0
 	r.mu.Unlock()
 	r.wmu.Lock()
-	r.windows = nil
+	r.windows, r.reopened = nil, nil
 	clear(r.written)
 	r.wmu.Unlock()
 	r.hidden.Store(0)
@@ -203,6 +206,22 @@ func (r *trackerReads) closedBy(w *readWindow) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	w.closed = true
+}
+
+// settle takes into res what the run's readings found: the hidden
+// changes, as violations, and the closes a charge reopened, which are
+// not the run's closes any more (one for each reopen: an issue closed
+// again later stays).
+func (r *trackerReads) settle(res *Result) {
+	res.Violations += int(r.hidden.Swap(0))
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	for _, id := range r.reopened {
+		if i := slices.Index(res.Closed, id); i >= 0 {
+			res.Closed = slices.Delete(res.Closed, i, i+1)
+		}
+	}
+	r.reopened = nil
 }
 
 // chargeable returns the windows a full reading that started at start
@@ -431,7 +450,7 @@ func (r *trackerReads) compare(l *Loop, full guard.Snapshot, rereads []string) (
 	if len(before)+len(after) == 0 {
 		return full, hiddenChange{}
 	}
-	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, ReservedLabels: []string{StuckLabel}, Own: noOwner})
+	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, Own: noOwner})
 	vs = slices.DeleteFunc(vs, func(v guard.Violation) bool { return l.fleet.ownsChange(v, before, after) })
 	if len(vs) == 0 {
 		return full, hiddenChange{}
@@ -500,6 +519,10 @@ func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) {
 			why := "ralphd: reopened: the iteration that closed it is charged with a forbidden change found later, so its close does not count"
 			if _, err := l.BD.Reopen(ctx, w.issue, why); err != nil {
 				l.human().Warn("could not reopen the close of a charged iteration", "issue", w.issue, "err", err)
+			} else {
+				l.reads().wmu.Lock()
+				l.reads().reopened = append(l.reads().reopened, w.issue)
+				l.reads().wmu.Unlock()
 			}
 		}
 	}
