@@ -127,7 +127,7 @@ func Fields() []Field {
 		field("poll", kindDuration, "60s", "daemon: fallback poll interval while idle"),
 		field("fleet_lease", kindDuration, "2m", "daemon, bd server mode: how long the planner's lease on the shared tracker lasts unrenewed; daemons sharing the tracker plan one at a time (0: off)"),
 		field("quota_backoff_max", kindDuration, "1h", "longest wait between retries when the agent is rate-limited or unusable"),
-		// Dashboard, metrics and notifications (README "Dashboard, metrics and notifications").
+		// Dashboard, metrics and notifications (README "State, logs, dashboard and service").
 		field("http", kindString, "", "daemon: serve the dashboard and /metrics on this address, e.g. 127.0.0.1:7777 (empty: off)"),
 		secret(field("http_token", kindString, "", "bearer token for the dashboard; required to bind a non-loopback address and for control actions")),
 		field("notify_cmd", kindString, "", "command run with sh -c and one JSON event on stdin for each notification"),
