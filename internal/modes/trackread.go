@@ -457,9 +457,9 @@ func (r *trackerReads) compare(l *Loop, full guard.Snapshot, rereads []string) (
 	}
 	out := maps.Clone(full)
 	for _, v := range vs {
-		if h, ok := r.held[v.IssueID]; ok && v.Kind != guard.Deleted {
-			out[v.IssueID] = h
-		} else if !ok {
+		if h, ok := r.held[v.IssueID]; ok {
+			out[v.IssueID] = h // a deleted one too: the revert re-creates it
+		} else {
 			delete(out, v.IssueID)
 		}
 	}

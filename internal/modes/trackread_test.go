@@ -1,0 +1,191 @@
+package modes
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
+)
+
+// backdate rewrites the stand-in's store around bd: edit changes each
+// issue, and every issue's updated_at is set years back, as an edit made
+// around bd (or by a machine whose clock is behind) can leave it.
+func backdate(t *testing.T, repo string, edit func(id string, is map[string]any)) {
+	t.Helper()
+	var file string
+	_ = filepath.WalkDir(filepath.Join(repo, ".beads"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "standin.json" {
+			file = p
+		}
+		return nil
+	})
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store map[string]any
+	if err := json.Unmarshal(b, &store); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range store["issues"].([]any) {
+		is := x.(map[string]any)
+		if edit != nil {
+			edit(is["id"].(string), is)
+		}
+		is["updated_at"] = "2020-01-01T00:00:00Z"
+	}
+	if b, err = json.Marshal(store); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTrackerReadsIncremental takes a full reading, changes an issue by
+// one route, and checks what a reading of what changed sees, and what the
+// full reading after it finds hidden, reverts and returns: every route
+// the cheap reading misses is found by the full one, and a change only
+// ralphd or bd made honestly is never taken for a hidden one.
+func TestTrackerReadsIncremental(t *testing.T) {
+	type env struct {
+		p    *project
+		l    *Loop
+		x, y string
+	}
+	title := func(want string) func(e env, s guard.Snapshot) bool {
+		return func(e env, s guard.Snapshot) bool { return s[e.x].Title == want }
+	}
+	labelled := func(l string) func(e env, s guard.Snapshot) bool {
+		return func(e env, s guard.Snapshot) bool { return s[e.x].HasLabel(l) }
+	}
+	gone := func(e env, s guard.Snapshot) bool { _, ok := s[e.x]; return !ok }
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, e env)
+		// seen: the change shows in the cheap reading (and then in the
+		// full one); hidden: how many hidden changes the full reading
+		// finds, whose change it then patches out and reverts.
+		seen   func(e env, s guard.Snapshot) bool
+		cheap  bool
+		hidden int
+	}{
+		{"title by bd", func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "update", e.x, "--title", "New") }, title("New"), true, 0},
+		{"plain label by bd", func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "label", "add", e.x, "later") }, labelled("later"), false, 0},
+		{"reserved label by bd", func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "label", "add", e.x, StuckLabel) }, labelled(StuckLabel), false, 1},
+		{"title in the store, back-dated", func(t *testing.T, e env) {
+			backdate(t, e.p.repo, func(id string, is map[string]any) {
+				if id == e.x {
+					is["title"] = "Easier"
+				}
+			})
+		}, title("Easier"), false, 1},
+		{"another's status in the store, back-dated", func(t *testing.T, e env) {
+			backdate(t, e.p.repo, func(id string, is map[string]any) {
+				if id == e.x {
+					is["status"], is["close_reason"] = "closed", "ran `make`: ok"
+				}
+			})
+		}, func(e env, s guard.Snapshot) bool { return s[e.x].Status == beads.StatusClosed }, false, 1},
+		{"deleted by bd", func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "delete", e.x, "--force") }, gone, false, 1},
+		{"ralphd's own label", func(t *testing.T, e env) {
+			if err := e.l.BD.LabelAdd(context.Background(), e.x, StuckLabel); err != nil {
+				t.Fatal(err)
+			}
+		}, labelled(StuckLabel), true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			e := env{p: p, x: p.create("X", "-p", "2"), y: p.create("Y", "-p", "2")}
+			backdate(t, p.repo, nil) // nothing changed lately
+			e.l = &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
+			e.l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+			e.l.tracker.startRun(e.l.BD)
+			ctx := context.Background()
+			first, err := e.l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(first) != 2 || tc.seen(e, first) {
+				t.Fatalf("first reading: %d issues, the change already seen", len(first))
+			}
+			tc.change(t, e)
+			cheap, err := e.l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.l.tracker.cheap.Load(); got != 1 {
+				t.Fatalf("%d cheap readings, want 1", got)
+			}
+			if tc.seen(e, cheap) != tc.cheap {
+				t.Errorf("the cheap reading sees the change: %v, want %v", !tc.cheap, tc.cheap)
+			}
+			if _, ok := cheap[e.y]; !ok {
+				t.Errorf("the cheap reading lost %s, which did not change", e.y)
+			}
+			full, err := e.l.snapshotFull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := int(e.l.tracker.hidden.Load()); got != tc.hidden {
+				t.Fatalf("the full reading found %d hidden changes, want %d", got, tc.hidden)
+			}
+			if tc.hidden == 0 {
+				if !tc.seen(e, full) {
+					t.Errorf("the full reading does not hold a change that was not forbidden")
+				}
+				return
+			}
+			if tc.seen(e, full) {
+				t.Errorf("the full reading returned holds the hidden change")
+			}
+			// Reverted: the next full reading finds the tracker as held.
+			again, err := e.l.snapshotFull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.seen(e, again) {
+				t.Errorf("the hidden change was not reverted")
+			}
+			if got := int(e.l.tracker.hidden.Load()); got != tc.hidden {
+				t.Errorf("%d hidden changes after a second full reading, want still %d", got, tc.hidden)
+			}
+		})
+	}
+}
+
+// TestTrackerReadsCadence checks when a reading lists every issue: the
+// first, every `every` readings, a forced one, and every one in full mode
+// or on a small tracker under auto.
+func TestTrackerReadsCadence(t *testing.T) {
+	p := newProject(t)
+	p.create("X")
+	for _, tc := range []struct {
+		mode       string
+		every      int
+		force      []bool
+		full, cheap int64
+	}{
+		{TrackerReadsIncremental, 3, []bool{false, false, false, false, false}, 2, 3},
+		{TrackerReadsIncremental, 20, []bool{false, false, true, false}, 2, 2},
+		{TrackerReadsFull, 20, []bool{false, false, false}, 3, 0},
+		{TrackerReadsAuto, 20, []bool{false, false, false}, 3, 0}, // one issue: full
+	} {
+		l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
+		l.tracker = newTrackerReads(tc.mode, tc.every, 0)
+		l.tracker.startRun(l.BD)
+		for _, f := range tc.force {
+			if _, err := l.takeReading(context.Background(), readOpts{full: f}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if f, c := l.tracker.full.Load(), l.tracker.cheap.Load(); f != tc.full || c != tc.cheap {
+			t.Errorf("%s every %d, forced %v: %d full and %d cheap readings, want %d and %d", tc.mode, tc.every, tc.force, f, c, tc.full, tc.cheap)
+		}
+	}
+}
