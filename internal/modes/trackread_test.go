@@ -166,9 +166,9 @@ func TestTrackerReadsCadence(t *testing.T) {
 	p := newProject(t)
 	p.create("X")
 	for _, tc := range []struct {
-		mode       string
-		every      int
-		force      []bool
+		mode        string
+		every       int
+		force       []bool
 		full, cheap int64
 	}{
 		{TrackerReadsIncremental, 3, []bool{false, false, false, false, false}, 2, 3},
