@@ -51,6 +51,9 @@ type Request struct {
 	// KindAgent request; Script is empty and Turn -1 when none did.
 	Script string
 	Turn   int
+	// Replayed: the request was the agent's last answered request sent
+	// again, and got the same turn (see Server).
+	Replayed bool
 	// Prompt is the text of the first user message, without Claude
 	// Code's <system-reminder> blocks.
 	Prompt string

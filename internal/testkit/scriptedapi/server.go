@@ -51,7 +51,10 @@
 //     CLAUDE_CODE_MAX_RETRIES times (default 10, at most 15), with backoff
 //     0.5s doubling to 32s plus up to 25% jitter (a retry-after header is
 //     honoured as a lower bound), printing a system/api_retry line per
-//     retry. Each retry is a new request and consumes a turn.
+//     retry. Each retry after a fault is a new request and consumes a
+//     turn. A request whose body is the one a turn that was not a fault
+//     answered last (the client gave up on reading the answer, and sent
+//     it again) gets that turn again and consumes none (Request.Replayed).
 //   - A response header `x-should-retry: false` (Fault.NoRetry) stops the
 //     retries at once; so does a retry-after over 60 seconds.
 //   - Three 529s in a row end the run ("Repeated 529 Overloaded errors").
@@ -122,6 +125,12 @@ type scriptState struct {
 	next    int
 	// faultsOnly: every turn served so far was a Fault.
 	faultsOnly bool
+	// answered is the body of the last request a turn other than a Fault
+	// answered, and last that turn's index: a request with the same body
+	// is the agent sending it again (its client gave up on the answer, on
+	// a loaded machine), and gets the same turn.
+	answered []byte
+	last     int
 }
 
 // New returns an unstarted server that plays scripts, one per
@@ -441,6 +450,9 @@ func (s *Server) play(req *Request, key string, fresh bool) (Turn, bool) {
 	if st != nil {
 		req.Script = st.name
 		switch {
+		case st.answered != nil && bytes.Equal(st.answered, req.Raw):
+			turn, ok = st.Turns[st.last], true
+			req.Turn, req.Replayed = st.last, true
 		case st.next < len(st.Turns):
 			turn, ok = st.Turns[st.next], true
 			req.Turn = st.next
@@ -453,6 +465,9 @@ func (s *Server) play(req *Request, key string, fresh bool) (Turn, bool) {
 		}
 		if ok && turn.Fault == nil {
 			st.faultsOnly = false
+			st.answered, st.last = req.Raw, req.Turn
+		} else if ok {
+			st.answered = nil
 		}
 	}
 	s.recordLocked(req)

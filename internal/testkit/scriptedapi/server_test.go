@@ -366,14 +366,19 @@ func TestConversationRouting(t *testing.T) {
 			Script{Turns: []Turn{Say("b1"), Say("b2")}},
 		)
 		ctx := t.Context()
-		say := func(session, prompt string) string {
-			return readReply(t, post(ctx, t, srv, "/v1/messages", "", agentBody{Prompt: prompt, Session: session}.JSON(t))).Blocks[0].Text
+		// Each conversation's second request carries a tool result, as an
+		// agent's next request does (the same body again would be the
+		// first sent again: TestAnsweredRequestSentAgain).
+		say := func(session, prompt string, results ...ToolResult) string {
+			body := agentBody{Prompt: prompt, Session: session, Results: results}
+			return readReply(t, post(ctx, t, srv, "/v1/messages", "", body.JSON(t))).Blocks[0].Text
 		}
+		more := ToolResult{ToolUseID: "toolu_1", Content: "ok"}
 		// Interleaved conversations keep their own scripts.
 		is.Equal(say("meta-1", "p"), "a1")
 		is.Equal(say("", "other prompt"), "b1")
-		is.Equal(say("meta-1", "p"), "a2")
-		is.Equal(say("", "other prompt"), "b2")
+		is.Equal(say("meta-1", "p", more), "a2")
+		is.Equal(say("", "other prompt", more), "b2")
 		is.NoErr(srv.Verify())
 	})
 	t.Run("no script left", func(t *testing.T) {
@@ -390,7 +395,8 @@ func TestConversationRouting(t *testing.T) {
 		is := is.New(t)
 		srv := startServer(t, Script{Name: "short", Turns: []Turn{Say("only")}})
 		readReply(t, post(t.Context(), t, srv, "/v1/messages", "s", agentBody{Prompt: "p"}.JSON(t)))
-		m := readReply(t, post(t.Context(), t, srv, "/v1/messages", "s", agentBody{Prompt: "p"}.JSON(t)))
+		more := agentBody{Prompt: "p", Results: []ToolResult{{ToolUseID: "toolu_x", Content: "more"}}}
+		m := readReply(t, post(t.Context(), t, srv, "/v1/messages", "s", more.JSON(t)))
 		is.Equal(m.StopReason, "end_turn")
 		errs := srv.Errors()
 		is.Equal(len(errs), 1)
@@ -424,6 +430,34 @@ func TestConversationRouting(t *testing.T) {
 		}
 		is.NoErr(srv.Verify())
 	})
+}
+
+// TestAnsweredRequestSentAgain: an agent whose client gave up on reading
+// an answer sends the same request again; it gets the same turn, and
+// the script goes on from there. After a fault, the same request is a
+// retry that consumes the next turn (TestFaults).
+func TestAnsweredRequestSentAgain(t *testing.T) {
+	is := is.New(t)
+	srv := startServer(t, Script{Name: "again", Turns: []Turn{Bash("true"), Say("done")}})
+	first := agentBody{Prompt: "p", Session: "s1"}.JSON(t)
+	m := readReply(t, post(t.Context(), t, srv, "/v1/messages", "s1", first))
+	is.Equal(len(m.Blocks), 1)
+	is.Equal(m.Blocks[0].Type, "tool_use")
+	m = readReply(t, post(t.Context(), t, srv, "/v1/messages", "s1", first)) // sent again
+	is.Equal(m.Blocks[0].Type, "tool_use")
+	next := agentBody{Prompt: "p", Session: "s1", Results: []ToolResult{{ToolUseID: m.Blocks[0].ID, Content: "ok"}}}.JSON(t)
+	m = readReply(t, post(t.Context(), t, srv, "/v1/messages", "s1", next))
+	is.Equal(m.Blocks[0].Text, "done")
+	is.NoErr(srv.Verify()) // no request after the last turn
+	var turns []int
+	var replayed []bool
+	for _, r := range srv.Requests() {
+		if r.Kind == KindAgent {
+			turns, replayed = append(turns, r.Turn), append(replayed, r.Replayed)
+		}
+	}
+	is.Equal(turns, []int{0, 0, 1})
+	is.Equal(replayed, []bool{false, true, false})
 }
 
 func TestSideRequests(t *testing.T) {
