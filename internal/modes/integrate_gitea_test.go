@@ -129,6 +129,8 @@ func TestGiteaPullRequestScenarios(t *testing.T) {
 				}
 				return commitAndClose(ctx, a)
 			})
+			// The pool's events, for a failure's story.
+			pool.Log = func(e Event) { t.Logf("%s %s %s %s", e.Worker, e.Issue, e.Kind, e.Detail) }
 			ralphdSent := &sentRequests{}
 			s, err := mergeq.LookupStrategy("pr")
 			is.NoErr(err)
@@ -187,6 +189,7 @@ func TestGiteaPullRequestScenarios(t *testing.T) {
 			<-reviewed
 			is.NoErr(err)
 
+			t.Logf("integrated %v, failed %v, stuck %v", sum.Integrated, sum.Failed, sum.Stuck)
 			is.Equal(len(sum.Integrated), 2)      // both merged by the reviewer
 			is.Equal(len(sum.Failed[blocker]), 1) // the feedback was one failed attempt
 			for _, e := range tc.evidence {
