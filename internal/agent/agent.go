@@ -188,6 +188,10 @@ type Invocation struct {
 	// mode ("bd delete", "bd dep remove", ...), for backends that can
 	// compile them into the agent's own permission system.
 	DenyBash []string
+	// DenyWhy holds, for some DenyBash prefixes, the message the agent's
+	// permission system shows when it refuses one (the forge verbs ralphd
+	// refuses in every mode); the others get the separation of powers'.
+	DenyWhy map[string]string
 	// HookArgv, when set, is the command that checks one Bash tool call
 	// against the policy (ralphd's `hook pre-tool-use`), for backends with
 	// a pre-tool hook.

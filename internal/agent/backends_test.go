@@ -217,9 +217,9 @@ func TestDenyPrefixes(t *testing.T) {
 	is := is.New(t)
 	is.Equal(denyPrefixes([]string{" bd  delete ", "", "bd delete", "bd dep\tremove"}), []string{"bd delete", "bd dep remove"})
 	is.Equal(denyPrefixes(nil), []string(nil))
-	is.Equal(denyMessage("build", "bd delete"),
+	is.Equal(denyMessage("build", "bd delete", nil),
 		"ralphd: `bd delete` is not allowed in build mode (separation of powers); leave it to a planning iteration")
-	is.True(strings.Contains(denyMessage("", "bd x"), "in this mode"))
+	is.True(strings.Contains(denyMessage("", "bd x", nil), "in this mode"))
 }
 
 // FuzzQuoteRule checks the quoting of what goes into Gemini CLI's policy
@@ -229,7 +229,7 @@ func TestDenyPrefixes(t *testing.T) {
 func FuzzQuoteRule(f *testing.F) {
 	for _, p := range []string{"bd delete", "bd dep remove", `bd "x"`, `a\b`, "é€😀", "tab\there", "\x7f", "\xff\xfe", `\"`} {
 		f.Add(p)
-		f.Add(denyMessage("build", p))
+		f.Add(denyMessage("build", p, nil))
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		q, err := quoteRule(s)

@@ -161,7 +161,7 @@ func (c Codex) Command(inv Invocation) (Spec, error) {
 	}
 	argv = append(argv, "-")
 	env := ralphEnv(inv)
-	rules, err := codexRules(inv.Mode, inv.DenyBash)
+	rules, err := codexRules(inv.Mode, inv.DenyBash, inv.DenyWhy)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -206,7 +206,7 @@ func (c Codex) realHome() string {
 // when there are none. A prefix word that a prefix rule cannot express
 // literally (a glob, a control character) is an error, not a silently
 // dropped rule.
-func codexRules(mode string, prefixes []string) ([]byte, error) {
+func codexRules(mode string, prefixes []string, why map[string]string) ([]byte, error) {
 	prefixes = denyPrefixes(prefixes)
 	if len(prefixes) == 0 {
 		return nil, nil
@@ -228,7 +228,7 @@ func codexRules(mode string, prefixes []string) ([]byte, error) {
 			quoted[i] = q
 		}
 		fmt.Fprintf(&b, "\n# %s\nprefix_rule(\n    pattern = [%s],\n    decision = \"forbidden\",\n)\n",
-			denyMessage(mode, p), strings.Join(quoted, ", "))
+			denyMessage(mode, p, why), strings.Join(quoted, ", "))
 	}
 	return []byte(b.String()), nil
 }

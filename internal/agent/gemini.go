@@ -116,7 +116,7 @@ func (g Gemini) Command(inv Invocation) (Spec, error) {
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}
-	policy, err := geminiPolicy(inv.Mode, inv.DenyBash)
+	policy, err := geminiPolicy(inv.Mode, inv.DenyBash, inv.DenyWhy)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -247,7 +247,7 @@ func geminiPlaceSession(scratch string, s Session) (string, error) {
 }
 
 // geminiPolicy renders the policy TOML; nil when nothing is denied.
-func geminiPolicy(mode string, prefixes []string) ([]byte, error) {
+func geminiPolicy(mode string, prefixes []string, why map[string]string) ([]byte, error) {
 	prefixes = denyPrefixes(prefixes)
 	if len(prefixes) == 0 {
 		return nil, nil
@@ -260,7 +260,7 @@ func geminiPolicy(mode string, prefixes []string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
 		}
-		msg, err := quoteRule(denyMessage(mode, p))
+		msg, err := quoteRule(denyMessage(mode, p, why))
 		if err != nil {
 			return nil, fmt.Errorf("gemini rule %q: %w", p, err)
 		}

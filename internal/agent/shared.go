@@ -201,8 +201,11 @@ func denyPrefixes(prefixes []string) []string {
 }
 
 // denyMessage is the explanation an agent's permission system shows the
-// model for a refused prefix.
-func denyMessage(mode, prefix string) string {
+// model for a refused prefix: why[prefix], or the separation of powers'.
+func denyMessage(mode, prefix string, why map[string]string) string {
+	if w := why[prefix]; w != "" {
+		return w
+	}
 	in := "in this mode"
 	if mode != "" {
 		in = "in " + mode + " mode"

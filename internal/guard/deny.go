@@ -13,12 +13,15 @@ import (
 // file). Refused flags of allowed commands (`bd update --priority`) get no
 // prefix: a lexical rule cannot tell a flag from the same text inside a
 // note, so the hook and the guard, which parse the call, refuse those.
-// PLAN refuses nothing.
+// The forge verbs RuleForgeMerge refuses outright ("gh pr merge", "tea pr
+// approve", …; forge.go) are refused in every mode; PLAN refuses no bd
+// command.
 func DenyPrefixes(mode Mode) []string {
+	out := forgeDenyPrefixes()
 	if mode == ModePlan {
-		return nil
+		slices.Sort(out)
+		return slices.Compact(out)
 	}
-	var out []string
 	for _, p := range policy {
 		if p.allow || p.path == "" {
 			continue
@@ -38,4 +41,16 @@ func DenyPrefixes(mode Mode) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// DenyMessages are the messages an agent's permission system shows for
+// the prefixes of DenyPrefixes that are not bd's: the forge verbs, refused
+// in every mode by RuleForgeMerge, with what to do instead.
+func DenyMessages() map[string]string {
+	r := ruleByID(RuleForgeMerge)
+	out := map[string]string{}
+	for _, p := range forgeDenyPrefixes() {
+		out[p] = "ralphd: `" + p + "` is refused in every mode (rule " + r.ID + "): " + r.Reason + ". Instead: " + r.Instead
+	}
+	return out
 }

@@ -29,8 +29,10 @@ type hookInput struct {
 }
 
 // Hook is the PreToolUse hook (`ralphd hook pre-tool-use`). It reads the
-// hook JSON from stdin, finds every bd call in the tool's shell command with
-// a real shell parser, and applies the policy of mode to each. It returns
+// hook JSON from stdin, finds every bd call and every forge CLI call in the
+// tool's shell command with a real shell parser, and applies the policy of
+// mode to each bd call and RuleForgeMerge, in every mode, to each forge
+// CLI call (forge.go). It returns
 // HookBlock with the reasons on stderr when any call is refused, and
 // HookAllow otherwise. It fails closed: input it cannot read, a Bash call
 // without a command, shell text it cannot parse, or an unknown mode all
@@ -71,9 +73,6 @@ func Hook(ctx context.Context, mode Mode, stdin io.Reader, stdout, stderr io.Wri
 		}
 		return HookAllow
 	}
-	if mode == ModePlan {
-		return HookAllow
-	}
 	var calls []shellCall
 	if argv != nil {
 		x := &extractor{}
@@ -83,23 +82,36 @@ func Hook(ctx context.Context, mode Mode, stdin io.Reader, stdout, stderr io.Wri
 		calls, err = extractCalls(script)
 	}
 	if err != nil {
-		return block("cannot analyse this shell command, so its bd calls cannot be checked: %v. "+
-			"Blocked to be safe; write the bd call as a plain command.", err)
+		return block("cannot analyse this shell command, so its bd and forge CLI calls cannot be checked: %v. "+
+			"Blocked to be safe; write the call as a plain command.", err)
 	}
 	var refused []Decision
 	for _, c := range calls {
-		d := decide(mode, c.args)
-		if d.Allowed || (c.heuristic && !isCommandRule(d.Rule)) {
-			continue
+		var d Decision
+		switch {
+		case c.name != "bd":
+			d = forgeDecide(mode, c.name, c.args) // the same in every mode
+			if !d.Allowed {
+				d.line = c.prog + strings.TrimPrefix(d.CommandLine(), c.name)
+			}
+		case mode == ModePlan:
+			continue // PLANNING may run any bd command
+		default:
+			d = decide(mode, c.args)
+			if c.heuristic && !isCommandRule(d.Rule) {
+				continue
+			}
+			d.line = c.prog + strings.TrimPrefix(d.CommandLine(), "bd")
 		}
-		d.line = c.prog + strings.TrimPrefix(d.CommandLine(), "bd")
-		refused = append(refused, d)
+		if !d.Allowed {
+			refused = append(refused, d)
+		}
 	}
 	if len(refused) == 0 {
 		return HookAllow
 	}
 	fmt.Fprintf(stderr, "ralphd blocked this command: it runs %s that %s mode does not allow.\n",
-		plural(len(refused), "a bd call", "bd calls"), mode.label())
+		plural(len(refused), "a call", "calls"), mode.label())
 	for _, d := range refused {
 		fmt.Fprint(stderr, d.Message())
 	}

@@ -51,6 +51,9 @@ const (
 	RuleOtherIssue     = "build-other-issue"
 	RuleCreatePriority = "build-create-priority"
 	RuleCreateCap      = "build-create-cap"
+
+	RuleForgeMerge = "forge-merge"
+	RuleForgeOther = "forge-other"
 )
 
 // Rule is one named rule of the policy: why a call is allowed or refused,
@@ -179,6 +182,13 @@ var rules = []Rule{
 	{RuleCreateCap, "one BUILD iteration may create only so many issues (max_creates): splitting work up is PLANNING's job",
 		"describe the rest of the work in one issue, or in a note on your own issue (`bd update <id> --append-notes \"…\"`), " +
 			"and stop; PLANNING will split it"},
+	{RuleForgeMerge, "no agent of ralphd, in BUILD or PLANNING, may merge a pull request, approve or dismiss a review, " +
+		"or read the forge login's token: ralphd never merges, and work lands only when a person or the forge's auto-merge merges it",
+		"leave the pull request as it is: ralphd integrates through the merge queue; a person or the forge's auto-merge " +
+			"merges the pull request. Finish your issue (in BUILD, `bd close <id> --reason \"…\"`); " +
+			"reading the pull request (`gh pr view`, `gh pr checks`, `gh pr diff`) is allowed"},
+	{RuleForgeOther, "the guard refuses only the forge CLIs' verbs that merge, approve or hand out the token; " +
+		"the sandbox and the forge's branch protection judge the rest", ""},
 	{RuleDynamic, "part of the command is computed at run time (a variable, command substitution, glob or xargs " +
 		"input) where ralphd must read it to decide",
 		"write the command name, the flag names and the values of --status and --reason literally"},

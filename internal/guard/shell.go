@@ -20,8 +20,10 @@ const (
 	maxHops        = 4096 // simple commands and wrapper programs per analysis
 )
 
-// shellCall is one bd invocation found in shell text.
+// shellCall is one call of a program the guard judges (bd, or a forge
+// CLI: forgeProgs) found in shell text.
 type shellCall struct {
+	name string // the program it runs: "bd", "gh", "tea", …
 	prog string // the program word as written: "bd", "/usr/local/bin/bd", "$BD"
 	args []arg
 	// heuristic marks a call found by scanning the arguments of a command
@@ -65,15 +67,15 @@ func ExtractBDCalls(command string) ([][]string, error) {
 	}
 	var out [][]string
 	for _, c := range calls {
-		if !c.heuristic {
+		if !c.heuristic && c.name == "bd" {
 			out = append(out, c.argv())
 		}
 	}
 	return out, nil
 }
 
-// extractCalls parses a shell script and returns all bd calls in it,
-// including heuristic ones.
+// extractCalls parses a shell script and returns all the calls of bd and
+// of the forge CLIs in it, including heuristic ones.
 func extractCalls(script string) ([]shellCall, error) {
 	x := &extractor{}
 	if err := x.script(script, 0); err != nil {
@@ -168,8 +170,10 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 	name := words[0]
 	rest := words[1:]
 	if name.kind != argStatic {
-		if x.couldBeBD(name) {
-			x.calls = append(x.calls, shellCall{prog: name.src, args: rest, heuristic: true})
+		if progs := x.couldBe(name); len(progs) > 0 {
+			for _, p := range progs {
+				x.calls = append(x.calls, shellCall{name: p, prog: name.src, args: rest, heuristic: true})
+			}
 			return nil
 		}
 		// A computed program may be a wrapper ("$SUDO bd delete x").
@@ -177,8 +181,8 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 		return nil
 	}
 	base := path.Base(name.text)
-	if base == "bd" {
-		x.calls = append(x.calls, shellCall{prog: name.src, args: rest})
+	if judged(base) {
+		x.calls = append(x.calls, shellCall{name: base, prog: name.src, args: rest})
 		return nil
 	}
 	if next, ok := unwrap(base, rest); ok {
@@ -229,8 +233,9 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 	return x.scan(name, rest)
 }
 
-// scan looks for a bd word among the arguments of a command ralphd does not
-// know, as in `strace -f bd delete x` or `ssh host bd delete x`.
+// scan looks for a bd (or forge CLI) word among the arguments of a command
+// ralphd does not know, as in `strace -f bd delete x` or `ssh host gh pr
+// merge 1`.
 func (x *extractor) scan(name arg, rest []arg) error {
 	if !notExecuting[path.Base(name.text)] {
 		x.scanWords(rest)
@@ -238,13 +243,20 @@ func (x *extractor) scan(name arg, rest []arg) error {
 	return nil
 }
 
-// scanWords records a heuristic bd call for every "bd" word in words.
+// scanWords records a heuristic call for every word in words that names
+// bd or a forge CLI.
 func (x *extractor) scanWords(words []arg) {
 	for i, w := range words {
-		if w.kind == argStatic && path.Base(w.text) == "bd" {
-			x.calls = append(x.calls, shellCall{prog: w.src, args: words[i+1:], heuristic: true})
+		if base := path.Base(w.text); w.kind == argStatic && judged(base) {
+			x.calls = append(x.calls, shellCall{name: base, prog: w.src, args: words[i+1:], heuristic: true})
 		}
 	}
+}
+
+// judged reports whether a program name is one whose calls the guard
+// judges: bd, or a forge CLI of forgeVerbs.
+func judged(base string) bool {
+	return base == "bd" || forgeProg(base)
 }
 
 // notExecuting lists common commands that take "bd" as data, not as a
@@ -793,24 +805,27 @@ func allStatic(args []arg) bool {
 	return true
 }
 
-// couldBeBD reports whether a program word computed at run time may be bd:
-// its source mentions bd ("$BD", "$(which bd)"), it is a variable the
-// script sets to bd, or its glob matches "bd".
-func (x *extractor) couldBeBD(a arg) bool {
-	if strings.Contains(strings.ToLower(a.src), "bd") {
-		return true
-	}
-	for _, v := range x.vars[a.param] {
-		if path.Base(v) == "bd" {
-			return true
+// couldBe returns the judged programs (bd, the forge CLIs) a program word
+// computed at run time may be: those its source mentions ("$BD", "$(which
+// gh)"), those the script assigns to its variable anywhere, and those its
+// glob matches.
+func (x *extractor) couldBe(a arg) []string {
+	var out []string
+	src := strings.ToLower(a.src)
+	for _, name := range judgedNames() {
+		ok := strings.Contains(src, name)
+		for _, v := range x.vars[a.param] {
+			ok = ok || path.Base(v) == name
+		}
+		if a.glob && !strings.Contains(a.text, dynMark) {
+			m, err := path.Match(path.Base(a.text), name)
+			ok = ok || (err == nil && m)
+		}
+		if ok {
+			out = append(out, name)
 		}
 	}
-	if a.glob && !strings.Contains(a.text, dynMark) {
-		if ok, err := path.Match(path.Base(a.text), "bd"); err == nil && ok {
-			return true
-		}
-	}
-	return false
+	return out
 }
 
 // quote levels for unescaping literal text.

@@ -220,7 +220,7 @@ func TestHookInputs(t *testing.T) {
 		{"other tool", ModeBuild, `{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/x"}}`, HookAllow, ""},
 		{"argv array", ModeBuild, `{"tool_name":"shell","tool_input":{"command":["bd","dep","rm","a","b"]}}`, HookBlock, "build-dep-remove"},
 		{"argv array through bash", ModeBuild, `{"tool_name":"shell","tool_input":{"command":["bash","-lc","bd delete x"]}}`, HookBlock, "build-delete"},
-		{"several refused calls", ModeBuild, `{"tool_name":"Bash","tool_input":{"command":"bd delete a; bd dep rm a b"}}`, HookBlock, "2 bd calls"},
+		{"several refused calls", ModeBuild, `{"tool_name":"Bash","tool_input":{"command":"bd delete a; bd dep rm a b"}}`, HookBlock, "2 calls"},
 		{"not json", ModeBuild, `{"tool_name":`, HookBlock, "not valid JSON"},
 		{"bash without command", ModeBuild, `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{}}`, HookBlock, "no command"},
 		{"bash without tool_input", ModeBuild, `{"hook_event_name":"PreToolUse","tool_name":"Bash"}`, HookBlock, "no command"},

@@ -42,7 +42,31 @@ func Table() []TableRow {
 		rows = append(rows, TableRow{Command: catchAll[id], Build: "refused", Plan: "allowed", Rule: id,
 			Note: sentence(r.Reason)})
 	}
-	return rows
+	return append(rows, forgeRows()...)
+}
+
+// forgeRows are the rows of the forge verbs (forge.go), refused in both
+// modes, and of the forge CLI calls the guard leaves alone.
+func forgeRows() []TableRow {
+	var rows []TableRow
+	for _, v := range forgeVerbs() {
+		row := refusedRow(v.name(), RuleForgeMerge)
+		row.Plan = "refused"
+		var notes []string
+		if v.note != "" {
+			notes = append(notes, sentence(v.note))
+		}
+		if ps := v.prefixes(); len(ps) > 1 {
+			notes = append(notes, "Also "+strings.Join(ps[1:], ", ")+".")
+		}
+		if len(notes) > 0 {
+			row.Note = strings.Join(notes, " ") + " " + row.Note
+		}
+		rows = append(rows, row)
+	}
+	r := ruleByID(RuleForgeOther)
+	return append(rows, TableRow{Command: "any other gh, tea, glab or hub call (gh pr view, gh pr checks, gh pr diff, api reads)",
+		Build: "allowed", Plan: "allowed", Rule: r.ID, Note: sentence(r.Reason)})
 }
 
 // flagGroup names a long list of refused flags in the command column.

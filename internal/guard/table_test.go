@@ -32,7 +32,7 @@ func TestTable(t *testing.T) {
 	is.Equal(find("bd close without a non-empty --reason").Rule, RuleCloseReason)
 	is.True(strings.Contains(find("bd update --priority/-p").Note, "Instead:"))
 	for _, r := range rows {
-		is.Equal(r.Plan, "allowed") // PLAN allows everything
+		is.Equal(r.Plan == "refused", r.Rule == RuleForgeMerge) // PLAN allows every bd call, and no forge merge
 		is.True(r.Note != "")
 		is.True(r.Rule != "")
 	}
@@ -67,7 +67,7 @@ func TestWriteTable(t *testing.T) {
 	is.Equal(len(lines), n+2) // header, separator, one line per row
 	is.Equal(lines[0], "| command | BUILD | PLAN | rule | note |")
 	for _, l := range lines[2:] {
-		is.True(strings.HasPrefix(l, "| `bd") || strings.HasPrefix(l, "| `a") || strings.HasPrefix(l, "| `any"))
+		is.True(strings.HasPrefix(l, "| `bd") || strings.HasPrefix(l, "| `a") || forgeProg(strings.Fields(strings.TrimPrefix(l, "| `"))[0]))
 		is.Equal(strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"), 6) // five cells; pipes in text escaped
 	}
 	is.True(strings.Contains(md.String(), "open, in_progress, blocked"))
@@ -95,9 +95,26 @@ func TestDenyPrefixes(t *testing.T) {
 		}
 	}
 	for _, p := range prefixes {
-		d := Decide(ModeBuild, strings.Fields(strings.TrimPrefix(p, "bd ")))
-		is.True(!d.Allowed) // every prefix is refused by Decide: layer 2 never blocks what the guard allows
+		words := strings.Fields(p)
+		for _, mode := range []Mode{ModeBuild, ModePlan} {
+			if words[0] == "bd" {
+				if mode == ModeBuild {
+					is.True(!Decide(mode, words[1:]).Allowed) // every prefix is refused by Decide: layer 2 never blocks what the guard allows
+				}
+				continue
+			}
+			d := forgeDecide(mode, words[0], staticArgs(words[1:]))
+			is.Equal(d.Rule, RuleForgeMerge) // a forge prefix is refused in every mode
+		}
 	}
-	is.Equal(DenyPrefixes(ModePlan), nil)
+	// PLANNING's prefixes are the forge verbs only, each with its message.
+	plan := DenyPrefixes(ModePlan)
+	is.True(slices.Contains(plan, "gh pr merge"))
+	is.True(slices.Contains(plan, "tea pulls approve"))
+	for _, p := range plan {
+		is.True(!strings.HasPrefix(p, "bd "))
+		is.True(slices.Contains(prefixes, p))
+		is.True(strings.Contains(DenyMessages()[p], "merge queue"))
+	}
 	is.Equal(DenyPrefixes(Mode("")), prefixes) // no valid mode: as strict as BUILD
 }

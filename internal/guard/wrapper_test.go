@@ -141,7 +141,7 @@ func TestSessionCallsSkipsTornLines(t *testing.T) {
 func TestSessionHookAndDeny(t *testing.T) {
 	is := is.New(t)
 	g, _ := installed(t, ModePlan, "")
-	is.Equal(g.DenyPrefixes(), nil) // PLANNING refuses nothing
+	is.Equal(g.DenyPrefixes(), DenyPrefixes(ModePlan)) // PLANNING refuses no bd command, only the forge verbs
 	argv := g.HookArgv()
 	is.Equal(argv[1:], []string{HookCommand, "pre-tool-use", "--mode", "plan"})
 

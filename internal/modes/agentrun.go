@@ -74,6 +74,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		Mode: r.mode, IssueID: r.issue, Iteration: r.iteration, Attempt: r.attempt,
 		Prompt: r.prompt, Dir: l.Dir, Model: l.agentModel(), ScratchDir: scratch,
 		DenyBash:     g.DenyPrefixes(),
+		DenyWhy:      guard.DenyMessages(),
 		HookArgv:     g.HookArgv(),
 		MaxBudgetUSD: r.budget,
 		Sandboxed:    l.sandboxed(r.mode),
