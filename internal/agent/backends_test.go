@@ -303,3 +303,47 @@ func TestCommandModel(t *testing.T) {
 	is.NoErr(err)
 	is.True(!slices.ContainsFunc(spec.Env, func(e string) bool { return strings.HasPrefix(e, "RALPH_MODEL=") })) // no model, no variable
 }
+
+// TestDenyWhyReachesEveryBackend: a prefix refused with a message of its
+// own (the forge verbs ralphd refuses in every mode) reaches each
+// backend's own permission layer, with that message where the layer shows
+// one, and the other prefixes keep the separation of powers' message.
+func TestDenyWhyReachesEveryBackend(t *testing.T) {
+	const forge = "ralphd: `gh pr merge` is refused in every mode (rule forge-merge): a person merges"
+	inv := func() Invocation {
+		return Invocation{Mode: "plan", Prompt: "p", ScratchDir: t.TempDir(),
+			DenyBash: []string{"bd delete", "gh pr merge"}, DenyWhy: map[string]string{"gh pr merge": forge}}
+	}
+	t.Run("codex", func(t *testing.T) {
+		is := is.New(t)
+		in := inv()
+		_, err := Codex{Home: t.TempDir()}.Command(in)
+		is.NoErr(err)
+		rules, err := os.ReadFile(filepath.Join(in.ScratchDir, CodexHomeDir, "rules", CodexRulesFile))
+		is.NoErr(err)
+		is.True(strings.Contains(string(rules), "# "+forge+"\nprefix_rule(\n    pattern = [\"gh\", \"pr\", \"merge\"]"))
+		is.True(strings.Contains(string(rules), "`bd delete` is not allowed in plan mode"))
+	})
+	t.Run("gemini", func(t *testing.T) {
+		is := is.New(t)
+		in := inv()
+		_, err := Gemini{}.Command(in)
+		is.NoErr(err)
+		policy, err := os.ReadFile(filepath.Join(in.ScratchDir, GeminiPolicyFile))
+		is.NoErr(err)
+		is.True(strings.Contains(string(policy), "commandPrefix = \"gh pr merge\"\ndecision = \"deny\"\npriority = 999\ndenyMessage = \""+forge+"\""))
+		is.True(strings.Contains(string(policy), "`bd delete` is not allowed in plan mode"))
+	})
+	t.Run("claude", func(t *testing.T) {
+		is := is.New(t)
+		spec, err := Claude{}.Command(inv())
+		is.NoErr(err)
+		is.True(slices.Contains(spec.Argv, "--disallowedTools=Bash(bd delete:*),Bash(gh pr merge:*)"))
+	})
+	t.Run("opencode", func(t *testing.T) {
+		is := is.New(t)
+		cfg, err := opencodeConfig(inv().DenyBash)
+		is.NoErr(err)
+		is.True(strings.Contains(string(cfg), `"gh pr merge *":"deny"`))
+	})
+}
