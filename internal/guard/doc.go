@@ -1,4 +1,6 @@
-// Package guard enforces ralphd's separation of powers on the beads tracker.
+// Package guard enforces ralphd's separation of powers on the beads tracker,
+// and refuses every agent the forge CLIs' verbs that merge, approve or
+// hand out the login's token (RuleForgeMerge, forge.go: one table).
 //
 // In BUILD mode an agent may read the tracker, create issues, add
 // dependencies, set status (but not to closed), write notes, comments,
