@@ -53,6 +53,10 @@ var forgeRefused = []string{
 	`gh pr --repo o/r merge 1`,
 	`gh "$sub" merge 1`,
 	`gh pr "$verb" 1`,
+	"shopt -s expand_aliases; alias m='gh pr merge'\nm 1",
+	`f() { gh pr merge "$1"; }; f 1`,
+	`declare g=gh; $g pr merge 1`,
+	`parallel gh pr merge ::: 1 2`,
 	`echo pr merge 1 | xargs gh`,
 	`'g'"h" p\r mer""ge 1`,
 	// Approving.

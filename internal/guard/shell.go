@@ -206,6 +206,17 @@ func (x *extractor) command(words []arg, redirs []*syntax.Redirect, depth int) e
 		return nil
 	case "eval":
 		return x.script(joinText(rest), depth+1)
+	case "alias":
+		// With expand_aliases a script runs an alias's text as a command:
+		// judge it where it is defined.
+		for _, a := range rest {
+			if _, value, ok := strings.Cut(a.text, "="); ok && a.kind == argStatic {
+				if err := x.script(value, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	case "watch":
 		cmd, direct := watchCommand(rest)
 		if direct {

@@ -66,6 +66,7 @@ var shellCases = []struct {
 	{"su -c", `su -c "bd delete x" me`, [][]string{{"bd", "delete", "x"}}, true},
 	{"watch", "watch -n 5 bd delete x", [][]string{{"bd", "delete", "x"}}, true},
 	{"eval", `eval "bd delete x"`, [][]string{{"bd", "delete", "x"}}, true},
+	{"alias", "shopt -s expand_aliases; alias d='bd delete x' e=ls\nd", [][]string{{"bd", "delete", "x"}}, true},
 	{"find -exec", `find . -name '*.id' -exec bd delete {} \;`, [][]string{{"bd", "delete", "{}"}}, true},
 	{"pipe read", "bd list --json | jq length", [][]string{{"bd", "list", "--json"}}, false},
 	{"loop read", `cat ids | while read -r id; do bd show "$id"; done`, [][]string{{"bd", "show", `"$id"`}}, false},
