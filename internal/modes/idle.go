@@ -116,19 +116,21 @@ func (p *Pool) wakeLocked() {
 
 // park is what a worker that found nothing to claim does: it reports
 // leave when no worker is busy (nothing is claimable and nothing will
-// unblock more), else it waits for an event, a wake, the idle fallback or
+// unblock more) and nothing happened since its probe began, else it waits for an event, a wake, the idle fallback or
 // the end of ctx, and reports !leave: look again.
 func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 	p.mu.Lock()
+	if p.emptyIn != p.gen {
+		// Something happened since that probe (an issue reopened, say,
+		// while it ran): its "nothing" is stale, even when no worker is
+		// busy any more. Look again at once.
+		p.mu.Unlock()
+		return false
+	}
 	if p.busy == 0 {
 		p.wakeLocked()
 		p.mu.Unlock()
 		return true
-	}
-	if p.emptyIn != p.gen {
-		// Something happened since that probe: look again at once.
-		p.mu.Unlock()
-		return false
 	}
 	if p.wake == nil {
 		p.wake = make(chan struct{})

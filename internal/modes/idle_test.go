@@ -147,3 +147,33 @@ func TestWorkCreatedDuringTheLastIteration(t *testing.T) {
 	is.Equal(len(worked), 2) // the new issue was worked before the pool ended
 	is.Equal(len(sum.Integrated), 2)
 }
+
+// TestParkAfterStaleProbe: a worker whose probe found nothing parks; if
+// something happened while that probe ran (an issue reopened after a
+// failed integration, and its worker no longer busy), the answer is
+// stale and the worker looks again, even with no worker busy. Only a
+// probe of the present generation lets it leave. (CI once saw a pool end
+// with a reopened issue never worked again: the check came after the
+// busy count.)
+func TestParkAfterStaleProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		gen, emptyIn int
+		busy         int
+		leave        bool
+	}{
+		{"probe stale, nobody busy", 1, 0, 0, false},
+		{"probe stale, never found empty", 1, -1, 0, false},
+		{"probe current, nobody busy", 1, 1, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Pool{}
+			p.gen, p.emptyIn, p.busy = tc.gen, tc.emptyIn, tc.busy
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if got := p.park(ctx, time.Hour); got != tc.leave {
+				t.Errorf("park = leave %v, want %v", got, tc.leave)
+			}
+		})
+	}
+}
