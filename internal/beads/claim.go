@@ -141,6 +141,10 @@ func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue
 	case 0:
 		return Issue{}, false, nil
 	case 1:
+		if c.OnWrite != nil {
+			// Its argv named no issue: the claim is told now, as one.
+			c.OnWrite(&Write{Args: claimArgs(issues[0].ID), Actor: c.Actor})
+		}
 		return issues[0], true, nil
 	}
 	return Issue{}, false, newBadJSON(nil, "bd ready --claim: want at most one issue, got %d", len(issues))

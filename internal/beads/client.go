@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,13 +56,16 @@ type Client struct {
 	// its arguments, how long it took and its error (metrics use it). It
 	// must not block.
 	OnCall func(args []string, took time.Duration, err error)
-	// OnWrite, when set, is told the arguments of every bd call that
-	// changes the tracker (WriteTargets names the issues it touches),
-	// before the call starts and again after it ended, whatever its
-	// result: a tracker reader that re-reads what ralphd wrote (some
-	// writes, such as labels, move no updated_at) sees the write however
-	// its read interleaves with it. It must not block.
-	OnWrite func(args []string)
+	// OnWrite, when set, is told every bd call of this Client's that
+	// changes an issue it can name (a *Write: its arguments, actor, and
+	// through Effects what it changes), before the call starts and again,
+	// the same *Write, after it ended, whatever its result: a tracker
+	// reader that re-reads what ralphd wrote (some writes, such as labels,
+	// move no updated_at) sees the write however its read interleaves
+	// with it, and can tell what the write explains from what it does
+	// not. `bd ready --claim`, whose argv names no issue, is told after
+	// it claimed one, as the claim of that issue. It must not block.
+	OnWrite func(w *Write)
 
 	calls  atomic.Int64
 	maxOut int // stdout limit; zero means maxStdout (tests lower it)
@@ -479,8 +483,9 @@ func (c *Client) RunJSON(ctx context.Context, args ...string) (out []byte, err e
 		defer func() { c.OnCall(args, time.Since(start), err) }()
 	}
 	if c.OnWrite != nil && len(WriteTargets(args)) > 0 {
-		c.OnWrite(args)
-		defer c.OnWrite(args)
+		w := &Write{Args: slices.Clone(args), Actor: c.Actor}
+		c.OnWrite(w)
+		defer c.OnWrite(w)
 	}
 	argv := jsonArgs(args)
 	if c.Actor != "" {
@@ -717,45 +722,3 @@ func (c *capped) Bytes() []byte { return c.buf.Bytes() }
 
 // String returns what was kept, as text.
 func (c *capped) String() string { return c.buf.String() }
-
-// WriteTargets returns the issues a bd call with args (without --json
-// and --actor) changes, as far as its argv names them: the id of update,
-// close and reopen, the issue of label and comments add, both ends of a
-// dependency, and the explicit id of create. A call that changes nothing,
-// or changes an issue its argv does not name (create without --id, ready
-// --claim: those move the issue's updated_at, so a read of what changed
-// sees them), returns none.
-func WriteTargets(args []string) []string {
-	at := func(i int) []string {
-		if i < len(args) && args[i] != "" && !strings.HasPrefix(args[i], "-") {
-			return []string{args[i]}
-		}
-		return nil
-	}
-	if len(args) == 0 {
-		return nil
-	}
-	switch args[0] {
-	case "update", "close", "reopen":
-		return at(1)
-	case "label":
-		if len(args) > 1 && (args[1] == "add" || args[1] == "remove") {
-			return at(2)
-		}
-	case "comments":
-		if len(args) > 1 && args[1] == "add" {
-			return at(2)
-		}
-	case "dep":
-		if len(args) > 1 && (args[1] == "add" || args[1] == "remove") {
-			return append(at(2), at(3)...)
-		}
-	case "create":
-		for i := 1; i+1 < len(args); i++ {
-			if args[i] == "--id" {
-				return at(i + 1)
-			}
-		}
-	}
-	return nil
-}

@@ -529,3 +529,50 @@ func boolInt(b bool) int {
 
 // The bd client is the Tracker ralphd uses.
 var _ Tracker = (*beads.Client)(nil)
+
+// Explained reports whether one of effects, the changes ralphd's own
+// writes made to v's issue, accounts for v exactly: the field set to the
+// value v found, the label added or removed, the edge removed. A deletion
+// and a removed comment are never ralphd's (it deletes neither); nor is
+// any change to another value than the one ralphd's write set.
+func Explained(v Violation, effects []beads.Effect) bool {
+	for _, e := range effects {
+		if e.Issue != v.IssueID {
+			continue
+		}
+		same := e.AnyValue || e.Value == v.After
+		switch v.Kind {
+		case Deleted, CommentRemoved, CreatedAbove:
+			return false
+		case Status, OtherStatus:
+			if e.Op == "status" && same {
+				return true
+			}
+		case OtherAssignee:
+			if e.Op == "assignee" && same {
+				return true
+			}
+		case LabelRemoved:
+			if e.Op == beads.OpLabelRemove && e.Value == v.Label {
+				return true
+			}
+		case ReservedLabelAdded:
+			if e.Op == beads.OpLabelAdd && e.Value == v.Label {
+				return true
+			}
+		case DepRemoved:
+			if e.Op == beads.OpDepRemove && e.Value == v.Dep.DependsOnID {
+				return true
+			}
+		case CloseNoReason, CloseNoEvident:
+			if e.Op == "close-reason" && e.Value == v.After {
+				return true
+			}
+		default:
+			if f, ok := fieldOfKind(v.Kind); ok && slices.Contains(f.updateFlags(), e.Op) && same {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -303,3 +303,46 @@ func TestRevertDeletedRestoresComments(t *testing.T) {
 func Checked(field string) bool {
 	return protection[field].scalar() || slices.Contains(structured, field)
 }
+
+// TestExplained checks which forbidden changes a write of ralphd's
+// accounts for: only the same field, label or edge set to the value
+// found, on the same issue; never a deletion or a removed comment.
+func TestExplained(t *testing.T) {
+	w := func(actor string, args ...string) []beads.Effect {
+		return (&beads.Write{Args: args, Actor: actor}).Effects()
+	}
+	for _, tc := range []struct {
+		name    string
+		v       Violation
+		effects []beads.Effect
+		want    bool
+	}{
+		{"title set to it", Violation{Kind: Title, IssueID: "x", After: "T"}, w("", "update", "x", "--title", "T"), true},
+		{"title set to another", Violation{Kind: Title, IssueID: "x", After: "T"}, w("", "update", "x", "--title", "U"), false},
+		{"title on another issue", Violation{Kind: Title, IssueID: "x", After: "T"}, w("", "update", "y", "--title", "T"), false},
+		{"priority by a note", Violation{Kind: Priority, IssueID: "x", After: "0"}, w("", "update", "x", "--append-notes", "0"), false},
+		{"priority set", Violation{Kind: Priority, IssueID: "x", After: "0"}, w("", "update", "x", "--priority", "0"), true},
+		{"spec id set", Violation{Kind: "spec_id_changed", IssueID: "x", After: "S"}, w("", "update", "x", "--spec-id", "S"), true},
+		{"stuck label added", Violation{Kind: ReservedLabelAdded, IssueID: "x", Label: StuckLabel}, w("", "label", "add", "x", StuckLabel), true},
+		{"stuck label by another label", Violation{Kind: ReservedLabelAdded, IssueID: "x", Label: StuckLabel}, w("", "label", "add", "x", "later"), false},
+		{"stuck label by a note", Violation{Kind: ReservedLabelAdded, IssueID: "x", Label: StuckLabel}, w("", "update", "x", "--append-notes", StuckLabel), false},
+		{"label removed", Violation{Kind: LabelRemoved, IssueID: "x", Label: "a"}, w("", "label", "remove", "x", "a"), true},
+		{"label removed, another", Violation{Kind: LabelRemoved, IssueID: "x", Label: "a"}, w("", "label", "remove", "x", "b"), false},
+		{"status by a close", Violation{Kind: OtherStatus, IssueID: "x", After: beads.StatusClosed}, w("", "close", "x", "--reason", "r"), true},
+		{"status by a claim", Violation{Kind: OtherStatus, IssueID: "x", After: beads.StatusInProgress}, w("a", "update", "x", "--claim"), true},
+		{"blocked by a claim", Violation{Kind: OtherStatus, IssueID: "x", After: beads.StatusBlocked}, w("a", "update", "x", "--claim"), false},
+		{"assignee by a claim", Violation{Kind: OtherAssignee, IssueID: "x", After: "a"}, w("a", "update", "x", "--claim"), true},
+		{"another assignee than the claim's", Violation{Kind: OtherAssignee, IssueID: "x", After: "mallory"}, w("a", "update", "x", "--claim"), false},
+		{"assignee by a claim without an actor", Violation{Kind: OtherAssignee, IssueID: "x", After: "bob"}, w("", "update", "x", "--claim"), true},
+		{"dependency removed", Violation{Kind: DepRemoved, IssueID: "x", Dep: beads.Dependency{IssueID: "x", DependsOnID: "y"}}, w("", "dep", "remove", "x", "y"), true},
+		{"dependency removed, the other way", Violation{Kind: DepRemoved, IssueID: "x", Dep: beads.Dependency{IssueID: "x", DependsOnID: "y"}}, w("", "dep", "remove", "y", "x"), false},
+		{"deleted", Violation{Kind: Deleted, IssueID: "x"}, w("", "update", "x", "--title", ""), false},
+		{"comment removed", Violation{Kind: CommentRemoved, IssueID: "x"}, w("", "comments", "add", "x", "c"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Explained(tc.v, tc.effects); got != tc.want {
+				t.Errorf("Explained(%v, %+v) = %v, want %v", tc.v, tc.effects, got, tc.want)
+			}
+		})
+	}
+}

@@ -84,8 +84,8 @@ type trackerReads struct {
 	comments    map[string]cachedComments
 
 	wmu     sync.Mutex
-	written map[string]bool // issues ralphd wrote since a reading took them
-	windows []*readWindow   // windows opened since the last full reading
+	written map[string]*rereadWhy // issues to re-read by id, and why
+	windows []*readWindow         // windows opened since the last full reading
 	// reopened are the issues whose close a charge reopened; the run
 	// takes them out of its closed issues when it ends.
 	reopened []string
@@ -95,6 +95,26 @@ type trackerReads struct {
 	hidden atomic.Int64
 	// full counts the full readings, cheap the others (tests, logs).
 	full, cheap atomic.Int64
+}
+
+// rereadWhy is why the next reading re-reads an issue by id.
+type rereadWhy struct {
+	// judged: it is a judgement's own issue, whose window judges the
+	// reading's difference there (and ralphd writes to it inside that
+	// window): it is taken as it is.
+	judged bool
+	// writes are ralphd's writes to it since a reading took it: only
+	// what they explain may differ from the reading held (explain).
+	writes []*beads.Write
+}
+
+// effects returns what the writes change, on any issue.
+func (w *rereadWhy) effects() []beads.Effect {
+	var out []beads.Effect
+	for _, x := range w.writes {
+		out = append(out, x.Effects()...)
+	}
+	return out
 }
 
 // readWindow is a window a hidden change may be charged to: an iteration
@@ -146,40 +166,54 @@ func (r *trackerReads) startRun(bd *beads.Client) {
 	}
 }
 
-// wrote records that ralphd wrote (or is about to write) to the issues
-// args names: the next reading re-reads them by id. It is the bd
+// wrote records that ralphd wrote (or is about to write: the bd client
+// tells the same *Write before and after the call) to the issues w
+// names: the next reading re-reads them by id and checks that they
+// differ from the reading held only by what w explains. It is the bd
 // client's OnWrite.
-func (r *trackerReads) wrote(args []string) {
-	ids := beads.WriteTargets(args)
-	if len(ids) == 0 {
-		return
-	}
+func (r *trackerReads) wrote(w *beads.Write) {
+	ids := beads.WriteTargets(w.Args)
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if r.written == nil {
-		r.written = map[string]bool{}
-	}
 	for _, id := range ids {
-		r.written[id] = true
+		why := r.why(id)
+		if !slices.Contains(why.writes, w) {
+			why.writes = append(why.writes, w)
+		}
 	}
 }
 
-// reread asks the next reading to read id by id whatever its updated_at:
-// a judgement's own issue, which ralphd writes to after it.
-func (r *trackerReads) reread(id string) { r.wrote([]string{"update", id}) }
+// why returns id's entry in r.written, made on first use. The caller
+// holds r.wmu.
+func (r *trackerReads) why(id string) *rereadWhy {
+	if r.written == nil {
+		r.written = map[string]*rereadWhy{}
+	}
+	w := r.written[id]
+	if w == nil {
+		w = &rereadWhy{}
+		r.written[id] = w
+	}
+	return w
+}
 
-// takeWritten returns the issues written since the last reading, and
-// forgets them.
-func (r *trackerReads) takeWritten() []string {
+// reread asks the next reading to read id by id whatever its updated_at,
+// and to take it as it is: a judgement's own issue, whose window judges
+// it, and which ralphd writes to after it.
+func (r *trackerReads) reread(id string) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	ids := make([]string, 0, len(r.written))
-	for id := range r.written {
-		ids = append(ids, id)
-	}
-	clear(r.written)
-	slices.Sort(ids)
-	return ids
+	r.why(id).judged = true
+}
+
+// takeWritten returns the issues to re-read since the last reading, and
+// forgets them.
+func (r *trackerReads) takeWritten() map[string]*rereadWhy {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	out := r.written
+	r.written = nil
+	return out
 }
 
 // opened registers iteration n's window on issue (win: its window in the
@@ -224,6 +258,18 @@ func (r *trackerReads) settle(res *Result) {
 	r.reopened = nil
 }
 
+// openSinceFull returns the windows opened since the last full reading,
+// which a hidden change found by a reading of what changed charges.
+func (r *trackerReads) openSinceFull() []readWindow {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	out := make([]readWindow, 0, len(r.windows))
+	for _, w := range r.windows {
+		out = append(out, *w)
+	}
+	return out
+}
+
 // chargeable returns the windows a full reading that started at start
 // charges, and keeps for the next period only those whose agent may still
 // change the tracker.
@@ -247,6 +293,9 @@ type hiddenChange struct {
 	held    guard.Snapshot // the reading held: what the revert restores
 	vs      []guard.Violation
 	windows []readWindow
+	// byWrite are the issues of vs found riding in with a write of
+	// ralphd's (explain), not by a full reading.
+	byWrite map[string]bool
 }
 
 // readOpts says what a reading is for.
@@ -272,6 +321,11 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 			return nil, err
 		}
 		r.cheap.Add(1)
+		var h hiddenChange
+		if next, h = r.explain(l, next, rereads); len(h.vs) > 0 {
+			h.windows = r.openSinceFull()
+			next = r.found(ctx, l, next, h)
+		}
 		r.held, r.prevStart, r.cheapSince = next, start, true
 		r.sinceFull++
 		return maps.Clone(next), nil
@@ -290,12 +344,14 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.decide(l, len(full))
 	}
 	if r.incremental && r.cheapSince && r.held != nil {
-		var h hiddenChange
+		var h, w hiddenChange
 		full, h = r.compare(l, full, rereads)
+		full, w = r.explain(l, full, rereads)
+		h.vs, h.byWrite = append(h.vs, w.vs...), w.byWrite
 		if len(h.vs) > 0 {
+			h.held = r.held
 			h.windows = r.chargeable(start)
-			r.hidden.Add(int64(len(h.vs)))
-			l.hiddenFound(ctx, h)
+			full = r.found(ctx, l, full, h)
 		} else {
 			r.chargeable(start)
 		}
@@ -335,14 +391,17 @@ func (l *Loop) closingRead(ctx context.Context) {
 }
 
 // giveBack puts back the re-reads of a reading that failed.
-func (r *trackerReads) giveBack(ids []string) {
+func (r *trackerReads) giveBack(took map[string]*rereadWhy) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
-	if r.written == nil {
-		r.written = map[string]bool{}
-	}
-	for _, id := range ids {
-		r.written[id] = true
+	for id, w := range took {
+		why := r.why(id)
+		why.judged = why.judged || w.judged
+		for _, x := range w.writes {
+			if !slices.Contains(why.writes, x) {
+				why.writes = append(why.writes, x)
+			}
+		}
 	}
 }
 
@@ -379,16 +438,19 @@ func (r *trackerReads) decide(l *Loop, n int) {
 
 // readCheap reads what changed since the last reading and patches it into
 // the reading held. The caller holds r.mu.
-func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, rereads []string) (guard.Snapshot, error) {
+func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, took map[string]*rereadWhy) (guard.Snapshot, error) {
 	changed, err := l.BD.List(ctx, beads.ListOptions{All: true, UpdatedAfter: r.prevStart.Add(-r.margin)})
 	if err != nil {
 		return nil, fmt.Errorf("read what changed in the tracker: %w", err)
 	}
 	next := maps.Clone(r.held)
 	asked := map[string]bool{}
-	for _, id := range rereads {
+	var rereads []string
+	for id := range took {
 		asked[id] = true
+		rereads = append(rereads, id)
 	}
+	slices.Sort(rereads)
 	if len(rereads) > 0 {
 		got, err := l.BD.List(ctx, beads.ListOptions{All: true, IDs: rereads})
 		if err != nil {
@@ -425,11 +487,11 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 // protects, judged under a window that owns nothing, is a hidden change:
 // the reading returned holds the issue as held (the revert puts it back).
 // Any other difference is taken as it is. The caller holds r.mu.
-func (r *trackerReads) compare(l *Loop, full guard.Snapshot, rereads []string) (guard.Snapshot, hiddenChange) {
+func (r *trackerReads) compare(l *Loop, full guard.Snapshot, took map[string]*rereadWhy) (guard.Snapshot, hiddenChange) {
 	cut := r.prevStart.Add(-r.margin)
 	wrote := map[string]bool{}
-	for _, id := range rereads {
-		wrote[id] = true
+	for id := range took {
+		wrote[id] = true // explain's, or a judgement's
 	}
 	visible := func(is beads.Issue) bool { return wrote[is.ID] || is.UpdatedAt.After(cut) }
 	before, after := guard.Snapshot{}, guard.Snapshot{}
@@ -466,6 +528,89 @@ func (r *trackerReads) compare(l *Loop, full guard.Snapshot, rereads []string) (
 	return out, hiddenChange{held: r.held, vs: vs}
 }
 
+// explain checks each issue a reading re-read because ralphd wrote it,
+// other than a judgement's own (its window judges it), against the
+// reading held: ralphd's write moves its updated_at, so whatever changed
+// there out of sight of the readings of what changed rides in with it.
+// The guard's diff under a window that owns nothing finds what differs;
+// what the writes' effects account for exactly (beads.Write.Effects,
+// guard.Explained), or the fleet owns, is taken; anything else is a
+// hidden change, and the reading returned holds the issue as held. The
+// caller holds r.mu.
+func (r *trackerReads) explain(l *Loop, got guard.Snapshot, took map[string]*rereadWhy) (guard.Snapshot, hiddenChange) {
+	before, after := guard.Snapshot{}, guard.Snapshot{}
+	var effects []beads.Effect
+	for id, why := range took {
+		effects = append(effects, why.effects()...)
+		if why.judged || len(why.writes) == 0 {
+			continue
+		}
+		if h, ok := r.held[id]; ok {
+			before[id] = h
+		}
+		if g, ok := got[id]; ok {
+			after[id] = g
+		}
+	}
+	if len(before)+len(after) == 0 {
+		return got, hiddenChange{}
+	}
+	vs := guard.Diff(before, after, guard.Options{CitesEvidence: citesEvidence, Own: noOwner})
+	vs = slices.DeleteFunc(vs, func(v guard.Violation) bool {
+		return guard.Explained(v, effects) || l.fleet.ownsChange(v, before, after)
+	})
+	if len(vs) == 0 {
+		return got, hiddenChange{}
+	}
+	out := maps.Clone(got)
+	for _, v := range vs {
+		if h, ok := r.held[v.IssueID]; ok {
+			out[v.IssueID] = h
+		} else {
+			delete(out, v.IssueID)
+		}
+	}
+	by := map[string]bool{}
+	for _, v := range vs {
+		by[v.IssueID] = true
+	}
+	return out, hiddenChange{held: r.held, vs: vs, byWrite: by}
+}
+
+// found handles the hidden changes h a reading found: counted, reverted,
+// logged and charged (hiddenFound), and each issue whose every revert
+// went through re-read by id into snap, which then holds it as the
+// revert left it (with ralphd's own writes to it, which the reading held
+// may lack); an issue not reverted, or not read, stays as held. The
+// caller holds r.mu.
+func (r *trackerReads) found(ctx context.Context, l *Loop, snap guard.Snapshot, h hiddenChange) guard.Snapshot {
+	r.hidden.Add(int64(len(h.vs)))
+	failed := l.hiddenFound(ctx, h)
+	var ids []string
+	for _, v := range h.vs {
+		if !failed[v.IssueID] && !slices.Contains(ids, v.IssueID) {
+			ids = append(ids, v.IssueID)
+		}
+	}
+	if len(ids) == 0 {
+		return snap
+	}
+	slices.Sort(ids)
+	got, err := l.BD.List(context.WithoutCancel(ctx), beads.ListOptions{All: true, IDs: ids})
+	if err == nil {
+		got = slices.DeleteFunc(got, func(is beads.Issue) bool { return !slices.Contains(ids, is.ID) })
+		err = l.readComments(ctx, got, r.cache())
+	}
+	if err != nil {
+		l.human().Warn("could not read again the issues whose hidden changes were reverted; the reading holds them as before", "err", err)
+		return snap
+	}
+	for _, is := range got {
+		snap[is.ID] = is
+	}
+	return snap
+}
+
 // sameIssue reports whether two readings of an issue agree, comments
 // compared by count.
 func sameIssue(a, b beads.Issue) bool {
@@ -474,19 +619,22 @@ func sameIssue(a, b beads.Issue) bool {
 	return len(ac) == len(bc) && reflect.DeepEqual(a, b)
 }
 
-// hiddenFound reverts the hidden changes a full reading found against the
+// hiddenFound reverts the hidden changes a reading found against the
 // reading held, logs each as a violation, and charges it to every window
 // opened since the last full reading: a worker's window not yet judged
 // fails its attempt with it; every other is logged as charged, noted on
 // its issue, and a close it made is reopened (a close does not stand in
 // a window charged with a forbidden change). It runs inside the reading.
-func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) {
+// It returns the issues whose revert failed.
+func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) (failed map[string]bool) {
 	ctx = context.WithoutCancel(ctx)
+	failed = map[string]bool{}
 	var found []string
 	for _, rv := range guard.Revert(ctx, l.BD, h.held, h.vs) {
 		d := rv.Violation.String()
 		if rv.Err != nil {
 			d += " (revert failed: " + rv.Err.Error() + ")"
+			failed[rv.Violation.IssueID] = true
 		}
 		found = append(found, d)
 	}
@@ -499,12 +647,16 @@ func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) {
 		who = "charged to every iteration whose agent ran since the last full read: " + strings.Join(its, ", ")
 	}
 	for i, v := range h.vs {
-		detail := found[i] + " — found by a full read of the tracker; the reads of what changed missed it (its updated_at did not move); reverted, " + who
+		how := "found by a full read of the tracker; the reads of what changed missed it (its updated_at did not move)"
+		if h.byWrite[v.IssueID] {
+			how = "found when a write of ralphd's to the issue moved its updated_at; that write does not account for it, and the reads of what changed had missed it"
+		}
+		detail := found[i] + " — " + how + "; reverted, " + who
 		l.event(logjsonl.EventViolation, logjsonl.Violation{IssueID: v.IssueID, Mode: ModeBuild, Kind: "hidden_change", Detail: detail})
 		l.human().Warn("a change hidden from the reads of what changed: reverted", "issue", v.IssueID, "change", found[i], "charged", strings.Join(its, ", "))
 	}
 	detail := "a change made out of sight of the reads of what changed (" + strings.Join(found, "; ") +
-		") was found by a full read of the tracker and reverted; ralphd cannot tell which agent made it, so every iteration whose agent ran since the last full read is charged"
+		") was found by a read of the tracker and reverted; ralphd cannot tell which agent made it, so every iteration whose agent ran since the last full read is charged"
 	p := l.pool()
 	for _, w := range h.windows {
 		if w.win != nil && p != nil && p.ledger.chargeHidden(w.win, detail) {
@@ -527,4 +679,5 @@ func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) {
 		}
 	}
 	l.snap.invalidate()
+	return failed
 }

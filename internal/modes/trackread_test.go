@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,142 @@ func TestTrackerReadsCadence(t *testing.T) {
 		if f, c := l.tracker.full.Load(), l.tracker.cheap.Load(); f != tc.full || c != tc.cheap {
 			t.Errorf("%s every %d, forced %v: %d full and %d cheap readings, want %d and %d", tc.mode, tc.every, tc.force, f, c, tc.full, tc.cheap)
 		}
+	}
+}
+
+// TestTrackerReadsWriteLaundering: a change hides from the readings of
+// what changed, then ralphd itself writes to the same issue, which moves
+// its updated_at (or has it re-read by id). The next reading must not
+// carry the hidden change into the reading held: it finds what ralphd's
+// write does not account for, reverts it against the reading held,
+// keeps ralphd's write, and the full reading after it finds nothing
+// left. A write that accounts for everything is taken as it is.
+func TestTrackerReadsWriteLaundering(t *testing.T) {
+	type env struct {
+		p *project
+		l *Loop
+		x string
+	}
+	ctx := context.Background()
+	store := func(field string, v any) func(t *testing.T, e env) {
+		return func(t *testing.T, e env) {
+			backdate(t, e.p.repo, func(id string, is map[string]any) {
+				if id == e.x {
+					is[field] = v
+				}
+			})
+		}
+	}
+	label := func(l string) func(t *testing.T, e env) {
+		return func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "label", "add", e.x, l) }
+	}
+	note := func(t *testing.T, e env) {
+		if _, err := e.l.BD.AppendNotes(ctx, e.x, "ralphd: STUCK after 3 attempts"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	heldBack := func(t *testing.T, e env) {
+		if _, err := e.l.BD.AppendNotes(ctx, e.x, "ralphd: held back: the merge queue is full"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revertPriority := func(t *testing.T, e env) {
+		if _, err := e.l.BD.Update(ctx, e.x, beads.Set{Flag: "priority", Value: "1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := func(t *testing.T, e env) {
+		if err := e.l.BD.LabelAdd(ctx, e.x, StuckLabel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readyClaim := func(t *testing.T, e env) {
+		if is, ok, err := e.l.BD.ReadyClaim(ctx); err != nil || !ok || is.ID != e.x {
+			t.Fatalf("ready --claim: %v %v %v", is.ID, ok, err)
+		}
+	}
+	noteKept := func(e env, s guard.Snapshot) bool { return strings.Contains(s[e.x].Notes, "ralphd:") }
+	for _, tc := range []struct {
+		name   string
+		hide   func(t *testing.T, e env)
+		write  func(t *testing.T, e env)
+		hidden int
+		// hiddenGone: the hidden change is not in the issue (tracker or
+		// reading); kept: ralphd's write is.
+		hiddenGone, kept func(e env, s guard.Snapshot) bool
+	}{
+		{"hidden stuck label, then a STUCK note", label(StuckLabel), note, 1,
+			func(e env, s guard.Snapshot) bool { return !s[e.x].HasLabel(StuckLabel) }, noteKept},
+		{"back-dated priority, then a held-back note", store("priority", 0), heldBack, 1,
+			func(e env, s guard.Snapshot) bool { return s[e.x].Priority == 2 }, noteKept},
+		{"back-dated title while ralphd reverts the priority", store("title", "Easier"), revertPriority, 1,
+			func(e env, s guard.Snapshot) bool { return s[e.x].Title == "X" },
+			func(e env, s guard.Snapshot) bool { return s[e.x].Priority == 1 }},
+		{"back-dated title, then ralphd's ready --claim", store("title", "Easier"), readyClaim, 1,
+			func(e env, s guard.Snapshot) bool { return s[e.x].Title == "X" },
+			func(e env, s guard.Snapshot) bool { return s[e.x].Status == beads.StatusInProgress }},
+		{"back-dated assignee, then ralphd's note", store("assignee", "mallory"), note, 1,
+			func(e env, s guard.Snapshot) bool { return s[e.x].Assignee == "" }, noteKept},
+		// ralphd's write accounts for everything: nothing is hidden.
+		{"hidden stuck label, then ralphd adds it", label(StuckLabel), stuck, 0,
+			func(e env, s guard.Snapshot) bool { return true },
+			func(e env, s guard.Snapshot) bool { return s[e.x].HasLabel(StuckLabel) }},
+		{"hidden plain label, then a note", label("later"), note, 0,
+			func(e env, s guard.Snapshot) bool { return true }, noteKept},
+		{"nothing hidden, a note", func(*testing.T, env) {}, note, 0,
+			func(e env, s guard.Snapshot) bool { return true }, noteKept},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			e := env{p: p, x: p.create("X", "-p", "1")}
+			p.create("Y", "-p", "2")
+			backdate(t, p.repo, nil)
+			e.l = &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
+			e.l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+			e.l.tracker.startRun(e.l.BD)
+			if _, err := e.l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "back-dated priority, then a held-back note" {
+				// X at P2, so that the hidden P0 differs.
+				if _, err := e.l.BD.Update(ctx, e.x, beads.Set{Flag: "priority", Value: "2"}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.l.snapshotFresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.hide(t, e)
+			if _, err := e.l.snapshotFresh(ctx); err != nil { // misses it
+				t.Fatal(err)
+			}
+			if got := e.l.tracker.hidden.Load(); got != 0 {
+				t.Fatalf("%d hidden changes found before ralphd wrote, want 0", got)
+			}
+			tc.write(t, e)
+			got, err := e.l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := e.l.tracker.hidden.Load(); int(n) != tc.hidden {
+				t.Fatalf("the reading after ralphd's write found %d hidden changes, want %d", n, tc.hidden)
+			}
+			if e.l.tracker.full.Load() != 1 {
+				t.Fatalf("%d full readings, want 1: a reading of what changed must find it", e.l.tracker.full.Load())
+			}
+			if !tc.hiddenGone(e, got) || !tc.kept(e, got) {
+				t.Errorf("the reading returned: %+v; want the hidden change out and ralphd's write in", got[e.x])
+			}
+			full, err := e.l.snapshotFull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := e.l.tracker.hidden.Load(); int(n) != tc.hidden {
+				t.Errorf("the full reading found %d more hidden changes: laundered, or ralphd's write taken for one", int(n)-tc.hidden)
+			}
+			if !tc.hiddenGone(e, full) || !tc.kept(e, full) {
+				t.Errorf("the tracker after: %+v; want the hidden change reverted and ralphd's write kept", full[e.x])
+			}
+		})
 	}
 }
