@@ -126,7 +126,7 @@ func (l *Loop) afterIteration(ctx context.Context, res *Result, it iteration, er
 // begin starts a run: it records run_start and returns the result to fill.
 func (l *Loop) begin(ctx context.Context, mode string, maxIter int) *Result {
 	res := &Result{Mode: mode, RunID: l.RunID, Started: l.now()}
-	l.reads().startRun(l.BD)
+	l.startReads()
 	l.chooseAgent()
 	l.event(logjsonl.EventRunStart, logjsonl.RunStart{
 		SchemaVersion: logjsonl.SchemaVersion, RunID: l.RunID, Mode: mode, MaxIterations: maxIter, Version: l.Version,

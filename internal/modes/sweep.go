@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/beads"
@@ -31,7 +32,23 @@ import (
 // scratch dirs. It returns a one-line summary of what it did ("" when
 // there was nothing to do).
 func (l *Loop) Sweep(ctx context.Context) (string, error) {
+	msg, _, err := l.sweep(ctx)
+	return msg, err
+}
+
+// sweptWindow is an interrupted window a sweep judged against its
+// baseline, and how many forbidden changes it found.
+type sweptWindow struct {
+	runID     string
+	iteration int
+	found     int
+}
+
+// sweep is Sweep, which also returns the windows it judged (its workers'
+// too).
+func (l *Loop) sweep(ctx context.Context) (string, []sweptWindow, error) {
 	var did []string
+	var judged []sweptWindow
 	if removed, err := l.State.RemoveStaleTemps(); err == nil && len(removed) > 0 {
 		did = append(did, fmt.Sprintf("removed %d half-written state file(s)", len(removed)))
 	}
@@ -39,11 +56,11 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		did = append(did, fmt.Sprintf("removed %d stale scratch dir(s)", n))
 	}
 	if err := l.checkSavedPinBeforeSweep(ctx); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	r, err := l.State.ReadRunning()
 	if err != nil {
-		return "", fmt.Errorf("read the running-agent record: %w", err)
+		return "", nil, fmt.Errorf("read the running-agent record: %w", err)
 	}
 	var resumeFound []string
 	gaveBack := false
@@ -59,7 +76,7 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		did = append(did, what)
 		st, err := l.State.SettleInterrupted(*r, l.now())
 		if err != nil {
-			return "", fmt.Errorf("settle the interrupted iteration: %w", err)
+			return "", nil, fmt.Errorf("settle the interrupted iteration: %w", err)
 		}
 		if st.Recorded {
 			did = append(did, "recorded it as interrupted")
@@ -75,16 +92,23 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 			}
 		}
 	}
-	if msg, err := l.judgeInterrupted(ctx); err != nil {
-		return "", err
+	if msg, sw, err := l.judgeInterrupted(ctx); err != nil {
+		return "", nil, err
 	} else if msg != "" {
 		did = append(did, msg)
 		resumeFound = append(resumeFound, msg)
+		judged = append(judged, sw)
 	}
 	if r != nil {
 		l.sweptResume(*r, gaveBack, resumeFound)
 	}
-	did = append(did, l.sweepWorkers(ctx)...)
+	wdid, wjudged := l.sweepWorkers(ctx)
+	did, judged = append(did, wdid...), append(judged, wjudged...)
+	if l.State.Worker() == "" {
+		if msg := l.chargeSinceFull(ctx, judged); msg != "" {
+			did = append(did, msg)
+		}
+	}
 	if l.State.Worker() == "" {
 		// After every interrupted session was saved: what the dead runs
 		// left in the CLIs' dirs is no longer needed.
@@ -93,12 +117,61 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 		}
 	}
 	if len(did) == 0 {
-		return "", nil
+		return "", judged, nil
 	}
 	msg := "sweep: " + strings.Join(did, "; ")
 	l.event(logjsonl.EventSweep, map[string]any{"summary": msg})
 	l.human().Info(msg)
-	return msg, nil
+	return msg, judged, nil
+}
+
+// chargeSinceFull settles the windows a ralphd killed between full
+// readings of the tracker left on the list (state.ReadWindowsFile): when
+// the judgement of an interrupted window found forbidden changes, they
+// may have been made out of sight of the readings of what changed in any
+// window since the last full reading, so every window on the list is
+// charged, as a full reading charges them (chargeWindows), beside the
+// interrupted one the judgement charged. The list goes after.
+func (l *Loop) chargeSinceFull(ctx context.Context, judged []sweptWindow) string {
+	rw, err := l.State.ReadReadWindows()
+	if err != nil {
+		return err.Error()
+	}
+	if rw == nil {
+		return ""
+	}
+	found, seen := 0, map[int]bool{}
+	for _, j := range judged {
+		found += j.found
+		if j.runID == rw.RunID {
+			seen[j.iteration] = true
+		}
+	}
+	var ws []readWindow
+	var its []string
+	for _, w := range rw.Windows {
+		if !seen[w.Iteration] {
+			ws = append(ws, readWindow{n: w.Iteration, issue: w.IssueID, started: w.StartedAt, done: true, closed: w.Closed})
+			its = append(its, fmt.Sprintf("%d (%s)", w.Iteration, w.IssueID))
+		}
+	}
+	msg := ""
+	switch {
+	case found > 0 && len(ws) > 0:
+		detail := fmt.Sprintf("ralphd was killed between full reads of the tracker; the judgement of the interrupted window found %s, "+
+			"which may have been made out of sight of the reads of what changed in any window since the last full read (%s): every iteration whose agent ran since is charged",
+			text.Count(found, "forbidden change"), rw.LastFull.Format(time.RFC3339))
+		l.chargeWindows(ctx, ws, detail)
+		msg = "charged the forbidden changes it found to every iteration since the last full read of the tracker: " + strings.Join(its, ", ")
+	case len(judged) == 0 && len(rw.Windows) > 0:
+		msg = "killed between full reads of the tracker with no window open: a change hidden from the reads of what changed since " +
+			rw.LastFull.Format(time.RFC3339) + " cannot be told from the tracker now (docs/security.md)"
+		l.human().Warn(msg)
+	}
+	if err := l.State.ClearReadWindows(); err != nil {
+		return err.Error()
+	}
+	return msg
 }
 
 // judgeInterrupted judges an iteration whose window never closed (ralphd
@@ -108,18 +181,18 @@ func (l *Loop) Sweep(ctx context.Context) (string, error) {
 // are already ended. Changes a person made since are indistinguishable
 // from the agent's and are judged the same way (README, "Separation of
 // powers").
-func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
+func (l *Loop) judgeInterrupted(ctx context.Context) (string, sweptWindow, error) {
 	b, err := l.State.ReadBaseline()
 	if err != nil {
-		return "", fmt.Errorf("the interrupted iteration's baseline cannot be read, so its changes cannot be judged "+
+		return "", sweptWindow{}, fmt.Errorf("the interrupted iteration's baseline cannot be read, so its changes cannot be judged "+
 			"(check the tracker by hand, then remove %s): %w", l.State.BaselinePath(), err)
 	}
 	if b == nil {
-		return "", nil
+		return "", sweptWindow{}, nil
 	}
 	after, err := l.snapshotFullAfter(ctx)
 	if err != nil {
-		return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
+		return "", sweptWindow{}, fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
 	}
 	before := guard.NewSnapshot(b.Issues)
 	if !b.ExtraFields {
@@ -129,7 +202,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 	_, details := l.revertAgainst(ctx, before, after, b.Iteration, owner{issue: b.IssueID})
 	if len(details) > 0 {
 		if after, err = l.snapshotFresh(ctx); err != nil {
-			return "", fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
+			return "", sweptWindow{}, fmt.Errorf("judge interrupted iteration %d against its baseline: %w", b.Iteration, err)
 		}
 	}
 	// No check ran on a close made in the window (an agent can close its
@@ -148,7 +221,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 		}
 	}
 	if err := l.State.ClearBaseline(); err != nil {
-		return "", err
+		return "", sweptWindow{}, err
 	}
 	msg := fmt.Sprintf("judged interrupted iteration %d: ", b.Iteration)
 	if len(details) == 0 {
@@ -159,7 +232,7 @@ func (l *Loop) judgeInterrupted(ctx context.Context) (string, error) {
 	if reopened > 0 {
 		msg += fmt.Sprintf("; reopened %s no check ran on", text.Count(reopened, "close"))
 	}
-	return msg, nil
+	return msg, sweptWindow{runID: b.RunID, iteration: b.Iteration, found: len(details)}, nil
 }
 
 // unclaimAfterCrash sets the crashed iteration's issue back to open when it

@@ -15,6 +15,7 @@ import (
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // Tracker reads (tracker_reads; docs/security.md, "Tracker reads on a big
@@ -86,9 +87,20 @@ type trackerReads struct {
 	wmu     sync.Mutex
 	written map[string]*rereadWhy // issues to re-read by id, and why
 	windows []*readWindow         // windows opened since the last full reading
+	// lastFullAt is when the last full reading that pruned windows started.
+	lastFullAt time.Time
 	// reopened are the issues whose close a charge reopened; the run
 	// takes them out of its closed issues when it ends.
 	reopened []string
+
+	// store keeps the windows since the last full reading on disk while
+	// readings are incremental (persistOn), for a ralphd killed before
+	// the next full one (state.ReadWindowsFile); nil keeps none. warn
+	// says what could not be kept.
+	store     *state.Store
+	runID     string
+	persistOn atomic.Bool
+	warn      func(msg string, err error)
 
 	// hidden counts the hidden changes found; the run adds them to its
 	// violations when it ends.
@@ -150,8 +162,20 @@ func (l *Loop) reads() *trackerReads {
 	return l.tracker
 }
 
+// startReads starts a run's readings (startRun) with l's bd. The windows
+// since the last full reading are kept in l's state (the run's own, not
+// a worker's view).
+func (l *Loop) startReads() {
+	r := l.reads()
+	r.startRun(l.BD)
+	if l.State != nil && l.State.Worker() == "" {
+		r.store, r.runID = l.State, l.RunID
+		r.warn = func(msg string, err error) { l.human().Warn(msg, "err", err) }
+	}
+}
+
 // startRun starts a run's readings: the first lists every issue, and
-// ralphd's writes through bd (l.BD) are re-read by id.
+// ralphd's writes through bd are re-read by id.
 func (r *trackerReads) startRun(bd *beads.Client) {
 	r.mu.Lock()
 	r.held, r.cheapSince, r.sinceFull = nil, false, 0
@@ -225,7 +249,30 @@ func (r *trackerReads) opened(n int, issue string, win *window, at time.Time) *r
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.windows = append(r.windows, w)
+	r.persist()
 	return w
+}
+
+// persist writes the windows since the last full reading to the state
+// dir, atomically, or removes the file when there are none. The caller
+// holds r.wmu.
+func (r *trackerReads) persist() {
+	if r.store == nil || !r.persistOn.Load() {
+		return
+	}
+	var err error
+	if len(r.windows) == 0 {
+		err = r.store.ClearReadWindows()
+	} else {
+		rw := state.ReadWindows{RunID: r.runID, LastFull: r.lastFullAt}
+		for _, w := range r.windows {
+			rw.Windows = append(rw.Windows, state.ReadWindow{Iteration: w.n, IssueID: w.issue, StartedAt: w.started, Closed: w.closed})
+		}
+		err = r.store.WriteReadWindows(rw)
+	}
+	if err != nil && r.warn != nil {
+		r.warn("could not keep the windows since the last full reading of the tracker; a ralphd killed before the next one charges what it finds to fewer of them", err)
+	}
 }
 
 // agentEnded marks w's agent as ended.
@@ -240,6 +287,7 @@ func (r *trackerReads) closedBy(w *readWindow) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	w.closed = true
+	r.persist()
 }
 
 // settle takes into res what the run's readings found: the hidden
@@ -283,6 +331,8 @@ func (r *trackerReads) chargeable(start time.Time) []readWindow {
 		}
 	}
 	r.windows = slices.DeleteFunc(r.windows, func(w *readWindow) bool { return w.done && !w.started.After(start) })
+	r.lastFullAt = start
+	r.persist()
 	return out
 }
 
@@ -423,6 +473,7 @@ func (r *trackerReads) decide(l *Loop, n int) {
 	case TrackerReadsAuto:
 		r.incremental = n >= autoIncrementalAt
 	}
+	r.persistOn.Store(r.incremental)
 	if r.mode == TrackerReadsFull || (!r.incremental && n < autoIncrementalAt/2) {
 		return
 	}
@@ -657,8 +708,18 @@ func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) (failed map[stri
 	}
 	detail := "a change made out of sight of the reads of what changed (" + strings.Join(found, "; ") +
 		") was found by a read of the tracker and reverted; ralphd cannot tell which agent made it, so every iteration whose agent ran since the last full read is charged"
+	l.chargeWindows(ctx, h.windows, detail)
+	return failed
+}
+
+// chargeWindows charges a hidden change, described by detail, to each of
+// windows: a worker's window not yet judged fails its attempt with it;
+// every other is logged as charged, noted on its issue, and a close it
+// made is reopened (a close does not stand in a window charged with a
+// forbidden change).
+func (l *Loop) chargeWindows(ctx context.Context, windows []readWindow, detail string) {
 	p := l.pool()
-	for _, w := range h.windows {
+	for _, w := range windows {
 		if w.win != nil && p != nil && p.ledger.chargeHidden(w.win, detail) {
 			continue // its judgement fails its attempt with it
 		}
@@ -679,5 +740,4 @@ func (l *Loop) hiddenFound(ctx context.Context, h hiddenChange) (failed map[stri
 		}
 	}
 	l.snap.invalidate()
-	return failed
 }

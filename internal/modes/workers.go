@@ -558,15 +558,16 @@ func (g *stateTally) Integrated(issue string) error {
 // sweepWorkers settles the iterations workers of a killed ralphd left, as
 // Sweep does the single loop's: one running record per worker. The
 // workers' claims and worktrees are the pool's to recover when it starts.
-func (l *Loop) sweepWorkers(ctx context.Context) []string {
+func (l *Loop) sweepWorkers(ctx context.Context) ([]string, []sweptWindow) {
 	if l.State.Worker() != "" {
-		return nil
+		return nil, nil
 	}
 	names, err := l.State.RunningWorkers()
 	if err != nil {
-		return []string{err.Error()}
+		return []string{err.Error()}, nil
 	}
 	var did []string
+	var judged []sweptWindow
 	for _, name := range names {
 		st, err := l.State.ForWorker(name)
 		if err != nil {
@@ -576,16 +577,17 @@ func (l *Loop) sweepWorkers(ctx context.Context) []string {
 		d.State = st
 		d.Log, d.Observer, d.Human = nil, nil, nil // one summary line, below
 		w := l.derive(d, nil)
-		msg, err := w.Sweep(ctx)
+		msg, sw, err := w.sweep(ctx)
 		if err != nil {
 			did = append(did, fmt.Sprintf("worker %s: %v", name, err))
 			continue
 		}
+		judged = append(judged, sw...)
 		if msg != "" {
 			did = append(did, "worker "+name+": "+strings.TrimPrefix(msg, "sweep: "))
 		}
 	}
-	return did
+	return did, judged
 }
 
 // tagWorker adds "worker" to an event's data, so that the lines of

@@ -10,6 +10,7 @@
 //	    history.jsonl        one JSON record per finished iteration, append-only
 //	    running.json         the agent that is running right now, if any
 //	    tracker-pin.json     which tracker bd opened when ralphd first pinned it
+//	    read-windows.json    the BUILD windows since the last full reading of the tracker (tracker_reads)
 //	    ralphd.lock          flock'd by the running ralphd; holds its PID, mode and start
 //	    logs/                JSONL logs (written by the logging package)
 //	    reports/             end-of-run reports

@@ -247,3 +247,41 @@ func FuzzParseJudgement(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseReadWindows: a windows file never panics the parser, only a
+// JSON object parses, and what ralphd writes of a parsed one reads back
+// the same.
+func FuzzParseReadWindows(f *testing.F) {
+	at := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	b, err := json.Marshal(ReadWindows{RunID: "r", LastFull: at, Windows: []ReadWindow{{Iteration: 1, IssueID: "t-a", StartedAt: at, Closed: true}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	for _, s := range []string{`null`, `[]`, `{}`, `{"windows":null}`, `{"windows":[{"iteration":1e400}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := ParseReadWindows(data)
+		if err != nil {
+			if !reflect.DeepEqual(w, ReadWindows{}) {
+				t.Fatalf("error %v with %+v", err, w)
+			}
+			return
+		}
+		if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			t.Fatalf("%q parsed as a windows file", data)
+		}
+		first, err := json.Marshal(w)
+		if err != nil {
+			return
+		}
+		w2, err := ParseReadWindows(first)
+		if err != nil {
+			t.Fatalf("re-parse %s: %v", first, err)
+		}
+		if second, err := json.Marshal(w2); err != nil || !bytes.Equal(first, second) {
+			t.Fatalf("not stable:\n%s\n%s (%v)", first, second, err)
+		}
+	})
+}
