@@ -725,18 +725,20 @@ func (l *Loop) chargeWindows(ctx context.Context, windows []readWindow, detail s
 		}
 		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: w.n, IssueID: w.issue, Mode: ModeBuild, Kind: "hidden_change_charged", Detail: detail})
 		note := "ralphd: charged with a forbidden change: " + detail + "."
-		if _, err := l.BD.AppendNotes(ctx, w.issue, note); err != nil {
-			l.human().Warn("could not note a charge on the issue", "issue", w.issue, "err", err)
-		}
 		if w.closed {
 			why := "ralphd: reopened: the iteration that closed it is charged with a forbidden change found later, so its close does not count"
 			if _, err := l.BD.Reopen(ctx, w.issue, why); err != nil {
 				l.human().Warn("could not reopen the close of a charged iteration", "issue", w.issue, "err", err)
 			} else {
+				note = why + ". " + note
 				l.reads().wmu.Lock()
 				l.reads().reopened = append(l.reads().reopened, w.issue)
 				l.reads().wmu.Unlock()
 			}
+		}
+		// The note says why, a reopened close's too.
+		if _, err := l.BD.AppendNotes(ctx, w.issue, note); err != nil {
+			l.human().Warn("could not note a charge on the issue", "issue", w.issue, "err", err)
 		}
 	}
 	l.snap.invalidate()
