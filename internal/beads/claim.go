@@ -133,7 +133,16 @@ func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue
 			return Issue{}, false, fmt.Errorf("bd ready --claim: %w", err)
 		}
 	}
-	issues, err := c.issues(ctx, readyClaimArgs(excludeLabels...))
+	args := readyClaimArgs(excludeLabels...)
+	if c.OnWrite != nil {
+		// A claim of an issue its argv does not name, told before and
+		// after the call; the issue it took is told as its claim in
+		// between, once it is known.
+		w := &Write{Args: args, Actor: c.Actor}
+		c.OnWrite(w)
+		defer c.OnWrite(w)
+	}
+	issues, err := c.issues(ctx, args)
 	if err != nil {
 		return Issue{}, false, err
 	}
@@ -142,8 +151,9 @@ func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue
 		return Issue{}, false, nil
 	case 1:
 		if c.OnWrite != nil {
-			// Its argv named no issue: the claim is told now, as one.
-			c.OnWrite(&Write{Args: claimArgs(issues[0].ID), Actor: c.Actor})
+			w := &Write{Args: claimArgs(issues[0].ID), Actor: c.Actor}
+			c.OnWrite(w)
+			c.OnWrite(w)
 		}
 		return issues[0], true, nil
 	}

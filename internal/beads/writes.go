@@ -1,6 +1,7 @@
 package beads
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -15,6 +16,8 @@ type Write struct {
 
 // Effect is one change a write makes to one issue, as its argv says.
 type Effect struct {
+	// Issue is the issue changed; "" is any issue: `bd ready --claim`
+	// names none in its argv, and claims one.
 	Issue string
 	// Op is what changes: the long name of the `bd update` flag that sets
 	// a field ("title", "priority", "status", "assignee", "notes",
@@ -53,6 +56,9 @@ var updateSwitches = map[string][]Effect{
 // comment. A write that changes no issue its argv names returns none.
 func (w *Write) Effects() []Effect {
 	args := w.Args
+	if w.AnyClaim() {
+		return []Effect{{Op: "status", Value: StatusInProgress}, {Op: "assignee", Value: w.Actor, AnyValue: w.Actor == ""}}
+	}
 	targets := WriteTargets(args)
 	if len(targets) == 0 {
 		return nil
@@ -136,6 +142,12 @@ func (w *Write) Effects() []Effect {
 		return out
 	}
 	return nil
+}
+
+// AnyClaim reports whether the write is a `bd ready --claim`, which
+// claims an issue its argv does not name.
+func (w *Write) AnyClaim() bool {
+	return len(w.Args) > 1 && w.Args[0] == "ready" && slices.Contains(w.Args[1:], "--claim")
 }
 
 // WriteTargets returns the issues a bd call with args (without --json

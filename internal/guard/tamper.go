@@ -531,13 +531,14 @@ func boolInt(b bool) int {
 var _ Tracker = (*beads.Client)(nil)
 
 // Explained reports whether one of effects, the changes ralphd's own
-// writes made to v's issue, accounts for v exactly: the field set to the
+// writes made to v's issue (or to any issue: beads.Effect.Issue ""),
+// accounts for v exactly: the field set to the
 // value v found, the label added or removed, the edge removed. A deletion
 // and a removed comment are never ralphd's (it deletes neither); nor is
 // any change to another value than the one ralphd's write set.
 func Explained(v Violation, effects []beads.Effect) bool {
 	for _, e := range effects {
-		if e.Issue != v.IssueID {
+		if e.Issue != v.IssueID && e.Issue != "" {
 			continue
 		}
 		same := e.AnyValue || e.Value == v.After

@@ -86,7 +86,10 @@ type trackerReads struct {
 
 	wmu     sync.Mutex
 	written map[string]*rereadWhy // issues to re-read by id, and why
-	windows []*readWindow         // windows opened since the last full reading
+	// claiming are the `bd ready --claim` calls in flight, which claim an
+	// issue their argv does not name.
+	claiming []*beads.Write
+	windows  []*readWindow // windows opened since the last full reading
 	// lastFullAt is when the last full reading that pruned windows started.
 	lastFullAt time.Time
 	// reopened are the issues whose close a charge reopened; the run
@@ -199,6 +202,13 @@ func (r *trackerReads) wrote(w *beads.Write) {
 	ids := beads.WriteTargets(w.Args)
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	if w.AnyClaim() { // told before the call and after
+		if i := slices.Index(r.claiming, w); i >= 0 {
+			r.claiming = slices.Delete(r.claiming, i, i+1)
+		} else {
+			r.claiming = append(r.claiming, w)
+		}
+	}
 	for _, id := range ids {
 		why := r.why(id)
 		if !slices.Contains(why.writes, w) {
@@ -228,6 +238,35 @@ func (r *trackerReads) reread(id string) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	r.why(id).judged = true
+}
+
+// inFlight returns the effects of ralphd's writes told since a reading
+// took its re-reads and not yet taken, and of the claims in flight: a
+// write is told before bd makes it, so what a reading's bd calls saw of
+// ralphd's writes is among these and the ones it took. Called once the
+// reading's bd calls have ended. The issues those writes name are
+// checked like the ones the reading took (explain).
+func (r *trackerReads) inFlight() written {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	out := written{ids: map[string]bool{}}
+	for id, w := range r.written {
+		if !w.judged && len(w.writes) > 0 {
+			out.ids[id] = true
+		}
+		out.effects = append(out.effects, w.effects()...)
+	}
+	for _, w := range r.claiming {
+		out.effects = append(out.effects, w.Effects()...)
+	}
+	return out
+}
+
+// written are writes of ralphd's in flight during a reading: the issues
+// to check, and what the writes change.
+type written struct {
+	ids     map[string]bool
+	effects []beads.Effect
 }
 
 // takeWritten returns the issues to re-read since the last reading, and
@@ -372,7 +411,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		}
 		r.cheap.Add(1)
 		var h hiddenChange
-		if next, h = r.explain(l, next, rereads); len(h.vs) > 0 {
+		if next, h = r.explain(l, next, rereads, r.inFlight()); len(h.vs) > 0 {
 			h.windows = r.openSinceFull()
 			next = r.found(ctx, l, next, h)
 		}
@@ -388,6 +427,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.giveBack(rereads)
 		return nil, err
 	}
+	inFlight := r.inFlight()
 	r.full.Add(1)
 	full := guard.NewSnapshot(issues)
 	if !r.decided {
@@ -396,7 +436,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	if r.incremental && r.cheapSince && r.held != nil {
 		var h, w hiddenChange
 		full, h = r.compare(l, full, rereads)
-		full, w = r.explain(l, full, rereads)
+		full, w = r.explain(l, full, rereads, inFlight)
 		h.vs, h.byWrite = append(h.vs, w.vs...), w.byWrite
 		if len(h.vs) > 0 {
 			h.held = r.held
@@ -585,21 +625,35 @@ func (r *trackerReads) compare(l *Loop, full guard.Snapshot, took map[string]*re
 // there out of sight of the readings of what changed rides in with it.
 // The guard's diff under a window that owns nothing finds what differs;
 // what the writes' effects account for exactly (beads.Write.Effects,
-// guard.Explained), or the fleet owns, is taken; anything else is a
+// guard.Explained; with inFlight, the writes told while the reading's bd
+// calls ran), or the fleet owns, is taken; anything else is a
 // hidden change, and the reading returned holds the issue as held. The
 // caller holds r.mu.
-func (r *trackerReads) explain(l *Loop, got guard.Snapshot, took map[string]*rereadWhy) (guard.Snapshot, hiddenChange) {
+func (r *trackerReads) explain(l *Loop, got guard.Snapshot, took map[string]*rereadWhy, inFlight written) (guard.Snapshot, hiddenChange) {
 	before, after := guard.Snapshot{}, guard.Snapshot{}
-	var effects []beads.Effect
+	effects := slices.Clone(inFlight.effects)
+	check := maps.Clone(inFlight.ids)
 	for id, why := range took {
 		effects = append(effects, why.effects()...)
-		if why.judged || len(why.writes) == 0 {
+		if why.judged {
+			delete(check, id) // its window judges it
+		} else if len(why.writes) > 0 {
+			if check == nil {
+				check = map[string]bool{}
+			}
+			check[id] = true
+		}
+	}
+	for id := range check {
+		h, held := r.held[id]
+		g, read := got[id]
+		if read && held && reflect.DeepEqual(h, g) {
 			continue
 		}
-		if h, ok := r.held[id]; ok {
+		if held && (read || took[id] != nil) { // not read and not asked for: as held
 			before[id] = h
 		}
-		if g, ok := got[id]; ok {
+		if read {
 			after[id] = g
 		}
 	}
