@@ -268,6 +268,7 @@ func TestHopelessIssueEndsStuck(t *testing.T) {
 		mu.Unlock()
 		return false, nil
 	})
+	pool.Log = func(e Event) { t.Logf("%s %s %s %s", e.Worker, e.Issue, e.Kind, e.Detail) } // a failure's story
 	sum, err := pool.Run(context.Background())
 	is.NoErr(err)
 	is.Equal(tries, DefaultMaxAttempts)
