@@ -706,9 +706,8 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		p.mu.Lock()
 		p.sum.Claims++
 		p.mu.Unlock()
-		h, other := p.hold(res.Issue.ID, actor)
-		if other != nil {
-			p.giveBackHeld(ctx, worker, res.Issue.ID, other)
+		h := p.takeHold(ctx, worker, actor, res)
+		if h == nil {
 			continue
 		}
 		// The worker claims its next issue as soon as its agent ends, so
@@ -958,6 +957,11 @@ func (p *Pool) fail(ctx context.Context, a Assignment, f Failure) error {
 // it; err, when set, is returned after.
 func (p *Pool) giveUp(ctx context.Context, actor, id string, err error) error {
 	ctx = context.WithoutCancel(ctx)
+	p.mu.Lock()
+	if h := p.held[id]; h != nil && h.actor == actor {
+		h.lettingGo = true // another worker may now claim it fairly (work)
+	}
+	p.mu.Unlock()
 	c := p.Client(actor, p.Queue.Repo)
 	is, serr := c.Show(ctx, id)
 	if serr != nil {
@@ -1103,6 +1107,17 @@ type holding struct {
 	done       chan struct{}
 	integrated bool
 	actor      string // the holder's
+	// lettingGo: the holder is giving the issue back in bd (giveUp), so
+	// a claim another worker wins from now on is a fair one, not one an
+	// agent released behind the holder's back. Guarded by Pool.mu.
+	lettingGo bool
+}
+
+// letsGo reports whether h's holder is giving its issue back.
+func (p *Pool) letsGo(h *holding) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return h.lettingGo
 }
 
 // hold records that actor's worker holds id, or returns the holding of
@@ -1119,6 +1134,33 @@ func (p *Pool) hold(id, actor string) (h, other *holding) {
 	}
 	p.held[id] = h
 	return h, nil
+}
+
+// takeHold holds the issue res claimed for worker, or returns nil when
+// the claim does not stand. Another worker of the pool may hold it still:
+// if that holder is giving it back (it released it in bd, and is letting
+// go here), the claim is a fair one and the worker waits for the holder,
+// then holds it; otherwise an agent released the holder's claim behind
+// its back, and the claim is a lost race (giveBackHeld). Stopped while it
+// waits, the claim is given back.
+func (p *Pool) takeHold(ctx context.Context, worker, actor string, res beads.ClaimResult) *holding {
+	id := res.Issue.ID
+	for {
+		h, other := p.hold(id, actor)
+		switch {
+		case other == nil:
+			return h
+		case !p.letsGo(other):
+			p.giveBackHeld(ctx, worker, id, other)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			p.dropClaim(ctx, actor, &nextClaim{res: res, done: closedChan})
+			return nil
+		case <-other.done:
+		}
+	}
 }
 
 // giveBackHeld ends a claim won on an issue another worker of the pool

@@ -339,3 +339,51 @@ func TestDependentStartsFromItsBlockersWork(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeHold: a worker that wins a claim on an issue another worker of
+// the pool still holds. If the holder is giving it back (it failed, and
+// released it in bd), the claim is fair: the worker waits for the holder
+// and takes the issue, which stays its own in bd. (A run once ended with
+// an issue one attempt short: the fair claim was taken for an agent's
+// release behind the holder's back, the issue given back to the holder's
+// actor, who had already let go of it, and nobody worked it again.) If
+// the holder is not letting go, the claim is a lost race: the issue goes
+// back to the holder.
+func TestTakeHold(t *testing.T) {
+	for _, lettingGo := range []bool{true, false} {
+		t.Run(fmt.Sprintf("holder letting go=%v", lettingGo), func(t *testing.T) {
+			is := is.New(t)
+			p := newProject(t)
+			id := p.create("contested")
+			pool := p.pool(2, func(context.Context, Assignment) (bool, error) { return false, nil })
+			ctx := context.Background()
+			a, b := pool.actor("w1"), pool.actor("w2")
+			_, err := pool.Client(a, p.repo).Claim(ctx, id)
+			is.NoErr(err)
+			ha, other := pool.hold(id, a)
+			is.True(other == nil)
+			if lettingGo {
+				is.NoErr(pool.giveUp(ctx, a, id, nil)) // the holder gives it back in bd
+			} else {
+				_, err := pool.Client(a, p.repo).Release(ctx, id) // an agent, behind the holder's back
+				is.NoErr(err)
+			}
+			won, err := pool.Client(b, p.repo).Claim(ctx, id)
+			is.NoErr(err)
+			pool.busy = 2
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				pool.release(id, ha) // the holder is through
+			}()
+			h := pool.takeHold(ctx, "w2", b, beads.ClaimResult{Issue: won, Outcome: beads.Won})
+			shown := sh(t, p.repo, p.bd, "show", id, "--json")
+			if lettingGo {
+				is.True(h != nil)                                       // w2 holds it
+				is.True(strings.Contains(shown, `"assignee": "`+b+`"`)) // and it is w2's in bd
+			} else {
+				is.True(h == nil)                                       // a lost race
+				is.True(strings.Contains(shown, `"assignee": "`+a+`"`)) // given back to the holder
+			}
+		})
+	}
+}
