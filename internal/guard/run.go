@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/proc"
 	"github.com/ralphd/ralphd/internal/state"
 )
@@ -68,6 +69,9 @@ type GuardEnv struct {
 	// Powers, when set, limits what a BUILD call may do to issues other
 	// than the iteration's own, and counts its creates (powers.go).
 	Powers *Powers
+	// OnWrite, when set, is told each write an allowed call makes
+	// (AgentWrites) before the real bd runs and after (Setup.OnWrite).
+	OnWrite func(w *beads.Write)
 }
 
 // GuardEnvFromEnv reads the mode and the real bd's path from the
@@ -126,6 +130,17 @@ func RunGuard(ctx context.Context, args []string, env GuardEnv, stdin io.Reader,
 		fmt.Fprintf(stderr, "ralphd guard: cannot run the real bd: %v\n", err)
 		audit(ctx, env, start, rec, stderr)
 		return ExitRefused
+	}
+	if env.OnWrite != nil {
+		ws := AgentWrites(args)
+		for _, w := range ws {
+			env.OnWrite(w)
+		}
+		defer func() {
+			for _, w := range ws {
+				env.OnWrite(w)
+			}
+		}()
 	}
 	code, err := runChild(ctx, env, args, stdin, stdout, stderr)
 	rec.ExitCode = code

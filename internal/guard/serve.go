@@ -93,7 +93,7 @@ func (s *Session) handle(ctx context.Context, c broker.Call, stdin io.Reader, st
 	}
 	env := GuardEnv{
 		Mode: s.setup.Mode, RealBD: s.setup.RealBD, Dir: c.Dir, WorkTree: s.setup.WorkTree, GitLink: s.gitLink, Env: bdEnv,
-		Powers: s.setup.Powers,
+		Powers: s.setup.Powers, OnWrite: s.setup.OnWrite,
 		Audit: func(_ context.Context, at time.Time, call state.BDCall) error {
 			call.Iteration = s.setup.Iteration
 			s.mu.Lock()

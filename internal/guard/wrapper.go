@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/broker"
 	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
@@ -63,6 +64,12 @@ type Setup struct {
 	// reached the policy (a wrong token, a process outside the agent's
 	// tree, the session closed).
 	OnRefused func(pid int, why string)
+	// OnWrite, when set, is told each write of the agent's that the guard
+	// allowed (AgentWrites), before the real bd runs it and again after,
+	// with the same *beads.Write, as beads.Client tells ralphd's own: the
+	// tracker reads take what it explains on an issue ralphd re-reads
+	// (internal/modes, trackread.go). It must be safe for concurrent use.
+	OnWrite func(w *beads.Write)
 }
 
 // Session is one agent run's installed guard: a bin directory holding the

@@ -65,6 +65,10 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 		OnRefused: func(pid int, why string) {
 			l.human().Warn("refused a bd call", "pid", pid, "why", why)
 		},
+		// The agent's allowed writes, told to the tracker reads as
+		// ralphd's own are: what they explain on an issue ralphd re-reads
+		// meanwhile is not a hidden change; the agent's window judges it.
+		OnWrite: l.agentWrote(),
 	})
 	if err != nil {
 		return agent.Outcome{}, nil, err

@@ -217,6 +217,20 @@ func (r *trackerReads) wrote(w *beads.Write) {
 	}
 }
 
+// agentWrote returns what the guard tells of an agent's allowed writes
+// (guard.Setup.OnWrite): the tracker reads' wrote, as for ralphd's own
+// writes, or nil when l has no bd client. The issue an allowed write
+// names is re-read by id at the next reading and may differ from the
+// reading held by what the write explains; the window whose agent made
+// it judges it then, as any change in its window. A change the guard did
+// not allow is never told, so it explains nothing.
+func (l *Loop) agentWrote() func(*beads.Write) {
+	if l.BD == nil {
+		return nil
+	}
+	return l.reads().wrote
+}
+
 // why returns id's entry in r.written, made on first use. The caller
 // holds r.wmu.
 func (r *trackerReads) why(id string) *rereadWhy {

@@ -327,3 +327,98 @@ func TestTrackerReadsWriteLaundering(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerReadsAgentWriteRace: with workers, ralphd writes a note to
+// issue X (so the next reading re-reads X by id and takes only what
+// ralphd's writes explain) while another worker's agent changes X
+// through the guard. A change the guard allowed and ran is told to the
+// reads (guard.GuardEnv.OnWrite, as the broker does) and explains what it
+// set: it is taken, for that agent's window to judge, not reverted as
+// hidden. What the guard refused, or anything made around it on the same
+// issue, explains nothing and is still found, reverted and counted.
+func TestTrackerReadsAgentWriteRace(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// agent is the other worker's bd call through the guard; around,
+		// when set, a change made around the guard meanwhile.
+		agent  []string
+		around func(t *testing.T, p *project, x string)
+		hidden int
+		// want holds for X in the reading returned and in the tracker.
+		want func(is beads.Issue) bool
+	}{
+		{"allowed close", []string{"close", "X", "--reason", "ran `make`: ok"}, nil, 0,
+			func(is beads.Issue) bool { return is.Status == beads.StatusClosed }},
+		{"allowed status, short flag and --json", []string{"--json", "update", "X", "-s", "in_progress"}, nil, 0,
+			func(is beads.Issue) bool { return is.Status == beads.StatusInProgress }},
+		{"allowed close of two issues", []string{"close", "Y", "X", "--reason=ran `make`: ok"}, nil, 0,
+			func(is beads.Issue) bool { return is.Status == beads.StatusClosed }},
+		{"refused close (no reason), then closed around the guard", []string{"close", "X"},
+			func(t *testing.T, p *project, x string) {
+				sh(t, p.repo, p.bd, "close", x, "--reason", "done")
+			}, 1,
+			func(is beads.Issue) bool { return is.Status == beads.StatusOpen }},
+		{"allowed note, and a back-dated close around the guard", []string{"update", "X", "--append-notes", "tried"},
+			func(t *testing.T, p *project, x string) {
+				backdate(t, p.repo, func(id string, is map[string]any) {
+					if id == x {
+						is["status"], is["close_reason"] = "closed", "done"
+					}
+				})
+			}, 1,
+			func(is beads.Issue) bool { return is.Status == beads.StatusOpen }},
+		{"allowed status, then another status around the guard", []string{"update", "X", "--status", "in_progress"},
+			func(t *testing.T, p *project, x string) {
+				sh(t, p.repo, p.bd, "update", x, "--status", "blocked")
+			}, 1,
+			func(is beads.Issue) bool { return is.Status == beads.StatusOpen }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			x, y := p.create("X", "-p", "1"), p.create("Y", "-p", "2")
+			backdate(t, p.repo, nil)
+			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
+			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+			l.tracker.startRun(l.BD)
+			if _, err := l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// ralphd's note to X (worker 1's post-judgement note), then the
+			// other worker's agent, before the next reading.
+			if _, err := l.BD.AppendNotes(ctx, x, "ralphd: held back: the merge queue is full"); err != nil {
+				t.Fatal(err)
+			}
+			argv := make([]string, len(tc.agent))
+			for i, a := range tc.agent {
+				argv[i] = strings.NewReplacer("X", x, "Y", y).Replace(a)
+			}
+			var out, errOut strings.Builder
+			env := guard.GuardEnv{Mode: guard.ModeBuild, RealBD: p.bd, Dir: p.repo, OnWrite: l.agentWrote()}
+			guard.RunGuard(ctx, argv, env, strings.NewReader(""), &out, &errOut)
+			if tc.around != nil {
+				tc.around(t, p, x)
+			}
+			got, err := l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := l.tracker.hidden.Load(); int(n) != tc.hidden {
+				t.Fatalf("the reading after the agent's call (%s%s) found %d hidden changes, want %d", out.String(), errOut.String(), n, tc.hidden)
+			}
+			if !tc.want(got[x]) || !strings.Contains(got[x].Notes, "ralphd: held back") {
+				t.Errorf("the reading returned X as %+v", got[x])
+			}
+			full, err := l.snapshotFull(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := l.tracker.hidden.Load(); int(n) != tc.hidden {
+				t.Errorf("the full reading found %d more hidden changes", int(n)-tc.hidden)
+			}
+			if !tc.want(full[x]) {
+				t.Errorf("the tracker holds X as %+v", full[x])
+			}
+		})
+	}
+}
