@@ -121,12 +121,17 @@ type rereadWhy struct {
 	// writes are ralphd's writes to it since a reading took it: only
 	// what they explain may differ from the reading held (explain).
 	writes []*beads.Write
+	// agent are the writes agents made to it through the guard, which
+	// allowed them: what they set explains a difference too, and alone
+	// they do not have the issue checked (its update shows it to a
+	// reading of what changed anyway).
+	agent []*beads.Write
 }
 
 // effects returns what the writes change, on any issue.
 func (w *rereadWhy) effects() []beads.Effect {
 	var out []beads.Effect
-	for _, x := range w.writes {
+	for _, x := range slices.Concat(w.writes, w.agent) {
 		out = append(out, x.Effects()...)
 	}
 	return out
@@ -198,7 +203,17 @@ func (r *trackerReads) startRun(bd *beads.Client) {
 // names: the next reading re-reads them by id and checks that they
 // differ from the reading held only by what w explains. It is the bd
 // client's OnWrite.
-func (r *trackerReads) wrote(w *beads.Write) {
+func (r *trackerReads) wrote(w *beads.Write) { r.record(w, false) }
+
+// agentWroteTo records an agent's write the guard allowed, told like
+// ralphd's (wrote): the next reading re-reads its issues by id and takes
+// them as they are (the windows whose diffs hold the reading judge
+// them), and what it sets explains the same difference on an issue
+// ralphd wrote too.
+func (r *trackerReads) agentWroteTo(w *beads.Write) { r.record(w, true) }
+
+// record is wrote and agentWroteTo.
+func (r *trackerReads) record(w *beads.Write, agent bool) {
 	ids := beads.WriteTargets(w.Args)
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
@@ -211,24 +226,28 @@ func (r *trackerReads) wrote(w *beads.Write) {
 	}
 	for _, id := range ids {
 		why := r.why(id)
-		if !slices.Contains(why.writes, w) {
-			why.writes = append(why.writes, w)
+		list := &why.writes
+		if agent {
+			list = &why.agent
+		}
+		if !slices.Contains(*list, w) {
+			*list = append(*list, w)
 		}
 	}
 }
 
 // agentWrote returns what the guard tells of an agent's allowed writes
-// (guard.Setup.OnWrite): the tracker reads' wrote, as for ralphd's own
-// writes, or nil when l has no bd client. The issue an allowed write
-// names is re-read by id at the next reading and may differ from the
-// reading held by what the write explains; the window whose agent made
-// it judges it then, as any change in its window. A change the guard did
-// not allow is never told, so it explains nothing.
+// (guard.Setup.OnWrite) to the tracker reads (agentWroteTo), or nil when
+// l has no bd client. What such a write sets explains the same
+// difference on an issue ralphd wrote meanwhile, so another worker's
+// allowed change is not taken for a hidden one; the windows whose diffs
+// hold the reading judge it. A change the guard did not allow is never
+// told, so it explains nothing.
 func (l *Loop) agentWrote() func(*beads.Write) {
 	if l.BD == nil {
 		return nil
 	}
-	return l.reads().wrote
+	return l.reads().agentWroteTo
 }
 
 // why returns id's entry in r.written, made on first use. The caller
@@ -504,6 +523,11 @@ func (r *trackerReads) giveBack(took map[string]*rereadWhy) {
 		for _, x := range w.writes {
 			if !slices.Contains(why.writes, x) {
 				why.writes = append(why.writes, x)
+			}
+		}
+		for _, x := range w.agent {
+			if !slices.Contains(why.agent, x) {
+				why.agent = append(why.agent, x)
 			}
 		}
 	}
