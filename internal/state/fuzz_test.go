@@ -285,3 +285,31 @@ func FuzzParseReadWindows(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTrackerHeld: the kept reading and its delta never panic their
+// parsers, and only a JSON object parses.
+func FuzzParseTrackerHeld(f *testing.F) {
+	at := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	for _, v := range []any{
+		TrackerHeld{RunID: "r", TakenAt: at, Issues: []beads.Issue{{ID: "t-a", Title: "A", Labels: []string{"x"}}}},
+		TrackerHeldDelta{TakenAt: at, PrevStart: at, Issues: []beads.Issue{{ID: "t-b"}}, Deleted: []string{"t-c"}},
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{`null`, `[]`, `{}`, `{"issues":null}`, `{"issues":[{"priority":1e400}]}`, `{"deleted":[1]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		object := bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))
+		if h, err := ParseTrackerHeld(data); err == nil && !object {
+			t.Fatalf("%q parsed as a kept reading: %+v", data, h)
+		}
+		if d, err := ParseTrackerHeldDelta(data); err == nil && !object {
+			t.Fatalf("%q parsed as a kept delta: %+v", data, d)
+		}
+	})
+}

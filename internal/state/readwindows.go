@@ -22,6 +22,27 @@ type ReadWindows struct {
 	// LastFull is when the last full reading started.
 	LastFull time.Time    `json:"last_full"`
 	Windows  []ReadWindow `json:"windows"`
+	// Rereads are the issues the next reading would re-read by id, and
+	// why: ralphd's writes (and agents' allowed ones) since a reading
+	// took them, which a start's comparison with the reading kept
+	// (TrackerHeldFile) must not take for hidden changes.
+	Rereads []Reread `json:"rereads,omitempty"`
+}
+
+// Reread is an issue of ReadWindows.Rereads.
+type Reread struct {
+	IssueID string `json:"issue_id"`
+	// Judged: a judgement's own issue, taken as it is.
+	Judged bool           `json:"judged,omitempty"`
+	Writes []PendingWrite `json:"writes,omitempty"`
+}
+
+// PendingWrite is a write to a Reread's issue, as beads.Write holds it.
+type PendingWrite struct {
+	Args  []string `json:"args"`
+	Actor string   `json:"actor,omitempty"`
+	// Agent: an agent's write the guard allowed, not ralphd's.
+	Agent bool `json:"agent,omitempty"`
 }
 
 // ReadWindow is one window of the list: an iteration whose agent ran
