@@ -152,6 +152,11 @@ func (r *Result) stop(why StopReason, reason string, err error) error {
 func (l *Loop) finish(res *Result, err error, refused bool) {
 	res.Ended = l.now()
 	l.reads().settle(res) // trackread.go: what full readings found hidden
+	if !l.reads().pending() {
+		// The last reading was full: nothing is left for a start to
+		// compare (readings of what changed since keep the files for it).
+		l.reads().forgetKept()
+	}
 	if res.Stop == "" {
 		res.Stop = StopError
 	}

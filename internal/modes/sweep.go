@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/logjsonl"
+	"github.com/ralphd/ralphd/internal/state"
 	"github.com/ralphd/ralphd/internal/text"
 )
 
@@ -131,14 +133,23 @@ func (l *Loop) sweep(ctx context.Context) (string, []sweptWindow, error) {
 // may have been made out of sight of the readings of what changed in any
 // window since the last full reading, so every window on the list is
 // charged, as a full reading charges them (chargeWindows), beside the
-// interrupted one the judgement charged. The list goes after.
+// interrupted one the judgement charged. Killed with no window open
+// (nothing judged), it compares a full reading with the reading the run
+// kept (compareKept). The list and the reading kept go after.
 func (l *Loop) chargeSinceFull(ctx context.Context, judged []sweptWindow) string {
 	rw, err := l.State.ReadReadWindows()
 	if err != nil {
 		return err.Error()
 	}
-	if rw == nil {
+	issues, held, prevStart, err := l.State.ReadTrackerHeld()
+	if err != nil {
+		return err.Error()
+	}
+	if rw == nil && held == nil {
 		return ""
+	}
+	if rw == nil {
+		rw = &state.ReadWindows{}
 	}
 	found, seen := 0, map[int]bool{}
 	for _, j := range judged {
@@ -163,15 +174,85 @@ func (l *Loop) chargeSinceFull(ctx context.Context, judged []sweptWindow) string
 			text.Count(found, "forbidden change"), rw.LastFull.Format(time.RFC3339))
 		l.chargeWindows(ctx, ws, detail)
 		msg = "charged the forbidden changes it found to every iteration since the last full read of the tracker: " + strings.Join(its, ", ")
+	case len(judged) == 0 && held != nil:
+		var err error
+		if msg, err = l.compareKept(ctx, issues, held, prevStart, rw, ws); err != nil {
+			// The files stay: the next start compares again.
+			return err.Error()
+		}
 	case len(judged) == 0 && len(rw.Windows) > 0:
-		msg = "killed between full reads of the tracker with no window open: a change hidden from the reads of what changed since " +
+		msg = "killed between full reads of the tracker with no window open and no reading of it kept: a change hidden from the reads of what changed since " +
 			rw.LastFull.Format(time.RFC3339) + " cannot be told from the tracker now (docs/security.md)"
 		l.human().Warn(msg)
 	}
-	if err := l.State.ClearReadWindows(); err != nil {
+	if err := errors.Join(l.State.ClearReadWindows(), l.State.ClearTrackerHeld()); err != nil {
 		return err.Error()
 	}
 	return msg
+}
+
+// compareKept is the start after a ralphd killed with no window open
+// while reading the tracker incrementally: the run's reads are set up as
+// the killed run left them (the reading held, from the state dir, when
+// its last reading started, the writes of ralphd's and the agents'
+// allowed ones since, the windows since the last full reading), and a
+// full reading then compares itself with the reading held as it would
+// have (trackerReads.read): a change hidden since the last full reading
+// is found, reverted, logged and charged to every window on the list;
+// ralphd's own writes since explain what they changed. The reads are
+// then as a fresh start's.
+func (l *Loop) compareKept(ctx context.Context, issues []beads.Issue, held *state.TrackerHeld, prevStart time.Time, rw *state.ReadWindows, ws []readWindow) (string, error) {
+	r := l.reads()
+	r.mu.Lock()
+	decided, incremental := r.decided, r.incremental
+	r.held, r.prevStart, r.lastFull, r.heldAt = guard.NewSnapshot(issues), prevStart, held.TakenAt, held.TakenAt
+	r.decided, r.incremental, r.cheapSince = true, true, true
+	r.mu.Unlock()
+	r.wmu.Lock()
+	r.windows = nil
+	for i := range ws {
+		r.windows = append(r.windows, &ws[i])
+	}
+	r.written = map[string]*rereadWhy{}
+	for _, rr := range rw.Rereads {
+		why := &rereadWhy{judged: rr.Judged}
+		for _, w := range rr.Writes {
+			bw := &beads.Write{Args: w.Args, Actor: w.Actor}
+			if w.Agent {
+				why.agent = append(why.agent, bw)
+			} else {
+				why.writes = append(why.writes, bw)
+			}
+		}
+		r.written[rr.IssueID] = why
+	}
+	r.wmu.Unlock()
+	before := r.hidden.Load()
+	_, err := l.snapshotFull(ctx)
+	found := r.hidden.Load() - before
+	r.hidden.Store(before) // the sweep's, not the run's
+	r.mu.Lock()
+	r.held, r.decided, r.incremental, r.cheapSince = nil, decided, incremental, false
+	r.mu.Unlock()
+	r.wmu.Lock()
+	r.windows, r.written, r.reopened = nil, nil, nil
+	r.wmu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("compare the tracker with the reading a ralphd killed between full reads kept: %w", err)
+	}
+	if found == 0 {
+		return "compared the tracker with the reading kept by the ralphd killed between full reads: no change hidden since " + held.TakenAt.Format(time.RFC3339), nil
+	}
+	var its []string
+	for _, w := range ws {
+		its = append(its, fmt.Sprintf("%d (%s)", w.n, w.issue))
+	}
+	who := "no iteration ran since"
+	if len(its) > 0 {
+		who = "charged to every iteration since: " + strings.Join(its, ", ")
+	}
+	return fmt.Sprintf("compared the tracker with the reading kept by the ralphd killed between full reads: reverted %s hidden since %s, %s",
+		text.Count(int(found), "change"), held.TakenAt.Format(time.RFC3339), who), nil
 }
 
 // judgeInterrupted judges an iteration whose window never closed (ralphd

@@ -83,9 +83,17 @@ type trackerReads struct {
 	sinceFull   int            // cheap readings since the last full one
 	cheapSince  bool           // held was patched since the last full reading
 	comments    map[string]cachedComments
+	// patched are the issues readings of what changed patched into held
+	// since the last full reading, which started at heldAt: what the
+	// state dir's delta keeps (keep).
+	patched map[string]bool
+	heldAt  time.Time
 
 	wmu     sync.Mutex
 	written map[string]*rereadWhy // issues to re-read by id, and why
+	// inReading are the re-reads the reading under way took, kept on
+	// disk with written until the reading held is (persist).
+	inReading map[string]*rereadWhy
 	// claiming are the `bd ready --claim` calls in flight, which claim an
 	// issue their argv does not name.
 	claiming []*beads.Write
@@ -234,6 +242,9 @@ func (r *trackerReads) record(w *beads.Write, agent bool) {
 			*list = append(*list, w)
 		}
 	}
+	if len(ids) > 0 {
+		r.persist() // before bd makes the write: a kill then cannot lose it
+	}
 }
 
 // agentWrote returns what the guard tells of an agent's allowed writes
@@ -308,7 +319,7 @@ func (r *trackerReads) takeWritten() map[string]*rereadWhy {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
 	out := r.written
-	r.written = nil
+	r.written, r.inReading = nil, out
 	return out
 }
 
@@ -325,25 +336,110 @@ func (r *trackerReads) opened(n int, issue string, win *window, at time.Time) *r
 	return w
 }
 
-// persist writes the windows since the last full reading to the state
-// dir, atomically, or removes the file when there are none. The caller
-// holds r.wmu.
+// persist writes the windows since the last full reading, and the
+// issues to re-read and why (ralphd's writes since a reading took them),
+// to the state dir, atomically, or removes the file when there are none.
+// The caller holds r.wmu.
 func (r *trackerReads) persist() {
 	if r.store == nil || !r.persistOn.Load() {
 		return
 	}
+	rw := state.ReadWindows{RunID: r.runID, LastFull: r.lastFullAt}
+	for _, w := range r.windows {
+		rw.Windows = append(rw.Windows, state.ReadWindow{Iteration: w.n, IssueID: w.issue, StartedAt: w.started, Closed: w.closed})
+	}
+	rw.Rereads = rereadsOf(r.inReading, r.written)
 	var err error
-	if len(r.windows) == 0 {
+	if len(rw.Windows)+len(rw.Rereads) == 0 {
 		err = r.store.ClearReadWindows()
 	} else {
-		rw := state.ReadWindows{RunID: r.runID, LastFull: r.lastFullAt}
-		for _, w := range r.windows {
-			rw.Windows = append(rw.Windows, state.ReadWindow{Iteration: w.n, IssueID: w.issue, StartedAt: w.started, Closed: w.closed})
-		}
 		err = r.store.WriteReadWindows(rw)
 	}
 	if err != nil && r.warn != nil {
 		r.warn("could not keep the windows since the last full reading of the tracker; a ralphd killed before the next one charges what it finds to fewer of them", err)
+	}
+}
+
+// rereadsOf returns the re-reads of the maps, merged, as the state dir
+// keeps them.
+func rereadsOf(ms ...map[string]*rereadWhy) []state.Reread {
+	byID := map[string]*state.Reread{}
+	for _, m := range ms {
+		for id, why := range m {
+			rr := byID[id]
+			if rr == nil {
+				rr = &state.Reread{IssueID: id}
+				byID[id] = rr
+			}
+			rr.Judged = rr.Judged || why.judged
+			for _, w := range why.writes {
+				rr.Writes = append(rr.Writes, state.PendingWrite{Args: w.Args, Actor: w.Actor})
+			}
+			for _, w := range why.agent {
+				rr.Writes = append(rr.Writes, state.PendingWrite{Args: w.Args, Actor: w.Actor, Agent: true})
+			}
+		}
+	}
+	out := make([]state.Reread, 0, len(byID))
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		out = append(out, *byID[id])
+	}
+	return out
+}
+
+// keep writes the reading held to the state dir while readings are
+// incremental: every issue after a full reading, the issues patched in
+// since (touched, added to r.patched) after a reading of what changed.
+// Then the re-reads the reading took are no longer needed on disk. The
+// caller holds r.mu.
+func (r *trackerReads) keep(full bool, start time.Time, touched []string) {
+	defer func() {
+		r.wmu.Lock()
+		defer r.wmu.Unlock()
+		r.inReading = nil
+		r.persist()
+	}()
+	if r.store == nil || !r.persistOn.Load() {
+		return
+	}
+	var err error
+	if full {
+		r.patched, r.heldAt = nil, start
+		err = r.store.WriteTrackerHeld(state.TrackerHeld{RunID: r.runID, TakenAt: start, Issues: r.held.Issues()})
+	} else {
+		if r.patched == nil {
+			r.patched = map[string]bool{}
+		}
+		for _, id := range touched {
+			r.patched[id] = true
+		}
+		d := state.TrackerHeldDelta{TakenAt: r.heldAt, PrevStart: r.prevStart}
+		for _, id := range slices.Sorted(maps.Keys(r.patched)) {
+			if is, ok := r.held[id]; ok {
+				d.Issues = append(d.Issues, is)
+			} else {
+				d.Deleted = append(d.Deleted, id)
+			}
+		}
+		err = r.store.WriteTrackerHeldDelta(d)
+	}
+	if err != nil && r.warn != nil {
+		r.warn("could not keep the reading of the tracker in the state dir; a ralphd killed with no window open cannot find a change hidden since the last full reading", err)
+	}
+}
+
+// forgetKept removes the reading kept and the windows' list from the
+// state dir: the run ends after a full reading judged every window, and
+// the next start must not compare the tracker, which people may change
+// meanwhile, with a reading of this run's.
+func (r *trackerReads) forgetKept() {
+	if r.store == nil {
+		return
+	}
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	if err := errors.Join(r.store.ClearTrackerHeld(), r.store.ClearReadWindows()); err != nil && r.warn != nil {
+		r.warn("could not remove the reading of the tracker kept; the next start compares the tracker with it", err)
 	}
 }
 
@@ -437,7 +533,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	due := r.held == nil || !r.incremental || o.full || r.sinceFull >= r.every ||
 		(r.interval > 0 && start.Sub(r.lastFull) >= r.interval)
 	if !due {
-		next, err := r.readCheap(ctx, l, start, rereads)
+		next, touched, err := r.readCheap(ctx, l, start, rereads)
 		if err != nil {
 			r.giveBack(rereads)
 			return nil, err
@@ -450,6 +546,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		}
 		r.held, r.prevStart, r.cheapSince = next, start, true
 		r.sinceFull++
+		r.keep(false, start, touched)
 		return maps.Clone(next), nil
 	}
 	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
@@ -482,6 +579,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.chargeable(start)
 	}
 	r.held, r.prevStart, r.lastFull, r.sinceFull, r.cheapSince = full, start, start, 0, false
+	r.keep(true, start, nil)
 	return maps.Clone(full), nil
 }
 
@@ -517,6 +615,7 @@ func (l *Loop) closingRead(ctx context.Context) {
 func (r *trackerReads) giveBack(took map[string]*rereadWhy) {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
+	r.inReading = nil
 	for id, w := range took {
 		why := r.why(id)
 		why.judged = why.judged || w.judged
@@ -566,11 +665,12 @@ func (r *trackerReads) decide(l *Loop, n int) {
 }
 
 // readCheap reads what changed since the last reading and patches it into
-// the reading held. The caller holds r.mu.
-func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, took map[string]*rereadWhy) (guard.Snapshot, error) {
+// the reading held; it returns the issues it read or asked for (keep).
+// The caller holds r.mu.
+func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, took map[string]*rereadWhy) (guard.Snapshot, []string, error) {
 	changed, err := l.BD.List(ctx, beads.ListOptions{All: true, UpdatedAfter: r.prevStart.Add(-r.margin)})
 	if err != nil {
-		return nil, fmt.Errorf("read what changed in the tracker: %w", err)
+		return nil, nil, fmt.Errorf("read what changed in the tracker: %w", err)
 	}
 	next := maps.Clone(r.held)
 	asked := map[string]bool{}
@@ -583,7 +683,7 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 	if len(rereads) > 0 {
 		got, err := l.BD.List(ctx, beads.ListOptions{All: true, IDs: rereads})
 		if err != nil {
-			return nil, fmt.Errorf("re-read the issues ralphd wrote: %w", err)
+			return nil, nil, fmt.Errorf("re-read the issues ralphd wrote: %w", err)
 		}
 		// Only the issues asked for: bd ignores an id it does not know,
 		// and may list every issue when it knows none. One asked for and
@@ -601,12 +701,13 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 		}
 	}
 	if err := l.readComments(ctx, changed, r.cache()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, is := range changed {
 		next[is.ID] = is
+		rereads = append(rereads, is.ID)
 	}
-	return next, nil
+	return next, rereads, nil
 }
 
 // compare checks a full reading against the reading held: an issue that

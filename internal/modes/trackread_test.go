@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // backdate rewrites the stand-in's store around bd: edit changes each
@@ -418,6 +419,123 @@ func TestTrackerReadsAgentWriteRace(t *testing.T) {
 			}
 			if !tc.want(full[x]) {
 				t.Errorf("the tracker holds X as %+v", full[x])
+			}
+		})
+	}
+}
+
+// TestTrackerReadsKeptAcrossKill: a ralphd reading incrementally is
+// killed with no window open (no baseline on disk) after a change hid
+// from its readings of what changed. The reading it held, its writes
+// since and its windows are in the state dir: the next start's sweep
+// compares a full reading with them, finds the hidden change, reverts it
+// and charges the window, and does not take ralphd's own writes since
+// (a label, which moves no updated_at; a note) or a change bd made in
+// plain sight for hidden ones. A clean end leaves nothing to compare.
+func TestTrackerReadsKeptAcrossKill(t *testing.T) {
+	ctx := context.Background()
+	type env struct {
+		p    *project
+		l    *Loop
+		x, y string
+	}
+	hideTitle := func(t *testing.T, e env) {
+		backdate(t, e.p.repo, func(id string, is map[string]any) {
+			if id == e.y {
+				is["title"] = "Easier"
+			}
+		})
+	}
+	stuck := func(t *testing.T, e env) {
+		if err := e.l.BD.LabelAdd(ctx, e.x, StuckLabel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note := func(t *testing.T, e env) {
+		if _, err := e.l.BD.AppendNotes(ctx, e.x, "ralphd: STUCK after 3 attempts"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// cheap: a reading of what changed after the hidden change (else
+		// the kill follows the full reading); before, after: what happens
+		// before and after that reading.
+		cheap         bool
+		before, after []func(t *testing.T, e env)
+		hidden        bool
+		clean         bool // the run ends cleanly instead of being killed
+	}{
+		{"hidden title, then ralphd's stuck label and note", true, []func(*testing.T, env){hideTitle}, []func(*testing.T, env){stuck, note}, true, false},
+		{"hidden title right after the full reading", false, []func(*testing.T, env){hideTitle}, nil, true, false},
+		{"ralphd's stuck label since the last reading", true, nil, []func(*testing.T, env){stuck}, false, false},
+		{"ralphd's stuck label before the last reading", true, []func(*testing.T, env){stuck}, nil, false, false},
+		{"a title changed by bd in plain sight", true, nil, []func(*testing.T, env){func(t *testing.T, e env) {
+			sh(t, e.p.repo, e.p.bd, "update", e.y, "--title", "Renamed")
+		}}, false, false},
+		{"clean end, then a hidden title", true, nil, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			e := env{p: p, x: p.create("X", "-p", "1"), y: p.create("Y", "-p", "2")}
+			backdate(t, p.repo, nil)
+			st, err := state.Open(ctx, filepath.Join(p.root, "state"), state.Identity{ID: "0123456789ab", TopLevel: p.repo}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			newLoop := func() *Loop {
+				l := &Loop{Deps: Deps{Dir: p.repo, State: st, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
+				l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+				return l
+			}
+			e.l = newLoop()
+			e.l.startReads()
+			if _, err := e.l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			w := e.l.reads().opened(1, e.x, nil, time.Now())
+			for _, f := range tc.before {
+				f(t, e)
+			}
+			if tc.cheap {
+				if _, err := e.l.snapshotFresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.l.reads().agentEnded(w)
+			for _, f := range tc.after {
+				f(t, e)
+			}
+			if tc.clean {
+				e.l.closingRead(ctx)
+				e.l.finish(&Result{}, nil, true)
+				hideTitle(t, e)
+			}
+			// Killed: a new ralphd starts on the same state dir.
+			e.l = newLoop()
+			msg := e.l.chargeSinceFull(ctx, nil)
+			got, err := e.l.BD.Show(ctx, e.y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found := strings.Contains(msg, "reverted 1 change hidden"); found != tc.hidden {
+				t.Fatalf("the sweep says %q; want a hidden change found: %v", msg, tc.hidden)
+			}
+			if tc.hidden && (got.Title != "Y" || !strings.Contains(msg, "charged to every iteration since: 1 ("+e.x+")")) {
+				t.Errorf("after the sweep Y is titled %q (want Y), and the sweep says %q", got.Title, msg)
+			}
+			x, err := e.l.BD.Show(ctx, e.x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stuckWritten := strings.Contains(tc.name, "stuck label"); stuckWritten && !x.HasLabel(StuckLabel) {
+				t.Errorf("ralphd's own stuck label was taken for a hidden change and reverted: %+v", x.Labels)
+			}
+			if is, h, _, err := st.ReadTrackerHeld(); err != nil || h != nil || is != nil {
+				t.Errorf("the reading kept is still there after the sweep: %v %v", h, err)
+			}
+			if rw, err := st.ReadReadWindows(); err != nil || rw != nil {
+				t.Errorf("the windows' list is still there after the sweep: %v %v", rw, err)
 			}
 		})
 	}
