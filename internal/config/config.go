@@ -119,7 +119,7 @@ func Fields() []Field {
 		field("sandbox", kindString, "auto", "run the BUILD agent under bubblewrap: auto (when bwrap works here), bwrap (always; refuse to start without it), off", "auto", "bwrap", "off"),
 		field("network", kindString, sandbox.NetSettings()[0], "the sandboxed BUILD agent's network: allowlist (out only through ralphd's proxy, to the agent's model API and network_allow) or open (the host's network, unfiltered)", sandbox.NetSettings()...),
 		field("network_allow", kindString, "", "more hosts a sandboxed agent may reach, comma-separated: host (ports 443 and 80), host:port or *.domain, e.g. registry.npmjs.org,proxy.golang.org"),
-		field("tracker_reads", kindString, "full", "how judgements read the tracker: full (every issue, every time), incremental (what changed since the last reading, with a full reading at a bounded interval), auto (incremental from 1,000 issues)", "auto", "full", "incremental"),
+		field("tracker_reads", kindString, "auto", "how judgements read the tracker: auto (incremental from 1,000 issues, else full), full (every issue, every time), incremental (what changed since the last reading, with a full reading at a bounded interval)", "auto", "full", "incremental"),
 		atLeast1(field("tracker_full_every", kindInt, "20", "tracker_reads = incremental: readings of what changed between two full readings")),
 		field("tracker_full_interval", kindDuration, "10m", "tracker_reads = incremental: longest time between two full readings (0: no limit but tracker_full_every)"),
 		atLeast1(field("build_batch", kindInt, "10", "daemon: BUILD iterations before reconsidering planning")),

@@ -40,6 +40,19 @@ import (
 // the last full reading, logged, and patched out of the reading returned:
 // it never becomes the next window's baseline.
 //
+// While readings are incremental the reading held (every issue at a full
+// reading, what readings of what changed patched in at each of them), the
+// writes of ralphd's and the agents' since a reading took them, and the
+// windows since the last full reading are kept in the state dir (keep,
+// persist): a ralphd killed with no window open leaves no baseline, and
+// the next start's sweep compares a full reading with them as this run's
+// next one would have (compareKept, sweep.go).
+//
+// An agent's bd writes that the guard allowed are told here too
+// (agentWrote): they explain what they set on an issue ralphd re-reads,
+// so with workers another agent's allowed change is not taken for a
+// hidden one.
+//
 // One trackerReads serves a run: every Loop of it (workers, the pool's
 // readings, the claims' read-backs) reads through it, one reading at a
 // time.

@@ -72,7 +72,8 @@ func newBenchEnv(bin, repo, work string) (*benchEnv, error) {
 		"GIT_COMMITTER_NAME=Bench", "GIT_COMMITTER_EMAIL=bench@example.com",
 		"GIT_CONFIG_NOSYSTEM=1", "BEADS_ACTOR=Bench", "NO_COLOR=1", "LC_ALL=C",
 		// The 5,000-issue sections measure incremental tracker reads;
-		// auto keeps the small trackers' readings full.
+		// auto (the default, named so a changed default shows here) keeps
+		// the small trackers' readings full.
 		"RALPH_TRACKER_READS=auto",
 	)
 	return e, nil
