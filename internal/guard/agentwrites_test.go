@@ -1,7 +1,10 @@
 package guard
 
 import (
+	"context"
+	"os"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -51,4 +54,56 @@ func FuzzAgentWrites(f *testing.F) {
 			_ = w.Effects()
 		}
 	})
+}
+
+// TestServeTellsAllowedWrites: through the broker, each write the guard
+// allowed is told before the real bd runs it and again after, as the same
+// *beads.Write; a refused call, a read and a call the real bd never ran
+// are never told.
+func TestServeTellsAllowedWrites(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd := newFakeBD(t, 0, "")
+	var mu sync.Mutex
+	type tell struct {
+		w       *beads.Write
+		bdRanBy bool // the real bd had run when told
+	}
+	var told []tell
+	g, err := Serve(context.Background(), t.TempDir(), Setup{Self: self, Mode: ModeBuild, RealBD: bd.path,
+		OnWrite: func(w *beads.Write) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, tell{w, bd.ran(t) != nil})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SetLeader(os.Getpid())
+	t.Cleanup(func() { _ = g.Close() })
+	for _, refused := range [][]string{{"delete", "x-1"}, {"close", "x-1"}, {"update", "x-1", "--title", "Easier"}} {
+		if code, _ := agentBD(t, g, nil, refused...); code != ExitRefused {
+			t.Fatalf("%q: exit %d, want refused", refused, code)
+		}
+	}
+	if code, _ := agentBD(t, g, nil, "list", "--all"); code != 0 {
+		t.Fatalf("list: exit %d", code)
+	}
+	if len(told) != 0 {
+		t.Fatalf("told of %d writes the guard refused or that write nothing", len(told))
+	}
+	if err := os.Remove(bd.argvFile); err != nil { // the list's
+		t.Fatal(err)
+	}
+	if code, _ := agentBD(t, g, nil, "--json", "close", "x-1", "--reason", "ran `make`: ok"); code != 0 {
+		t.Fatalf("close: exit %d", code)
+	}
+	if len(told) != 2 || told[0].w != told[1].w || told[0].bdRanBy || !told[1].bdRanBy {
+		t.Fatalf("told %+v; want the same write before the real bd ran and after", told)
+	}
+	if got := told[0].w.Args; !slices.Equal(got, []string{"close", "x-1", "--reason=ran `make`: ok"}) {
+		t.Errorf("told the write as %q", got)
+	}
 }
