@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -206,10 +208,23 @@ func (p *trackerPin) hold(dir string, names ...string) {
 	}
 }
 
-// judged reports whether a change to the held file name counts: all do
-// but the port file of a server bd runs itself.
-func (p *trackerPin) judged(name string) bool {
-	return name != portFile || p.want.Server == nil || !p.want.Server.Managed
+// judged reports whether a change to the held file name, now holding f,
+// counts: all do but the port file of a server bd runs itself, and a port
+// file that names the pinned server's own port. bd (1.0.5,
+// doltserver.EnsurePortFile) writes the port of the server it connected
+// to into the port file when the file is missing, also for an external
+// server, on its first call in a clone; the file comes before
+// metadata.json when bd looks for the port, so one that names another
+// port sends bd to another server and counts.
+func (p *trackerPin) judged(name string, f git.DirFile) bool {
+	if name != portFile || p.want.Server == nil {
+		return true
+	}
+	if p.want.Server.Managed {
+		return false
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(string(f.Data)))
+	return err != nil || port != p.want.Server.Port || f.Mode&fs.ModeType != 0
 }
 
 // changedFiles returns, per held directory, the held files that differ
@@ -224,7 +239,7 @@ func (p *trackerPin) changedFiles() map[string][]string {
 			}
 		}
 		for _, f := range git.ChangedFiles(h.files, now) {
-			if p.judged(f) {
+			if p.judged(f, now[f]) {
 				out[dir] = append(out[dir], f)
 			}
 		}

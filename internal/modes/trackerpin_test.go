@@ -3,6 +3,7 @@ package modes
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/matryer/is"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/git"
 	"github.com/ralphd/ralphd/internal/state"
 )
 
@@ -90,16 +92,34 @@ func TestTrackerPinConfigChange(t *testing.T) {
 }
 
 // TestTrackerPinManagedPort: the port file of a server bd runs itself is
-// neither judged nor put back; any other server's is.
+// neither judged nor put back; an external server's is, unless it names
+// that server's own port (bd writes it so on its first call in a clone).
 func TestTrackerPinManagedPort(t *testing.T) {
-	is := is.New(t)
-	p := &trackerPin{want: beads.Identity{Server: &beads.Server{Port: 3307, Managed: true}}}
-	is.True(!p.judged(portFile))
-	is.True(p.judged("config.yaml"))
-	p.want.Server.Managed = false
-	is.True(p.judged(portFile))
-	p.want.Server = nil
-	is.True(p.judged(portFile))
+	file := func(s string) git.DirFile { return git.DirFile{Data: []byte(s), Mode: 0o644} }
+	for _, tc := range []struct {
+		name    string
+		server  *beads.Server
+		file    string
+		f       git.DirFile
+		counted bool
+	}{
+		{"managed server, any port", &beads.Server{Port: 3307, Managed: true}, portFile, file("41999\n"), false},
+		{"managed server, config.yaml", &beads.Server{Port: 3307, Managed: true}, "config.yaml", file("x"), true},
+		{"external server, its own port, as bd writes it", &beads.Server{Port: 3307}, portFile, file("3307\n"), false},
+		{"external server, its own port, no newline", &beads.Server{Port: 3307}, portFile, file("3307"), false},
+		{"external server, another port", &beads.Server{Port: 3307}, portFile, file("3308\n"), true},
+		{"external server, not a number", &beads.Server{Port: 3307}, portFile, file("3307; x"), true},
+		{"external server, removed", &beads.Server{Port: 3307}, portFile, git.DirFile{}, true},
+		{"external server, its port through a link", &beads.Server{Port: 3307}, portFile, git.DirFile{Data: []byte("3307"), Mode: fs.ModeSymlink}, true},
+		{"no server", nil, portFile, file("3307\n"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &trackerPin{want: beads.Identity{Server: tc.server}}
+			if got := p.judged(tc.file, tc.f); got != tc.counted {
+				t.Errorf("judged(%s, %q) = %v, want %v", tc.file, tc.f.Data, got, tc.counted)
+			}
+		})
+	}
 }
 
 // TestTrackerPinSaved: the first start saves the pin; a later start on
