@@ -23,10 +23,33 @@ type benchEnv struct {
 	// recBin holds bdrec installed as bd and git.
 	recBin string
 	base   []string // environment of every ralphd, bd, git and bash run
+	// real is the real bd this environment runs instead of the stand-in
+	// (withRealBD); nil: the stand-in.
+	real *realBin
 }
 
-func (e *benchEnv) ralphd() string   { return filepath.Join(e.bin, "ralphd") }
-func (e *benchEnv) bd() string       { return filepath.Join(e.bin, "bd") }
+func (e *benchEnv) ralphd() string { return filepath.Join(e.bin, "ralphd") }
+
+// bd is the bd this environment runs: the stand-in, or a real bd.
+func (e *benchEnv) bd() string {
+	if e.real != nil {
+		return e.real.Path
+	}
+	return e.standin()
+}
+
+// standin is the stand-in bd (internal/testkit/fakebd), which the
+// benchmarks generate trackers with.
+func (e *benchEnv) standin() string { return filepath.Join(e.bin, "bd") }
+
+// bdDir is the directory whose bd is first on PATH: the stand-in's, or
+// one holding a link to the real bd.
+func (e *benchEnv) bdDir() string {
+	if e.real != nil {
+		return e.real.dir
+	}
+	return e.bin
+}
 func (e *benchEnv) jsonlgen() string { return filepath.Join(e.bin, "jsonlgen") }
 func (e *benchEnv) loopSh() string   { return filepath.Join(e.repo, "bench", "loop.sh") }
 
@@ -108,7 +131,7 @@ func (e *benchEnv) recordEnv(log string, extra ...string) []string {
 
 // pathWith returns a PATH entry with dir first.
 func (e *benchEnv) pathWith(dir string) string {
-	return "PATH=" + dir + string(os.PathListSeparator) + e.bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	return "PATH=" + dir + string(os.PathListSeparator) + e.bdDir() + string(os.PathListSeparator) + e.bin + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
 // makeProject creates a scratch project at dir: a git repository with one

@@ -41,7 +41,14 @@ type options struct {
 	only                 []string
 	brokerCalls          int
 	args                 string // how the script was invoked, for the report
+	// realBD, dolt and cache: a real bd for sections 8, 10 and 11 (empty:
+	// the stand-in), a dolt for section 11's server, and where moved
+	// trackers are kept between runs.
+	realBD, dolt, cache string
 }
+
+// sections are the sections -only accepts, in the order they run.
+var sections = []string{"overhead", "logs", "idle", "scale", "workers", "broker", "tracker", "resume", "bigworkers", "fleet"}
 
 func (o options) want(section string) bool {
 	return len(o.only) == 0 || slices.Contains(o.only, section)
@@ -113,7 +120,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.benchtime, "benchtime", "300ms", "go test -benchtime for the scale benchmarks")
 	fs.IntVar(&o.brokerCalls, "broker-calls", 200, "bd calls timed each way for the broker section")
 	fs.BoolVar(&o.profile, "profile", true, "profile one ralphd run with perf, when perf is installed")
-	only := fs.String("only", "", "comma-separated sections to run: overhead, logs, idle, scale, workers, broker, tracker, resume, bigworkers (default: all)")
+	only := fs.String("only", "", "comma-separated sections to run: "+strings.Join(sections, ", ")+" (default: all)")
+	fs.StringVar(&o.realBD, "real-bd", "", "a real bd binary for sections 8, 10 and 11 (default: the stand-in)")
+	fs.StringVar(&o.dolt, "dolt", "", "a dolt binary: with -real-bd, section 11 runs real bd in server mode against a dolt sql-server the bench starts")
+	fs.StringVar(&o.cache, "cache", "", "where trackers moved into the real bd are kept between runs (default: .tools/bench-cache in -repo; \"off\": none)")
 	fs.StringVar(&o.args, "invocation", "scripts/bench", "how the benchmark was started, for the report")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -140,8 +150,8 @@ func parseFlags(args []string) (options, error) {
 	if *only != "" {
 		for _, s := range strings.Split(*only, ",") {
 			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{"overhead", "logs", "idle", "scale", "workers", "broker", "tracker", "resume", "bigworkers"}, s) {
-				return o, fmt.Errorf("-only: unknown section %q (overhead, logs, idle, scale, workers, broker, tracker, resume, bigworkers)", s)
+			if !slices.Contains(sections, s) {
+				return o, fmt.Errorf("-only: unknown section %q (%s)", s, strings.Join(sections, ", "))
 			}
 			o.only = append(o.only, s)
 		}
@@ -154,6 +164,15 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.repo, err = filepath.Abs(o.repo); err != nil {
 		return o, err
+	}
+	if o.dolt != "" && o.realBD == "" {
+		return o, fmt.Errorf("-dolt needs -real-bd: the stand-in's server mode needs no server")
+	}
+	switch o.cache {
+	case "":
+		o.cache = filepath.Join(o.repo, ".tools", "bench-cache")
+	case "off":
+		o.cache = ""
 	}
 	return o, nil
 }
@@ -191,6 +210,18 @@ func bench0(ctx context.Context, o options) error {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	// te runs sections 8, 10 and 11: with the real bd when one is given.
+	te := e
+	if o.realBD != "" && (o.want("tracker") || o.want("bigworkers") || o.want("fleet")) {
+		r, err := newRealBD(ctx, o.realBD, o.dolt, o.cache)
+		if err != nil {
+			return err
+		}
+		if te, err = e.withRealBD(r); err != nil {
+			return err
+		}
+		say("sections 8, 10 and 11 run %s (%s)", r.Label(), r.Path)
+	}
 	facts := gatherFacts(ctx, o)
 	var (
 		ov *overhead
@@ -202,6 +233,7 @@ func bench0(ctx context.Context, o options) error {
 		tr *trackerResult
 		rs []resumeResult
 		bw *bigWorkersResult
+		fl *fleetResult
 	)
 	if o.want("overhead") {
 		if ov, err = measureOverhead(ctx, e, o.issues, o.runs, o.profile, say); err != nil {
@@ -237,7 +269,7 @@ func bench0(ctx context.Context, o options) error {
 		}
 	}
 	if o.want("tracker") {
-		if tr, err = measureTracker(ctx, e, o.runs, say); err != nil {
+		if tr, err = measureTracker(ctx, te, o.runs, say); err != nil {
 			return fmt.Errorf("tracker size: %w", err)
 		}
 	}
@@ -247,8 +279,13 @@ func bench0(ctx context.Context, o options) error {
 		}
 	}
 	if o.want("bigworkers") {
-		if bw, err = measureBigWorkers(ctx, e, say); err != nil {
+		if bw, err = measureBigWorkers(ctx, te, say); err != nil {
 			return fmt.Errorf("workers on a big tracker: %w", err)
+		}
+	}
+	if o.want("fleet") {
+		if fl, err = measureFleet(ctx, te, say); err != nil {
+			return fmt.Errorf("16 workers in two clones: %w", err)
 		}
 	}
 	facts.elapsed = time.Since(start)
@@ -264,6 +301,9 @@ func bench0(ctx context.Context, o options) error {
 	}
 	if bw != nil {
 		rep.Sections = append(rep.Sections, bigWorkersSection(bw, o.args))
+	}
+	if fl != nil {
+		rep.Sections = append(rep.Sections, fleetSection(fl, o.args))
 	}
 	fmt.Print(rep.Table())
 	if o.out != "" {
