@@ -268,6 +268,12 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 			if _, err := run(ctx, env, dirs[i], "git", "config", "beads.role", "maintainer"); err != nil {
 				return out, err
 			}
+			// docs/workers.md: check the connection. bd's first call in a
+			// clone also writes .beads/dolt-server.port, which ralphd would
+			// otherwise find made during its first iteration.
+			if _, err := run(ctx, env, dirs[i], e.bd(), "ping"); err != nil {
+				return out, fmt.Errorf("bd ping in %s: %w", filepath.Base(dirs[i]), err)
+			}
 		}
 	}
 	results := make([]measured, clones)
