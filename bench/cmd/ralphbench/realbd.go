@@ -128,8 +128,8 @@ type moved struct {
 
 // describe says, for a method text, how the tracker got into real bd.
 func (m moved) describe() string {
-	s := fmt.Sprintf("moved from the stand-in (`bd export` into real `bd import`, %s; .beads %s after it), then `bd flatten --force` (%s; .beads %s after it)",
-		fmtDur(m.Import.Round(time.Second)), fmtBytes(m.BeadsBefore), fmtDur(m.Flatten), fmtBytes(m.BeadsAfter))
+	s := fmt.Sprintf("moved from the stand-in (`bd export` into real `bd import`, %v; .beads %s after it), then `bd flatten --force` (%s; .beads %s after it)",
+		m.Import.Round(time.Second), fmtBytes(m.BeadsBefore), fmtDur(m.Flatten), fmtBytes(m.BeadsAfter))
 	if m.Cached {
 		s += fmt.Sprintf("; copied from the bench's cache, moved on %s", m.Made.UTC().Format("2006-01-02 15:04 UTC"))
 	}
