@@ -55,6 +55,10 @@ type fleetRun struct {
 	WorkedTwice int // issues with two or more agent runs
 	Overlapping int // issues two agents worked at the same time
 	Issues      int // distinct issues worked
+	// FirstStart is from the daemons' start to the first agent's start
+	// line, LastEnd from the last agent's end line to the last daemon's
+	// exit: set-up and wind-down, against the agents' rounds between.
+	FirstStart, LastEnd time.Duration
 }
 
 // fleetAgent is scaleAgent with a record of each run: a start line before
@@ -291,7 +295,8 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 		}()
 	}
 	wg.Wait()
-	out.Wall = time.Since(start)
+	end := time.Now()
+	out.Wall = end.Sub(start)
 	for i, m := range results {
 		if errs[i] != nil {
 			return out, errs[i]
@@ -309,35 +314,56 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 		return out, err
 	}
 	out.Won, out.WorkedTwice, out.Overlapping = w.Won, w.WorkedTwice, w.Overlapping
-	var err error
-	if out.Issues, err = distinctIssues(records); err != nil {
+	span, err := readSpan(records)
+	if err != nil {
 		return out, err
 	}
+	out.Issues = span.issues
+	out.FirstStart, out.LastEnd = span.first.Sub(start), end.Sub(span.last)
 	if out.Issues != fleetIssues {
 		return out, fmt.Errorf("the agents worked %d distinct issues, want all %d (%d iterations)", out.Issues, fleetIssues, out.Iterations)
 	}
 	return out, nil
 }
 
-// distinctIssues counts the issues the agents' records name.
-func distinctIssues(records string) (int, error) {
-	files, err := filepath.Glob(filepath.Join(records, "w-*"))
+// span is what the agents' records say together: the distinct issues
+// they name, the first start line and the last end line.
+type span struct {
+	issues      int
+	first, last time.Time
+}
+
+// readSpan reads the agents' records under dir.
+func readSpan(dir string) (span, error) {
+	var sp span
+	files, err := filepath.Glob(filepath.Join(dir, "w-*"))
 	if err != nil {
-		return 0, err
+		return sp, err
 	}
 	seen := map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return 0, err
+			return sp, err
 		}
-		var kind, id string
-		if _, err := fmt.Sscanf(string(b), "%s %s", &kind, &id); err != nil {
-			return 0, fmt.Errorf("%s: %w", f, err)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var kind, id string
+			var at int64
+			if _, err := fmt.Sscanf(line, "%s %s %d", &kind, &id, &at); err != nil {
+				return sp, fmt.Errorf("%s: %q: %w", f, line, err)
+			}
+			seen[id] = true
+			t := time.Unix(0, at)
+			if kind == "start" && (sp.first.IsZero() || t.Before(sp.first)) {
+				sp.first = t
+			}
+			if kind == "end" && t.After(sp.last) {
+				sp.last = t
+			}
 		}
-		seen[id] = true
 	}
-	return len(seen), nil
+	sp.issues = len(seen)
+	return sp, nil
 }
 
 // fleetSection is section 11 of the report.
@@ -375,8 +401,11 @@ last exit; its denominator: one clone of a second project of the same set-up on 
 line before its sleep and an end line after its close, each run in a file of its own; 11b counts issues with two
 records, and with two whose times overlap, from those files, as 6a does. No sandbox. Every issue was worked in
 both set-ups (the bench fails otherwise): one worker in %d iterations, the two clones in %d iterations together.
+From the daemons' start to the first agent's start, and from the last agent's end to the last daemon's exit: 16
+workers %s and %s, one worker %s and %s.
 
 Tracker: %s.%s
-`, r.Issues, r.One.Iterations, r.Sixteen.Iterations, r.BD, why)
+`, r.Issues, r.One.Iterations, r.Sixteen.Iterations, fmtDur(r.Sixteen.FirstStart), fmtDur(r.Sixteen.LastEnd),
+		fmtDur(r.One.FirstStart), fmtDur(r.One.LastEnd), r.BD, why)
 	return s
 }

@@ -15,7 +15,7 @@ import (
 // TestFleetAgent runs section 11's agent in a scratch repository with a
 // bd that records its arguments: each run leaves a record of its own with
 // a start and an end line (the end after its close, also when the close
-// or the commit fails), which countRecords and distinctIssues read; the
+// or the commit fails), which countRecords and readSpan read; the
 // agent's exit is its commit's and close's.
 func TestFleetAgent(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -80,8 +80,8 @@ func TestFleetAgent(t *testing.T) {
 	if w.Won != 3 || w.WorkedTwice != 1 || w.Overlapping != 0 {
 		t.Errorf("counted %+v, want 3 runs, fa-1 worked twice, none at once", w)
 	}
-	if n, err := distinctIssues(records); err != nil || n != 2 {
-		t.Errorf("distinctIssues = %d, %v; want 2", n, err)
+	if sp, err := readSpan(records); err != nil || sp.issues != 2 || sp.first.IsZero() || !sp.last.After(sp.first) {
+		t.Errorf("readSpan = %+v, %v; want 2 issues, first start before last end", sp, err)
 	}
 	calls, _ := os.ReadFile(filepath.Join(root, "bd-calls"))
 	if strings.Count(string(calls), "close fa-1 --reason") != 1 || strings.Count(string(calls), "close fa-2 --reason") != 1 {
@@ -128,5 +128,31 @@ func TestFreePort(t *testing.T) {
 	p, err := freePort()
 	if err != nil || p == "" || p == "0" {
 		t.Fatalf("freePort() = %q, %v", p, err)
+	}
+}
+
+// TestReadSpan: the first start and the last end across every record,
+// and a bad line is an error rather than a zero.
+func TestReadSpan(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"w-a-1": "start a 300\nend a 900\n",
+		"w-b-2": "start b 100\nend b 500\n",
+		"w-a-3": "start a 950\nend a 1200\n",
+		"other": "not a record\n", // not w-*: not read
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sp, err := readSpan(dir)
+	if err != nil || sp.issues != 2 || sp.first.UnixNano() != 100 || sp.last.UnixNano() != 1200 {
+		t.Errorf("readSpan = %+v, %v; want 2 issues from 100 to 1200", sp, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "w-bad"), []byte("start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readSpan(dir); err == nil {
+		t.Error("a bad record was read as nothing")
 	}
 }
