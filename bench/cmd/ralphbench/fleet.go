@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ type fleetResult struct {
 	// given.
 	Why     string
 	Issues  int
+	CPUs    int      // of the machine
 	Sixteen fleetRun // two clones, 8 workers each
 	One     fleetRun // one clone, one worker
 }
@@ -59,6 +61,10 @@ type fleetRun struct {
 	// line, LastEnd from the last agent's end line to the last daemon's
 	// exit: set-up and wind-down, against the agents' rounds between.
 	FirstStart, LastEnd time.Duration
+	// CPU is the ralphd processes' CPU with every child they waited for
+	// (agents, git, bd); ServerCPU the Dolt server's over the same run
+	// (0 with the stand-in, which has no server process).
+	CPU, ServerCPU time.Duration
 }
 
 // fleetAgent is scaleAgent with a record of each run: a start line before
@@ -77,11 +83,13 @@ type fleetTracker struct {
 	env   []string // extra environment for bd and ralphd
 	init  []string // bd init's server flags
 	stop  func() error
+	// cpu is the server process's CPU so far; nil: no server process.
+	cpu func() time.Duration
 }
 
 // measureFleet runs section 11.
 func measureFleet(ctx context.Context, e *benchEnv, say func(string, ...any)) (*fleetResult, error) {
-	r := &fleetResult{Issues: fleetIssues}
+	r := &fleetResult{Issues: fleetIssues, CPUs: runtime.NumCPU()}
 	root := filepath.Join(e.work, "fleet")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -212,6 +220,10 @@ func startDolt(ctx context.Context, e *benchEnv, dir string) (*fleetTracker, err
 		label: fmt.Sprintf("%s, server mode against %s sql-server", e.real.Label(), strings.TrimSpace(firstLine(version))),
 		init:  []string{"--server", "--server-host", "127.0.0.1", "--server-port", port, "--external", "--skip-hooks", "--skip-agents"},
 		stop:  stop,
+		cpu: func() time.Duration {
+			t, _ := bench.ReadThreads(cmd.Process.Pid)
+			return t.CPU
+		},
 	}, nil
 }
 
@@ -283,6 +295,10 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 	results := make([]measured, clones)
 	errs := make([]error, clones)
 	var wg sync.WaitGroup
+	var serverCPU time.Duration
+	if srv.cpu != nil {
+		serverCPU = srv.cpu()
+	}
 	start := time.Now()
 	for i, dir := range dirs {
 		wg.Add(1)
@@ -297,10 +313,14 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 	wg.Wait()
 	end := time.Now()
 	out.Wall = end.Sub(start)
+	if srv.cpu != nil {
+		out.ServerCPU = srv.cpu() - serverCPU
+	}
 	for i, m := range results {
 		if errs[i] != nil {
 			return out, errs[i]
 		}
+		out.CPU += m.TotalCPU
 		if m.Exit != 0 {
 			return out, fmt.Errorf("ralphd in %s exited %d:\n%s%s", filepath.Base(dirs[i]), m.Exit, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
 		}
@@ -402,10 +422,13 @@ line before its sleep and an end line after its close, each run in a file of its
 records, and with two whose times overlap, from those files, as 6a does. No sandbox. Every issue was worked in
 both set-ups (the bench fails otherwise): one worker in %d iterations, the two clones in %d iterations together.
 From the daemons' start to the first agent's start, and from the last agent's end to the last daemon's exit: 16
-workers %s and %s, one worker %s and %s.
+workers %s and %s, one worker %s and %s. CPU time (the ralphd processes with every child they waited for:
+agents, git, bd; then the Dolt server's, when there is one): 16 workers %s + %s, one worker %s + %s; on %d
+CPUs the 16 workers' run cannot take less than %s.
 
 Tracker: %s.%s
 `, r.Issues, r.One.Iterations, r.Sixteen.Iterations, fmtDur(r.Sixteen.FirstStart), fmtDur(r.Sixteen.LastEnd),
-		fmtDur(r.One.FirstStart), fmtDur(r.One.LastEnd), r.BD, why)
+		fmtDur(r.One.FirstStart), fmtDur(r.One.LastEnd), fmtDur(r.Sixteen.CPU), fmtDur(r.Sixteen.ServerCPU),
+		fmtDur(r.One.CPU), fmtDur(r.One.ServerCPU), r.CPUs, fmtDur((r.Sixteen.CPU+r.Sixteen.ServerCPU)/time.Duration(max(r.CPUs, 1))), r.BD, why)
 	return s
 }

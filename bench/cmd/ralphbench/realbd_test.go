@@ -62,7 +62,7 @@ func TestRealTrackerFromCache(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(entry, "project", ".beads", "marker"), []byte("moved"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := moved{Seeded: standin.Seeded{Issues: 50, Closed: 3}, Version: version, Made: time.Date(2026, 11, 28, 5, 0, 0, 0, time.UTC),
+	want := moved{Seeded: standin.Seeded{Issues: 50, Closed: 3}, Imported: 50, Version: version, Made: time.Date(2026, 11, 28, 5, 0, 0, 0, time.UTC),
 		Import: 11 * time.Minute, Flatten: 2 * time.Second, BeadsBefore: 516 << 20, BeadsAfter: 3 << 20}
 	b, err := json.Marshal(want)
 	if err != nil {
@@ -133,10 +133,13 @@ func TestBdUsed(t *testing.T) {
 	if s := bdUsed("stand-in bd", nil); !strings.Contains(s, "stand-in bd (`internal/testkit/fakebd`)") {
 		t.Errorf("stand-in: %q", s)
 	}
-	small := &moved{Seeded: standin.Seeded{Issues: 50}, Version: "bd version 1.0.5", BeadsAfter: 200 << 10}
-	large := &moved{Seeded: standin.Seeded{Issues: 5000}, Version: "bd version 1.0.5", BeadsBefore: 516 << 20, BeadsAfter: 3 << 20, Cached: true}
+	small := &moved{Seeded: standin.Seeded{Issues: 50}, Imported: 50, Version: "bd version 1.0.5", BeadsAfter: 200 << 10}
+	large := &moved{Seeded: standin.Seeded{Issues: 5000}, Imported: 4999, Version: "bd version 1.0.5", BeadsBefore: 516 << 20, BeadsAfter: 3 << 20, Cached: true}
 	s := bdUsed("real bd 1.0.5", small, large)
-	for _, want := range []string{"real bd 1.0.5 (`bd version 1.0.5`) in embedded mode", "of 50 issues", "of 5000 issues", "200 KB", "516.0 MB", "copied from the bench's cache", "flattened"} {
+	if strings.Count(s, "real bd holds") != 1 {
+		t.Errorf("bdUsed = %q: want the one short import, only, said", s)
+	}
+	for _, want := range []string{"real bd 1.0.5 (`bd version 1.0.5`) in embedded mode", "of 50 issues", "of 5000 issues", "200 KB", "516.0 MB", "copied from the bench's cache", "flattened", "real bd holds 4999 of the 5000 issues"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("bdUsed = %q, want %q in it", s, want)
 		}
