@@ -133,7 +133,7 @@ type moved struct {
 func (m moved) describe() string {
 	s := fmt.Sprintf("moved from the stand-in (`bd export` into real `bd import`, %v; .beads %s after it), then `bd flatten --force` (%s; .beads %s after it)",
 		m.Import.Round(time.Second), fmtBytes(m.BeadsBefore), fmtDur(m.Flatten), fmtBytes(m.BeadsAfter))
-	if m.Imported != m.Seeded.Issues {
+	if m.Imported != 0 && m.Imported != m.Seeded.Issues { // 0: not counted (an older cache entry)
 		s += fmt.Sprintf("; real bd holds %d of the %d issues after it", m.Imported, m.Seeded.Issues)
 	}
 	if m.Cached {
