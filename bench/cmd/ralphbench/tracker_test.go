@@ -59,3 +59,11 @@ func TestBigWorkersSection(t *testing.T) {
 		}
 	}
 }
+
+// TestBigAgent: section 10's agent is 6e's with a forced close, and
+// nothing else changed.
+func TestBigAgent(t *testing.T) {
+	if !strings.Contains(bigAgent, `bd close --force "$RALPH_ISSUE_ID"`) || strings.Replace(bigAgent, "close --force", "close", 1) != scaleAgent {
+		t.Errorf("bigAgent = %q", bigAgent)
+	}
+}

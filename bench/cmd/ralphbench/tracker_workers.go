@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/bench"
@@ -17,6 +18,13 @@ import (
 
 // bigWorkersIters is the iterations (issues worked) of each run.
 const bigWorkersIters = 40
+
+// bigAgent is 6e's agent closing with --force: the ready issues of the
+// generated tracker include epics with open children, which real bd
+// 1.0.5 refuses to close without it ("cannot close epic …: 6 open child
+// issue(s)"; the stand-in does not check), so the agent would fail there
+// three times and the issue end STUCK.
+var bigAgent = strings.Replace(scaleAgent, `bd close "$RALPH_ISSUE_ID"`, `bd close --force "$RALPH_ISSUE_ID"`, 1)
 
 // bigWorkersResult is what section 9 measured.
 type bigWorkersResult struct {
@@ -43,7 +51,7 @@ func measureBigWorkers(ctx context.Context, e *benchEnv, say func(string, ...any
 			return nil, err
 		}
 		env := e.env("RALPH_STATE_DIR="+filepath.Join(e.work, "state-bigworkers-"+strconv.Itoa(k)), "RALPH_SANDBOX=off")
-		cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", scaleAgent)
+		cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", bigAgent)
 		m, err := measure(cmd, measureOptions{Capture: true})
 		if err != nil {
 			return nil, err
@@ -81,7 +89,8 @@ func bigWorkersSection(r *bigWorkersResult, cmd string) bench.Section {
 	}}
 	s.Body = fmt.Sprintf(`**Method.** Section 8's large tracker (`+"`standin.Seed`"+`: %d issues, %d closed, %d epics,
 %d dependency links, %d comments, %d open in chains of three). On fresh copies of it, `+"`ralphd build %d --workers K`"+`
-with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close`"+`), K = 1 and then K = 8, no sandbox; each run stops at its cap of
+with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close --force`"+`: real bd 1.0.5 refuses to close an epic with open
+children without it, and ready epics are among the issues worked), K = 1 and then K = 8, no sandbox; each run stops at its cap of
 %d iterations with ready work left (exit 3). 16 workers in two clones sharing a tracker in server mode are section 11.
 
 %s
