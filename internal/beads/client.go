@@ -162,6 +162,25 @@ func (c *Client) ShowMany(ctx context.Context, ids ...string) ([]Issue, error) {
 	return c.issues(ctx, append([]string{"show"}, ids...))
 }
 
+// Export returns every issue of the tracker with its labels,
+// dependencies and comments, in one call (`bd export`, which prints JSON
+// lines): what a first tracker snapshot uses to read the comments of many
+// issues at once, where `bd show --include-comments` costs real bd about
+// 75 ms an issue.
+func (c *Client) Export(ctx context.Context) ([]Issue, error) {
+	out, err := c.RunJSON(ctx, exportArgs()...)
+	if err != nil {
+		return nil, err
+	}
+	issues, err := ParseExport(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", commandLine(jsonArgs(exportArgs())), err)
+	}
+	return issues, nil
+}
+
+func exportArgs() []string { return []string{"export"} }
+
 // ShowWithComments returns the issues with the given ids, each with its
 // comments, in one call (`bd show --json --include-comments ID...`): what a
 // tracker snapshot uses in place of one `bd comments` call per issue. It

@@ -43,11 +43,12 @@ const (
 	CommentsShape              // ParseComments
 	StatsShape                 // ParseStats
 	VersionShape               // ParseVersion, of plain text
+	ExportShape                // ParseExport: JSON lines of issues
 )
 
 // String names the parser.
 func (s Shape) String() string {
-	return [...]string{"nothing", "an issue list", "an issue", "a comment list", "stats", "a version line"}[s]
+	return [...]string{"nothing", "an issue list", "an issue", "a comment list", "stats", "a version line", "an export"}[s]
 }
 
 // Expect is what a case checks. Values may hold "{name}" like Args.
@@ -522,6 +523,11 @@ func ContractCases() []ContractCase {
 			Run:     ContractStep{Args: jsonArgs(commentsArgs("{B}"))},
 			Want:    Expect{Shape: CommentsShape, HasComment: "Second comment"},
 			Fixture: "comments-list-json", FixtureVars: map[string]string{"B": "rt-2j9"},
+		},
+		{
+			Name: "export", Why: "a first snapshot reads many issues' comments in one call",
+			Run:  ContractStep{Args: jsonArgs(exportArgs())},
+			Want: Expect{Shape: ExportShape, Has: []string{"{B}"}, HasComment: "Second comment"},
 		},
 		{
 			Name: "stats", Why: "BUILD's and the daemon's counts",

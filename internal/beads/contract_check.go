@@ -442,6 +442,17 @@ func judgeOutput(want Expect, stdout []byte, vars map[string]string) []string {
 			return []string{fmt.Sprintf("ralphd cannot parse stdout as %s: %v", want.Shape, err)}
 		}
 		issues = []Issue{is}
+	case ExportShape:
+		is, err := ParseExport(stdout)
+		if err != nil {
+			return []string{fmt.Sprintf("ralphd cannot parse stdout as %s: %v", want.Shape, err)}
+		}
+		issues = is
+		if want.HasComment != "" && !slices.ContainsFunc(issues, func(is Issue) bool {
+			return slices.ContainsFunc(is.Comments, func(c Comment) bool { return c.Text == want.HasComment })
+		}) {
+			return []string{fmt.Sprintf("no issue of the export has the comment %q", want.HasComment)}
+		}
 	case CommentsShape:
 		cs, err := ParseComments(stdout)
 		if err != nil {

@@ -234,3 +234,48 @@ func TestParseWhereFixtures(t *testing.T) {
 	var re *beads.ReportedError
 	is.True(errors.As(err, &re)) // bd's error object is bd's error, not a path
 }
+
+// FuzzParseExport checks `bd export` parsing (JSON lines), which a first
+// snapshot takes comments from: it never panics, fails only with typed
+// errors, is deterministic, and each issue line it takes means what it
+// means to ParseIssue alone, so the export and `bd show` agree.
+func FuzzParseExport(f *testing.F) {
+	addFixtureSeeds(f)
+	f.Add([]byte(`{"_type":"issue","id":"x-1","priority":2,"comments":[{"id":"1","author":"a","text":"t","created_at":"2026-11-21T18:31:42Z"}]}` + "\n" + `{"_type":"memory","key":"k"}` + "\n\n" + `{"id":"x-2","priority":0}`))
+	f.Add([]byte("{\"id\":\"x-1\",\"priority\":2}\n[1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		issues, err := beads.ParseExport(data)
+		var re *beads.ReportedError
+		if err != nil && !errors.As(err, &re) { // an error object on one line
+			checkParseError(t, data, err)
+		}
+		again, err2 := beads.ParseExport(bytes.Clone(data))
+		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(issues, again) {
+			t.Fatalf("second parse differs: %v / %v", err, err2)
+		}
+		if err != nil {
+			return
+		}
+		k := 0
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var obj map[string]any
+			if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &obj) != nil {
+				continue
+			}
+			if typ, ok := obj["_type"]; ok && typ != "issue" {
+				continue // a memory: skipped
+			}
+			is, err := beads.ParseIssue(line)
+			if err != nil {
+				t.Fatalf("line %q taken by the export does not parse alone: %v", line, err)
+			}
+			if k >= len(issues) || !reflect.DeepEqual(issues[k], is) {
+				t.Fatalf("issue %d of the export differs from its line parsed alone", k)
+			}
+			k++
+		}
+		if k != len(issues) {
+			t.Fatalf("%d issues taken, %d issue lines", len(issues), k)
+		}
+	})
+}

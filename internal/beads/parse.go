@@ -547,6 +547,41 @@ func typeName(v gjson.Result) string {
 	return "an object"
 }
 
+// ParseExport parses what `bd export` prints: one JSON object per line,
+// each an issue ("_type": "issue", or no _type) with its labels,
+// dependencies and comments, as `bd show --json --include-comments`
+// prints them. Lines of another _type (bd's memories) are skipped; blank
+// lines too. An empty export is no issues. A line that is not an issue
+// object yields a *BadJSONError naming the line.
+func ParseExport(data []byte) ([]Issue, error) {
+	issues := []Issue{}
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if !text.ValidJSON(line) {
+			return nil, newBadJSON(data, "line %d: invalid JSON", n+1)
+		}
+		root := gjson.ParseBytes(line)
+		if !root.IsObject() {
+			return nil, newBadJSON(data, "line %d: want an issue object, got %s", n+1, typeName(root))
+		}
+		if msg, ok := errorObject(root); ok {
+			return nil, &ReportedError{Message: msg}
+		}
+		if t := root.Get("_type"); t.Exists() && t.String() != "issue" {
+			continue
+		}
+		is, err := parseIssueObject(root)
+		if err != nil {
+			return nil, newBadJSON(data, "line %d: %v", n+1, err)
+		}
+		issues = append(issues, is)
+	}
+	return issues, nil
+}
+
 // ParseComments parses the array `bd comments <id> --json` prints.
 func ParseComments(data []byte) ([]Comment, error) {
 	if !text.ValidJSON(data) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -749,4 +750,52 @@ func TestReportedErrorIssueNotFound(t *testing.T) {
 	_, err = beads.ParseIssues([]byte(`{"error":"invalid status"}`))
 	is.True(!errors.Is(err, beads.ErrIssueNotFound))
 	is.True(err != nil)
+}
+
+// TestParseExport: `bd export`'s JSON lines, as real bd 1.0.5 printed them
+// (the recorded run), and the shapes around them.
+func TestParseExport(t *testing.T) {
+	recorded := loadFixture(t, "export-jsonl").Stdout
+	for _, tc := range []struct {
+		name    string
+		in      string
+		ids     []string
+		badJSON bool
+	}{
+		{"recorded", string(recorded), []string{"rt-f6l", "rt-chn", "rt-5fa"}, false},
+		{"empty", "", []string{}, false},
+		{"blank lines and a memory", "\n{\"_type\":\"memory\",\"key\":\"k\",\"value\":\"v\"}\n\n{\"id\":\"a-1\",\"priority\":1}\n", []string{"a-1"}, false},
+		{"no trailing newline", `{"_type":"issue","id":"a-1","priority":1}`, []string{"a-1"}, false},
+		{"a line cut short", "{\"id\":\"a-1\",\"priority\":1}\n{\"id\":\"a-2\",", nil, true},
+		{"an array line", "[{\"id\":\"a-1\",\"priority\":1}]\n", nil, true},
+		{"an issue without an id", "{\"_type\":\"issue\",\"priority\":1}\n", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			issues, err := beads.ParseExport([]byte(tc.in))
+			var bj *beads.BadJSONError
+			if tc.badJSON {
+				if !errors.As(err, &bj) {
+					t.Fatalf("err = %v, want a BadJSONError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := []string{}
+			for _, is := range issues {
+				ids = append(ids, is.ID)
+			}
+			if !reflect.DeepEqual(ids, tc.ids) {
+				t.Fatalf("ids %v, want %v", ids, tc.ids)
+			}
+		})
+	}
+	issues, err := beads.ParseExport(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := issues[2]; all.Extra["spec_id"] != "SPEC-1" || !reflect.DeepEqual(all.Labels, []string{"x", "y"}) || all.Notes != "Notes text" {
+		t.Fatalf("the recorded all-fields issue read as %+v", all)
+	}
 }

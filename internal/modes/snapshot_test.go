@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/guard"
+	"github.com/ralphd/ralphd/internal/testkit/standin"
 )
 
 // TestSnapshotReadsCommentsBatched checks that a snapshot reads the
@@ -100,4 +103,58 @@ func countCalls(t *testing.T, log string) (shows, comments int) {
 		}
 	}
 	return shows, comments
+}
+
+// TestSnapshotReadsManyCommentsFromExport: a snapshot that must read the
+// comments of commentsExportAt issues or more (a run's first, on a big
+// tracker) reads them from one `bd export`, not in batches of `bd show
+// --include-comments`; and what it reads is what the batches read. When
+// the export fails, the batches read them all.
+func TestSnapshotReadsManyCommentsFromExport(t *testing.T) {
+	p := newProject(t)
+	if _, err := standin.Seed(p.repo, standin.Mix{Issues: 3000, Open: 100, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(refuseExport bool) (guard.Snapshot, string) {
+		log := filepath.Join(t.TempDir(), "calls")
+		wrapper := filepath.Join(t.TempDir(), "bd")
+		refuse := ""
+		if refuseExport {
+			refuse = `[ "$1" = export ] && { echo 'Error: refused' >&2; exit 1; }`
+		}
+		script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + refuse + "\nexec " + p.bd + ` "$@"` + "\n"
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
+		snap, err := l.snapshotFresh(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap, strings.Join(strings.Fields(string(b)), " ")
+	}
+	viaExport, calls := read(false)
+	if strings.Count(calls, "export") != 1 || strings.Contains(calls, "show") || strings.Contains(calls, "comments") {
+		t.Fatalf("bd calls %q: want one export, no show or comments", calls)
+	}
+	viaBatches, calls := read(true)
+	if shows := strings.Count(calls, "show"); shows < 2 {
+		t.Fatalf("bd calls %q: want the batches of show after the refused export", calls)
+	}
+	commented := 0
+	for id, is := range viaBatches {
+		if len(is.Comments) > 0 {
+			commented++
+		}
+		if !reflect.DeepEqual(is.Comments, viaExport[id].Comments) {
+			t.Fatalf("%s: comments from the export %+v, from the batches %+v", id, viaExport[id].Comments, is.Comments)
+		}
+	}
+	if commented < commentsExportAt || len(viaExport) != len(viaBatches) {
+		t.Fatalf("%d commented issues, %d and %d issues: want at least %d commented, the same issues", commented, len(viaExport), len(viaBatches), commentsExportAt)
+	}
 }
