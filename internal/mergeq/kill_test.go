@@ -213,8 +213,9 @@ func TestRemoveSettledWhileWritten(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 0; ; i++ {
-			// The writer stops once the directory is gone, as git does.
+		// A git that finishes its checkout: it writes for a while, then
+		// stops (or stops early, once the directory is gone).
+		for i, end := 0, time.Now().Add(300*time.Millisecond); time.Now().Before(end); i++ {
 			if err := os.WriteFile(filepath.Join(dir, "sub", fmt.Sprint(i)), nil, 0o644); err != nil {
 				return
 			}
