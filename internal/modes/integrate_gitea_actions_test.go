@@ -35,17 +35,7 @@ func TestGiteaActionsAndApprovals(t *testing.T) {
 	srv := giteaSrv.Get(t)
 	ctx := context.Background()
 	owner, maintainer, agentName := "ralphd-ci", "maintainer-ci", "agent-ci"
-	tokens := map[string]string{}
-	for _, u := range []string{owner, maintainer, agentName} {
-		tok, err := srv.User(ctx, u)
-		is.NoErr(err)
-		tokens[u] = tok
-	}
-	repo := owner + "/widgets"
-	clone, err := srv.Repo(ctx, owner, tokens[owner], "widgets")
-	is.NoErr(err)
-	is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, maintainer, "write"))
-	is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, agentName, "read"))
+	tokens, repo, clone := giteaTeam(t, srv, owner, maintainer, agentName)
 
 	p := newProject(t)
 	is.NoErr(os.MkdirAll(filepath.Join(p.repo, ".gitea", "workflows"), 0o755))
@@ -64,7 +54,7 @@ jobs:
 	sh(t, p.repo, "git", "push", "-q", "origin", "main")
 	sh(t, p.repo, "git", "fetch", "-q", "origin")
 	// The team set-up's protection of main, as docs/review.md gives it.
-	_, err = srv.API(ctx, tokens[owner], "POST", "repos/"+repo+"/branch_protections", docsProtection(t), nil)
+	_, err := srv.API(ctx, tokens[owner], "POST", "repos/"+repo+"/branch_protections", docsProtection(t), nil)
 	is.NoErr(err)
 
 	regToken, err := srv.RunnerToken(ctx, tokens[owner], repo)

@@ -37,6 +37,28 @@ type giteaPull struct {
 	}
 }
 
+// giteaTeam makes, on srv, owner's repository widgets with writer (who
+// may merge) and reader (read access only, as an agent's account would
+// have) as collaborators. It returns each account's token, the
+// repository's name and its clone URL.
+func giteaTeam(t *testing.T, srv *giteaserver.Server, owner, writer, reader string) (tokens map[string]string, repo, clone string) {
+	t.Helper()
+	is := is.New(t)
+	ctx := context.Background()
+	tokens = map[string]string{}
+	for _, u := range []string{owner, writer, reader} {
+		tok, err := srv.User(ctx, u)
+		is.NoErr(err)
+		tokens[u] = tok
+	}
+	repo = owner + "/widgets"
+	clone, err := srv.Repo(ctx, owner, tokens[owner], "widgets")
+	is.NoErr(err)
+	is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, writer, "write"))
+	is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, reader, "read"))
+	return tokens, repo, clone
+}
+
 // TestGiteaPullRequestScenarios: integrate = pr on a real Gitea on
 // loopback. The blocker's work is pushed to ralph/<id> on Gitea and its
 // pull request opened with the evidence; the dependent waits; a
@@ -71,17 +93,7 @@ func TestGiteaPullRequestScenarios(t *testing.T) {
 			ctx := context.Background()
 			n := fmt.Sprint("s", i)
 			owner, reviewerName, agentName := "ralphd-"+n, "reviewer-"+n, "agent-"+n
-			tokens := map[string]string{}
-			for _, u := range []string{owner, reviewerName, agentName} {
-				tok, err := srv.User(ctx, u)
-				is.NoErr(err)
-				tokens[u] = tok
-			}
-			repo := owner + "/widgets"
-			clone, err := srv.Repo(ctx, owner, tokens[owner], "widgets")
-			is.NoErr(err)
-			is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, reviewerName, "write"))
-			is.NoErr(srv.Collaborator(ctx, tokens[owner], repo, agentName, "read"))
+			tokens, repo, clone := giteaTeam(t, srv, owner, reviewerName, agentName)
 
 			var blocker, dependent string
 			var mu sync.Mutex
