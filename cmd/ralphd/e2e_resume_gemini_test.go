@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,27 +106,7 @@ func TestE2EResumeGeminiAfterSIGKILL(t *testing.T) {
 	start := time.Now()
 	e := newCLIE2E(t, geminiCLI(t), geminiResumeScripts()...)
 	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ralphd", "build", "1", "--agent", "gemini", "--log")
-	cmd.Dir, cmd.Env = e.repo, e.env
-	var buf strings.Builder
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	is.NoErr(cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	// Killed once the agent has worked and waits on the model.
-	for !hung(e.srv) {
-		select {
-		case <-exited:
-			t.Fatalf("ralphd ended before the agent reached its second turn:\n%s", buf.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	time.Sleep(time.Second) // the session's file is written
-	is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-	<-exited
-	t.Logf("killed ralphd:\n%s", buf.String())
+	e.killWhenHung(2*time.Minute, "build", "1", "--agent", "gemini", "--log")
 	out, stderr, code := e.ralphd("build", "1", "--agent", "gemini", "--log")
 	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	is.NoErr(e.srv.Verify())

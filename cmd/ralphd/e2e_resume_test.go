@@ -131,24 +131,7 @@ func TestE2EResumeAfterSIGKILL(t *testing.T) {
 			start := time.Now()
 			e := c.start(t, resumeScript())
 			e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
-			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "ralphd", "build", "1", "--agent", c.name, "--log")
-			cmd.Dir, cmd.Env = e.repo, e.env
-			var buf strings.Builder
-			cmd.Stdout, cmd.Stderr = &buf, &buf
-			is.NoErr(cmd.Start())
-			// Killed once the agent has worked and waits on the model.
-			for !hung(e.srv) {
-				if ctx.Err() != nil {
-					t.Fatalf("the agent never reached its second turn:\n%s", buf.String())
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			time.Sleep(time.Second) // the session's file is written
-			is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-			_ = cmd.Wait()
-			t.Logf("killed ralphd:\n%s", buf.String())
+			e.killWhenHung(3*time.Minute, "build", "1", "--agent", c.name, "--log")
 			out, stderr, code := e.ralphd("build", "1", "--agent", c.name, "--log")
 			t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 			is.NoErr(e.srv.Verify())
@@ -159,6 +142,39 @@ func TestE2EResumeAfterSIGKILL(t *testing.T) {
 			t.Logf("%s resume after SIGKILL took %s", c.name, time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// killWhenHung runs ralphd with args in e's repository and SIGKILLs it
+// once the agent has worked and waits on the model for its second turn,
+// and its session's file is written; ralphd ending first, or not getting
+// there within the time given, fails the test.
+func (e *e2e) killWhenHung(within time.Duration, args ...string) {
+	t := e.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ralphd", args...)
+	cmd.Dir, cmd.Env = e.repo, e.env
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	for !hung(e.srv) {
+		select {
+		case <-exited:
+			t.Fatalf("ralphd ended before the agent reached its second turn:\n%s", buf.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Second) // the session's file is written
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	t.Logf("killed ralphd:\n%s", buf.String())
 }
 
 // hung reports whether the model holds the agent's second request.
@@ -216,26 +232,7 @@ func TestE2EResumeWorkerAfterSIGKILL(t *testing.T) {
 	e := newE2E(t, false, resumeScript())
 	e.run("sh", "-c", "echo work > README.md && git add README.md && git commit -q -m init") // workers branch off a commit
 	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "ralphd", "build", "1", "--agent", "claude", "--log", "--workers", "2")
-	cmd.Dir, cmd.Env = e.repo, e.env
-	var buf strings.Builder
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	is.NoErr(cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	for !hung(e.srv) {
-		select {
-		case <-exited:
-			t.Fatalf("ralphd ended before the agent reached its second turn:\n%s", buf.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	time.Sleep(time.Second) // the session's file is written
-	is.NoErr(cmd.Process.Signal(syscall.SIGKILL))
-	<-exited
-	t.Logf("killed ralphd:\n%s", buf.String())
+	e.killWhenHung(3*time.Minute, "build", "1", "--agent", "claude", "--log", "--workers", "2")
 	out, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--log", "--workers", "2")
 	t.Logf("ralphd build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
 	is.NoErr(e.srv.Verify())
