@@ -45,24 +45,15 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return nil, "", fmt.Errorf("make the agent's temp dir: %w", err)
 	}
-	env := l.environ()
-	getenv := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	home := agent.Home{Dir: getenv("HOME"), Getenv: getenv}
+	home := l.agentHome()
 	dirs, files := agent.Writable(l.Backend, home)
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
-		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: getenv("HOME"), Getenv: getenv,
+		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: home.Dir, Getenv: home.Getenv,
 		Shared: l.pool().sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, and the agent CLI, when they
 		// live in the private /tmp.
-		Keep: []string{l.Self, l.BDClient, lookPathIn(l.Backend.Binary(), getenv("PATH"))},
+		Keep: []string{l.Self, l.BDClient, lookPathIn(l.Backend.Binary(), home.Getenv("PATH"))},
 		// The user's forge logins: with one the agent could approve or
 		// merge its own pull request.
 		Secrets: agent.ForgeLogins(home),
