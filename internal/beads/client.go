@@ -151,6 +151,12 @@ func (c *Client) Show(ctx context.Context, id string) (Issue, error) {
 // ShowMany returns the issues with the given ids in one bd call. It fails
 // when any id is unknown. No ids means no call and no issues.
 func (c *Client) ShowMany(ctx context.Context, ids ...string) ([]Issue, error) {
+	return c.showIDs(ctx, []string{"show"}, ids)
+}
+
+// showIDs runs show (with flags) on ids, checked first; no ids means no
+// call and no issues.
+func (c *Client) showIDs(ctx context.Context, show, ids []string) ([]Issue, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -159,7 +165,7 @@ func (c *Client) ShowMany(ctx context.Context, ids ...string) ([]Issue, error) {
 			return nil, fmt.Errorf("bd show: %w", err)
 		}
 	}
-	return c.issues(ctx, append([]string{"show"}, ids...))
+	return c.issues(ctx, append(show, ids...))
 }
 
 // Export returns every issue of the tracker with its labels,
@@ -186,15 +192,7 @@ func exportArgs() []string { return []string{"export"} }
 // tracker snapshot uses in place of one `bd comments` call per issue. It
 // fails when any id is unknown. No ids means no call and no issues.
 func (c *Client) ShowWithComments(ctx context.Context, ids ...string) ([]Issue, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	for _, id := range ids {
-		if err := checkID(id); err != nil {
-			return nil, fmt.Errorf("bd show: %w", err)
-		}
-	}
-	return c.issues(ctx, append([]string{"show", "--include-comments"}, ids...))
+	return c.showIDs(ctx, []string{"show", "--include-comments"}, ids)
 }
 
 // ListOptions selects the issues bd list returns.
