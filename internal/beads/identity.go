@@ -195,10 +195,27 @@ func (c *Client) ReadIdentity(ctx context.Context) (Identity, error) {
 	if bc.DoltMode == "server" || bc.ServerHost != "" || bc.ServerPort != 0 {
 		id.Mode = "server"
 		id.Server = &Server{Host: bc.ServerHost, Port: bc.ServerPort, Database: bc.Database}
-		if _, err := os.Lstat(filepath.Join(id.BeadsDir, "dolt-server.pid")); err == nil {
-			id.Server.Managed = true
-		}
 	}
+	return id.Restat()
+}
+
+// Restat returns id with what it records of the directories bd named
+// read again from the filesystem, without asking bd: the .beads
+// directory and the database directory with every link resolved, and
+// what is found there (device and inode), the database directory's own
+// link, and whether bd runs its server itself. A directory swapped for a
+// link or a copy shows in it; a change to which directories bd names
+// does not (only ReadIdentity asks bd that).
+func (id Identity) Restat() (Identity, error) {
+	id.BeadsDirReal, id.Beads = "", FileID{}
+	id.DatabaseReal, id.Database, id.DatabaseLink = "", FileID{}, ""
+	if id.Server != nil {
+		s := *id.Server
+		_, err := os.Lstat(filepath.Join(id.BeadsDir, "dolt-server.pid"))
+		s.Managed = err == nil
+		id.Server = &s
+	}
+	var err error
 	if id.BeadsDirReal, id.Beads, err = resolveDir(id.BeadsDir); err != nil {
 		return Identity{}, fmt.Errorf("tracker directory %s: %w", id.BeadsDir, err)
 	}

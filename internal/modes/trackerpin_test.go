@@ -162,3 +162,99 @@ func TestTrackerPinSaved(t *testing.T) {
 	is.NoErr(err)
 	is.Equal(saved.RunID, "r4")
 }
+
+// TestTrackerPinAsksBoundedly: a window's end asks bd which database it
+// opens only when something ralphd holds or stats changed, and at least
+// every pinAskEvery window ends and every pinAskInterval. A move that
+// shows in the directories bd named is found at the very next window's
+// end; one that only bd's answer shows (here: a bd that names a decoy, as
+// a setting ralphd does not know of would make it) within the bound.
+func TestTrackerPinAsksBoundedly(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (*Loop, *project, func() int, *time.Time) {
+		l, p := pinLoop(t)
+		log := filepath.Join(p.root, "bd-calls")
+		wrap := filepath.Join(p.root, "bd")
+		script := "#!/bin/sh\ncase \"$1\" in where) echo where >>" + log + ";; esac\n" +
+			"if [ \"$1\" = where ] && [ -f " + filepath.Join(p.root, "lie") + " ]; then cat " + filepath.Join(p.root, "lie") + "; exit 0; fi\n" +
+			"exec " + p.bd + " \"$@\"\n"
+		if err := os.WriteFile(wrap, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l.BD.Bin = wrap
+		clock := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+		l.Now = func() time.Time { return clock }
+		if err := l.pinTracker(ctx, "r1"); err != nil {
+			t.Fatal(err)
+		}
+		asks := func() int {
+			b, _ := os.ReadFile(log)
+			return strings.Count(string(b), "where")
+		}
+		return l, p, asks, &clock
+	}
+	end := func(l *Loop, n int) (*Result, *buildIter, error) {
+		res, it := &Result{}, &buildIter{n: n, issue: beads.Issue{ID: "wk-1"}}
+		return res, it, l.checkTrackerPin(ctx, res, it)
+	}
+
+	t.Run("nothing changed", func(t *testing.T) {
+		is := is.New(t)
+		l, _, asks, clock := setup(t)
+		pinned := asks() // the pin itself asks once
+		for n := 1; n < pinAskEvery; n++ {
+			res, _, err := end(l, n)
+			is.NoErr(err)
+			is.Equal(res.Violations, 0)
+		}
+		is.Equal(asks(), pinned) // nine window ends, no bd call
+		_, _, err := end(l, pinAskEvery)
+		is.NoErr(err)
+		is.Equal(asks(), pinned+1) // the tenth asks
+		_, _, err = end(l, pinAskEvery+1)
+		is.NoErr(err)
+		is.Equal(asks(), pinned+1)
+		*clock = clock.Add(pinAskInterval)
+		_, _, err = end(l, pinAskEvery+2)
+		is.NoErr(err)
+		is.Equal(asks(), pinned+2) // and so does the first after the interval
+	})
+
+	t.Run("database directory swapped for a link", func(t *testing.T) {
+		is := is.New(t)
+		l, p, asks, _ := setup(t)
+		pinned := asks()
+		db := l.pin.want.DatabasePath
+		is.True(db != "")
+		aside := filepath.Join(p.root, "db-aside")
+		sh(t, p.root, "cp", "-a", db, aside)
+		is.NoErr(os.RemoveAll(db))
+		is.NoErr(os.Symlink(aside, db))
+		res, it, err := end(l, 1)
+		is.True(asks() > pinned) // the stat showed it: bd was asked at once
+		is.True(err != nil || res.Violations == 1)
+		is.Equal(len(it.rec.Violations), 1)
+	})
+
+	t.Run("a move only bd's answer shows", func(t *testing.T) {
+		is := is.New(t)
+		l, p, asks, _ := setup(t)
+		pinned := asks()
+		decoy := filepath.Join(p.root, "decoy", ".beads")
+		sh(t, p.root, "mkdir", "-p", filepath.Dir(decoy))
+		sh(t, p.root, "cp", "-a", filepath.Join(p.repo, ".beads"), decoy)
+		out := sh(t, p.repo, p.bd, "where", "--json")
+		is.NoErr(os.WriteFile(filepath.Join(p.root, "lie"), []byte(strings.ReplaceAll(out, filepath.Join(p.repo, ".beads"), decoy)), 0o644))
+		var found int
+		for n := 1; n <= pinAskEvery; n++ {
+			_, it, err := end(l, n)
+			if err != nil || len(it.rec.Violations) > 0 {
+				is.True(errors.Is(err, ErrTrackerMoved)) // nothing ralphd can put back
+				found = n
+				break
+			}
+		}
+		is.Equal(found, pinAskEvery) // found within the bound
+		is.Equal(asks(), pinned+2)   // asked then, and again after putting back what it could
+	})
+}
