@@ -686,15 +686,26 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 		return nil, nil, fmt.Errorf("read what changed in the tracker: %w", err)
 	}
 	next := maps.Clone(r.held)
-	asked := map[string]bool{}
-	var rereads []string
-	for id := range took {
-		asked[id] = true
-		rereads = append(rereads, id)
+	listed := map[string]bool{}
+	for _, is := range changed {
+		listed[is.ID] = true
 	}
-	slices.Sort(rereads)
-	if len(rereads) > 0 {
-		got, err := l.BD.List(ctx, beads.ListOptions{All: true, IDs: rereads})
+	// An issue to re-read that the list above already holds is not read
+	// again: its row there is of a call that started after every write
+	// taken here was told, and a write whose call was still under way is
+	// told again when it ends, so the next reading re-reads it.
+	asked := map[string]bool{}
+	var rereads, ask []string
+	for id := range took {
+		rereads = append(rereads, id)
+		if !listed[id] {
+			asked[id] = true
+			ask = append(ask, id)
+		}
+	}
+	slices.Sort(ask)
+	if len(ask) > 0 {
+		got, err := l.BD.List(ctx, beads.ListOptions{All: true, IDs: ask})
 		if err != nil {
 			return nil, nil, fmt.Errorf("re-read the issues ralphd wrote: %w", err)
 		}

@@ -540,3 +540,74 @@ func TestTrackerReadsKeptAcrossKill(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerReadsRereadOnlyWhatTheListLacks: a reading of what changed
+// re-reads by id only the issues to re-read that its list lacks (a label
+// moves no updated_at); one the list holds is taken from it, with the
+// change, in one bd call.
+func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, l *Loop, p *project, x string)
+		seen   func(is beads.Issue) bool
+		calls  int // bd list calls of the cheap reading
+	}{
+		{"ralphd's note, which moves updated_at", func(t *testing.T, l *Loop, p *project, x string) {
+			if _, err := l.BD.AppendNotes(context.Background(), x, "ralphd: noted"); err != nil {
+				t.Fatal(err)
+			}
+		}, func(is beads.Issue) bool { return strings.Contains(is.Notes, "ralphd: noted") }, 1},
+		{"ralphd's label, which does not", func(t *testing.T, l *Loop, p *project, x string) {
+			if err := l.BD.LabelAdd(context.Background(), x, StuckLabel); err != nil {
+				t.Fatal(err)
+			}
+		}, func(is beads.Issue) bool { return is.HasLabel(StuckLabel) }, 2},
+		{"a judged issue the window changed", func(t *testing.T, l *Loop, p *project, x string) {
+			l.reads().reread(x)
+			sh(t, p.repo, p.bd, "update", x, "--title", "New")
+		}, func(is beads.Issue) bool { return is.Title == "New" }, 1},
+		{"a judged issue nothing changed", func(t *testing.T, l *Loop, p *project, x string) {
+			l.reads().reread(x)
+		}, func(is beads.Issue) bool { return is.Title == "X" }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			x := p.create("X", "-p", "2")
+			p.create("Y", "-p", "2")
+			backdate(t, p.repo, nil) // nothing changed lately
+			log := filepath.Join(p.root, "bd-calls")
+			wrap := filepath.Join(p.root, "bd")
+			if err := os.WriteFile(wrap, []byte("#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+p.bd+" \"$@\"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrap, Dir: p.repo, Timeout: time.Minute}}}
+			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+			l.tracker.startRun(l.BD)
+			ctx := context.Background()
+			if _, err := l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, l, p, x)
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+			cheap, err := l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.tracker.cheap.Load(); got != 1 {
+				t.Fatalf("%d cheap readings, want 1", got)
+			}
+			if !tc.seen(cheap[x]) {
+				t.Errorf("the cheap reading does not hold the change: %+v", cheap[x])
+			}
+			if len(cheap) != 2 {
+				t.Errorf("the cheap reading holds %d issues, want 2", len(cheap))
+			}
+			b, _ := os.ReadFile(log)
+			if got := strings.Count(string(b), "list "); got != tc.calls {
+				t.Errorf("%d bd list calls, want %d:\n%s", got, tc.calls, b)
+			}
+		})
+	}
+}
