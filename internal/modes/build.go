@@ -352,8 +352,16 @@ func (l *Loop) unclaim(ctx context.Context, id string) {
 	}
 }
 
-// setOpen sets an in_progress issue back to open.
+// setOpen sets an in_progress issue back to open. A pool's worker leaves
+// it to the pool, which gives the issue back in one write, open and
+// unassigned, once the iteration has ended (Pool.giveUp): open with the
+// worker still its assignee is a state other workers' readings would see
+// between two writes, and an agent's change to another issue's status
+// looks just like it.
 func (l *Loop) setOpen(ctx context.Context, id string) {
+	if l.seat != nil {
+		return
+	}
 	set := l.BD.UpdateStatus
 	if l.claimsShared() {
 		// Open and unassigned at once: the claim (loopclaim.go) goes too.
