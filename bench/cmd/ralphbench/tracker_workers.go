@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/bench"
@@ -19,20 +19,21 @@ import (
 // bigWorkersIters is the iterations (issues worked) of each run.
 const bigWorkersIters = 40
 
-// bigAgent is 6e's agent closing with --force: the ready issues of the
-// generated tracker include epics with open children, which real bd
-// 1.0.5 refuses to close without it ("cannot close epic …: 6 open child
-// issue(s)"; the stand-in does not check), so the agent would fail there
-// three times and the issue end STUCK.
-var bigAgent = strings.Replace(scaleAgent, `bd close "$RALPH_ISSUE_ID"`, `bd close --force "$RALPH_ISSUE_ID"`, 1)
+// closedRE finds how many issues a run closed in ralphd's summary.
+var closedRE = regexp.MustCompile(`closed: (\d+) of \d+ tried`)
 
 // bigWorkersResult is what section 9 measured.
 type bigWorkersResult struct {
 	Seeded standin.Seeded
 	One    time.Duration // wall, one worker
 	Eight  time.Duration // wall, eight workers
-	BD     string        // the bd every figure used
-	Moved  *moved        // how the tracker got into a real bd; nil: the stand-in
+	// ClosedOne and ClosedEight are the issues each run closed: the agent
+	// closes with a plain `bd close`, which the guard allows, and real bd
+	// 1.0.5 refuses it for a ready epic with open children, so some
+	// iterations fail there as an honest agent's would.
+	ClosedOne, ClosedEight int
+	BD                     string // the bd every figure used
+	Moved                  *moved // how the tracker got into a real bd; nil: the stand-in
 }
 
 // measureBigWorkers runs section 9.
@@ -51,7 +52,7 @@ func measureBigWorkers(ctx context.Context, e *benchEnv, say func(string, ...any
 			return nil, err
 		}
 		env := e.env("RALPH_STATE_DIR="+filepath.Join(e.work, "state-bigworkers-"+strconv.Itoa(k)), "RALPH_SANDBOX=off")
-		cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", bigAgent)
+		cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", scaleAgent)
 		m, err := measure(cmd, measureOptions{Capture: true})
 		if err != nil {
 			return nil, err
@@ -66,10 +67,17 @@ func measureBigWorkers(ctx context.Context, e *benchEnv, say func(string, ...any
 		if n != bigWorkersIters {
 			return nil, fmt.Errorf("ralphd build --workers %d on %d issues: %d iterations, want %d:\n%s", k, trackerLarge, n, bigWorkersIters, m.Stdout)
 		}
+		closed := 0
+		if mm := closedRE.FindStringSubmatch(m.Stdout); mm != nil {
+			closed, _ = strconv.Atoi(mm[1])
+		}
+		if closed == 0 {
+			return nil, fmt.Errorf("ralphd build --workers %d on %d issues closed no issue: the agent failed every iteration:\n%s%s", k, trackerLarge, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
+		}
 		if k == 1 {
-			r.One = m.Wall
+			r.One, r.ClosedOne = m.Wall, closed
 		} else {
-			r.Eight = m.Wall
+			r.Eight, r.ClosedEight = m.Wall, closed
 		}
 	}
 	return r, nil
@@ -82,15 +90,15 @@ func bigWorkersSection(r *bigWorkersResult, cmd string) bench.Section {
 	s.Figures = []bench.Figure{{
 		ID:      "10a",
 		Name:    fmt.Sprintf("wall with 8 workers ÷ with 1, %d issues worked on a %d-issue tracker, a 2 s agent (same run, %s)", bigWorkersIters, trackerLarge, r.BD),
-		Value:   fmt.Sprintf("%.3f (%s ÷ %s)", ratio, fmtDur(r.Eight), fmtDur(r.One)),
+		Value:   fmt.Sprintf("%.3f (%s ÷ %s; %d and %d of %d iterations closed their issue)", ratio, fmtDur(r.Eight), fmtDur(r.One), r.ClosedEight, r.ClosedOne, bigWorkersIters),
 		Goal:    "≤ 0.18",
 		Verdict: bench.Judge(ratio <= 0.18),
 		Command: cmd,
 	}}
 	s.Body = fmt.Sprintf(`**Method.** Section 8's large tracker (`+"`standin.Seed`"+`: %d issues, %d closed, %d epics,
 %d dependency links, %d comments, %d open in chains of three). On fresh copies of it, `+"`ralphd build %d --workers K`"+`
-with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close --force`"+`: real bd 1.0.5 refuses to close an epic with open
-children without it, and ready epics are among the issues worked), K = 1 and then K = 8, no sandbox; each run stops at its cap of
+with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close`"+`; real bd 1.0.5 refuses to close a ready epic with open
+children, so those iterations fail as an honest agent's would, and the figure says how many closed), K = 1 and then K = 8, no sandbox; each run stops at its cap of
 %d iterations with ready work left (exit 3). 16 workers in two clones sharing a tracker in server mode are section 11.
 
 %s
