@@ -664,6 +664,12 @@ func runClose(inv *invocation) int {
 			failed = true
 			continue
 		}
+		if open := inv.db.openChildren(is); open > 0 && !force {
+			// bd 1.0.5, by hand: exit 1, this line on stderr, with or without --json.
+			fmt.Fprintf(inv.stderr, "cannot close epic %s: %d open child issue(s); close children first or use --force to override\n", is.ID, open)
+			failed = true
+			continue
+		}
 		if is.Status == statusPinned && !force {
 			fmt.Fprintf(inv.stderr, "cannot close pinned issue %s (use --force to override)\n", is.ID)
 			failed = true

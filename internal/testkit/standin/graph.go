@@ -93,6 +93,22 @@ func (db *database) parentOf(id string) string {
 	return best
 }
 
+// openChildren counts the children of is, an epic, that are not closed
+// (0 for any other type): real bd refuses to close such an epic without
+// --force.
+func (db *database) openChildren(is *issue) int {
+	if is.IssueType != "epic" {
+		return 0
+	}
+	n := 0
+	for _, k := range db.childrenOf(is.ID) {
+		if c := db.get(k); c != nil && c.Status != statusClosed {
+			n++
+		}
+	}
+	return n
+}
+
 // childrenOf returns the direct children of id.
 func (db *database) childrenOf(id string) []string {
 	var out []string
