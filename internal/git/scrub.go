@@ -159,7 +159,7 @@ func (r *Scrubber) Scrub(owned ...string) ([]Planted, error) {
 	for tree, head := range r.Heads {
 		dir, ok := trees[tree]
 		for t, d := range trees {
-			if !ok && sameDir(t, tree) {
+			if !ok && SameDir(t, tree) {
 				tree, dir, ok = t, d, true
 			}
 		}
@@ -183,7 +183,7 @@ func (r *Scrubber) Scrub(owned ...string) ([]Planted, error) {
 
 // isOwned reports whether tree is one of owned.
 func isOwned(owned []string, tree string) bool {
-	return slices.ContainsFunc(owned, func(o string) bool { return sameDir(o, tree) })
+	return slices.ContainsFunc(owned, func(o string) bool { return SameDir(o, tree) })
 }
 
 // head returns what Heads says tree's HEAD holds, "" when it says nothing.
@@ -192,7 +192,7 @@ func (r *Scrubber) head(tree string) string {
 		return h
 	}
 	for t, h := range r.Heads {
-		if sameDir(t, tree) {
+		if SameDir(t, tree) {
 			return h
 		}
 	}
@@ -507,7 +507,7 @@ func (s *scrubber) dotGit(tree, admin string) {
 		if ok && !filepath.IsAbs(dir) {
 			dir = filepath.Join(tree, dir)
 		}
-		if ok && sameDir(dir, admin) {
+		if ok && SameDir(dir, admin) {
 			return
 		}
 		what = fmt.Sprintf("a .git file that reads %q", truncate(got))
@@ -533,16 +533,6 @@ func (s *scrubber) dotGit(tree, admin string) {
 		p.Err = err
 	}
 	s.found = append(s.found, p)
-}
-
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 func truncate(s string) string {

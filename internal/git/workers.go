@@ -391,8 +391,10 @@ func (m *Manager) removeTree(ctx context.Context, t Tree, base string) ([]Saved,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := Output(ctx, m.Repo, "worktree", "remove", "--force", t.Dir); err != nil {
-		return saved, fmt.Errorf("remove worktree %s: %w", t.Dir, err)
+	// A killed run's git (or agent) may still be writing there: removed
+	// as the merge queue's tree is, tolerantly.
+	if err := RemoveWorktree(ctx, m.Repo, t.Dir); err != nil {
+		return saved, err
 	}
 	// Its work is on the wip branch now: start the worker's branch afresh
 	// at base, so that the next Open does not keep the same work twice.

@@ -222,7 +222,7 @@ func (q *Queue) readJournal(ctx context.Context, jpath string) (dir, old, tip st
 	// repository's own, or wherever the target is checked out): a
 	// journal naming another directory is not the queue's.
 	top, _ := line(ctx, q.Repo, "rev-parse", "--show-toplevel")
-	if home, _ := q.checkout(ctx); !sameDir(top, dir) && !sameDir(home, dir) {
+	if home, _ := q.checkout(ctx); !git.SameDir(top, dir) && !git.SameDir(home, dir) {
 		return "", "", "", true, fmt.Errorf("recover the merge queue: %s names %s, which is not where %s is checked out; check %s, then remove %s", jpath, dir, q.Target, q.Target, jpath)
 	}
 	return dir, old, tip, true, nil
@@ -338,19 +338,6 @@ func writeJournal(path, dir, old, tip string) error {
 		}
 	}
 	return err
-}
-
-// sameDir reports whether a and b are the same directory.
-func sameDir(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	ia, err1 := os.Stat(a)
-	ib, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }
 
 // removeStaleLocks removes, at the start, the locks a git of ralphd's

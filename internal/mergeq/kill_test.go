@@ -200,32 +200,3 @@ func TestSIGKILLDuringPutBack(t *testing.T) {
 		})
 	}
 }
-
-// TestRemoveSettledWhileWritten: a git process the killed run left keeps
-// writing in the queue's worktree while the restart removes it; the
-// removal tries again until it is gone rather than failing on "directory
-// not empty".
-func TestRemoveSettledWhileWritten(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tree")
-	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// A git that finishes its checkout: it writes for a while, then
-		// stops (or stops early, once the directory is gone).
-		for i, end := 0, time.Now().Add(300*time.Millisecond); time.Now().Before(end); i++ {
-			if err := os.WriteFile(filepath.Join(dir, "sub", fmt.Sprint(i)), nil, 0o644); err != nil {
-				return
-			}
-		}
-	}()
-	if err := removeSettled(context.Background(), dir); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("%s is still there: %v", dir, err)
-	}
-}

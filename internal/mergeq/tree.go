@@ -7,12 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/proc"
 )
 
 // treeName is the default queue worktree (Queue.Tree), in the
@@ -128,72 +124,9 @@ func (q *Queue) dropTree(ctx context.Context) error {
 		return err
 	}
 	q.tree, q.treeGitDir = "", ""
-	all, err := git.List(ctx, q.Repo)
-	if err != nil {
-		return fmt.Errorf("merge queue worktree: %w", err)
-	}
-	for _, w := range all {
-		if sameDir(w.Dir, dir) {
-			if _, err := git.Output(ctx, q.Repo, "worktree", "remove", "--force", "--force", dir); err != nil {
-				// git refuses a worktree whose .git file a kill mid `worktree
-				// add` left unfinished ("not a .git file"): forget it by hand.
-				// git that failed to delete the files (a git the killed run
-				// started, still writing there: "Directory not empty") has
-				// forgotten it already; the files go below.
-				if ferr := q.forgetTree(ctx, dir); ferr != nil && !errors.Is(ferr, errNoRecord) {
-					return fmt.Errorf("remove the merge queue worktree: %w; and forget it: %w", err, ferr)
-				}
-			}
-		}
-	}
-	if err := removeSettled(ctx, dir); err != nil {
-		return fmt.Errorf("remove the merge queue worktree: %w", err)
+	// git's or not (a kill mid `worktree add`), it goes.
+	if err := git.RemoveWorktree(ctx, q.Repo, dir); err != nil {
+		return fmt.Errorf("the merge queue's: %w", err)
 	}
 	return nil
-}
-
-// removeSettled removes dir and what it holds. A git process the killed
-// run started lives on in its own process group and may still be writing
-// there (a checkout, a rebase step): a removal that meets its new files
-// is tried again, a few times, while it finishes.
-func removeSettled(ctx context.Context, dir string) error {
-	var err error
-	for try := 1; try <= 10; try++ {
-		if err = os.RemoveAll(dir); err == nil {
-			return nil
-		}
-		if perr := proc.Sleep(ctx, time.Duration(try)*50*time.Millisecond); perr != nil {
-			return fmt.Errorf("%w (%w)", err, perr)
-		}
-	}
-	return fmt.Errorf("%w; is a git process still running in %s? stop it, then start again", err, dir)
-}
-
-// errNoRecord: git keeps no record of the worktree (forgetTree).
-var errNoRecord = errors.New("git keeps no record of it")
-
-// forgetTree removes git's record of the worktree at dir (its entry in
-// the common dir's worktrees/, found by the gitdir file that points at
-// dir/.git), as `git worktree remove` would, for a worktree git refuses to
-// remove. The caller removes dir itself.
-func (q *Queue) forgetTree(ctx context.Context, dir string) error {
-	common, err := git.CommonDir(ctx, q.Repo)
-	if err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		admin := filepath.Join(common, "worktrees", e.Name())
-		b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), 64<<10)
-		if err != nil {
-			continue
-		}
-		if sameDir(filepath.Dir(strings.TrimSpace(string(b))), dir) {
-			return os.RemoveAll(admin)
-		}
-	}
-	return fmt.Errorf("%s in %s: %w", dir, filepath.Join(common, "worktrees"), errNoRecord)
 }
