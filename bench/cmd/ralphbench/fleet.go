@@ -82,6 +82,7 @@ type fleetTracker struct {
 	label string   // for the figures: "real bd 1.0.5, server mode (…)"
 	env   []string // extra environment for bd and ralphd
 	init  []string // bd init's server flags
+	port  string   // the server's port; "" for the stand-in's
 	stop  func() error
 	// cpu is the server process's CPU so far; nil: no server process.
 	cpu func() time.Duration
@@ -219,6 +220,7 @@ func startDolt(ctx context.Context, e *benchEnv, dir string) (*fleetTracker, err
 	return &fleetTracker{
 		label: fmt.Sprintf("%s, server mode against %s sql-server", e.real.Label(), strings.TrimSpace(firstLine(version))),
 		init:  []string{"--server", "--server-host", "127.0.0.1", "--server-port", port, "--external", "--skip-hooks", "--skip-agents"},
+		port:  port,
 		stop:  stop,
 		cpu: func() time.Duration {
 			t, _ := bench.ReadThreads(cmd.Process.Pid)

@@ -60,6 +60,26 @@ func TestBigWorkersSection(t *testing.T) {
 	}
 }
 
+// TestBigWorkersServerFigure: with the server-mode runs, section 10 has
+// 10b beside 10a, each its own ratio.
+func TestBigWorkersServerFigure(t *testing.T) {
+	r := &bigWorkersResult{One: 100 * time.Second, Eight: 50 * time.Second, ClosedOne: 30, ClosedEight: 29,
+		Server: &bigWorkersServer{Label: "real bd, server mode", One: 100 * time.Second, Eight: 10 * time.Second, ClosedOne: 31, ClosedEight: 32}}
+	s := bigWorkersSection(r, "cmd")
+	if len(s.Figures) != 2 || s.Figures[1].ID != "10b" {
+		t.Fatalf("figures: %+v", s.Figures)
+	}
+	if !strings.HasPrefix(s.Figures[0].Value, "0.500 (") || !strings.Contains(s.Figures[0].Value, "29 and 30 of 40") {
+		t.Errorf("10a: %q", s.Figures[0].Value)
+	}
+	if !strings.HasPrefix(s.Figures[1].Value, "0.100 (") || !strings.Contains(s.Figures[1].Value, "32 and 31 of 40") || !strings.Contains(s.Figures[1].Name, "real bd, server mode") {
+		t.Errorf("10b: %+v", s.Figures[1])
+	}
+	if s.Figures[0].Verdict == s.Figures[1].Verdict {
+		t.Errorf("0.5 and 0.1 judged alike against ≤ 0.18: %q", s.Figures[0].Verdict)
+	}
+}
+
 // TestClosedRE: the closes are read from ralphd's summary line.
 func TestClosedRE(t *testing.T) {
 	for _, tc := range []struct {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,6 +21,13 @@ import (
 // bigWorkersIters is the iterations (issues worked) of each run.
 const bigWorkersIters = 40
 
+// bigWorkersServer is section 10's runs with the tracker in server mode.
+type bigWorkersServer struct {
+	Label                  string // the bd and server
+	One, Eight             time.Duration
+	ClosedOne, ClosedEight int
+}
+
 // closedRE finds how many issues a run closed in ralphd's summary.
 var closedRE = regexp.MustCompile(`closed: (\d+) of \d+ tried`)
 
@@ -32,8 +41,11 @@ type bigWorkersResult struct {
 	// 1.0.5 refuses it for a ready epic with open children, so some
 	// iterations fail there as an honest agent's would.
 	ClosedOne, ClosedEight int
-	BD                     string // the bd every figure used
-	Moved                  *moved // how the tracker got into a real bd; nil: the stand-in
+	// Server is the same two runs with the tracker served by a Dolt
+	// sql-server (--real-bd with --dolt); nil: not measured.
+	Server *bigWorkersServer
+	BD     string // the bd every figure used
+	Moved  *moved // how the tracker got into a real bd; nil: the stand-in
 }
 
 // measureBigWorkers runs section 9.
@@ -47,40 +59,124 @@ func measureBigWorkers(ctx context.Context, e *benchEnv, say func(string, ...any
 	}
 	for _, k := range []int{1, 8} {
 		say("bigworkers: ralphd build %d --workers %d on %d issues, a 2 s agent", bigWorkersIters, k, trackerLarge)
-		dir := filepath.Join(e.work, "bigworkers-"+strconv.Itoa(k))
-		if err := copyTree(ctx, tpl, dir); err != nil {
-			return nil, err
-		}
-		env := e.env("RALPH_STATE_DIR="+filepath.Join(e.work, "state-bigworkers-"+strconv.Itoa(k)), "RALPH_SANDBOX=off")
-		cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", scaleAgent)
-		m, err := measure(cmd, measureOptions{Capture: true})
+		wall, closed, err := bigWorkersRun(ctx, e, tpl, k, "", nil)
 		if err != nil {
 			return nil, err
 		}
-		if m.Exit != 0 && !capReached(m) {
-			return nil, fmt.Errorf("ralphd build --workers %d on %d issues exited %d:\n%s%s", k, trackerLarge, m.Exit, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
+		if k == 1 {
+			r.One, r.ClosedOne = wall, closed
+		} else {
+			r.Eight, r.ClosedEight = wall, closed
 		}
-		n := 0
-		if mm := iterationsRE.FindStringSubmatch(m.Stdout); mm != nil {
-			n, _ = strconv.Atoi(mm[1])
-		}
-		if n != bigWorkersIters {
-			return nil, fmt.Errorf("ralphd build --workers %d on %d issues: %d iterations, want %d:\n%s", k, trackerLarge, n, bigWorkersIters, m.Stdout)
-		}
-		closed := 0
-		if mm := closedRE.FindStringSubmatch(m.Stdout); mm != nil {
-			closed, _ = strconv.Atoi(mm[1])
-		}
-		if closed == 0 {
-			return nil, fmt.Errorf("ralphd build --workers %d on %d issues closed no issue: the agent failed every iteration:\n%s%s", k, trackerLarge, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
+	}
+	if e.real == nil || e.real.Dolt == "" {
+		return r, nil
+	}
+	r.Server = &bigWorkersServer{}
+	for _, k := range []int{1, 8} {
+		say("bigworkers: ralphd build %d --workers %d on %d issues, the tracker on a Dolt sql-server", bigWorkersIters, k, trackerLarge)
+		wall, closed, err := bigWorkersRun(ctx, e, tpl, k, "-server", r.Server)
+		if err != nil {
+			return nil, err
 		}
 		if k == 1 {
-			r.One, r.ClosedOne = m.Wall, closed
+			r.Server.One, r.Server.ClosedOne = wall, closed
 		} else {
-			r.Eight, r.ClosedEight = m.Wall, closed
+			r.Server.Eight, r.Server.ClosedEight = wall, closed
 		}
 	}
 	return r, nil
+}
+
+// bigWorkersRun runs `ralphd build 40 --workers k` on a fresh copy of
+// tpl and returns its wall and the issues it closed. With srv set, the
+// copy's database is first moved under a Dolt sql-server of its own and
+// the tracker switched to server mode, as docs/workers.md sets one up
+// (metadata.json, `chmod 700 .beads`, beads.role, `bd ping`).
+func bigWorkersRun(ctx context.Context, e *benchEnv, tpl string, k int, suffix string, srv *bigWorkersServer) (time.Duration, int, error) {
+	dir := filepath.Join(e.work, "bigworkers-"+strconv.Itoa(k)+suffix)
+	if err := copyTree(ctx, tpl, dir); err != nil {
+		return 0, 0, err
+	}
+	env := e.env("RALPH_STATE_DIR="+filepath.Join(e.work, "state-bigworkers-"+strconv.Itoa(k)+suffix), "RALPH_SANDBOX=off")
+	if srv != nil {
+		stop, label, err := serveTracker(ctx, e, dir, env)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer stop()
+		srv.Label = label
+	}
+	cmd := command(ctx, env, dir, e.ralphd(), "build", strconv.Itoa(bigWorkersIters), "--workers", strconv.Itoa(k), "--bd", e.bd(), "--agent-cmd", scaleAgent)
+	m, err := measure(cmd, measureOptions{Capture: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	if m.Exit != 0 && !capReached(m) {
+		return 0, 0, fmt.Errorf("ralphd build --workers %d on %d issues exited %d:\n%s%s", k, trackerLarge, m.Exit, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
+	}
+	n := 0
+	if mm := iterationsRE.FindStringSubmatch(m.Stdout); mm != nil {
+		n, _ = strconv.Atoi(mm[1])
+	}
+	if n != bigWorkersIters {
+		return 0, 0, fmt.Errorf("ralphd build --workers %d on %d issues: %d iterations, want %d:\n%s", k, trackerLarge, n, bigWorkersIters, m.Stdout)
+	}
+	closed := 0
+	if mm := closedRE.FindStringSubmatch(m.Stdout); mm != nil {
+		closed, _ = strconv.Atoi(mm[1])
+	}
+	if closed == 0 {
+		return 0, 0, fmt.Errorf("ralphd build --workers %d on %d issues closed no issue: the agent failed every iteration:\n%s%s", k, trackerLarge, tail(m.Stdout, 2000), tail(m.Stderr, 2000))
+	}
+	return m.Wall, closed, nil
+}
+
+// serveTracker moves the embedded database of the project at dir under a
+// Dolt sql-server of its own (startDolt) and switches the project's bd to
+// server mode against it. stop stops the server.
+func serveTracker(ctx context.Context, e *benchEnv, dir string, env []string) (stop func() error, label string, err error) {
+	home := dir + "-dolt"
+	data := filepath.Join(home, "data")
+	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
+		return nil, "", err
+	}
+	if err := os.Rename(filepath.Join(dir, ".beads", "embeddeddolt"), data); err != nil {
+		return nil, "", fmt.Errorf("move the database under the server: %w", err)
+	}
+	srv, err := startDolt(ctx, e, home)
+	if err != nil {
+		return nil, "", err
+	}
+	meta := filepath.Join(dir, ".beads", "metadata.json")
+	b, err := os.ReadFile(meta)
+	var m map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		srv.stop()
+		return nil, "", fmt.Errorf("read %s: %w", meta, err)
+	}
+	port, _ := strconv.Atoi(srv.port)
+	m["dolt_mode"], m["dolt_server_host"], m["dolt_server_port"], m["dolt_server_user"] = "server", "127.0.0.1", port, "root"
+	if b, err = json.MarshalIndent(m, "", "  "); err == nil {
+		err = os.WriteFile(meta, b, 0o644)
+	}
+	if err == nil {
+		err = os.Chmod(filepath.Join(dir, ".beads"), 0o700)
+	}
+	for _, c := range [][]string{{"git", "config", "beads.role", "maintainer"}, {e.bd(), "ping"}} {
+		if err != nil {
+			break
+		}
+		_, err = run(ctx, env, dir, c[0], c[1:]...)
+	}
+	if err != nil {
+		srv.stop()
+		return nil, "", fmt.Errorf("switch the tracker to server mode: %w", err)
+	}
+	return srv.stop, srv.label, nil
 }
 
 // bigWorkersSection is section 9 of the report.
@@ -95,6 +191,17 @@ func bigWorkersSection(r *bigWorkersResult, cmd string) bench.Section {
 		Verdict: bench.Judge(ratio <= 0.18),
 		Command: cmd,
 	}}
+	if v := r.Server; v != nil {
+		sr := bench.Ratio(v.Eight.Seconds(), v.One.Seconds())
+		s.Figures = append(s.Figures, bench.Figure{
+			ID:      "10b",
+			Name:    fmt.Sprintf("the same with the tracker moved under a Dolt sql-server (%s)", v.Label),
+			Value:   fmt.Sprintf("%.3f (%s ÷ %s; %d and %d of %d iterations closed their issue)", sr, fmtDur(v.Eight), fmtDur(v.One), v.ClosedEight, v.ClosedOne, bigWorkersIters),
+			Goal:    "≤ 0.18",
+			Verdict: bench.Judge(sr <= 0.18),
+			Command: cmd,
+		})
+	}
 	s.Body = fmt.Sprintf(`**Method.** Section 8's large tracker (`+"`standin.Seed`"+`: %d issues, %d closed, %d epics,
 %d dependency links, %d comments, %d open in chains of three). On fresh copies of it, `+"`ralphd build %d --workers K`"+`
 with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close`"+`; real bd 1.0.5 refuses to close a ready epic with open
