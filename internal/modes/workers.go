@@ -264,7 +264,7 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	hiddenAtEnd := l.reads().hidden.Load() > seen
 	res.PullRequests = sum.Reviews
 	for _, s := range sum.Saved {
-		l.human().Warn("work a stopped worker left is kept on a branch", "worker", s.Worker, "branch", s.Branch)
+		l.human().Warn("work left in a worker's worktree (a failed attempt's, or a stopped worker's) is kept on a branch", "worker", s.Worker, "branch", s.Branch)
 	}
 	switch {
 	case ctx.Err() != nil:
