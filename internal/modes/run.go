@@ -400,26 +400,32 @@ func (l *Loop) commentsFromExport(ctx context.Context, issues []beads.Issue, sta
 }
 
 // commentsBatch is how many issues one `bd show --include-comments`
-// reads: enough that a first snapshot of a big tracker takes a few calls,
-// few enough that no call holds bd's lock for long.
-const commentsBatch = 200
+// reads: few enough that no call holds bd's lock long (real bd 1.0.5, by
+// hand on a 5,000-issue tracker: about 0.1 s plus 45 ms an issue, so about
+// 1.2 s for 25), which in embedded mode every other bd call, the agents'
+// included, waits for.
+const commentsBatch = 25
 
-// commentsExportAt is how many issues' comments a snapshot must read for
-// one `bd export` of the whole tracker to be cheaper than batches: real bd
-// 1.0.5 spends about 75 ms an issue in `bd show --include-comments`, and
-// about 2.6 s exporting 5,000 issues with 2,000 comments.
-const commentsExportAt = 2 * commentsBatch
+// exportWorth reports whether one `bd export` of a tracker of size issues
+// reads the comments of stale issues more cheaply than batches of `bd show
+// --include-comments`: real bd 1.0.5 (by hand, same machine) spends about
+// 45 ms an issue in show, and about 0.22 ms an issue of the tracker in
+// export (1.24 s for 5,000 issues, 0.14 s for 50), each call about 0.1 s
+// to start. So the export from about one stale issue in 200 of the
+// tracker's, and never for one issue alone.
+func exportWorth(stale, size int) bool {
+	return stale >= 2 && stale*200 >= size
+}
 
 // readComments fills in the comments of every issue that has any, from the
 // cache where the issue's comment count and update time have not moved, so
 // a run reads each issue's comments about once. Those it must read it
-// reads commentsBatch at a time, with `bd show --include-comments`, or,
-// when there are commentsExportAt of them or more (a run's first snapshot
-// of a big tracker), from one `bd export`; an issue the export does not
-// give with as many comments as the list counts is read in a batch. A
-// batch that fails (an issue deleted since the list) is read issue by
-// issue with `bd comments`.
-func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, cache map[string]cachedComments) error {
+// reads from one `bd export` when that is cheaper (exportWorth, with size
+// the tracker's issues), else commentsBatch at a time with `bd show
+// --include-comments`; an issue the export does not give with as many
+// comments as the list counts is read in a batch. A batch that fails (an
+// issue deleted since the list) is read issue by issue with `bd comments`.
+func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int, cache map[string]cachedComments) error {
 	var stale []int
 	for i := range issues {
 		is := &issues[i]
@@ -434,7 +440,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, cache map
 		}
 		is.Comments = c.list
 	}
-	if len(stale) >= commentsExportAt {
+	if exportWorth(len(stale), max(size, len(issues))) {
 		stale = l.commentsFromExport(ctx, issues, stale, cache)
 	}
 	for len(stale) > 0 {

@@ -14,9 +14,11 @@ import (
 	"github.com/ralphd/ralphd/internal/testkit/standin"
 )
 
-// TestSnapshotReadsCommentsBatched checks that a snapshot reads the
-// comments of every commented issue in one `bd show --include-comments`,
-// falls back to one `bd comments` per issue when that call fails, and
+// TestSnapshotReadsCommentsBatched checks how a snapshot reads comments:
+// on a small tracker its first reading takes them from one `bd export`
+// (exportWorth); where batches are cheaper (a few issues of a big
+// tracker), the commented issues go in one `bd show --include-comments`,
+// or one `bd comments` per issue when that call fails; and a later reading
 // reads them again only for an issue whose comments moved.
 func TestSnapshotReadsCommentsBatched(t *testing.T) {
 	for _, tc := range []struct {
@@ -46,31 +48,50 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 			}
 			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
 			ctx := context.Background()
+			want := map[string][]string{a: {"first on A"}, b: nil, c: {"first on C", "second on C"}}
+			check := func(what string, snap map[string]beads.Issue) {
+				t.Helper()
+				for id, want := range want {
+					var got []string
+					for _, cm := range snap[id].Comments {
+						got = append(got, cm.Text)
+					}
+					if strings.Join(got, "|") != strings.Join(want, "|") {
+						t.Errorf("%s: %s's comments: %q, want %q", what, id, got, want)
+					}
+				}
+			}
 			snap, err := l.snapshotFresh(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for id, want := range map[string][]string{a: {"first on A"}, b: nil, c: {"first on C", "second on C"}} {
-				var got []string
-				for _, cm := range snap[id].Comments {
-					got = append(got, cm.Text)
-				}
-				if strings.Join(got, "|") != strings.Join(want, "|") {
-					t.Errorf("%s's comments: %q, want %q", id, got, want)
-				}
+			check("first snapshot", snap)
+			if exports, shows, perItem := countCalls(t, log); exports != 1 || shows+perItem != 0 {
+				t.Fatalf("first snapshot of 3 issues: %d export, %d show and %d comments calls, want one export", exports, shows, perItem)
 			}
-			shows, perItem := countCalls(t, log)
-			if shows != tc.wantShows || perItem != tc.wantPerItem {
-				t.Fatalf("first snapshot: %d show and %d comments calls, want %d and %d", shows, perItem, tc.wantShows, tc.wantPerItem)
+
+			// The same issues as part of a big tracker: batches.
+			os.Remove(log)
+			issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
+			if err != nil {
+				t.Fatal(err)
 			}
+			if err := l.readComments(ctx, issues, 10000, map[string]cachedComments{}); err != nil {
+				t.Fatal(err)
+			}
+			check("batches", guard.NewSnapshot(issues))
+			if exports, shows, perItem := countCalls(t, log); exports != 0 || shows != tc.wantShows || perItem != tc.wantPerItem {
+				t.Fatalf("batches: %d export, %d show and %d comments calls, want 0, %d and %d", exports, shows, perItem, tc.wantShows, tc.wantPerItem)
+			}
+
 			// Nothing moved: no comments read. Then one comment more on A:
 			// A's comments alone are read again.
 			os.Remove(log)
 			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if shows, perItem := countCalls(t, log); shows+perItem != 0 {
-				t.Fatalf("unchanged tracker: %d show and %d comments calls, want none", shows, perItem)
+			if exports, shows, perItem := countCalls(t, log); exports+shows+perItem != 0 {
+				t.Fatalf("unchanged tracker: %d export, %d show and %d comments calls, want none", exports, shows, perItem)
 			}
 			sh(t, p.repo, p.bd, "comments", "add", a, "second on A")
 			snap, err = l.snapshotFresh(ctx)
@@ -80,15 +101,16 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 			if n := len(snap[a].Comments); n != 2 {
 				t.Fatalf("A has %d comments after a second, want 2", n)
 			}
-			if shows, perItem := countCalls(t, log); shows+perItem == 0 || perItem > 1 {
-				t.Fatalf("one comment added: %d show and %d comments calls, want A's alone", shows, perItem)
+			if exports, shows, perItem := countCalls(t, log); exports != 0 || shows+perItem == 0 || perItem > 1 {
+				t.Fatalf("one comment added: %d export, %d show and %d comments calls, want A's alone", exports, shows, perItem)
 			}
 		})
 	}
 }
 
-// countCalls counts the show and comments calls the logging bd saw.
-func countCalls(t *testing.T, log string) (shows, comments int) {
+// countCalls counts the export, show and comments calls the logging bd
+// saw.
+func countCalls(t *testing.T, log string) (exports, shows, comments int) {
 	t.Helper()
 	b, err := os.ReadFile(log)
 	if err != nil && !os.IsNotExist(err) {
@@ -96,18 +118,20 @@ func countCalls(t *testing.T, log string) (shows, comments int) {
 	}
 	for _, l := range strings.Fields(string(b)) {
 		switch l {
+		case "export":
+			exports++
 		case "show":
 			shows++
 		case "comments":
 			comments++
 		}
 	}
-	return shows, comments
+	return exports, shows, comments
 }
 
 // TestSnapshotReadsManyCommentsFromExport: a snapshot that must read the
-// comments of commentsExportAt issues or more (a run's first, on a big
-// tracker) reads them from one `bd export`, not in batches of `bd show
+// comments of enough issues for an export to be cheaper (exportWorth: a
+// run's first, on a big tracker) reads them from one `bd export`, not in batches of `bd show
 // --include-comments`; and what it reads is what the batches read. When
 // the export fails, the batches read them all.
 func TestSnapshotReadsManyCommentsFromExport(t *testing.T) {
@@ -154,7 +178,32 @@ func TestSnapshotReadsManyCommentsFromExport(t *testing.T) {
 			t.Fatalf("%s: comments from the export %+v, from the batches %+v", id, viaExport[id].Comments, is.Comments)
 		}
 	}
-	if commented < commentsExportAt || len(viaExport) != len(viaBatches) {
-		t.Fatalf("%d commented issues, %d and %d issues: want at least %d commented, the same issues", commented, len(viaExport), len(viaBatches), commentsExportAt)
+	if !exportWorth(commented, len(viaBatches)) || len(viaExport) != len(viaBatches) {
+		t.Fatalf("%d commented issues, %d and %d issues: want an export worth it, the same issues", commented, len(viaExport), len(viaBatches))
+	}
+}
+
+// TestExportWorth: one `bd export` reads comments rather than batches of
+// `bd show --include-comments` from about one stale issue in 200 of the
+// tracker's, never for a single issue.
+func TestExportWorth(t *testing.T) {
+	for _, tc := range []struct {
+		stale, size int
+		want        bool
+	}{
+		{0, 50, false},
+		{1, 50, false}, // one issue: a show costs what the export does
+		{2, 50, true},
+		{1, 1, false},
+		{24, 5000, false},
+		{25, 5000, true},
+		{400, 5000, true},
+		{2, 5000, false},
+		{250, 50000, true},
+		{249, 50000, false},
+	} {
+		if got := exportWorth(tc.stale, tc.size); got != tc.want {
+			t.Errorf("exportWorth(%d, %d) = %v, want %v", tc.stale, tc.size, got, tc.want)
+		}
 	}
 }

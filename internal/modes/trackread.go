@@ -564,7 +564,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	}
 	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
 	if err == nil {
-		err = l.readComments(ctx, issues, r.cache())
+		err = l.readComments(ctx, issues, len(issues), r.cache())
 	}
 	if err != nil {
 		r.giveBack(rereads)
@@ -724,7 +724,7 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 			delete(next, id)
 		}
 	}
-	if err := l.readComments(ctx, changed, r.cache()); err != nil {
+	if err := l.readComments(ctx, changed, len(next), r.cache()); err != nil {
 		return nil, nil, err
 	}
 	for _, is := range changed {
@@ -867,7 +867,7 @@ func (r *trackerReads) found(ctx context.Context, l *Loop, snap guard.Snapshot, 
 	got, err := l.BD.List(context.WithoutCancel(ctx), beads.ListOptions{All: true, IDs: ids})
 	if err == nil {
 		got = slices.DeleteFunc(got, func(is beads.Issue) bool { return !slices.Contains(ids, is.ID) })
-		err = l.readComments(ctx, got, r.cache())
+		err = l.readComments(ctx, got, len(snap), r.cache())
 	}
 	if err != nil {
 		l.human().Warn("could not read again the issues whose hidden changes were reverted; the reading holds them as before", "err", err)
