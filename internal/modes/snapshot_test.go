@@ -36,16 +36,11 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 			sh(t, p.repo, p.bd, "comments", "add", c, "first on C")
 			sh(t, p.repo, p.bd, "comments", "add", c, "second on C")
 			// A bd that logs its subcommand, and refuses show if asked.
-			log := filepath.Join(p.root, "calls")
-			wrapper := filepath.Join(p.root, "bd")
 			refuse := ""
 			if tc.refuseShow {
 				refuse = `[ "$1" = show ] && { echo 'Error: refused' >&2; exit 1; }`
 			}
-			script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + refuse + "\nexec " + p.bd + ` "$@"` + "\n"
-			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			wrapper, log := loggingBD(t, p.bd, refuse)
 			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
 			ctx := context.Background()
 			want := map[string][]string{a: {"first on A"}, b: nil, c: {"first on C", "second on C"}}
@@ -108,6 +103,37 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 	}
 }
 
+// loggingBD writes, in a directory of its own, a bd that appends its
+// subcommand (its first argument) to log, one call a line, runs first
+// (shell lines: a refusal, a made-up answer; "" for none), then runs the
+// stand-in bd.
+func loggingBD(t *testing.T, bd, first string) (bin, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, log = filepath.Join(dir, "bd"), filepath.Join(dir, "calls")
+	script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + first + "\nexec " + bd + ` "$@"` + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, log
+}
+
+// callsOf counts the calls of subcommand sub a loggingBD logged.
+func callsOf(t *testing.T, log, sub string) int {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == sub {
+			n++
+		}
+	}
+	return n
+}
+
 // countCalls counts the export, show and comments calls the logging bd
 // saw.
 func countCalls(t *testing.T, log string) (exports, shows, comments int) {
@@ -140,16 +166,11 @@ func TestSnapshotReadsManyCommentsFromExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := func(refuseExport bool) (guard.Snapshot, string) {
-		log := filepath.Join(t.TempDir(), "calls")
-		wrapper := filepath.Join(t.TempDir(), "bd")
 		refuse := ""
 		if refuseExport {
 			refuse = `[ "$1" = export ] && { echo 'Error: refused' >&2; exit 1; }`
 		}
-		script := "#!/bin/sh\necho \"$1\" >> " + log + "\n" + refuse + "\nexec " + p.bd + ` "$@"` + "\n"
-		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		wrapper, log := loggingBD(t, p.bd, refuse)
 		l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
 		snap, err := l.snapshotFresh(context.Background())
 		if err != nil {

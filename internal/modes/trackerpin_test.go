@@ -173,24 +173,15 @@ func TestTrackerPinAsksBoundedly(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*Loop, *project, func() int, *time.Time) {
 		l, p := pinLoop(t)
-		log := filepath.Join(p.root, "bd-calls")
-		wrap := filepath.Join(p.root, "bd")
-		script := "#!/bin/sh\ncase \"$1\" in where) echo where >>" + log + ";; esac\n" +
-			"if [ \"$1\" = where ] && [ -f " + filepath.Join(p.root, "lie") + " ]; then cat " + filepath.Join(p.root, "lie") + "; exit 0; fi\n" +
-			"exec " + p.bd + " \"$@\"\n"
-		if err := os.WriteFile(wrap, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		lie := filepath.Join(p.root, "lie")
+		wrap, log := loggingBD(t, p.bd, "if [ \"$1\" = where ] && [ -f "+lie+" ]; then cat "+lie+"; exit 0; fi")
 		l.BD.Bin = wrap
 		clock := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 		l.Now = func() time.Time { return clock }
 		if err := l.pinTracker(ctx, "r1"); err != nil {
 			t.Fatal(err)
 		}
-		asks := func() int {
-			b, _ := os.ReadFile(log)
-			return strings.Count(string(b), "where")
-		}
+		asks := func() int { return callsOf(t, log, "where") }
 		return l, p, asks, &clock
 	}
 	end := func(l *Loop, n int) (*Result, *buildIter, error) {

@@ -575,11 +575,7 @@ func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
 			x := p.create("X", "-p", "2")
 			p.create("Y", "-p", "2")
 			backdate(t, p.repo, nil) // nothing changed lately
-			log := filepath.Join(p.root, "bd-calls")
-			wrap := filepath.Join(p.root, "bd")
-			if err := os.WriteFile(wrap, []byte("#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+p.bd+" \"$@\"\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			wrap, log := loggingBD(t, p.bd, "")
 			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrap, Dir: p.repo, Timeout: time.Minute}}}
 			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
 			l.tracker.startRun(l.BD)
@@ -604,8 +600,8 @@ func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
 			if len(cheap) != 2 {
 				t.Errorf("the cheap reading holds %d issues, want 2", len(cheap))
 			}
-			b, _ := os.ReadFile(log)
-			if got := strings.Count(string(b), "list "); got != tc.calls {
+			if got := callsOf(t, log, "list"); got != tc.calls {
+				b, _ := os.ReadFile(log)
 				t.Errorf("%d bd list calls, want %d:\n%s", got, tc.calls, b)
 			}
 		})
