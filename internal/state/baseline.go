@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,13 +50,9 @@ const baselinePrefix = "baseline-"
 // WriteBaseline records the tracker before an iteration, atomically.
 func (s *Store) WriteBaseline(b Baseline) error {
 	b.ExtraFields = true
-	data, err := json.Marshal(b)
-	if err != nil {
-		return fmt.Errorf("write the baseline: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.put(s.baselineName(), append(data, '\n')); err != nil {
+	if err := s.putJSON(s.baselineName(), b); err != nil {
 		return fmt.Errorf("write the baseline: %w", err)
 	}
 	return nil

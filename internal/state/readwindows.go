@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -57,13 +56,9 @@ type ReadWindow struct {
 
 // WriteReadWindows records the list, atomically.
 func (s *Store) WriteReadWindows(w ReadWindows) error {
-	data, err := json.Marshal(w)
-	if err != nil {
-		return fmt.Errorf("write the windows since the last full reading: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.put(ReadWindowsFile, append(data, '\n')); err != nil {
+	if err := s.putJSON(ReadWindowsFile, w); err != nil {
 		return fmt.Errorf("write the windows since the last full reading: %w", err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,16 +50,12 @@ func (s *Store) SaveResume(r Resume) error {
 	if err := r.Session.Check(); err != nil {
 		return fmt.Errorf("save the session to resume on %s: %w", r.IssueID, err)
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("save the session to resume on %s: %w", r.IssueID, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ensureDir(AttemptsDirName); err != nil {
 		return fmt.Errorf("save the session to resume on %s: %w", r.IssueID, err)
 	}
-	if err := s.put(resumeName(r.IssueID), append(data, '\n')); err != nil {
+	if err := s.putJSON(resumeName(r.IssueID), r); err != nil {
 		return fmt.Errorf("save the session to resume on %s: %w", r.IssueID, err)
 	}
 	return nil

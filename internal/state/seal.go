@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -188,6 +189,16 @@ func (s *Store) put(name string, data []byte) error {
 	}
 	s.reseal(name, s.redact(data))
 	return nil
+}
+
+// putJSON writes v to the state file name as one line of JSON, as put
+// does. The caller holds s.mu.
+func (s *Store) putJSON(name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.put(name, append(data, '\n'))
 }
 
 // drop removes the state file name, as ralphd's own removal. A missing

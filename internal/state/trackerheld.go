@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,13 +51,9 @@ type TrackerHeldDelta struct {
 // WriteTrackerHeld records a full reading, atomically, and drops the
 // delta of the one before.
 func (s *Store) WriteTrackerHeld(h TrackerHeld) error {
-	data, err := json.Marshal(h)
-	if err != nil {
-		return fmt.Errorf("keep the reading of the tracker: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.put(TrackerHeldFile, append(data, '\n')); err != nil {
+	if err := s.putJSON(TrackerHeldFile, h); err != nil {
 		return fmt.Errorf("keep the reading of the tracker: %w", err)
 	}
 	if err := s.drop(TrackerHeldDeltaFile); err != nil {
@@ -70,13 +65,9 @@ func (s *Store) WriteTrackerHeld(h TrackerHeld) error {
 // WriteTrackerHeldDelta records what readings of what changed patched in
 // since the full reading, atomically.
 func (s *Store) WriteTrackerHeldDelta(d TrackerHeldDelta) error {
-	data, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("keep what changed in the reading of the tracker: %w", err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.put(TrackerHeldDeltaFile, append(data, '\n')); err != nil {
+	if err := s.putJSON(TrackerHeldDeltaFile, d); err != nil {
 		return fmt.Errorf("keep what changed in the reading of the tracker: %w", err)
 	}
 	return nil
