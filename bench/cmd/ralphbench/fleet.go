@@ -229,6 +229,25 @@ func startDolt(ctx context.Context, e *benchEnv, dir string) (*fleetTracker, err
 	}, nil
 }
 
+// serverClone readies the real bd of a project whose tracker is on a
+// server, as docs/workers.md has a person do in each clone: `chmod 700
+// .beads` and beads.role (which silence bd's first-run warnings), then
+// `bd ping` to check the connection. bd's first call in a clone also
+// writes .beads/dolt-server.port, which ralphd would otherwise find made
+// during its first iteration.
+func serverClone(ctx context.Context, e *benchEnv, env []string, dir string) error {
+	if err := os.Chmod(filepath.Join(dir, ".beads"), 0o700); err != nil {
+		return err
+	}
+	if _, err := run(ctx, env, dir, "git", "config", "beads.role", "maintainer"); err != nil {
+		return err
+	}
+	if _, err := run(ctx, env, dir, e.bd(), "ping"); err != nil {
+		return fmt.Errorf("bd ping in %s: %w", filepath.Base(dir), err)
+	}
+	return nil
+}
+
 // freePort is a loopback TCP port nothing listens on just now.
 func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -279,18 +298,8 @@ func runFleet(ctx context.Context, e *benchEnv, srv *fleetTracker, root, prefix 
 			return out, err
 		}
 		if e.real != nil {
-			// docs/workers.md: silences bd's first-run warnings in a clone.
-			if err := os.Chmod(filepath.Join(dirs[i], ".beads"), 0o700); err != nil {
+			if err := serverClone(ctx, e, env, dirs[i]); err != nil {
 				return out, err
-			}
-			if _, err := run(ctx, env, dirs[i], "git", "config", "beads.role", "maintainer"); err != nil {
-				return out, err
-			}
-			// docs/workers.md: check the connection. bd's first call in a
-			// clone also writes .beads/dolt-server.port, which ralphd would
-			// otherwise find made during its first iteration.
-			if _, err := run(ctx, env, dirs[i], e.bd(), "ping"); err != nil {
-				return out, fmt.Errorf("bd ping in %s: %w", filepath.Base(dirs[i]), err)
 			}
 		}
 	}

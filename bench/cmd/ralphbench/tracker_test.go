@@ -53,7 +53,7 @@ func TestBigWorkersSection(t *testing.T) {
 		{100 * time.Second, 15 * time.Second, "0.150", bench.Met},
 		{100 * time.Second, 30 * time.Second, "0.300", bench.Missed},
 	} {
-		s := bigWorkersSection(&bigWorkersResult{One: tc.one, Eight: tc.eight}, "cmd")
+		s := bigWorkersSection(&bigWorkersResult{Embedded: bigWorkersPair{One: tc.one, Eight: tc.eight}}, "cmd")
 		if len(s.Figures) != 1 || !strings.HasPrefix(s.Figures[0].Value, tc.value) || s.Figures[0].Verdict != tc.verdict || s.Figures[0].Command != "cmd" {
 			t.Errorf("%v ÷ %v: %+v", tc.eight, tc.one, s.Figures)
 		}
@@ -63,8 +63,8 @@ func TestBigWorkersSection(t *testing.T) {
 // TestBigWorkersServerFigure: with the server-mode runs, section 10 has
 // 10b beside 10a, each its own ratio.
 func TestBigWorkersServerFigure(t *testing.T) {
-	r := &bigWorkersResult{One: 100 * time.Second, Eight: 50 * time.Second, ClosedOne: 30, ClosedEight: 29,
-		Server: &bigWorkersServer{Label: "real bd, server mode", One: 100 * time.Second, Eight: 10 * time.Second, ClosedOne: 31, ClosedEight: 32}}
+	r := &bigWorkersResult{Embedded: bigWorkersPair{One: 100 * time.Second, Eight: 50 * time.Second, ClosedOne: 30, ClosedEight: 29},
+		Server: &bigWorkersPair{One: 100 * time.Second, Eight: 10 * time.Second, ClosedOne: 31, ClosedEight: 32}, ServerLabel: "real bd, server mode"}
 	s := bigWorkersSection(r, "cmd")
 	if len(s.Figures) != 2 || s.Figures[1].ID != "10b" {
 		t.Fatalf("figures: %+v", s.Figures)
