@@ -257,8 +257,12 @@ func firstN(ids []string, n int) []string {
 // "All work complete or blocked" is decided on a full reading of the
 // tracker (trackread.go): when it finds changes the readings of what
 // changed missed, it reverts them and returns errHiddenFound, and the
-// run goes on.
+// run goes on. Before that reading bd confirms which tracker it opens
+// (confirmPin): the windows' ends ask it only boundedly.
 func (l *Loop) queueEmpty(ctx context.Context, res *Result) error {
+	if err := l.confirmPin(ctx); err != nil {
+		return res.stop(StopError, "the tracker bd opens changed", err)
+	}
 	incremental := l.reads().pending()
 	seen := l.reads().hidden.Load()
 	now, err := l.snapshotFull(ctx)

@@ -365,6 +365,37 @@ func (l *Loop) checkTrackerPin(ctx context.Context, res *Result, it *buildIter) 
 		ErrTrackerMoved, it.n, strings.Join(still, "; "), strings.Join(restored, "; "), p.want.BeadsDir, p.want.DatabasePath, p.want.Database)
 }
 
+// confirmPin asks bd which database it opens, when no window's end has
+// since the last window's agent ended, before a run reports its work
+// done: success is never decided on a reading of a decoy, however few
+// window ends ago a move by a route ralphd does not know of was made
+// (askDue bounds how many). A move that shows stops the run with the
+// baseline kept, as one no window's end could put back does.
+func (l *Loop) confirmPin(ctx context.Context) error {
+	p := l.pin
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unasked == 0 {
+		return nil // the last window's end asked bd
+	}
+	now, err := p.bd.ReadIdentity(ctx)
+	p.askedAt, p.unasked = l.now(), 0
+	if err != nil {
+		return fmt.Errorf("%w: bd cannot say which tracker it opens any more (%v); ralphd does not report the work done; put it back (`bd where` names what bd opens) and start again", ErrTrackerMoved, err)
+	}
+	if changes := p.want.Compare(now); len(changes) > 0 {
+		var what []string
+		for _, c := range changes {
+			what = append(what, c.String())
+		}
+		return fmt.Errorf("%w since the run started: %s; ralphd does not report the work done: put it back (`bd where` names what bd opens; pinned: %s, database %s) and start again", ErrTrackerMoved, strings.Join(what, "; "), p.want.BeadsDir, p.want.DatabasePath)
+	}
+	return nil
+}
+
 // askDue reports whether a window's end at now asks bd which database it
 // opens even though nothing ralphd holds or stats changed.
 func (p *trackerPin) askDue(now time.Time) bool {

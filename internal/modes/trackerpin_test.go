@@ -248,4 +248,32 @@ func TestTrackerPinAsksBoundedly(t *testing.T) {
 		is.Equal(found, pinAskEvery) // found within the bound
 		is.Equal(asks(), pinned+2)   // asked then, and again after putting back what it could
 	})
+
+	t.Run("confirmed before the work is reported done", func(t *testing.T) {
+		is := is.New(t)
+		l, p, asks, _ := setup(t)
+		pinned := asks()
+		is.NoErr(l.confirmPin(ctx)) // no window's end since the pin asked
+		is.Equal(asks(), pinned)
+		_, _, err := end(l, 1)
+		is.NoErr(err)
+		is.NoErr(l.confirmPin(ctx)) // one unasked window's end: bd is asked
+		is.Equal(asks(), pinned+1)
+
+		// A move only bd's answer shows, after the last window's end: the
+		// run does not report its work done.
+		decoy := filepath.Join(p.root, "decoy", ".beads")
+		sh(t, p.root, "mkdir", "-p", filepath.Dir(decoy))
+		sh(t, p.root, "cp", "-a", filepath.Join(p.repo, ".beads"), decoy)
+		out := sh(t, p.repo, p.bd, "where", "--json")
+		is.NoErr(os.WriteFile(filepath.Join(p.root, "lie"), []byte(strings.ReplaceAll(out, filepath.Join(p.repo, ".beads"), decoy)), 0o644))
+		_, it, err := end(l, 2)
+		is.NoErr(err)
+		is.Equal(len(it.rec.Violations), 0) // the window's end did not ask
+		res := &Result{}
+		err = l.queueEmpty(ctx, res) // what decides "all work complete or blocked"
+		is.True(errors.Is(err, ErrTrackerMoved))
+		is.True(strings.Contains(err.Error(), decoy))
+		is.Equal(res.Stop, StopError)
+	})
 }
