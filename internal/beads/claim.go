@@ -121,19 +121,29 @@ func RefusalOf(err error) (Refusal, bool) {
 	return Refusal{}, false
 }
 
+// ClaimFilter is what `bd ready --claim` passes over.
+type ClaimFilter struct {
+	ExcludeLabels []string // issues with any of these labels (the stuck label)
+	ExcludeTypes  []string // issues of these types (`--exclude-type`)
+}
+
 // ReadyClaim runs `bd ready --claim`: it claims the first ready issue that
 // has no assignee, for the client's actor. ok is false when nothing was
 // claimable, which is also what a racer that lost in embedded mode gets.
 // In server mode a lost race fails with an error matching
-// ErrSerialization.
-// Issues with any of excludeLabels are passed over.
-func (c *Client) ReadyClaim(ctx context.Context, excludeLabels ...string) (issue Issue, ok bool, err error) {
-	for _, l := range excludeLabels {
+// ErrSerialization. Issues f names are passed over.
+func (c *Client) ReadyClaim(ctx context.Context, f ClaimFilter) (issue Issue, ok bool, err error) {
+	for _, l := range f.ExcludeLabels {
 		if err := checkLabel(l); err != nil {
 			return Issue{}, false, fmt.Errorf("bd ready --claim: %w", err)
 		}
 	}
-	args := readyClaimArgs(excludeLabels...)
+	for _, t := range f.ExcludeTypes {
+		if err := checkType(t); err != nil {
+			return Issue{}, false, fmt.Errorf("bd ready --claim: %w", err)
+		}
+	}
+	args := readyClaimArgs(f)
 	if c.OnWrite != nil {
 		// A claim of an issue its argv does not name, told before and
 		// after the call; the issue it took is told as its claim in
@@ -167,10 +177,13 @@ func (c *Client) Release(ctx context.Context, id string) (Issue, error) {
 }
 
 // readyClaimArgs is the argv of ReadyClaim (without --json).
-func readyClaimArgs(excludeLabels ...string) []string {
+func readyClaimArgs(f ClaimFilter) []string {
 	args := []string{"ready", "--claim"}
-	for _, l := range excludeLabels {
+	for _, l := range f.ExcludeLabels {
 		args = append(args, "--exclude-label", l)
+	}
+	for _, t := range f.ExcludeTypes {
+		args = append(args, "--exclude-type", t)
 	}
 	return args
 }

@@ -121,13 +121,13 @@ func TestClaimOutcomes(t *testing.T) {
 		is := is.New(t)
 		bin, state := replayBD(t, "claim-ready-claim-json", "claim-ready-claim-nothing-ready-json")
 		c := &beads.Client{Bin: bin, Actor: "eve"}
-		got, ok, err := c.ReadyClaim(ctx)
+		got, ok, err := c.ReadyClaim(ctx, beads.ClaimFilter{})
 		is.NoErr(err)
 		is.True(ok)
 		is.Equal(got.ID, "wt-q37")
 		is.Equal(got.Assignee, "eve")
 		is.Equal(got.Status, beads.StatusInProgress)
-		_, ok, err = c.ReadyClaim(ctx)
+		_, ok, err = c.ReadyClaim(ctx, beads.ClaimFilter{})
 		is.NoErr(err)
 		is.True(!ok) // [] is "nothing", not an error
 		calls := readCalls(t, state)
@@ -137,7 +137,7 @@ func TestClaimOutcomes(t *testing.T) {
 		is := is.New(t)
 		bin, _ := replayOutputs(t, fixture{ExitCode: 1,
 			Stdout: []byte("{\n  \"error\": \"" + serializationMsg + "\",\n  \"schema_version\": 1\n}\n")})
-		_, _, err := (&beads.Client{Bin: bin}).ReadyClaim(ctx)
+		_, _, err := (&beads.Client{Bin: bin}).ReadyClaim(ctx, beads.ClaimFilter{})
 		is.True(errors.Is(err, beads.ErrSerialization))
 		r, ok := beads.RefusalOf(err)
 		is.True(ok)

@@ -25,7 +25,7 @@ import (
 // Actor is the worker's actor implements it.
 type Tracker interface {
 	Claim(ctx context.Context, id string) (Issue, error)
-	ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error)
+	ReadyClaim(ctx context.Context, f ClaimFilter) (Issue, bool, error)
 	Show(ctx context.Context, id string) (Issue, error)
 	Release(ctx context.Context, id string) (Issue, error)
 }
@@ -117,8 +117,15 @@ type Claimer struct {
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
 // reads it back.
 func (c *Claimer) Next(ctx context.Context) (ClaimResult, error) {
+	return c.NextExcept(ctx)
+}
+
+// NextExcept is Next passing over the issues of the given types as well
+// (`bd ready --claim --exclude-type T`).
+func (c *Claimer) NextExcept(ctx context.Context, types ...string) (ClaimResult, error) {
+	f := ClaimFilter{ExcludeLabels: c.ExcludeLabels, ExcludeTypes: types}
 	return c.run(ctx, func(ctx context.Context) (Issue, bool, error) {
-		return c.Tracker.ReadyClaim(ctx, c.ExcludeLabels...)
+		return c.Tracker.ReadyClaim(ctx, f)
 	})
 }
 

@@ -42,7 +42,7 @@ func (f *fakeTracker) Claim(ctx context.Context, id string) (Issue, error) {
 	return s.issue, s.err
 }
 
-func (f *fakeTracker) ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error) {
+func (f *fakeTracker) ReadyClaim(ctx context.Context, _ ClaimFilter) (Issue, bool, error) {
 	s := f.next()
 	return s.issue, s.ok, s.err
 }

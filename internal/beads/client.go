@@ -685,6 +685,18 @@ func checkLabel(l string) error {
 	return nil
 }
 
+// checkType refuses an issue type bd would read as something else: empty,
+// a flag, or a list (bd splits --exclude-type on commas).
+func checkType(t string) error {
+	switch {
+	case strings.TrimSpace(t) == "":
+		return errors.New("empty issue type")
+	case strings.HasPrefix(t, "-"), strings.Contains(t, ","):
+		return fmt.Errorf("invalid issue type %q", t)
+	}
+	return nil
+}
+
 // appendFlag appends "flag value" when value is not empty. bd's flag
 // parser takes the next argument as the value even when it starts with
 // "-".

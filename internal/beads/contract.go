@@ -149,7 +149,7 @@ func ContractCases() []ContractCase {
 		},
 		{
 			Name: "ready --claim with nothing to claim", Why: "a worker parks: exit 0 and no issue, not an error",
-			Run:     ContractStep{Actor: actor1, Args: jsonArgs(readyClaimArgs())},
+			Run:     ContractStep{Actor: actor1, Args: jsonArgs(readyClaimArgs(ClaimFilter{}))},
 			Want:    Expect{Shape: IssuesShape, IDs: []string{}},
 			Fixture: "ready-claim-none-json",
 		},
@@ -389,14 +389,14 @@ func ContractCases() []ContractCase {
 			Setup: []ContractStep{
 				{Bind: "S", Args: jsonArgs(createArgs(CreateOptions{Title: "Stuck one", Priority: &p0, Labels: []string{"ralph:stuck"}}))},
 			},
-			Run: ContractStep{Bind: "C", Actor: actor2, Args: jsonArgs(readyClaimArgs("ralph:stuck"))},
+			Run: ContractStep{Bind: "C", Actor: actor2, Args: jsonArgs(readyClaimArgs(ClaimFilter{ExcludeLabels: []string{"ralph:stuck"}}))},
 			Want: Expect{Shape: IssuesShape, Lacks: []string{"{S}"}, Fields: map[string]string{
 				"status": StatusInProgress, "assignee": "{actor2}",
 			}},
 		},
 		{
 			Name: "ready --claim", Why: "a worker claims the first ready issue",
-			Run: ContractStep{Bind: "D", Actor: actor2, Args: jsonArgs(readyClaimArgs())},
+			Run: ContractStep{Bind: "D", Actor: actor2, Args: jsonArgs(readyClaimArgs(ClaimFilter{}))},
 			Want: Expect{Shape: IssuesShape, Fields: map[string]string{
 				"status": StatusInProgress, "assignee": "{actor2}",
 			}},
@@ -408,10 +408,22 @@ func ContractCases() []ContractCase {
 			Want: Expect{Shape: IssuesShape, Has: []string{"{R}", "{C}", "{D}"}},
 		},
 		{
+			Name: "ready --claim --exclude-type epic", Why: "workers pass over the epics that wait on their children",
+			Setup: []ContractStep{
+				{Bind: "W", Args: jsonArgs(createArgs(CreateOptions{Title: "Waiting epic", Type: "epic", Priority: &p0}))},
+				{Bind: "K", Args: jsonArgs(createArgs(CreateOptions{Title: "Its child", Parent: "{W}", Priority: &p1}))},
+			},
+			Run: ContractStep{Bind: "X", Actor: actor2, Args: jsonArgs(readyClaimArgs(ClaimFilter{ExcludeTypes: []string{"epic"}}))},
+			Want: Expect{Shape: IssuesShape, Lacks: []string{"{W}", "{E}"}, Fields: map[string]string{
+				"status": StatusInProgress, "assignee": "{actor2}",
+			}},
+		},
+		{
 			Name: "close --reason", Why: "the guard closes again; BUILD's closes are read",
 			Setup: []ContractStep{
 				{Actor: actor1, Args: jsonArgs(releaseArgs("{C}"))},
 				{Actor: actor1, Args: jsonArgs(releaseArgs("{D}"))},
+				{Actor: actor1, Args: jsonArgs(releaseArgs("{X}"))},
 			},
 			Run: ContractStep{Args: jsonArgs(closeArgs("{A}", "Implemented in commit abc123"))},
 			Want: Expect{Shape: IssuesShape, IDs: []string{"{A}"}, Fields: map[string]string{

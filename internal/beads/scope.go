@@ -13,11 +13,13 @@ type Lister interface {
 }
 
 // NextIn claims the first ready unassigned issue among the descendants of
-// scope (an epic) and reads it back; scope "" is Next.
+// scope (an epic), or of the whole tracker when scope is "", that inScope
+// keeps, and reads it back; scope "" with inScope nil is Next.
 //
 // No recording shows real bd 1.0.5 taking `ready --claim` with --parent,
-// so a scoped claim is made of two recorded calls: `bd ready --parent
-// <scope>` lists the candidates in bd's order, and `bd update <id>
+// and bd cannot be asked to pass over what only ralphd knows, so such a
+// claim is made of two recorded calls: `bd ready [--parent <scope>]` lists
+// the candidates in bd's order, and `bd update <id>
 // --claim` claims them one at a time, each read back. Candidates with an
 // assignee or one of ExcludeLabels are passed over, as `ready --claim`
 // passes them over. A candidate lost to another claimant (already
@@ -35,7 +37,7 @@ type Lister interface {
 //
 // The Tracker must also be a Lister.
 func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(Issue) bool) (ClaimResult, error) {
-	if scope == "" {
+	if scope == "" && inScope == nil {
 		return c.Next(ctx)
 	}
 	if c.Actor == "" {
@@ -43,11 +45,11 @@ func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(Issue) 
 	}
 	lister, ok := c.Tracker.(Lister)
 	if !ok {
-		return ClaimResult{}, fmt.Errorf("claim: the tracker cannot list the ready work in %s", scope)
+		return ClaimResult{}, fmt.Errorf("claim: the tracker cannot list the ready work%s", scopeText(scope))
 	}
 	ready, err := lister.Ready(ctx, ReadyOptions{Parent: scope})
 	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claim: list the ready work in %s: %w", scope, err)
+		return ClaimResult{}, fmt.Errorf("claim: list the ready work%s: %w", scopeText(scope), err)
 	}
 	var res ClaimResult
 	busy := false
@@ -78,6 +80,14 @@ func (c *Claimer) NextIn(ctx context.Context, scope string, inScope func(Issue) 
 		res.Outcome = Busy
 	}
 	return res, nil
+}
+
+// scopeText is " in scope", or "" for the whole tracker.
+func scopeText(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return " in " + scope
 }
 
 // excluded reports whether is has one of the labels Next passes over.

@@ -49,7 +49,7 @@ func (f *scopeFake) Claim(ctx context.Context, id string) (Issue, error) {
 	return Issue{ID: id, Status: StatusInProgress, Assignee: actor}, nil
 }
 
-func (f *scopeFake) ReadyClaim(ctx context.Context, excludeLabels ...string) (Issue, bool, error) {
+func (f *scopeFake) ReadyClaim(ctx context.Context, _ ClaimFilter) (Issue, bool, error) {
 	f.log = append(f.log, "ready --claim")
 	return Issue{}, false, nil
 }

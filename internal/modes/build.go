@@ -89,7 +89,7 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 			return res.stop(StopError, "could not update a stuck issue", err)
 		}
 		if pick == nil {
-			return res.stop(StopAllSkipped, fmt.Sprintf("all ready work is stuck and skipped: %s; PLANNING or `ralphd reset ID` puts it back", strings.Join(res.Skipped, ", ")), nil)
+			return res.stop(StopAllSkipped, allPassedOver(res), nil)
 		}
 		if maxIter > 0 && res.Iterations >= maxIter {
 			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %s with %s left (next: %s)", text.Count(maxIter, "iteration"), text.Count(len(ready)-len(skip), "ready issue"), pick.ID), ErrCapReached)
@@ -123,12 +123,24 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 }
 
 // pick returns the first ready issue (in bd's order) this run can work on,
-// marking issues that have used up their attempts as stuck on the way. It
-// returns nil when every ready issue is skipped.
+// marking issues that have used up their attempts as stuck on the way,
+// and passing over the epics that wait on their children (epics.go). It
+// returns nil when every ready issue is skipped or waits.
 func (l *Loop) pick(ctx context.Context, res *Result, ready []beads.Issue, skip map[string]bool) (*beads.Issue, error) {
+	epics := epicWaits{l: l}
+	res.passed = res.passed[:0]
 	for i := range ready {
 		is := ready[i]
 		if skip[is.ID] {
+			continue
+		}
+		kids, err := epics.of(ctx, is)
+		if err != nil {
+			return nil, err
+		}
+		if len(kids) > 0 {
+			l.passOver(res, is.ID, kids)
+			res.passed = append(res.passed, is.ID)
 			continue
 		}
 		// A stuck issue stays skipped until PLANNING or `ralphd reset`
@@ -151,6 +163,23 @@ func (l *Loop) pick(ctx context.Context, res *Result, ready []beads.Issue, skip 
 		return &is, nil
 	}
 	return nil, nil
+}
+
+// allPassedOver is why a run stops when no ready issue is left to pick:
+// the stuck ones skipped, the epics waiting on their children.
+func allPassedOver(res *Result) string {
+	var waits []string
+	for _, id := range res.passed {
+		waits = append(waits, id+" on "+res.waiting[id])
+	}
+	epics := "epics waiting on children that are not ready: " + strings.Join(waits, "; ")
+	switch {
+	case len(waits) == 0:
+		return fmt.Sprintf("all ready work is stuck and skipped: %s; PLANNING or `ralphd reset ID` puts it back", strings.Join(res.Skipped, ", "))
+	case len(res.Skipped) == 0:
+		return "all ready work is " + epics
+	}
+	return fmt.Sprintf("all ready work is stuck and skipped (%s; PLANNING or `ralphd reset ID` puts it back), or %s", strings.Join(res.Skipped, ", "), epics)
 }
 
 func (l *Loop) skip(res *Result, skip map[string]bool, id, why string) {
@@ -199,7 +228,8 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	})
 }
 
-// emptyQueueReason says that all work is done or blocked, with counts.
+// emptyQueueReason says that all work is done or blocked, with counts and
+// the epics that wait on their children.
 // bd's stats count only the issues blocked by dependencies; the issues
 // with status blocked in now (nil: unknown) count as blocked too.
 func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string {
@@ -218,7 +248,13 @@ func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string 
 			blocked++
 		}
 	}
-	return fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, blocked, st.InProgress, st.Closed)
+	msg = fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, blocked, st.InProgress, st.Closed)
+	if now != nil {
+		if w := familyOf(now).waitingText(); w != "" {
+			msg += "; epics waiting on their children: " + w
+		}
+	}
+	return msg
 }
 
 // iteration is what one iteration did, for the loop's next decision.

@@ -26,13 +26,15 @@ type probeGate struct {
 }
 
 // ReadyClaim implements claim.Tracker: the probe of an unscoped pool.
-func (g probeGate) ReadyClaim(ctx context.Context, excludeLabels ...string) (beads.Issue, bool, error) {
+func (g probeGate) ReadyClaim(ctx context.Context, f beads.ClaimFilter) (beads.Issue, bool, error) {
 	var is beads.Issue
 	ok := false
 	err := g.p.probeOnce(ctx, func() (bool, error) {
 		var err error
-		is, ok, err = g.Tracker.ReadyClaim(ctx, excludeLabels...)
-		return ok, err
+		is, ok, err = g.Tracker.ReadyClaim(ctx, f)
+		// Passing over some types, bd's "nothing" is not the whole
+		// answer (claimNext asks the whole list next).
+		return ok || len(f.ExcludeTypes) > 0, err
 	})
 	return is, ok, err
 }
@@ -92,14 +94,14 @@ func (p *Pool) eventLocked() {
 // endedLocked is a worker's issue handled: integrated (closed for good),
 // or released or reopened; the worker no longer counts as busy with it.
 // Work may have become ready, which is an event, unless the issue was
-// integrated and had no dependents when it was claimed: its close
-// unblocks nothing. When the last busy worker is done it is an event all
+// integrated and had no dependents, nor a parent, when it was claimed: its
+// close unblocks nothing (a child's can let its epic be taken, epics.go). When the last busy worker is done it is an event all
 // the same, so that the pool asks bd once more before it ends (an agent
 // may have created work, which the pool does not see; while others work,
 // the Idle fallback covers it). The caller holds p.mu.
 func (p *Pool) endedLocked(is beads.Issue, integrated bool) {
 	p.busy--
-	if integrated && is.DependentCount == 0 && p.busy > 0 {
+	if integrated && is.DependentCount == 0 && is.Parent == "" && p.busy > 0 {
 		return
 	}
 	p.eventLocked()

@@ -100,6 +100,11 @@ type Result struct {
 	Tried      []string // issues worked on in this run, in first-tried order
 	Stuck      []string // issues marked stuck in this run
 	Skipped    []string // stuck issues skipped in this run
+	// waiting is, for each epic the run passed over, the children it
+	// waited on last (epics.go); passed the epics the last pick passed
+	// over.
+	waiting map[string]string
+	passed  []string
 	// FailureBranches are "<issue> <branch>" pairs: work kept on a
 	// wip/ralph-fail-* branch when an issue was given up on.
 	FailureBranches []string

@@ -338,6 +338,8 @@ type poolJudging struct {
 	baseline guard.Snapshot
 	// scoped is the ids under Scope in baseline (workers_scope.go).
 	scoped atomic.Pointer[map[string]bool]
+	// epics are the epics in baseline and their children (epics.go).
+	epics atomic.Pointer[epicFamily]
 	// baselineSeq numbers the reading baseline is (see trackview): a
 	// judgement never diffs the baseline against an older reading.
 	baselineSeq uint64
@@ -756,7 +758,7 @@ func (p *Pool) countClaim() int {
 
 // claimed runs the claim counted by claim or startClaim.
 func (p *Pool) claimed(ctx context.Context, cl *beads.Claimer, gen int) (beads.ClaimResult, error) {
-	res, err := cl.NextIn(ctx, p.Scope, p.InScope)
+	res, err := p.claimNext(ctx, cl)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.claiming--

@@ -239,7 +239,7 @@ func TestTrackerReadsWriteLaundering(t *testing.T) {
 		}
 	}
 	readyClaim := func(t *testing.T, e env) {
-		if is, ok, err := e.l.BD.ReadyClaim(ctx); err != nil || !ok || is.ID != e.x {
+		if is, ok, err := e.l.BD.ReadyClaim(ctx, beads.ClaimFilter{}); err != nil || !ok || is.ID != e.x {
 			t.Fatalf("ready --claim: %v %v %v", is.ID, ok, err)
 		}
 	}

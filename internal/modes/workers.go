@@ -219,7 +219,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		}
 	}
 	p.Actor = func(w string) string { return p.actorPrefix + w }
-	p.InScope = p.inScope
+	if p.Scope != "" {
+		p.InScope = p.inScope
+	}
 	p.Tally = &stateTally{l: l, p: p}
 	p.RefMoved = l.refMoved(p)
 	// A judgement's reading waits for every worker whose agent has ended
@@ -284,6 +286,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if len(res.Stuck) > 0 && len(res.Closed) == 0 {
 		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
 	}
+	if left := l.readyLeft(ctx, p); len(left) > 0 {
+		return res.stop(StopMaxIterations, fmt.Sprintf("the workers stopped, but bd still lists ready work none of them took: %s; run again", strings.Join(left, ", ")), ErrCapReached)
+	}
 	if !hiddenAtEnd {
 		if err := l.queueEmpty(ctx, res); !errors.Is(err, errHiddenFound) {
 			return err
@@ -291,6 +296,33 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	}
 	return res.stop(StopMaxIterations, "the full reading of the tracker that decides the run is done found changes hidden from the readings of what changed; "+
 		"they were reverted and charged, and work may be ready again: run again", ErrCapReached)
+}
+
+// readyLeft is the pool's last word before it reports its work done: the
+// issues `bd ready` lists that a worker should have taken (not stuck, not
+// someone's, not the fleet's, in scope, not an epic waiting on its
+// children). Workers leave when their claims find nothing; this holds the
+// exit 0 to bd's own list, whatever a claim passed over. A failing bd
+// call leaves it to the checks after it.
+func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
+	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: p.Scope})
+	if err != nil || len(ready) == 0 {
+		return nil
+	}
+	now, err := l.snapshot(ctx)
+	if err != nil {
+		return nil
+	}
+	fam := familyOf(now)
+	var left []string
+	for _, is := range ready {
+		if is.Assignee != "" || is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) ||
+			(p.InScope != nil && !p.InScope(is)) || len(fam.waitsOn(is.ID, nil)) > 0 {
+			continue
+		}
+		left = append(left, is.ID)
+	}
+	return left
 }
 
 // workerClient is bd for a worker: its actor, run in dir.

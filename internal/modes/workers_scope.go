@@ -5,11 +5,12 @@ import (
 	"github.com/ralphd/ralphd/internal/guard"
 )
 
-// setBaseline makes s the workers' shared baseline and, with a scope,
-// records which issues are under it there. The caller holds judging (or
+// setBaseline makes s the workers' shared baseline, records its epics
+// and their children, and, with a scope, which issues are under it there. The caller holds judging (or
 // no worker runs yet).
 func (p *Pool) setBaseline(s guard.Snapshot) {
 	p.baseline = s
+	p.epics.Store(familyOf(s))
 	if p.Scope != "" {
 		ids := beads.Descendants(s, p.Scope)
 		p.scoped.Store(&ids)
