@@ -305,7 +305,8 @@ func Created(before, after Snapshot) []string {
 	return ids
 }
 
-// removedComments returns the comments of b that a no longer has. With
+// removedComments returns the comments of b that a no longer has (a
+// comment whose text was rewritten in place is one of them). With
 // a's comments unread, a lower count is all that shows: then every comment
 // of b not provably kept counts as removed only if the count dropped.
 func removedComments(b, a beads.Issue) []beads.Comment {
@@ -321,7 +322,7 @@ func removedComments(b, a beads.Issue) []beads.Comment {
 	var gone []beads.Comment
 	for _, c := range b.Comments {
 		if !slices.ContainsFunc(a.Comments, func(x beads.Comment) bool {
-			return (c.ID != "" && x.ID == c.ID) || (x.Text == c.Text && x.Author == c.Author) || x.Text == restoredComment(c)
+			return (c.ID != "" && x.ID == c.ID && x.Text == c.Text) || (x.Text == c.Text && x.Author == c.Author) || x.Text == restoredComment(c)
 		}) {
 			gone = append(gone, c)
 		}

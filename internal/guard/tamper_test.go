@@ -85,6 +85,12 @@ func TestDiff(t *testing.T) {
 			s["a-1"] = a
 		}, []Kind{Estimate, ExternalRef}},
 		{"comment removed", func(s Snapshot) { a := s["a-3"]; a.Comments = a.Comments[1:]; a.CommentCount = 1; s["a-3"] = a }, []Kind{CommentRemoved}},
+		{"comment rewritten in place (same id, same count)", func(s Snapshot) {
+			a := s["a-3"]
+			a.Comments = slices.Clone(a.Comments)
+			a.Comments[0].Text = "rewritten"
+			s["a-3"] = a
+		}, []Kind{CommentRemoved}},
 		{"comment added", func(s Snapshot) {
 			a := s["a-3"]
 			a.Comments = append(slices.Clone(a.Comments), beads.Comment{ID: "c3", Text: "new"})

@@ -316,10 +316,11 @@ type snapshotCache struct {
 	fp   string
 }
 
+// cachedComments are the comments of one issue as last read, and how
+// many the list counted then.
 type cachedComments struct {
-	count   int
-	updated time.Time
-	list    []beads.Comment
+	count int
+	list  []beads.Comment
 }
 
 func (c *snapshotCache) invalidate() { c.snap, c.fp = nil, "" }
@@ -393,7 +394,7 @@ func (l *Loop) commentsFromExport(ctx context.Context, issues []beads.Issue, sta
 			left = append(left, i)
 			continue
 		}
-		cache[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
+		cache[is.ID] = cachedComments{count: is.CommentCount, list: cs}
 		is.Comments = cs
 	}
 	return left
@@ -418,8 +419,11 @@ func exportWorth(stale, size int) bool {
 }
 
 // readComments fills in the comments of every issue that has any, from the
-// cache where the issue's comment count and update time have not moved, so
-// a run reads each issue's comments about once. Those it must read it
+// cache where the issue's comment count has not moved (bd adds comments,
+// and has no command that edits or deletes one; a change around bd that
+// keeps the count is found by the next full reading, which starts from an
+// empty cache), so a run reads each issue's comments about once between
+// full readings. Those it must read it
 // reads from one `bd export` when that is cheaper (exportWorth, with size
 // the tracker's issues), else commentsBatch at a time with `bd show
 // --include-comments`; an issue the export does not give with as many
@@ -434,7 +438,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int,
 			continue
 		}
 		c, ok := cache[is.ID]
-		if !ok || c.count != is.CommentCount || !c.updated.Equal(is.UpdatedAt) {
+		if !ok || c.count != is.CommentCount {
 			stale = append(stale, i)
 			continue
 		}
@@ -467,7 +471,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int,
 					return fmt.Errorf("comments of %s: %w", is.ID, err)
 				}
 			}
-			cache[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
+			cache[is.ID] = cachedComments{count: is.CommentCount, list: cs}
 			is.Comments = cs
 		}
 	}

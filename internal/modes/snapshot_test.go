@@ -79,25 +79,47 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 				t.Fatalf("batches: %d export, %d show and %d comments calls, want 0, %d and %d", exports, shows, perItem, tc.wantShows, tc.wantPerItem)
 			}
 
-			// Nothing moved: no comments read. Then one comment more on A:
-			// A's comments alone are read again.
+			// A full reading (every reading of a tracker this small) reads
+			// every comment afresh: one export for the two commented issues.
 			os.Remove(log)
 			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if exports, shows, perItem := countCalls(t, log); exports+shows+perItem != 0 {
-				t.Fatalf("unchanged tracker: %d export, %d show and %d comments calls, want none", exports, shows, perItem)
+			if exports, shows, perItem := countCalls(t, log); exports != 1 || shows+perItem != 0 {
+				t.Fatalf("a full reading: %d export, %d show and %d comments calls, want one export", exports, shows, perItem)
 			}
-			sh(t, p.repo, p.bd, "comments", "add", a, "second on A")
-			snap, err = l.snapshotFresh(ctx)
-			if err != nil {
+
+			// Readings of what changed: nothing moved, no comments read;
+			// A's update time moved, its count not, none; one comment
+			// more on A: A's comments alone are read again.
+			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if n := len(snap[a].Comments); n != 2 {
-				t.Fatalf("A has %d comments after a second, want 2", n)
-			}
-			if exports, shows, perItem := countCalls(t, log); exports != 0 || shows+perItem == 0 || perItem > 1 {
-				t.Fatalf("one comment added: %d export, %d show and %d comments calls, want A's alone", exports, shows, perItem)
+			for _, step := range []struct {
+				what   string
+				change []string
+				reads  bool
+			}{
+				{"unchanged tracker", nil, false},
+				{"A updated, its comments not", []string{"update", a, "--notes", "a note"}, false},
+				{"one comment added to A", []string{"comments", "add", a, "second on A"}, true},
+			} {
+				if step.change != nil {
+					sh(t, p.repo, append([]string{p.bd}, step.change...)...)
+				}
+				os.Remove(log)
+				snap, err := l.snapshotFresh(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exports, shows, perItem := countCalls(t, log)
+				if got := exports+shows+perItem > 0; got != step.reads || exports != 0 || perItem > 1 {
+					t.Fatalf("%s: %d export, %d show and %d comments calls, want comments read: %v (A's alone)", step.what, exports, shows, perItem, step.reads)
+				}
+				if step.reads && len(snap[a].Comments) != 2 {
+					t.Fatalf("A has %d comments after a second, want 2", len(snap[a].Comments))
+				}
 			}
 		})
 	}

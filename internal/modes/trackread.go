@@ -564,7 +564,12 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	}
 	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
 	if err == nil {
-		err = l.readComments(ctx, issues, len(issues), r.cache())
+		// Every comment afresh: a comment rewritten around bd keeps the
+		// count the cache goes by.
+		fresh := map[string]cachedComments{}
+		if err = l.readComments(ctx, issues, len(issues), fresh); err == nil {
+			r.comments = fresh
+		}
 	}
 	if err != nil {
 		r.giveBack(rereads)
@@ -756,6 +761,14 @@ func (r *trackerReads) compare(l *Loop, full guard.Snapshot, took map[string]*re
 			before[id] = h // deleted: no reading of what changed sees it
 		case ok && !visible(f) && !sameIssue(h, f):
 			before[id], after[id] = h, f
+		case ok && !sameComments(h.Comments, f.Comments):
+			// Between full readings an issue's comments are read again
+			// only when their count moves, whatever its update time: a
+			// comment rewritten in place is seen here. Only the comments
+			// are judged: the rest the readings of what changed saw.
+			b := f
+			b.Comments = h.Comments
+			before[id], after[id] = b, f
 		}
 	}
 	for id, f := range full {
@@ -879,12 +892,28 @@ func (r *trackerReads) found(ctx context.Context, l *Loop, snap guard.Snapshot, 
 	return snap
 }
 
-// sameIssue reports whether two readings of an issue agree, comments
-// compared by count.
+// sameIssue reports whether two readings of an issue agree.
 func sameIssue(a, b beads.Issue) bool {
 	ac, bc := a.Comments, b.Comments
 	a.Comments, b.Comments = nil, nil
-	return len(ac) == len(bc) && reflect.DeepEqual(a, b)
+	return sameComments(ac, bc) && reflect.DeepEqual(a, b)
+}
+
+// sameComments reports whether two readings of an issue's comments hold
+// the same texts (and ids, where both have them), whichever of bd's
+// commands each came from.
+func sameComments(a, b []beads.Comment) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, c := range a {
+		if !slices.ContainsFunc(b, func(x beads.Comment) bool {
+			return x.Text == c.Text && (c.ID == "" || x.ID == "" || x.ID == c.ID)
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // hiddenFound reverts the hidden changes a reading found against the
