@@ -205,6 +205,12 @@ type PoolSetup struct {
 	// claim.Claimer.NextIn).
 	Scope   string
 	InScope func(beads.Issue) bool
+	// Capped, when set, reports whether the run may start no more
+	// iterations (its iteration cap is reached): a worker then claims
+	// nothing more and leaves (an issue claimed only to be given back
+	// costs two writes, each holding an embedded tracker's lock), and
+	// the run asks bd once whether work was left (Loop.readyLeft).
+	Capped func() bool
 	// Idle is how long a worker that found nothing to claim waits, while
 	// others still work, for want of an event in the pool (see idle.go)
 	// before it asks bd again; zero means DefaultIdle.
@@ -478,7 +484,7 @@ type Event struct {
 	At     time.Time
 	Worker string
 	Issue  string
-	Kind   string // claimed, lost, integrated, waiting, failed, stuck, idle-exit, pull-request
+	Kind   string // claimed, lost, integrated, waiting, failed, stuck, idle-exit, cap-exit, pull-request
 	Detail string
 	// Review is set on a pull-request event: the pull request's new state.
 	Review *ReviewStatus
@@ -674,6 +680,10 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			if stop, err := p.holdBeforeClaim(ctx, worker); stop {
 				return err
 			}
+			if p.capped() {
+				p.log(Event{Worker: worker, Kind: "cap-exit"})
+				return nil
+			}
 			res, err = p.claim(ctx, cl)
 		}
 		if err != nil {
@@ -716,7 +726,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		// that the reading its judgement needs is the claim's read-back
 		// too (see Assignment.AgentEnded); not while the pool is paused.
 		agentEnded := func() {
-			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() {
+			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() && !p.capped() {
 				next = p.startClaim(ctx, cl)
 			}
 		}
@@ -735,6 +745,9 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	}
 	return nil
 }
+
+// capped reports whether the run may start no more iterations.
+func (p *Pool) capped() bool { return p.Capped != nil && p.Capped() }
 
 // claim asks bd for an issue to work on (claim.Claimer.NextIn), keeping
 // the pool's counts: a worker counts as busy from the moment it asks bd

@@ -222,6 +222,13 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if p.Scope != "" {
 		p.InScope = p.inScope
 	}
+	if maxIter > 0 {
+		p.Capped = func() bool {
+			p.resMu.Lock()
+			defer p.resMu.Unlock()
+			return p.res.Iterations+p.inflight >= maxIter
+		}
+	}
 	p.Tally = &stateTally{l: l, p: p}
 	p.RefMoved = l.refMoved(p)
 	// A judgement's reading waits for every worker whose agent has ended
@@ -287,6 +294,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
 	}
 	if left := l.readyLeft(ctx, p); len(left) > 0 {
+		if p.capped() {
+			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, left[0]), ErrCapReached)
+		}
 		return res.stop(StopMaxIterations, fmt.Sprintf("the workers stopped, but bd still lists ready work none of them took: %s; run again", strings.Join(left, ", ")), ErrCapReached)
 	}
 	if !hiddenAtEnd {
