@@ -89,6 +89,11 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 			return res.stop(StopError, "could not update a stuck issue", err)
 		}
 		if pick == nil {
+			if len(res.passed) > 0 {
+				if err := l.epicsHeld(ctx, res); err != nil {
+					return err
+				}
+			}
 			return res.stop(StopAllSkipped, allPassedOver(res), nil)
 		}
 		if maxIter > 0 && res.Iterations >= maxIter {

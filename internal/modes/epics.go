@@ -144,6 +144,23 @@ func (l *Loop) passOver(res *Result, epic string, kids []string) {
 	l.human().Info("passing over an epic until its children are closed", "issue", epic, "children", on)
 }
 
+// epicsHeld ends the single loop's run with exit 6 (stopHeld) when an
+// epic it passes over was ready when the run began and waits on a child
+// this run's BUILD created: that work is BUILD's to answer for, as a
+// status or a dependency it set is (heldBack). nil: none is.
+func (l *Loop) epicsHeld(ctx context.Context, res *Result) error {
+	now, err := l.snapshot(ctx)
+	if err != nil {
+		return nil // the stop that follows names the epics all the same
+	}
+	held := res.ledger().heldBack(now, res.Skipped)
+	held = slices.DeleteFunc(held, func(h heldIssue) bool { return !slices.Contains(res.passed, h.id) })
+	if len(held) == 0 {
+		return nil
+	}
+	return l.stopHeld(ctx, res, held)
+}
+
 // claimNext is a worker's claim: bd's first ready unassigned issue in the
 // pool's scope, passing over the epics that wait on their children (as
 // the last judgement left the tracker, and the children the pool holds).

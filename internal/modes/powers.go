@@ -279,6 +279,12 @@ func (l *Loop) queueEmpty(ctx context.Context, res *Result) error {
 	if len(held) == 0 {
 		return res.stop(StopSuccess, l.emptyQueueReason(ctx, now), nil)
 	}
+	return l.stopHeld(ctx, res, held)
+}
+
+// stopHeld ends a run whose ready work BUILD held back: each issue gets a
+// note for PLANNING, and the run exit 6.
+func (l *Loop) stopHeld(ctx context.Context, res *Result, held []heldIssue) error {
 	var ids, whys []string
 	for _, h := range held {
 		ids = append(ids, h.id)
@@ -301,12 +307,14 @@ type heldIssue struct{ id, why string }
 // now neither closed, nor ready, nor given up on (stuck, skipped), with
 // the changes of this run's iterations that keep them out of `bd ready`:
 // a status an iteration set that they still have, or a dependency one
-// added on an issue still not closed. An issue some other change holds
+// added on an issue still not closed; or out of the work ralphd takes: an
+// epic waiting on a child one created (epics.go). An issue some other change holds
 // back (a person's, PLANNING's) is not BUILD's to answer for.
 func (b *buildLedger) heldBack(now guard.Snapshot, skipped []string) []heldIssue {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []heldIssue
+	fam := familyOf(now)
 	for _, id := range b.startReady {
 		is, ok := now[id]
 		if !ok || is.Status == beads.StatusClosed || is.HasLabel(StuckLabel) || slices.Contains(skipped, id) {
@@ -326,6 +334,11 @@ func (b *buildLedger) heldBack(now guard.Snapshot, skipped []string) []heldIssue
 					st = "missing"
 				}
 				whys = append(whys, fmt.Sprintf("%s depends on %s (added in iteration %d), which is %s", id, c.dep, c.iteration, st))
+			}
+		}
+		for _, c := range fam.waitsOn(id, nil) {
+			if it, ok := b.made[c]; ok {
+				whys = append(whys, fmt.Sprintf("%s waits on its child %s, which iteration %d created and is %s", id, c, it, now[c].Status))
 			}
 		}
 		if len(whys) > 0 {

@@ -17,6 +17,10 @@ func TestHeldBack(t *testing.T) {
 		}
 		return is
 	}
+	epic := func(id string) beads.Issue { return beads.Issue{ID: id, IssueType: TypeEpic, Status: beads.StatusOpen} }
+	child := func(id, parent, status string) beads.Issue {
+		return beads.Issue{ID: id, Parent: parent, Status: status}
+	}
 	tests := []struct {
 		name    string
 		changes []heldChange
@@ -39,13 +43,20 @@ func TestHeldBack(t *testing.T) {
 			[]beads.Issue{issue("t-a", beads.StatusClosed), issue("t-b", beads.StatusOpen, "t-x"), issue("t-x", beads.StatusClosed)}, nil, nil},
 		{"dependency since removed", []heldChange{{iteration: 1, issue: "t-b", dep: "t-x"}},
 			[]beads.Issue{issue("t-a", beads.StatusClosed), issue("t-b", beads.StatusOpen), issue("t-x", beads.StatusOpen)}, nil, nil},
+		{"an epic waiting on a child an iteration created", nil,
+			[]beads.Issue{epic("t-a"), child("t-a.1", "t-a", beads.StatusOpen), issue("t-b", beads.StatusClosed)}, nil,
+			[]heldIssue{{"t-a", "t-a waits on its child t-a.1, which iteration 3 created and is open"}}},
+		{"an epic waiting on a child it had: not BUILD's", nil,
+			[]beads.Issue{epic("t-a"), child("t-a.2", "t-a", beads.StatusOpen), issue("t-b", beads.StatusClosed)}, nil, nil},
+		{"an epic whose created child is closed", nil,
+			[]beads.Issue{epic("t-a"), child("t-a.1", "t-a", beads.StatusClosed), issue("t-b", beads.StatusClosed)}, nil, nil},
 		{"stuck or skipped: given up on, not held", []heldChange{{iteration: 1, issue: "t-b", dep: "t-x"}, {iteration: 1, issue: "t-a", status: beads.StatusBlocked}},
 			[]beads.Issue{issue("t-a", beads.StatusBlocked), issue("t-b", beads.StatusOpen, "t-x"), issue("t-x", beads.StatusOpen)}, []string{"t-a", "t-b"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			is := is.New(t)
-			b := &buildLedger{startReady: []string{"t-a", "t-b"}, changes: tt.changes}
+			b := &buildLedger{startReady: []string{"t-a", "t-b"}, changes: tt.changes, made: map[string]int{"t-a.1": 3}}
 			is.Equal(b.heldBack(guard.NewSnapshot(tt.now), tt.skipped), tt.want)
 		})
 	}
