@@ -15,6 +15,8 @@
 //	              prompt section, the STUCK note
 //	build.go      the BUILD run: pick the next issue, mark stuck ones,
 //	              revert violations, reopen failed closes
+//	epics.go      an epic waits for its children: what the pick and the
+//	              workers' claims (claimNext) pass over
 //	gate.go       the verify and acceptance checks
 //	plan.go       PLANNING iterations; daemon.go the daemon cycle
 //	run.go        a run's life: start, stop reasons, quota waits, the end;
