@@ -316,11 +316,12 @@ type snapshotCache struct {
 	fp   string
 }
 
-// cachedComments are the comments of one issue as last read, and how
-// many the list counted then.
+// cachedComments are the comments of one issue as last read, and the
+// comment count and update time the list gave the issue then.
 type cachedComments struct {
-	count int
-	list  []beads.Comment
+	count   int
+	updated time.Time
+	list    []beads.Comment
 }
 
 func (c *snapshotCache) invalidate() { c.snap, c.fp = nil, "" }
@@ -394,7 +395,7 @@ func (l *Loop) commentsFromExport(ctx context.Context, issues []beads.Issue, sta
 			left = append(left, i)
 			continue
 		}
-		cache[is.ID] = cachedComments{count: is.CommentCount, list: cs}
+		cache[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
 		is.Comments = cs
 	}
 	return left
@@ -419,17 +420,18 @@ func exportWorth(stale, size int) bool {
 }
 
 // readComments fills in the comments of every issue that has any, from the
-// cache where the issue's comment count has not moved (bd adds comments,
-// and has no command that edits or deletes one; a change around bd that
-// keeps the count is found by the next full reading, which starts from an
-// empty cache), so a run reads each issue's comments about once between
-// full readings. Those it must read it
+// cache where the issue's comment count has not moved, nor, unless
+// byCount, its update time, so a run reads each issue's comments about
+// once. byCount is for the readings of what changed (trackread.go): bd
+// adds comments and has no command that edits or deletes one, and a
+// change around bd that keeps the count is found by the next full
+// reading, which reads every comment afresh. Those it must read it
 // reads from one `bd export` when that is cheaper (exportWorth, with size
 // the tracker's issues), else commentsBatch at a time with `bd show
 // --include-comments`; an issue the export does not give with as many
 // comments as the list counts is read in a batch. A batch that fails (an
 // issue deleted since the list) is read issue by issue with `bd comments`.
-func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int, cache map[string]cachedComments) error {
+func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int, cache map[string]cachedComments, byCount bool) error {
 	var stale []int
 	for i := range issues {
 		is := &issues[i]
@@ -438,7 +440,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int,
 			continue
 		}
 		c, ok := cache[is.ID]
-		if !ok || c.count != is.CommentCount {
+		if !ok || c.count != is.CommentCount || (!byCount && !c.updated.Equal(is.UpdatedAt)) {
 			stale = append(stale, i)
 			continue
 		}
@@ -471,7 +473,7 @@ func (l *Loop) readComments(ctx context.Context, issues []beads.Issue, size int,
 					return fmt.Errorf("comments of %s: %w", is.ID, err)
 				}
 			}
-			cache[is.ID] = cachedComments{count: is.CommentCount, list: cs}
+			cache[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: cs}
 			is.Comments = cs
 		}
 	}

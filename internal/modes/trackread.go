@@ -564,11 +564,16 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	}
 	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
 	if err == nil {
-		// Every comment afresh: a comment rewritten around bd keeps the
-		// count the cache goes by.
-		fresh := map[string]cachedComments{}
-		if err = l.readComments(ctx, issues, len(issues), fresh); err == nil {
-			r.comments = fresh
+		if r.incremental {
+			// Every comment afresh: the readings of what changed go by
+			// the comment count, which a comment rewritten around bd
+			// keeps (compare).
+			fresh := map[string]cachedComments{}
+			if err = l.readComments(ctx, issues, len(issues), fresh, false); err == nil {
+				r.comments = fresh
+			}
+		} else {
+			err = l.readComments(ctx, issues, len(issues), r.cache(), false)
 		}
 	}
 	if err != nil {
@@ -729,7 +734,7 @@ func (r *trackerReads) readCheap(ctx context.Context, l *Loop, start time.Time, 
 			delete(next, id)
 		}
 	}
-	if err := l.readComments(ctx, changed, len(next), r.cache()); err != nil {
+	if err := l.readComments(ctx, changed, len(next), r.cache(), true); err != nil {
 		return nil, nil, err
 	}
 	for _, is := range changed {
@@ -880,7 +885,7 @@ func (r *trackerReads) found(ctx context.Context, l *Loop, snap guard.Snapshot, 
 	got, err := l.BD.List(context.WithoutCancel(ctx), beads.ListOptions{All: true, IDs: ids})
 	if err == nil {
 		got = slices.DeleteFunc(got, func(is beads.Issue) bool { return !slices.Contains(ids, is.ID) })
-		err = l.readComments(ctx, got, len(snap), r.cache())
+		err = l.readComments(ctx, got, len(snap), r.cache(), false)
 	}
 	if err != nil {
 		l.human().Warn("could not read again the issues whose hidden changes were reverted; the reading holds them as before", "err", err)

@@ -208,8 +208,8 @@ func bigWorkersSection(r *bigWorkersResult, cmd string) bench.Section {
 	}
 	s.Body = fmt.Sprintf(`**Method.** Section 8's large tracker (`+"`standin.Seed`"+`: %d issues, %d closed, %d epics,
 %d dependency links, %d comments, %d open in chains of three). On fresh copies of it, `+"`ralphd build %d --workers K`"+`
-with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close`"+`; real bd 1.0.5 refuses to close a ready epic with open
-children, so those iterations fail as an honest agent's would, and the figure says how many closed), K = 1 and then K = 8, no sandbox; each run stops at its cap of
+with 6e's agent (`+"`sleep 2`"+`, commit, `+"`bd close`"+`; the figure says how many iterations closed their issue:
+ralphd passes over a ready epic whose children are open, which bd would refuse to close), K = 1 and then K = 8, no sandbox; each run stops at its cap of
 %d iterations with ready work left (exit 3). 16 workers in two clones sharing a tracker in server mode are section 11.
 
 %s
