@@ -263,7 +263,8 @@ func setupError(err error) bool {
 }
 
 // decide returns what to do next and why, and the .beads/ fingerprint it
-// decided on. It costs two bd calls.
+// decided on. It costs two bd calls, and a reading of the tracker when an
+// epic is ready (whether it waits on its children, epics.go).
 func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	// The fingerprint comes first: a change made while bd is read then
 	// differs from it, and wakes idle at once.
@@ -273,8 +274,18 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 		return "", "", "", fmt.Errorf("list ready work: %w", err)
 	}
 	workable := 0
+	epics := epicWaits{l: d.Loop}
 	for _, is := range ready {
-		if !is.HasLabel(StuckLabel) {
+		if is.HasLabel(StuckLabel) {
+			continue
+		}
+		// An epic waiting on its children is not work a BUILD run takes:
+		// counted, it would start zero-iteration batches without end.
+		kids, err := epics.of(ctx, is)
+		if err != nil {
+			return "", "", "", err
+		}
+		if len(kids) == 0 {
 			workable++
 		}
 	}
