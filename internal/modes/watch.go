@@ -182,8 +182,13 @@ func (w *Waiter) Wait(ctx context.Context, since string) (string, error) {
 		return fp, err
 	}
 
+	// A burst of events is looked at debounce after its first event, not
+	// its last: reads by other processes (each bd call touches the
+	// tracker's files) can go on without a pause, and a write among them
+	// must not wait for the poll.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	armed := false
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
 	for {
@@ -200,13 +205,17 @@ func (w *Waiter) Wait(ctx context.Context, since string) (string, error) {
 			if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 				w.sync(fw, watched)
 			}
-			timer.Reset(debounce)
+			if !armed {
+				timer.Reset(debounce)
+				armed = true
+			}
 		case err, ok := <-fw.Errors:
 			if !ok {
 				return "", errors.New("watch: fsnotify closed")
 			}
 			return "", fmt.Errorf("watch %s: %w", w.Dir, err)
 		case <-timer.C:
+			armed = false
 			fp, changed, err := check("event")
 			if err != nil || changed {
 				return fp, err

@@ -149,6 +149,46 @@ func TestWaitWakesOnWriteNotOnRead(t *testing.T) {
 	is.True(fp != since && !strings.HasPrefix(fp, "error:"))
 }
 
+// TestWaitWakesAmidReads: reads that never pause (another process's bd
+// calls, each touching the tracker's files) do not hold a write's wake
+// back until the poll.
+func TestWaitWakesAmidReads(t *testing.T) {
+	is := is.New(t)
+	dir := fakeDolt(t)
+	since, err := Fingerprint(dir)
+	is.NoErr(err)
+	var checks atomic.Int32
+	w := &Waiter{Dir: dir, Debounce: 200 * time.Millisecond, Poll: time.Hour, OnCheck: func(string) { checks.Add(1) }}
+	ch, cancel := waitAsync(w, since)
+	defer cancel()
+	for checks.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	idx := filepath.Join(dir, "embeddeddolt", "rt", ".dolt", "noms", "journal.idx")
+	go func() { // a read every 20 ms (same bytes), never a pause of a debounce
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				_ = os.WriteFile(idx, []byte("idx"), 0o644)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	time.Sleep(100 * time.Millisecond)
+	must(t, os.WriteFile(filepath.Join(dir, "issues.jsonl"), []byte("{}\n"), 0o644))
+	select {
+	case fp := <-ch:
+		is.True(fp != since && !strings.HasPrefix(fp, "error:"))
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write amid reads that never pause did not wake the waiter")
+	}
+}
+
 func TestWaitSurvivesRecreate(t *testing.T) {
 	is := is.New(t)
 	dir := fakeDolt(t)
