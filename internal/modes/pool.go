@@ -52,6 +52,9 @@ type Assignment struct {
 
 	// win is the iteration's window in the pool's ledger.
 	win *window
+	// started, when set, is called once the iteration counts against the
+	// run's cap (workerIteration).
+	started func()
 }
 
 // Iteration works on an assignment in its worktree, and says what it
@@ -206,11 +209,13 @@ type PoolSetup struct {
 	Scope   string
 	InScope func(beads.Issue) bool
 	// Capped, when set, reports whether the run may start no more
-	// iterations (its iteration cap is reached): a worker then claims
-	// nothing more and leaves (an issue claimed only to be given back
-	// costs two writes, each holding an embedded tracker's lock), and
-	// the run asks bd once whether work was left (Loop.readyLeft).
-	Capped func() bool
+	// iterations (its iteration cap is reached) once claims more
+	// iterations start: with claims 0 a worker then claims nothing more
+	// and leaves (an issue claimed only to be given back costs two
+	// writes, each holding an embedded tracker's lock), and the run asks
+	// bd once whether work was left (Loop.readyLeft); with the claims
+	// under way, a worker waits for them before it claims.
+	Capped func(claims int) bool
 	// Idle is how long a worker that found nothing to claim waits, while
 	// others still work, for want of an event in the pool (see idle.go)
 	// before it asks bd again; zero means DefaultIdle.
@@ -281,6 +286,9 @@ type poolWork struct {
 	probe        chan struct{}
 	// claiming counts the workers in a claim (Claiming).
 	claiming int
+	// starting counts the claims won whose iterations have not started
+	// (capNear counts them with the claims under way).
+	starting int
 	// queued is each worker's work in the merge queue (queue.go); jobs
 	// counts the integrations under way, and abort stops the pool when
 	// one fails for good.
@@ -669,7 +677,14 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 	}
 	p.setStatus(WorkerStatus{Worker: worker, Actor: actor})
 	var next *nextClaim // claimed while the last iteration was judged
-	defer func() { p.dropClaim(ctx, actor, next) }()
+	defer func() {
+		if next != nil {
+			if r, err := next.wait(); err == nil && r.Outcome == beads.Won {
+				p.unstart()
+			}
+		}
+		p.dropClaim(ctx, actor, next)
+	}()
 	for ctx.Err() == nil && !p.isDraining() {
 		var res beads.ClaimResult
 		var err error
@@ -680,7 +695,7 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			if stop, err := p.holdBeforeClaim(ctx, worker); stop {
 				return err
 			}
-			if p.capped() {
+			if p.capWait(ctx) {
 				p.log(Event{Worker: worker, Kind: "cap-exit"})
 				return nil
 			}
@@ -705,13 +720,16 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			p.log(Event{Worker: worker, Issue: res.Issue.ID, Kind: "lost", Detail: res.Outcome.String()})
 			continue
 		}
+		started := sync.OnceFunc(p.unstart)
 		if p.isDraining() || ctx.Err() != nil {
+			started()
 			p.dropClaim(ctx, actor, &nextClaim{res: res, done: closedChan})
 			break
 		}
 		if p.paused() {
 			// Claimed beside the last judgement, before the pause: given
 			// back, and claimed again after it.
+			started()
 			p.dropClaim(ctx, actor, &nextClaim{res: res, done: closedChan})
 			continue
 		}
@@ -720,17 +738,19 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		p.mu.Unlock()
 		h := p.takeHold(ctx, worker, actor, res)
 		if h == nil {
+			started()
 			continue
 		}
 		// The worker claims its next issue as soon as its agent ends, so
 		// that the reading its judgement needs is the claim's read-back
 		// too (see Assignment.AgentEnded); not while the pool is paused.
 		agentEnded := func() {
-			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() && !p.capped() {
+			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() && !p.capNear() {
 				next = p.startClaim(ctx, cl)
 			}
 		}
-		j, err := p.handle(ctx, worker, actor, res.Issue, h, agentEnded)
+		j, err := p.handle(ctx, worker, actor, res.Issue, h, agentEnded, started)
+		started()
 		if j != nil {
 			p.enqueue(ctx, j) // the issue stays held, and busy, until it ends
 			continue
@@ -747,7 +767,41 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 }
 
 // capped reports whether the run may start no more iterations.
-func (p *Pool) capped() bool { return p.Capped != nil && p.Capped() }
+func (p *Pool) capped() bool { return p.Capped != nil && p.Capped(0) }
+
+// capNear reports whether the claims under way would fill the run's
+// iteration cap if each of them won: a claim made now could only be given
+// back.
+func (p *Pool) capNear() bool {
+	if p.Capped == nil {
+		return false
+	}
+	p.mu.Lock()
+	pending := p.claiming + p.starting
+	p.mu.Unlock()
+	return p.Capped(pending)
+}
+
+// unstart is a won claim's iteration started, or the claim given back.
+func (p *Pool) unstart() {
+	p.mu.Lock()
+	p.starting--
+	p.mu.Unlock()
+}
+
+// capWait waits, before a claim, while the claims under way may fill the
+// run's iteration cap, and reports whether it is reached (the worker
+// leaves). The claims end within their bd calls' time; one that does not
+// win leaves room for this worker's.
+func (p *Pool) capWait(ctx context.Context) (capped bool) {
+	for p.capNear() && !p.capped() && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return p.capped()
+}
 
 // claim asks bd for an issue to work on (claim.Claimer.NextIn), keeping
 // the pool's counts: a worker counts as busy from the moment it asks bd
@@ -775,6 +829,9 @@ func (p *Pool) claimed(ctx context.Context, cl *beads.Claimer, gen int) (beads.C
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.claiming--
+	if err == nil && res.Outcome == beads.Won {
+		p.starting++
+	}
 	if err != nil || res.Outcome != beads.Won {
 		p.busy--
 		if err == nil && res.Outcome == beads.Empty {
@@ -836,7 +893,7 @@ func (p *Pool) dropClaim(ctx context.Context, actor string, n *nextClaim) {
 // and the reopening of a failed attempt. Finished work is handed to the
 // merge queue: handle returns it as a job to integrate (queue.go), and
 // the worker is free for its next issue.
-func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue, h *holding, agentEnded func()) (*job, error) {
+func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue, h *holding, agentEnded, started func()) (*job, error) {
 	p.log(Event{Worker: worker, Issue: is.ID, Kind: "claimed"})
 	if err := p.setPending(worker, is.ID); err != nil {
 		return nil, p.giveUp(ctx, actor, is.ID, err)
@@ -892,7 +949,7 @@ func (p *Pool) handle(ctx context.Context, worker, actor string, is beads.Issue,
 	client := p.Client(actor, tree.Dir)
 	a := Assignment{Worker: worker, Actor: actor, Issue: is, Attempt: attempt, Dir: tree.Dir, Branch: tree.Branch, BD: client, AgentEnded: agentEnded}
 	win := p.openWindow(worker, is.ID, tree, opened)
-	a.win = win
+	a.win, a.started = win, started
 	end := p.Iterate(ctx, a)
 	tip, cerr := p.endWindow(context.WithoutCancel(ctx), win, end.Kind == Finished)
 	if cerr != nil {

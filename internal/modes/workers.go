@@ -223,10 +223,10 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 		p.InScope = p.inScope
 	}
 	if maxIter > 0 {
-		p.Capped = func() bool {
+		p.Capped = func(claims int) bool {
 			p.resMu.Lock()
 			defer p.resMu.Unlock()
-			return p.res.Iterations+p.inflight >= maxIter
+			return p.res.Iterations+p.inflight+claims >= maxIter
 		}
 	}
 	p.Tally = &stateTally{l: l, p: p}
@@ -474,6 +474,9 @@ func (l *Loop) workerIteration(ctx context.Context, p *Pool, maxIter int, a Assi
 		mine.CostUSD = &start // the budget left is the run's, not the worker's
 	}
 	p.resMu.Unlock()
+	if a.started != nil {
+		a.started() // counted in inflight now (counted twice a moment: capNear only waits)
+	}
 
 	// Each worker's iteration asks the run's rota which agent runs it; the
 	// rota's switches are logged where its limits and drops are.
