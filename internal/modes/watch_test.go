@@ -116,20 +116,38 @@ func waitAsync(w *Waiter, since string) (<-chan string, context.CancelFunc) {
 	return ch, cancel
 }
 
-func TestWaitWakesOnWriteNotOnRead(t *testing.T) {
-	is := is.New(t)
-	dir := fakeDolt(t)
-	since, err := Fingerprint(dir)
-	is.NoErr(err)
-	var checks atomic.Int32
-	w := &Waiter{Dir: dir, Debounce: 20 * time.Millisecond, Poll: time.Hour, OnCheck: func(string) { checks.Add(1) }}
-	ch, cancel := waitAsync(w, since)
-	defer cancel()
+// watching is a Waiter on a fake Dolt store with the given debounce (the
+// poll an hour), waiting since the store's fingerprint, once it has made
+// its first check; checks counts its checks.
+type watching struct {
+	dir, since string
+	checks     *atomic.Int32
+	ch         <-chan string
+}
 
-	// Wait until the watcher has done its first check, then simulate reads.
-	for checks.Load() == 0 {
+func startWatching(t *testing.T, debounce time.Duration) watching {
+	t.Helper()
+	w := watching{dir: fakeDolt(t), checks: &atomic.Int32{}}
+	var err error
+	if w.since, err = Fingerprint(w.dir); err != nil {
+		t.Fatal(err)
+	}
+	waiter := &Waiter{Dir: w.dir, Debounce: debounce, Poll: time.Hour, OnCheck: func(string) { w.checks.Add(1) }}
+	var cancel context.CancelFunc
+	w.ch, cancel = waitAsync(waiter, w.since)
+	t.Cleanup(cancel)
+	for w.checks.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return w
+}
+
+func TestWaitWakesOnWriteNotOnRead(t *testing.T) {
+	is := is.New(t)
+	wt := startWatching(t, 20*time.Millisecond)
+	dir, since, checks, ch := wt.dir, wt.since, wt.checks, wt.ch
+
+	// The watcher has done its first check: simulate reads.
 	manifest := filepath.Join(dir, "embeddeddolt", "rt", ".dolt", "noms", "manifest")
 	rewrite(t, manifest, []byte("v1:hash-a"))
 	rewrite(t, filepath.Join(dir, "last-touched"), []byte("rt-9"))
@@ -154,16 +172,8 @@ func TestWaitWakesOnWriteNotOnRead(t *testing.T) {
 // back until the poll.
 func TestWaitWakesAmidReads(t *testing.T) {
 	is := is.New(t)
-	dir := fakeDolt(t)
-	since, err := Fingerprint(dir)
-	is.NoErr(err)
-	var checks atomic.Int32
-	w := &Waiter{Dir: dir, Debounce: 200 * time.Millisecond, Poll: time.Hour, OnCheck: func(string) { checks.Add(1) }}
-	ch, cancel := waitAsync(w, since)
-	defer cancel()
-	for checks.Load() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	wt := startWatching(t, 200*time.Millisecond)
+	dir, since, ch := wt.dir, wt.since, wt.ch
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	idx := filepath.Join(dir, "embeddeddolt", "rt", ".dolt", "noms", "journal.idx")
