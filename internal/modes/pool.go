@@ -782,6 +782,9 @@ func (p *Pool) capNear() bool {
 	return p.Capped(pending)
 }
 
+// capWaitMax bounds capWait.
+const capWaitMax = 2 * time.Minute
+
 // unstart is a won claim's iteration started, or the claim given back.
 func (p *Pool) unstart() {
 	p.mu.Lock()
@@ -792,9 +795,11 @@ func (p *Pool) unstart() {
 // capWait waits, before a claim, while the claims under way may fill the
 // run's iteration cap, and reports whether it is reached (the worker
 // leaves). The claims end within their bd calls' time; one that does not
-// win leaves room for this worker's.
+// win leaves room for this worker's. After capWaitMax it claims all the
+// same: at worst an issue is claimed and given back, never a run held.
 func (p *Pool) capWait(ctx context.Context) (capped bool) {
-	for p.capNear() && !p.capped() && ctx.Err() == nil {
+	deadline := time.Now().Add(capWaitMax)
+	for p.capNear() && !p.capped() && ctx.Err() == nil && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
