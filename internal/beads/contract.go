@@ -413,7 +413,7 @@ func ContractCases() []ContractCase {
 				{Bind: "W", Args: jsonArgs(createArgs(CreateOptions{Title: "Waiting epic", Type: "epic", Priority: &p0}))},
 				{Bind: "K", Args: jsonArgs(createArgs(CreateOptions{Title: "Its child", Parent: "{W}", Priority: &p1}))},
 			},
-			Run: ContractStep{Bind: "X", Actor: actor2, Args: jsonArgs(readyClaimArgs(ClaimFilter{ExcludeTypes: []string{"epic"}}))},
+			Run: ContractStep{Bind: "X", Actor: actor2, Args: jsonArgs(readyClaimArgs(ClaimFilter{ExcludeTypes: []string{TypeEpic}}))},
 			Want: Expect{Shape: IssuesShape, Lacks: []string{"{W}", "{E}"}, Fields: map[string]string{
 				"status": StatusInProgress, "assignee": "{actor2}",
 			}},

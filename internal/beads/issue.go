@@ -13,6 +13,10 @@ const (
 	StatusHooked     = "hooked"
 )
 
+// TypeEpic is the issue type of an epic: bd refuses to close one while a
+// child of it is open.
+const TypeEpic = "epic"
+
 // Dependency type values. DepBlocks is the only type that keeps an issue
 // out of `bd ready`.
 const (

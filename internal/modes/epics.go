@@ -23,9 +23,6 @@ import (
 // A worker's child still held by the pool (closed, its work not on the
 // target yet) counts as not done.
 
-// TypeEpic is bd's issue type of an epic.
-const TypeEpic = "epic"
-
 // epicFamily is, for each epic of a reading that is not closed, its
 // children there.
 type epicFamily struct {
@@ -39,7 +36,7 @@ type epicFamily struct {
 func familyOf(s guard.Snapshot) *epicFamily {
 	f := &epicFamily{children: map[string][]string{}, closed: map[string]bool{}, open: map[string]bool{}}
 	for id, is := range s {
-		if is.IssueType == TypeEpic && is.Status != beads.StatusClosed {
+		if is.IssueType == beads.TypeEpic && is.Status != beads.StatusClosed {
 			f.children[id] = nil
 			f.open[id] = is.Status == beads.StatusOpen
 		}
@@ -105,10 +102,10 @@ func (f *epicFamily) waitingText() string {
 	return strings.Join(out, "; ")
 }
 
-// epicWaits is the single loop's check of a ready issue before it is
-// picked: the children an epic among ready waits on (nil for any other
-// issue). The reading is taken only when ready holds an epic, once per
-// pick.
+// epicWaits is the check of a ready issue before it counts as work (the
+// single loop's pick, the daemon's decision, a pool's last readyLeft):
+// the children an epic among ready waits on (nil for any other issue).
+// The reading is taken only when ready holds an epic, once per check.
 type epicWaits struct {
 	l   *Loop
 	fam *epicFamily
@@ -116,7 +113,7 @@ type epicWaits struct {
 
 // of returns the children is waits on.
 func (w *epicWaits) of(ctx context.Context, is beads.Issue) ([]string, error) {
-	if is.IssueType != TypeEpic {
+	if is.IssueType != beads.TypeEpic {
 		return nil, nil
 	}
 	if w.fam == nil {
@@ -179,7 +176,7 @@ func (p *Pool) claimNext(ctx context.Context, cl *beads.Claimer) (beads.ClaimRes
 		return cl.NextIn(ctx, p.Scope, p.InScope)
 	}
 	if p.Scope == "" && all {
-		res, err := cl.NextExcept(ctx, TypeEpic)
+		res, err := cl.NextExcept(ctx, beads.TypeEpic)
 		if err != nil || res.Outcome != beads.Empty {
 			return res, err
 		}

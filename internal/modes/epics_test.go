@@ -24,15 +24,15 @@ func epicSnap(status map[string]string) guard.Snapshot {
 		}
 		s[id] = beads.Issue{ID: id, IssueType: typ, Parent: parent, Status: st}
 	}
-	add("e", TypeEpic, "")
+	add("e", beads.TypeEpic, "")
 	add("e.1", "task", "e")
 	add("e.2", "task", "e")
-	add("f", TypeEpic, "")
+	add("f", beads.TypeEpic, "")
 	add("f.1", "task", "f")
-	add("g", TypeEpic, "")
+	add("g", beads.TypeEpic, "")
 	add("t", "task", "")
 	add("t.1", "task", "t")
-	s["c"] = beads.Issue{ID: "c", IssueType: TypeEpic, Status: beads.StatusClosed}
+	s["c"] = beads.Issue{ID: "c", IssueType: beads.TypeEpic, Status: beads.StatusClosed}
 	add("c.1", "task", "c")
 	return s
 }
@@ -162,7 +162,9 @@ func (f *claimFake) Release(_ context.Context, id string) (beads.Issue, error) {
 // the list and a claim by id when only some wait. A waiting epic is never
 // claimed, a workable one is.
 func TestClaimNextPassesOverWaitingEpics(t *testing.T) {
-	epic := func(id string) beads.Issue { return beads.Issue{ID: id, IssueType: TypeEpic, Status: beads.StatusOpen} }
+	epic := func(id string) beads.Issue {
+		return beads.Issue{ID: id, IssueType: beads.TypeEpic, Status: beads.StatusOpen}
+	}
 	task := func(id string) beads.Issue { return beads.Issue{ID: id, IssueType: "task", Status: beads.StatusOpen} }
 	closed := beads.StatusClosed
 	for _, tc := range []struct {

@@ -17,7 +17,9 @@ func TestHeldBack(t *testing.T) {
 		}
 		return is
 	}
-	epic := func(id string) beads.Issue { return beads.Issue{ID: id, IssueType: TypeEpic, Status: beads.StatusOpen} }
+	epic := func(id string) beads.Issue {
+		return beads.Issue{ID: id, IssueType: beads.TypeEpic, Status: beads.StatusOpen}
+	}
 	child := func(id, parent, status string) beads.Issue {
 		return beads.Issue{ID: id, Parent: parent, Status: status}
 	}

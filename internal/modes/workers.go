@@ -316,21 +316,22 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 // call leaves it to the checks after it.
 func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
 	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: p.Scope})
-	if err != nil || len(ready) == 0 {
-		return nil
-	}
-	now, err := l.snapshot(ctx)
 	if err != nil {
 		return nil
 	}
-	fam := familyOf(now)
+	epics := epicWaits{l: l}
 	var left []string
 	for _, is := range ready {
-		if is.Assignee != "" || is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) ||
-			(p.InScope != nil && !p.InScope(is)) || len(fam.waitsOn(is.ID, nil)) > 0 {
+		if is.Assignee != "" || is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) || (p.InScope != nil && !p.InScope(is)) {
 			continue
 		}
-		left = append(left, is.ID)
+		kids, err := epics.of(ctx, is)
+		if err != nil {
+			return nil
+		}
+		if len(kids) == 0 {
+			left = append(left, is.ID)
+		}
 	}
 	return left
 }
