@@ -622,3 +622,25 @@ func TestClientOnCallSeesEveryCall(t *testing.T) {
 	is.True(err != nil)
 	is.Equal(len(seen), 2) // a failed start is reported too
 }
+
+// TestListAllWithComments: one `bd export` gives what `bd list --all`
+// lists, with comments: bd's gates, which its list leaves out and its
+// export keeps, are dropped, and so are records that are not issues.
+func TestListAllWithComments(t *testing.T) {
+	is := is.New(t)
+	export := `{"_type":"issue","id":"t-1","title":"one","status":"open","priority":1,"issue_type":"task","comment_count":1,"comments":[{"id":"c1","issue_id":"t-1","author":"me","text":"hello","created_at":"2026-11-28T12:06:54Z"}],"dependencies":[{"issue_id":"t-1","depends_on_id":"t-e","type":"parent-child"}]}
+{"_type":"issue","id":"t-g","title":"wait for CI","status":"open","priority":2,"issue_type":"gate"}
+{"_type":"memory","key":"k","value":"v"}
+{"_type":"issue","id":"t-e","title":"epic","status":"closed","priority":2,"issue_type":"epic"}
+`
+	bin, state := replayOutputs(t, fixture{Stdout: []byte(export)})
+	c := &beads.Client{Bin: bin, Dir: t.TempDir()}
+	got, err := c.ListAllWithComments(context.Background())
+	is.NoErr(err)
+	is.Equal(ids(got), []string{"t-1", "t-e"})
+	is.Equal(got[0].Parent, "t-e") // list prints it; the export's edge gives it
+	is.Equal(len(got[0].Comments), 1)
+	calls := readCalls(t, state)
+	is.Equal(len(calls), 1)
+	is.Equal(calls[0].Args[0], "export")
+}

@@ -537,9 +537,10 @@ func ContractCases() []ContractCase {
 			Fixture: "comments-list-json", FixtureVars: map[string]string{"B": "rt-2j9"},
 		},
 		{
-			Name: "export", Why: "a first snapshot reads many issues' comments in one call",
+			Name: "export", Why: "every full reading of the tracker: what list --all lists, with every comment, in one call",
 			Run:  ContractStep{Args: jsonArgs(exportArgs())},
-			Want: Expect{Shape: ExportShape, Has: []string{"{B}"}, HasComment: "Second comment"},
+			Want: Expect{Shape: ExportShape, Has: []string{"{A}", "{B}", "{E}", "{R}", "{S}"}, HasComment: "Second comment",
+				Of: "{B}", Fields: map[string]string{"dependencies": "related:{A}", "labels": ""}},
 		},
 		{
 			Name: "stats", Why: "BUILD's and the daemon's counts",

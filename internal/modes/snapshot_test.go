@@ -15,11 +15,12 @@ import (
 )
 
 // TestSnapshotReadsCommentsBatched checks how a snapshot reads comments:
-// on a small tracker its first reading takes them from one `bd export`
-// (exportWorth); where batches are cheaper (a few issues of a big
+// every full reading is one `bd export`, every comment afresh, and no
+// list (listEverything); where batches are cheaper (a few issues of a big
 // tracker), the commented issues go in one `bd show --include-comments`,
-// or one `bd comments` per issue when that call fails; and a later reading
-// reads them again only for an issue whose comments moved.
+// or one `bd comments` per issue when that call fails; and a reading of
+// what changed reads them again only for an issue whose comment count
+// moved.
 func TestSnapshotReadsCommentsBatched(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
@@ -61,8 +62,8 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("first snapshot", snap)
-			if exports, shows, perItem := countCalls(t, log); exports != 1 || shows+perItem != 0 {
-				t.Fatalf("first snapshot of 3 issues: %d export, %d show and %d comments calls, want one export", exports, shows, perItem)
+			if exports, shows, perItem := countCalls(t, log); exports != 1 || shows+perItem != 0 || callsOf(t, log, "list") != 0 {
+				t.Fatalf("first snapshot of 3 issues: %d export, %d show, %d comments and %d list calls, want one export", exports, shows, perItem, callsOf(t, log, "list"))
 			}
 
 			// The same issues as part of a big tracker: batches.
@@ -79,14 +80,15 @@ func TestSnapshotReadsCommentsBatched(t *testing.T) {
 				t.Fatalf("batches: %d export, %d show and %d comments calls, want 0, %d and %d", exports, shows, perItem, tc.wantShows, tc.wantPerItem)
 			}
 
-			// Full readings (every reading of a tracker this small): nothing
-			// moved, no comments read.
+			// Full readings (every reading of a tracker this small): one
+			// export each, every comment afresh, nothing moved or not, and
+			// no list.
 			os.Remove(log)
 			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if exports, shows, perItem := countCalls(t, log); exports+shows+perItem != 0 {
-				t.Fatalf("unchanged tracker: %d export, %d show and %d comments calls, want none", exports, shows, perItem)
+			if exports, shows, perItem := countCalls(t, log); exports != 1 || shows+perItem != 0 || callsOf(t, log, "list") != 0 {
+				t.Fatalf("unchanged tracker: %d export, %d show, %d comments and %d list calls, want one export", exports, shows, perItem, callsOf(t, log, "list"))
 			}
 
 			// Readings of what changed: nothing moved, no comments read;

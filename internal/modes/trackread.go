@@ -562,19 +562,9 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.keep(false, start, touched)
 		return maps.Clone(next), nil
 	}
-	issues, err := l.BD.List(ctx, beads.ListOptions{All: true})
+	issues, fresh, err := l.listEverything(ctx)
 	if err == nil {
-		if r.incremental {
-			// Every comment afresh: the readings of what changed go by
-			// the comment count, which a comment rewritten around bd
-			// keeps (compare).
-			fresh := map[string]cachedComments{}
-			if err = l.readComments(ctx, issues, len(issues), fresh, false); err == nil {
-				r.comments = fresh
-			}
-		} else {
-			err = l.readComments(ctx, issues, len(issues), r.cache(), false)
-		}
+		r.comments = fresh
 	}
 	if err != nil {
 		r.giveBack(rereads)
@@ -604,6 +594,39 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 	r.held, r.prevStart, r.lastFull, r.sinceFull, r.cheapSince = full, start, start, 0, false
 	r.keep(true, start, nil)
 	return maps.Clone(full), nil
+}
+
+// listEverything lists every issue with every comment read afresh, in
+// one `bd export` (beads.Client.ListAllWithComments), and returns the
+// comments as the cache the readings of what changed go on from. Every
+// full reading, in either mode, reads so: the readings of what changed
+// go by the comment count, which a comment rewritten around bd keeps
+// (compare), and with tracker_reads = full every reading is a full one,
+// so such a rewrite shows in the very next reading, in the window that
+// made it. An issue whose comments the export gives in another number
+// than its comment count (a comment added between the two queries of a
+// server-mode export) is read again with `bd show`; when the export
+// fails, the tracker is listed and the comments read apart.
+func (l *Loop) listEverything(ctx context.Context) ([]beads.Issue, map[string]cachedComments, error) {
+	fresh := map[string]cachedComments{}
+	issues, err := l.BD.ListAllWithComments(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, err
+		}
+		l.human().Warn("could not read the tracker with bd export; listing it and reading the comments apart", "err", err)
+		if issues, err = l.BD.List(ctx, beads.ListOptions{All: true}); err != nil {
+			return nil, nil, err
+		}
+		return issues, fresh, l.readComments(ctx, issues, len(issues), fresh, false)
+	}
+	for _, is := range issues {
+		if is.CommentCount > 0 && len(is.Comments) == is.CommentCount {
+			fresh[is.ID] = cachedComments{count: is.CommentCount, updated: is.UpdatedAt, list: is.Comments}
+		}
+	}
+	// Those left out of fresh are read again (readComments' stale ones).
+	return issues, fresh, l.readComments(ctx, issues, len(issues), fresh, false)
 }
 
 // pending reports whether readings of what changed were patched in since
