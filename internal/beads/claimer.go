@@ -2,9 +2,10 @@
 // claims, and nothing else: the tracker is the only coordinator.
 //
 // A worker claims an issue with its own actor (ralphd/<host>/<worker>),
-// then reads the claim back and works only when the issue is in_progress
-// and assigned to that actor; upstream has reported duplicate claims in
-// some bd versions, and the read-back makes ralphd safe either way. A lost
+// and works only when the issue is in_progress and assigned to that
+// actor, as read back after the claim (Tracker.Show, or the caller's
+// ReadBack): bd 1.0.3 could tell two workers they both held one issue
+// (GH-3570), and a read-back after both claims tells the loser. A lost
 // race (another holder, nothing left, a Dolt serialization failure) is a
 // ClaimOutcome, never an error and never an attempt; serialization failures
 // are retried with jittered backoff, a bounded number of times.
@@ -106,12 +107,13 @@ type Claimer struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// ExcludeLabels are passed over by Next (e.g. the stuck label).
 	ExcludeLabels []string
-	// ReadBack, when set, reads the claimed issue back instead of
-	// Tracker.Show: it must return the issue as a reading of the tracker
-	// that started after it was called has it (so after the claim), or
-	// found false when that reading does not hold the issue; then Show
-	// reads it. A pool of workers shares one reading this way.
-	ReadBack func(ctx context.Context, id string) (issue Issue, found bool, err error)
+	// ReadBack, when set, gives the claimed issue instead of
+	// Tracker.Show, from claimed, the issue as bd printed it for the
+	// claim, and what the caller already holds; found false means Show
+	// reads it. The actor holds the issue by what ReadBack returns, as by
+	// Show's answer. A pool of workers reads no more for its claims this
+	// way.
+	ReadBack func(ctx context.Context, claimed Issue) (issue Issue, found bool, err error)
 }
 
 // Next claims the first ready unassigned issue (`bd ready --claim`) and
@@ -193,7 +195,7 @@ func (c *Claimer) readBack(ctx context.Context, claimed Issue, res ClaimResult) 
 	found := false
 	if c.ReadBack != nil {
 		var err error
-		if got, found, err = c.ReadBack(ctx, claimed.ID); err != nil {
+		if got, found, err = c.ReadBack(ctx, claimed); err != nil {
 			return res, fmt.Errorf("claim: read back %s: %w", claimed.ID, err)
 		}
 	}

@@ -538,7 +538,7 @@ func ContractCases() []ContractCase {
 		},
 		{
 			Name: "export", Why: "every full reading of the tracker: what list --all lists, with every comment, in one call",
-			Run:  ContractStep{Args: jsonArgs(exportArgs())},
+			Run: ContractStep{Args: jsonArgs(exportArgs())},
 			Want: Expect{Shape: ExportShape, Has: []string{"{A}", "{B}", "{E}", "{R}", "{S}"}, HasComment: "Second comment",
 				Of: "{B}", Fields: map[string]string{"dependencies": "related:{A}", "labels": ""}},
 		},

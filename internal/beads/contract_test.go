@@ -55,6 +55,19 @@ func TestVersionVerified(t *testing.T) {
 	is.True(!Version{Number: "1.3.0"}.Verified())
 }
 
+// TestTrustedClaims: a claim's answer stands without a reading after it
+// only for a verified bd; 1.0.3's ready --claim was not atomic.
+func TestTrustedClaims(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{{"1.0.5", true}, {"1.0.3", false}, {"1.0.4", false}, {"1.3.0", false}, {"", false}} {
+		if got := (Version{Number: tc.v}).TrustedClaims(); got != tc.want {
+			t.Errorf("Version %q: TrustedClaims() = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
 var versionNumber = regexp.MustCompile(`^[0-9][0-9A-Za-z.+_-]{0,63}$`)
 
 func FuzzParseVersion(f *testing.F) {

@@ -45,8 +45,8 @@ func TestReadBackSeam(t *testing.T) {
 			is := is.New(t)
 			tr := &countingShows{fakeTracker: &fakeTracker{claims: []step{{issue: mine, ok: true}}, shows: map[string]Issue{"a-1": c.show}}}
 			var asked []string
-			cl := &Claimer{Tracker: tr, Actor: actor, ReadBack: func(ctx context.Context, id string) (Issue, bool, error) {
-				asked = append(asked, id)
+			cl := &Claimer{Tracker: tr, Actor: actor, ReadBack: func(ctx context.Context, claimed Issue) (Issue, bool, error) {
+				asked = append(asked, claimed.ID)
 				return c.read, c.found, c.readErr
 			}}
 			res, err := cl.Next(context.Background())

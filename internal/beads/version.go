@@ -26,6 +26,15 @@ type Version struct {
 // Verified reports whether ralphd is verified against this version.
 func (v Version) Verified() bool { return slices.Contains(VerifiedVersions, v.Number) }
 
+// TrustedClaims reports whether a claim's answer from this bd can be taken
+// as who holds the issue, with no reading after it: for the versions ralphd
+// is verified against, whose claims were recorded atomic and their answers
+// true in embedded and server mode, under 8-way races (the contract's
+// claim-race records). bd 1.0.3's `ready --claim` was not atomic (two
+// workers could both be told they hold one issue; fixed in 1.0.4,
+// GH-3570), so for any other version a claim is read back.
+func (v Version) TrustedClaims() bool { return v.Verified() }
+
 // String returns the version number.
 func (v Version) String() string { return v.Number }
 

@@ -64,8 +64,8 @@ func TestDependentOfAFailedBlocker(t *testing.T) {
 		}
 		return commitAndClose(ctx, a)
 	})
-	pool.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
-		switch id {
+	pool.ReadBack = func(ctx context.Context, claimed beads.Issue) (beads.Issue, bool, error) {
+		switch claimed.ID {
 		case y:
 			select {
 			case <-yClaimed:

@@ -159,11 +159,3 @@ func (p *Pool) park(ctx context.Context, idle time.Duration) (leave bool) {
 	p.mu.Unlock()
 	return false
 }
-
-// Claiming returns how many workers are claiming an issue: in bd's
-// claim, or reading the claim back.
-func (p *Pool) Claiming() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.claiming
-}

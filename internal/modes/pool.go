@@ -45,9 +45,8 @@ type Assignment struct {
 	BD      *beads.Client // bd as the worker's actor, running in Dir
 	// AgentEnded, when set, is for the Iteration to call once its agent
 	// has ended, before it reads the tracker to judge the agent's work:
-	// the pool then claims the worker's next issue beside the judgement,
-	// and one reading of the tracker can serve both (the judgement, and
-	// the claim's read-back). It returns at once.
+	// the pool then claims the worker's next issue beside the judgement.
+	// It returns at once.
 	AgentEnded func()
 
 	// win is the iteration's window in the pool's ledger.
@@ -231,8 +230,8 @@ type PoolSetup struct {
 	ReviewPoll time.Duration
 	Checks     string
 	// ReadBack, when set, is the workers' claim read-back (see
-	// claim.Claimer.ReadBack); nil means `bd show`.
-	ReadBack func(ctx context.Context, id string) (beads.Issue, bool, error)
+	// beads.Claimer.ReadBack); nil means `bd show`.
+	ReadBack func(ctx context.Context, claimed beads.Issue) (beads.Issue, bool, error)
 	// Hold, when set, is asked before each claim and returns once the
 	// worker may claim (the dashboard's pause; see pause.go). Paused,
 	// when set, says whether Hold would wait now: a paused pool makes no
@@ -284,7 +283,7 @@ type poolWork struct {
 	gen, emptyIn int
 	wake         chan struct{}
 	probe        chan struct{}
-	// claiming counts the workers in a claim (Claiming).
+	// claiming counts the workers in a claim (the cap counts them: capWait).
 	claiming int
 	// starting counts the claims won whose iterations have not started
 	// (capNear counts them with the claims under way).
@@ -358,7 +357,7 @@ type poolJudging struct {
 	// judgement never diffs the baseline against an older reading.
 	baselineSeq uint64
 	// view is the pool's one reading of the tracker, shared by the
-	// claims' read-backs and the judgements.
+	// judgements.
 	view *guard.View
 	// judgingSoon counts the workers whose agent has ended and whose
 	// judgement has not had its first reading yet: they will ask for one
@@ -741,9 +740,9 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 			started()
 			continue
 		}
-		// The worker claims its next issue as soon as its agent ends, so
-		// that the reading its judgement needs is the claim's read-back
-		// too (see Assignment.AgentEnded); not while the pool is paused.
+		// The worker claims its next issue as soon as its agent ends,
+		// beside its judgement (see Assignment.AgentEnded); not while the
+		// pool is paused.
 		agentEnded := func() {
 			if next == nil && ctx.Err() == nil && !p.isDraining() && !p.paused() && !p.yielding() && !p.capNear() {
 				next = p.startClaim(ctx, cl)
@@ -865,9 +864,8 @@ func (n *nextClaim) wait() (beads.ClaimResult, error) {
 }
 
 // startClaim starts a claim in the background. It is counted before
-// startClaim returns: a reading of the tracker the worker's judgement
-// asks for next waits for the claim's read-back (trackview.View.Expected),
-// and one reading serves both.
+// startClaim returns (countClaim), so that the cap and the idle check see
+// it at once.
 func (p *Pool) startClaim(ctx context.Context, cl *beads.Claimer) *nextClaim {
 	gen := p.countClaim()
 	n := &nextClaim{done: make(chan struct{})}

@@ -54,8 +54,8 @@ import (
 // hidden one.
 //
 // One trackerReads serves a run: every Loop of it (workers, the pool's
-// readings, the claims' read-backs) reads through it, one reading at a
-// time.
+// readings) reads through it, one reading at a time; the workers' claims
+// take the claimed issue from its last reading (claimedIssue).
 
 // Tracker read strategies, the values of tracker_reads.
 const (
@@ -125,6 +125,10 @@ type trackerReads struct {
 	runID     string
 	persistOn atomic.Bool
 	warn      func(msg string, err error)
+
+	// last is the last reading this run took, held (lastIssue reads it
+	// without waiting for the reading under way).
+	last atomic.Pointer[guard.Snapshot]
 
 	// hidden counts the hidden changes found; the run adds them to its
 	// violations when it ends.
@@ -208,6 +212,7 @@ func (l *Loop) startReads() {
 func (r *trackerReads) startRun(bd *beads.Client) {
 	r.mu.Lock()
 	r.held, r.cheapSince, r.sinceFull = nil, false, 0
+	r.last.Store(nil)
 	r.mu.Unlock()
 	r.wmu.Lock()
 	r.windows, r.reopened = nil, nil
@@ -558,6 +563,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 			next = r.found(ctx, l, next, h)
 		}
 		r.held, r.prevStart, r.cheapSince = next, start, true
+		r.last.Store(&next)
 		r.sinceFull++
 		r.keep(false, start, touched)
 		return maps.Clone(next), nil
@@ -592,6 +598,7 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.chargeable(start)
 	}
 	r.held, r.prevStart, r.lastFull, r.sinceFull, r.cheapSince = full, start, start, 0, false
+	r.last.Store(&full)
 	r.keep(true, start, nil)
 	return maps.Clone(full), nil
 }
@@ -627,6 +634,26 @@ func (l *Loop) listEverything(ctx context.Context) ([]beads.Issue, map[string]ca
 	}
 	// Those left out of fresh are read again (readComments' stale ones).
 	return issues, fresh, l.readComments(ctx, issues, len(issues), fresh, false)
+}
+
+// claimedIssue is the issue a worker claimed, claimed being bd's answer
+// to the claim: as the run's last reading holds it, with what the claim
+// set taken from bd's answer (status, assignee, started_at, updated_at)
+// and the count of its dependencies, so that a dependency added since
+// that reading is read by whoever needs the edges (Pool.awaitBlockers).
+// It reports false when no reading of the run holds the issue.
+func claimedIssue(r *trackerReads, claimed beads.Issue) (beads.Issue, bool) {
+	s := r.last.Load()
+	if s == nil {
+		return beads.Issue{}, false
+	}
+	is, ok := (*s)[claimed.ID]
+	if !ok {
+		return beads.Issue{}, false
+	}
+	is.Status, is.Assignee, is.StartedAt, is.UpdatedAt = claimed.Status, claimed.Assignee, claimed.StartedAt, claimed.UpdatedAt
+	is.DependencyCount = claimed.DependencyCount
+	return is, true
 }
 
 // pending reports whether readings of what changed were patched in since

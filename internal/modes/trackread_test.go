@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/matryer/is"
+
 	"github.com/ralphd/ralphd/internal/beads"
 	"github.com/ralphd/ralphd/internal/guard"
 	"github.com/ralphd/ralphd/internal/state"
@@ -603,6 +605,48 @@ func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
 			if got := callsOf(t, log, "list"); got != tc.calls {
 				b, _ := os.ReadFile(log)
 				t.Errorf("%d bd list calls, want %d:\n%s", got, tc.calls, b)
+			}
+		})
+	}
+}
+
+// TestClaimedIssue: a worker's claimed issue is the run's last reading of
+// it with what the claim set taken from bd's answer, and the answer's
+// count of dependencies (a dependency added since the reading makes the
+// worker read the edges); with no reading holding it, none.
+func TestClaimedIssue(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	held := beads.Issue{ID: "t-a", Title: "One", Description: "the first", Status: beads.StatusOpen, Labels: []string{"x"},
+		Dependencies: []beads.Dependency{{IssueID: "t-a", DependsOnID: "t-b", Type: "blocks"}}, DependencyCount: 1, UpdatedAt: at}
+	answer := beads.Issue{ID: "t-a", Title: "One", Status: beads.StatusInProgress, Assignee: "ralphd/h/abc/w1",
+		StartedAt: at.Add(time.Second), UpdatedAt: at.Add(time.Second), DependencyCount: 2}
+	for _, tc := range []struct {
+		name    string
+		reading guard.Snapshot
+		claimed beads.Issue
+		want    beads.Issue
+		ok      bool
+	}{
+		{name: "no reading yet", claimed: answer},
+		{name: "not in the reading", reading: guard.Snapshot{"t-b": {ID: "t-b"}}, claimed: answer},
+		{name: "in the reading", reading: guard.Snapshot{"t-a": held}, claimed: answer, ok: true, want: func() beads.Issue {
+			w := held
+			w.Status, w.Assignee, w.StartedAt, w.UpdatedAt, w.DependencyCount = answer.Status, answer.Assignee, answer.StartedAt, answer.UpdatedAt, 2
+			return w
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			r := newTrackerReads(TrackerReadsFull, 1, 0)
+			if tc.reading != nil {
+				r.last.Store(&tc.reading)
+			}
+			got, ok := claimedIssue(r, tc.claimed)
+			is.Equal(ok, tc.ok)
+			if tc.ok {
+				is.Equal(got, tc.want)
+				is.Equal(len(tc.reading["t-a"].Description), len("the first")) // the reading is not changed
+				is.Equal(tc.reading["t-a"].Status, beads.StatusOpen)
 			}
 		})
 	}

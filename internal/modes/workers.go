@@ -238,22 +238,20 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	view.Expected = func() (int, int) {
 		return int(p.judgingSoon.Load()), int(p.agents.Load())
 	}
-	// The claims' read-backs share readings of their own, which wait for
-	// every worker in a claim, and a moment for those whose agent runs
-	// (each claims when it ends): the workers claim their next issues beside
-	// their judgements (workers.Assignment.AgentEnded), so a judgement
-	// does not wait for the claims, which bd takes one at a time.
-	claimsReader := l.derive(l.Deps, nil)
-	claims := &guard.View{Read: claimsReader.snapshotFresh, Debounce: readingDebounce}
-	claims.Expected = func() (int, int) { return p.Claiming(), int(p.agents.Load()) }
-	// The claim's read-back: the issue as a reading that started after
-	// the claim has it.
-	p.ReadBack = func(ctx context.Context, id string) (beads.Issue, bool, error) {
-		r, err := claims.Since(ctx, claims.Mark())
-		if err != nil {
-			return beads.Issue{}, false, err
+	// The claim's read-back reads nothing where bd's answer to a claim
+	// can be trusted (beads.Version.TrustedClaims): who holds the issue
+	// is in that answer, and the rest is as the run's last reading holds
+	// it (claimedIssue). An issue no reading has held yet, and any claim
+	// of a bd whose answers are not trusted, is read back with bd show.
+	trusted := false
+	if v, err := beads.ReadVersion(ctx, l.BD.Bin); err == nil {
+		trusted = v.TrustedClaims()
+	}
+	p.ReadBack = func(_ context.Context, claimed beads.Issue) (beads.Issue, bool, error) {
+		if !trusted {
+			return beads.Issue{}, false, nil
 		}
-		is, ok := r.Snap[id]
+		is, ok := claimedIssue(l.reads(), claimed)
 		return is, ok, nil
 	}
 	p.Iterate = func(ctx context.Context, a Assignment) Ended {
