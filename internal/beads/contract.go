@@ -408,6 +408,11 @@ func ContractCases() []ContractCase {
 			Want: Expect{Shape: IssuesShape, Has: []string{"{R}", "{C}", "{D}"}},
 		},
 		{
+			Name: "list --status open,in_progress", Why: "ralphd finds the claims a stopped run left, and those left on reopened issues",
+			Run:  ContractStep{Args: jsonArgs(listArgs(ListOptions{Status: StatusOpen + "," + StatusInProgress}))},
+			Want: Expect{Shape: IssuesShape, Has: []string{"{R}", "{C}", "{D}", "{B}"}},
+		},
+		{
 			Name: "ready --claim --exclude-type epic", Why: "workers pass over the epics that wait on their children",
 			Setup: []ContractStep{
 				{Bind: "W", Args: jsonArgs(createArgs(CreateOptions{Title: "Waiting epic", Type: "epic", Priority: &p0}))},

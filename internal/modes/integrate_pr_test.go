@@ -301,7 +301,8 @@ func TestNoForgeOnTheDefaultAllowlist(t *testing.T) {
 // pull request journals it; the next pool watches it again before any
 // worker claims, holding its issue so that the dependent waits, and
 // settles it: merged while ralphd was down, or merged after the restart.
-// An entry whose issue a person reopened meanwhile is dropped.
+// An entry whose issue a person reopened meanwhile is dropped, and the
+// issue, freed of the worker's claim bd kept, is worked again.
 func TestPullRequestWatchedAfterRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -381,8 +382,12 @@ func TestPullRequestWatchedAfterRestart(t *testing.T) {
 				events = append(events, e.Issue+" "+e.Kind+" "+e.Detail)
 				emu.Unlock()
 			}
-			stop := f.reviewer(t, func(pr scriptedgh.Pull, seen int) {
-				if tc.mergedWhile || (tc.reopenedWhile && strings.HasPrefix(pr.Title, blocker)) {
+			stop := f.reviewer(t, func(got scriptedgh.Pull, seen int) {
+				if tc.reopenedWhile && got.Head.SHA == pr.Head.SHA {
+					return // the attempt the person reopened: left as it is
+				}
+				pr := got
+				if tc.mergedWhile {
 					if !strings.HasPrefix(pr.Title, blocker) {
 						f.merge(t, pr)
 					}
@@ -405,7 +410,14 @@ func TestPullRequestWatchedAfterRestart(t *testing.T) {
 				is.True(slices.ContainsFunc(events, func(e string) bool {
 					return strings.HasPrefix(e, blocker+" recovered no longer waits on pull request #1")
 				}))
-				is.True(!slices.Contains(sum.Integrated, blocker)) // not counted as integrated: a person took it back
+				// A person took it back: bd kept the worker's assignee, which
+				// the start frees (claimsleft.go), and the issue is worked
+				// again, through a pull request of its own.
+				is.True(slices.ContainsFunc(events, func(e string) bool {
+					return strings.HasPrefix(e, blocker+" recovered freed the claim ")
+				}))
+				is.True(slices.Contains(sum.Integrated, blocker))
+				is.True(slices.Contains(sum.Integrated, dependent))
 				return
 			}
 			is.True(slices.Contains(sum.Integrated, blocker)) // the merge settled it

@@ -100,15 +100,23 @@ func (l *Loop) dropLoopClaim(ctx context.Context, id string) {
 
 // recoverLoopClaims gives back the claims the single loop's actor still
 // holds when a run starts: a crashed run's. The fleet's own issues are
-// never the loop's.
+// never the loop's. It frees the claims this clone's actors left on open
+// issues too (claimsleft.go).
 func (l *Loop) recoverLoopClaims(ctx context.Context) error {
 	cl := l.loopClaimer()
-	held, err := l.BD.List(ctx, beads.ListOptions{Status: beads.StatusInProgress})
+	held, err := l.BD.List(ctx, beads.ListOptions{Status: beads.StatusOpen + "," + beads.StatusInProgress})
 	if err != nil {
 		return fmt.Errorf("list this clone's claims: %w", err)
 	}
 	for _, is := range held {
-		if is.Assignee != cl.Actor || is.HasLabel(FleetLabel) {
+		if leftClaim(is, l.WorkerActor(""), nil) {
+			if err := freeClaim(ctx, l.workerClient(cl.Actor, l.Dir), is.ID); err != nil {
+				return err
+			}
+			l.human().Info("freed a claim a worker of this clone left on an open issue", "issue", is.ID, "assignee", is.Assignee)
+			continue
+		}
+		if is.Status != beads.StatusInProgress || is.Assignee != cl.Actor || is.HasLabel(FleetLabel) {
 			continue
 		}
 		if _, err := cl.Tracker.Release(ctx, is.ID); err != nil {

@@ -1145,14 +1145,22 @@ func (p *Pool) recoverClaims(ctx context.Context) error {
 		p.log(Event{Worker: worker, Issue: id, Kind: "recovered"})
 		_ = os.Remove(m)
 	}
-	held, err := c.List(ctx, beads.ListOptions{Status: beads.StatusInProgress})
+	held, err := c.List(ctx, beads.ListOptions{Status: beads.StatusOpen + "," + beads.StatusInProgress})
 	if err != nil {
 		return fmt.Errorf("workers: list claims: %w", err)
 	}
 	for _, is := range held {
+		switch {
+		case is.Status == beads.StatusOpen:
+			if leftClaim(is, prefix, nil) { // claimsleft.go
+				if err := freeClaim(ctx, c, is.ID); err != nil {
+					return fmt.Errorf("workers: %w", err)
+				}
+				p.log(Event{Issue: is.ID, Kind: "recovered", Detail: "freed the claim " + is.Assignee + " left on it when it was reopened"})
+			}
 		// The fleet's lease and member (fleet.go) are claimed under the
 		// same prefix, and are not a worker's to release.
-		if strings.HasPrefix(is.Assignee, prefix) && !is.HasLabel(FleetLabel) {
+		case strings.HasPrefix(is.Assignee, prefix) && !is.HasLabel(FleetLabel):
 			if _, err := c.Release(ctx, is.ID); err != nil {
 				return fmt.Errorf("workers: release %s: %w", is.ID, err)
 			}

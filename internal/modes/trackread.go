@@ -1028,9 +1028,18 @@ func (l *Loop) chargeWindows(ctx context.Context, windows []readWindow, detail s
 		note := "ralphd: charged with a forbidden change: " + detail + "."
 		if w.closed {
 			why := "ralphd: reopened: the iteration that closed it is charged with a forbidden change found later, so its close does not count"
-			if _, err := l.BD.Reopen(ctx, w.issue, why); err != nil {
+			if is, err := l.BD.Reopen(ctx, w.issue, why); err != nil {
 				l.human().Warn("could not reopen the close of a charged iteration", "issue", w.issue, "err", err)
 			} else {
+				// bd keeps the worker's assignee, and no claim takes an
+				// assigned issue: free it (claimsleft.go). A worker that
+				// still holds it (its work in the merge queue) keeps it
+				// all the same: the pool's claims pass over what it holds.
+				if leftClaim(is, l.WorkerActor(""), nil) {
+					if err := freeClaim(ctx, l.BD, is.ID); err != nil {
+						l.human().Warn("could not free the claim on a reopened issue", "issue", is.ID, "err", err)
+					}
+				}
 				note = why + ". " + note
 				l.reads().wmu.Lock()
 				l.reads().reopened = append(l.reads().reopened, w.issue)

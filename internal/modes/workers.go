@@ -291,7 +291,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	if len(res.Stuck) > 0 && len(res.Closed) == 0 {
 		return res.stop(StopAllSkipped, "every issue the workers took is stuck; PLANNING or `ralphd reset ID` puts it back", nil)
 	}
-	if left := l.readyLeft(ctx, p); len(left) > 0 {
+	// After hidden changes found at the end, the issues whose closes
+	// their charge reopened are ready: the hidden changes say why (below).
+	if left := l.readyLeft(ctx, p); len(left) > 0 && !hiddenAtEnd {
 		if p.capped() {
 			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, left[0]), ErrCapReached)
 		}
@@ -310,8 +312,10 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 // issues `bd ready` lists that a worker should have taken (not stuck, not
 // someone's, not the fleet's, in scope, not an epic waiting on its
 // children). Workers leave when their claims find nothing; this holds the
-// exit 0 to bd's own list, whatever a claim passed over. A failing bd
-// call leaves it to the checks after it.
+// exit 0 to bd's own list, whatever a claim passed over. A claim one of
+// this clone's workers left on an open issue is freed here and counted
+// (claimsleft.go): no claim takes an assigned issue. A failing bd call
+// leaves it to the checks after it.
 func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
 	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: p.Scope})
 	if err != nil {
@@ -320,6 +324,12 @@ func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
 	epics := epicWaits{l: l}
 	var left []string
 	for _, is := range ready {
+		if leftClaim(is, p.actorPrefix, nil) { // the workers have left: nobody holds it
+			if err := freeClaim(ctx, l.BD, is.ID); err != nil {
+				l.human().Warn("a claim left on an open issue keeps it from the workers", "issue", is.ID, "assignee", is.Assignee, "err", err)
+			}
+			is.Assignee = ""
+		}
 		if is.Assignee != "" || is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) || (p.InScope != nil && !p.InScope(is)) {
 			continue
 		}

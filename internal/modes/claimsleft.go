@@ -1,0 +1,48 @@
+package modes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// Claims left behind on open issues. A worker's claim sets an issue
+// in_progress and assigns it to the worker's actor. bd keeps the assignee
+// when the issue goes back to open (`bd reopen`, or `--status open`
+// alone), and `bd ready --claim` never takes an open issue with an
+// assignee, the claiming actor's own included (the contract's
+// claim-ready-claim-own-assigned-json), while plain `bd ready` lists it.
+// So an issue one of this clone's workers closed and that was reopened
+// since (by a person, by PLANNING, or by ralphd charging the iteration
+// that closed it) would be passed over by every later claim, and a run
+// would report "all work complete" with the issue open and ready.
+//
+// An open issue assigned to one of this clone's worker actors that no
+// worker of the run holds is such a claim left behind: its holder's
+// claim ended. ralphd frees it (`bd update <id> --assignee ""`, which
+// leaves the status alone): when a run starts (recoverClaims,
+// recoverLoopClaims), when ralphd reopens such an issue itself
+// (chargeWindows), and, should one still be left, before a pool reports
+// its work done (readyLeft), which then ends the run with exit 3, not 0.
+// An issue assigned to anyone else (a person, another clone's ralphd) is
+// left as it is.
+
+// leftClaim reports whether is is a claim left behind by one of the
+// actors under prefix (a clone's worker actors, WorkerActor("")): open,
+// assigned under prefix, not the fleet's, and not held now (held may be
+// nil: nobody holds anything).
+func leftClaim(is beads.Issue, prefix string, held func(id string) bool) bool {
+	return prefix != "" && is.Status == beads.StatusOpen && strings.HasPrefix(is.Assignee, prefix) &&
+		!is.HasLabel(FleetLabel) && (held == nil || !held(is.ID))
+}
+
+// freeClaim clears the assignee of id, a claim left behind (leftClaim),
+// with c.
+func freeClaim(ctx context.Context, c *beads.Client, id string) error {
+	if _, err := c.Update(ctx, id, beads.Set{Flag: "assignee"}); err != nil {
+		return fmt.Errorf("free the claim left on the open issue %s (`bd update %s --assignee \"\"` frees it): %w", id, id, err)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package modes
+
+import (
+	"testing"
+
+	"github.com/ralphd/ralphd/internal/beads"
+)
+
+// TestLeftClaim: an open issue assigned to one of this clone's worker
+// actors that nobody holds is a claim left behind; an issue in progress,
+// closed, someone else's (a person, another clone), the fleet's, or held
+// by a worker now is not.
+func TestLeftClaim(t *testing.T) {
+	const prefix = "ralphd/host/abc/"
+	holds := func(id string) bool { return id == "t-held" }
+	for _, tc := range []struct {
+		name string
+		is   beads.Issue
+		held func(string) bool
+		want bool
+	}{
+		{"reopened after a worker closed it", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: prefix + "w2"}, nil, true},
+		{"held by a worker now", beads.Issue{ID: "t-held", Status: beads.StatusOpen, Assignee: prefix + "w1"}, holds, false},
+		{"nobody holds it", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: prefix + "w1"}, holds, true},
+		{"in progress: a claim", beads.Issue{ID: "t-a", Status: beads.StatusInProgress, Assignee: prefix + "w1"}, nil, false},
+		{"closed", beads.Issue{ID: "t-a", Status: beads.StatusClosed, Assignee: prefix + "w1"}, nil, false},
+		{"blocked by its agent", beads.Issue{ID: "t-a", Status: beads.StatusBlocked, Assignee: prefix + "w1"}, nil, false},
+		{"a person's", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "dave"}, nil, false},
+		{"another clone's", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "ralphd/host/def/w1"}, nil, false},
+		{"a prefix of ours as a longer name", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "ralphd/host/abcd/w1"}, nil, false},
+		{"unassigned", beads.Issue{ID: "t-a", Status: beads.StatusOpen}, nil, false},
+		{"the fleet's", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: prefix + "w1", Labels: []string{FleetLabel}}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := leftClaim(tc.is, prefix, tc.held); got != tc.want {
+				t.Errorf("leftClaim(%+v) = %v, want %v", tc.is, got, tc.want)
+			}
+		})
+	}
+	if leftClaim(beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "x"}, "", nil) {
+		t.Error("an empty prefix names every actor: no claim is left behind by it")
+	}
+}
