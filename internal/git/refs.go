@@ -166,6 +166,24 @@ func RestoreRef(ctx context.Context, repo, ref, want, got, what string, now time
 	return kept, nil
 }
 
+// ChangesOnBase reports whether every commit reachable from commit and not
+// from base makes a change base already holds under another commit: the
+// same patch (`git cherry`, by patch id), as the merge queue's rebase
+// leaves a worker's commits on the target. A commit reachable from base
+// is on it too.
+func ChangesOnBase(ctx context.Context, repo, commit, base string) (bool, error) {
+	out, err := Output(ctx, repo, "cherry", base, commit)
+	if err != nil {
+		return false, fmt.Errorf("compare %s with %s: %w", short(commit), base, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "+") {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // KeepIfNew puts a new branch prefix/<time> at commit when commit has
 // anything base lacks (base "" counts as nothing), and returns its name;
 // it returns "" when commit is already reachable from base.

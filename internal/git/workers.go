@@ -358,8 +358,14 @@ func (m *Manager) save(ctx context.Context, t Tree, run *Runner, base, handed st
 }
 
 // keep puts a new wip branch of worker's at commit, through repo, when
-// commit has anything base lacks (see KeepIfNew), and returns it.
+// commit has anything base lacks (see KeepIfNew), and returns it. Commits
+// whose changes base holds under other ids (ChangesOnBase: work the merge
+// queue rebased onto the target, left on the worker's branch when a run
+// ended) are not kept: the next run would warn of work left that is not.
 func (m *Manager) keep(ctx context.Context, repo, worker, commit, base string) ([]Saved, error) {
+	if on, err := ChangesOnBase(ctx, repo, commit, base); err != nil || on {
+		return nil, err
+	}
 	name, err := KeepIfNew(ctx, repo, commit, base, WipPrefix+worker, m.now())
 	if err != nil || name == "" {
 		return nil, err

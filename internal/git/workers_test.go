@@ -353,3 +353,52 @@ func TestListWaitsOutAWorktreeBeingAdded(t *testing.T) {
 		is.True(strings.Contains(err.Error(), "failed to read")) // in git's words
 	})
 }
+
+// TestRecoverKeepsNoIntegratedWork: a worker's branch left at the end of
+// a run holds commits the merge queue rebased onto the target under other
+// ids. The next run's start keeps none of them on a wip branch (and warns
+// of no work left); a commit whose change the target lacks is kept,
+// with the integrated ones before it.
+func TestRecoverKeepsNoIntegratedWork(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra bool // a commit the target lacks on top
+		kept  bool
+	}{
+		{"all of it rebased onto the target", false, false},
+		{"a commit more", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			is := is.New(t)
+			m, repo := newManagerRepo(t)
+			ctx := context.Background()
+			w, _, err := m.Open(ctx, "w1", "main")
+			is.NoErr(err)
+			writePath(t, filepath.Join(w.Dir, "b.txt"), "b\n")
+			sh(t, w.Dir, "git", "add", "b.txt")
+			sh(t, w.Dir, "git", "commit", "-qm", "w1: b")
+			work := sh(t, w.Dir, "git", "rev-parse", "HEAD")
+			// Another commit on main first, so the rebased commit gets
+			// another id, as the merge queue's rebase does.
+			writePath(t, filepath.Join(repo, "c.txt"), "c\n")
+			sh(t, repo, "git", "add", "c.txt")
+			sh(t, repo, "git", "commit", "-qm", "main: c")
+			sh(t, repo, "git", "cherry-pick", work)
+			is.True(sh(t, repo, "git", "rev-parse", "HEAD") != work)
+			if tc.extra {
+				writePath(t, filepath.Join(w.Dir, "d.txt"), "d\n")
+				sh(t, w.Dir, "git", "add", "d.txt")
+				sh(t, w.Dir, "git", "commit", "-qm", "w1: d")
+			}
+
+			// The next run's manager.
+			next := &Manager{Repo: repo, Root: m.Root, Now: m.Now}
+			saved, err := next.Recover(ctx, "main")
+			is.NoErr(err)
+			is.Equal(len(saved) == 1, tc.kept)
+			if tc.kept {
+				is.Equal(sh(t, repo, "git", "show", saved[0].Branch+":d.txt"), "d")
+			}
+		})
+	}
+}
