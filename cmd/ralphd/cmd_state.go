@@ -110,6 +110,7 @@ checkout: BUILD refuses to start when bd opens another one, and the next run
 pins what bd opens then. Do it only when you moved the tracker on purpose.`)
 	all := fs.Bool("all", false, "reset every issue")
 	tracker := fs.Bool("tracker", false, "forget the pinned tracker of this checkout")
+	config.BindFlags(fs, "bd") // the bd that removes the stuck label, as build's --bd
 	pos, code, done := parseArgs(a, fs, args)
 	if done {
 		return code
@@ -129,7 +130,7 @@ pins what bd opens then. Do it only when you moved the tracker on purpose.`)
 	if code, stop := a.parsedOnly(nil); stop {
 		return code
 	}
-	p, code := openProject(ctx, a, nil, "")
+	p, code := openProject(ctx, a, fs, "")
 	if p == nil {
 		return code
 	}
