@@ -46,3 +46,23 @@ func freeClaim(ctx context.Context, c *beads.Client, id string) error {
 	}
 	return nil
 }
+
+// passedOver reports whether a BUILD run of l's with the given number of
+// workers passes over the ready issue is for its assignee. Workers claim
+// with `bd ready --claim`, which skips an assigned issue, and one loop on
+// a tracker other clones share passes over an issue someone else holds
+// (heldByOther): both pass over an issue assigned to anyone, but for a
+// claim this clone's workers left behind, which they free. The single
+// loop on a tracker of its own claims nothing, and takes the issue
+// whatever its assignee. The daemon counts only what a batch takes
+// (daemon.decide): counted, an issue passed over would start batches that
+// claim nothing, without end.
+func (l *Loop) passedOver(is beads.Issue, workers int) bool {
+	if is.Assignee == "" || leftClaim(is, l.WorkerActor(""), nil) {
+		return false
+	}
+	if workers > 1 {
+		return true
+	}
+	return l.claimsShared() && l.heldByOther(is)
+}

@@ -1,9 +1,13 @@
 package modes
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/ralphd/ralphd/internal/beads"
+	"github.com/ralphd/ralphd/internal/config"
+	"github.com/ralphd/ralphd/internal/state"
 )
 
 // TestLeftClaim: an open issue assigned to one of this clone's worker
@@ -39,5 +43,36 @@ func TestLeftClaim(t *testing.T) {
 	}
 	if leftClaim(beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "x"}, "", nil) {
 		t.Error("an empty prefix names every actor: no claim is left behind by it")
+	}
+}
+
+// TestPassedOver: workers pass over a ready issue assigned to anyone but
+// a claim this clone's workers left behind; the single loop on a tracker
+// of its own takes it whatever its assignee.
+func TestPassedOver(t *testing.T) {
+	dir := t.TempDir()
+	st, err := state.Open(context.Background(), filepath.Join(dir, "state"), state.Identity{ID: "0123456789ab", TopLevel: dir}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Loop{Deps: Deps{Dir: dir, Config: &config.Config{}, State: st}}
+	own := l.WorkerActor("w2")
+	for _, tc := range []struct {
+		name    string
+		is      beads.Issue
+		workers int
+		want    bool
+	}{
+		{"a person's, workers", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "dave"}, 2, true},
+		{"another clone's, workers", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "ralphd/elsewhere/abc/w1"}, 8, true},
+		{"left behind by this clone, workers", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: own}, 2, false},
+		{"unassigned, workers", beads.Issue{ID: "t-a", Status: beads.StatusOpen}, 2, false},
+		{"a person's, one loop on its own tracker", beads.Issue{ID: "t-a", Status: beads.StatusOpen, Assignee: "dave"}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := l.passedOver(tc.is, tc.workers); got != tc.want {
+				t.Errorf("passedOver(%q, %d workers) = %v, want %v", tc.is.Assignee, tc.workers, got, tc.want)
+			}
+		})
 	}
 }

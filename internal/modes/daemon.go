@@ -273,10 +273,14 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	if err != nil {
 		return "", "", "", fmt.Errorf("list ready work: %w", err)
 	}
-	workable := 0
+	workable, others := 0, 0
 	epics := epicWaits{l: d.Loop}
 	for _, is := range ready {
 		if is.HasLabel(StuckLabel) {
+			continue
+		}
+		if d.passedOver(is, d.Config.Workers) { // someone else's (claimsleft.go)
+			others++
 			continue
 		}
 		// An epic waiting on its children is not work a BUILD run takes:
@@ -306,7 +310,11 @@ func (d *daemon) decide(ctx context.Context) (act, why, fp string, err error) {
 	case workable > 0:
 		return "build", text.Count(workable, "ready issue"), fp, nil
 	}
-	return "idle", fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open), fp, nil
+	why = fmt.Sprintf("%d ready, %d blocked, %d open", workable, st.Blocked, st.Open)
+	if others > 0 {
+		why += fmt.Sprintf("; %d ready but assigned to someone else", others)
+	}
+	return "idle", why, fp, nil
 }
 
 // batch runs one BUILD batch or PLANNING iteration with its own log and
