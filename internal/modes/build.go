@@ -233,11 +233,12 @@ func (l *Loop) markStuck(ctx context.Context, res *Result, r state.IssueRecord) 
 	})
 }
 
-// emptyQueueReason says that all work is done or blocked, with counts and
-// the epics that wait on their children.
+// emptyQueueReason says that all work is done or blocked, with counts,
+// the epics that wait on their children, and the ready issues passed over
+// as assigned to someone else (elsewhere: readyLeft's).
 // bd's stats count only the issues blocked by dependencies; the issues
 // with status blocked in now (nil: unknown) count as blocked too.
-func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string {
+func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot, elsewhere []string) string {
 	msg := "all work complete or blocked"
 	if l.Config.Scope != "" {
 		msg = fmt.Sprintf("all work in %s complete or blocked", l.Config.Scope)
@@ -258,6 +259,9 @@ func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot) string 
 		if w := familyOf(now).waitingText(); w != "" {
 			msg += "; epics waiting on their children: " + w
 		}
+	}
+	if len(elsewhere) > 0 {
+		msg += "; ready but assigned to someone else: " + strings.Join(elsewhere, ", ")
 	}
 	return msg
 }

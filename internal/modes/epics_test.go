@@ -245,9 +245,9 @@ func TestClaimNextPassesOverWaitingEpics(t *testing.T) {
 }
 
 // TestReadyLeft: what the pool's last `bd ready` holds that a worker
-// should have taken: not an issue stuck, someone's, the fleet's, out of
-// scope, or an epic waiting on its children; an epic whose children are
-// closed is left.
+// should have taken: not an issue stuck, someone's (named apart), the
+// fleet's, out of scope, or an epic waiting on its children; an epic
+// whose children are closed is left.
 func TestReadyLeft(t *testing.T) {
 	is := is.New(t)
 	ctx := context.Background()
@@ -266,15 +266,16 @@ func TestReadyLeft(t *testing.T) {
 	sh(t, p.repo, p.bd, "close", child, "--reason", "done")
 
 	pool := &Pool{}
-	left := l.readyLeft(ctx, pool)
+	left, elsewhere := l.readyLeft(ctx, pool)
 	slices.Sort(left)
 	want := []string{done, free, waiting + ".1"}
 	slices.Sort(want)
 	is.Equal(left, want)
+	is.Equal(elsewhere, []string{theirs + " (bob)"})
 
 	// Out of scope is not left either.
 	pool.InScope = func(i beads.Issue) bool { return i.ID != free }
-	left = l.readyLeft(ctx, pool)
+	left, _ = l.readyLeft(ctx, pool)
 	is.True(!slices.Contains(left, free))
 	is.True(slices.Contains(left, done))
 }

@@ -105,6 +105,10 @@ type Result struct {
 	// over.
 	waiting map[string]string
 	passed  []string
+	// elsewhere are the ready issues the run passed over as assigned to
+	// someone else, "<id> (<assignee>)" (claimsleft.go): its success
+	// names them.
+	elsewhere []string
 	// FailureBranches are "<issue> <branch>" pairs: work kept on a
 	// wip/ralph-fail-* branch when an issue was given up on.
 	FailureBranches []string

@@ -270,14 +270,14 @@ func (l *Loop) queueEmpty(ctx context.Context, res *Result) error {
 		if incremental {
 			return res.stop(StopError, "could not make the full reading of the tracker that decides the run is done", err)
 		}
-		return res.stop(StopSuccess, l.emptyQueueReason(ctx, nil), nil)
+		return res.stop(StopSuccess, l.emptyQueueReason(ctx, nil, res.elsewhere), nil)
 	}
 	if l.reads().hidden.Load() > seen {
 		return errHiddenFound
 	}
 	held := res.ledger().heldBack(now, res.Skipped)
 	if len(held) == 0 {
-		return res.stop(StopSuccess, l.emptyQueueReason(ctx, now), nil)
+		return res.stop(StopSuccess, l.emptyQueueReason(ctx, now, res.elsewhere), nil)
 	}
 	return l.stopHeld(ctx, res, held)
 }

@@ -293,7 +293,9 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 	}
 	// After hidden changes found at the end, the issues whose closes
 	// their charge reopened are ready: the hidden changes say why (below).
-	if left := l.readyLeft(ctx, p); len(left) > 0 && !hiddenAtEnd {
+	left, elsewhere := l.readyLeft(ctx, p)
+	res.elsewhere = elsewhere
+	if len(left) > 0 && !hiddenAtEnd {
 		if p.capped() {
 			return res.stop(StopMaxIterations, fmt.Sprintf("reached the cap of %d iterations with ready work left (next: %s)", maxIter, left[0]), ErrCapReached)
 		}
@@ -314,15 +316,15 @@ func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o 
 // children). Workers leave when their claims find nothing; this holds the
 // exit 0 to bd's own list, whatever a claim passed over. A claim one of
 // this clone's workers left on an open issue is freed here and counted
-// (claimsleft.go): no claim takes an assigned issue. A failing bd call
-// leaves it to the checks after it.
-func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
+// (claimsleft.go): no claim takes an assigned issue. The ready issues
+// assigned to someone else are returned apart, for the run's last word. A
+// failing bd call leaves it to the checks after it.
+func (l *Loop) readyLeft(ctx context.Context, p *Pool) (left, elsewhere []string) {
 	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: p.Scope})
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	epics := epicWaits{l: l}
-	var left []string
 	for _, is := range ready {
 		if leftClaim(is, p.actorPrefix, nil) { // the workers have left: nobody holds it
 			if err := freeClaim(ctx, l.BD, is.ID); err != nil {
@@ -330,18 +332,22 @@ func (l *Loop) readyLeft(ctx context.Context, p *Pool) []string {
 			}
 			is.Assignee = ""
 		}
-		if is.Assignee != "" || is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) || (p.InScope != nil && !p.InScope(is)) {
+		if is.HasLabel(StuckLabel) || is.HasLabel(FleetLabel) || (p.InScope != nil && !p.InScope(is)) {
+			continue
+		}
+		if is.Assignee != "" {
+			elsewhere = append(elsewhere, is.ID+" ("+is.Assignee+")")
 			continue
 		}
 		kids, err := epics.of(ctx, is)
 		if err != nil {
-			return nil
+			return nil, elsewhere
 		}
 		if len(kids) == 0 {
 			left = append(left, is.ID)
 		}
 	}
-	return left
+	return left, elsewhere
 }
 
 // workerClient is bd for a worker: its actor, run in dir.
