@@ -126,8 +126,8 @@ type trackerReads struct {
 	persistOn atomic.Bool
 	warn      func(msg string, err error)
 
-	// last is the last reading this run took, held (lastIssue reads it
-	// without waiting for the reading under way).
+	// last is the last reading this run took, held (claimedIssue reads
+	// it without waiting for the reading under way).
 	last atomic.Pointer[guard.Snapshot]
 
 	// hidden counts the hidden changes found; the run adds them to its
@@ -641,14 +641,15 @@ func (l *Loop) listEverything(ctx context.Context) ([]beads.Issue, map[string]ca
 // set taken from bd's answer (status, assignee, started_at, updated_at)
 // and the count of its dependencies, so that a dependency added since
 // that reading is read by whoever needs the edges (Pool.awaitBlockers).
-// It reports false when no reading of the run holds the issue.
+// It reports false when no reading of the run holds the issue, or holds
+// it closed (reopened since: its close's fields are stale).
 func claimedIssue(r *trackerReads, claimed beads.Issue) (beads.Issue, bool) {
 	s := r.last.Load()
 	if s == nil {
 		return beads.Issue{}, false
 	}
 	is, ok := (*s)[claimed.ID]
-	if !ok {
+	if !ok || is.Status == beads.StatusClosed {
 		return beads.Issue{}, false
 	}
 	is.Status, is.Assignee, is.StartedAt, is.UpdatedAt = claimed.Status, claimed.Assignee, claimed.StartedAt, claimed.UpdatedAt

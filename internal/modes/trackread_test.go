@@ -613,7 +613,8 @@ func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
 // TestClaimedIssue: a worker's claimed issue is the run's last reading of
 // it with what the claim set taken from bd's answer, and the answer's
 // count of dependencies (a dependency added since the reading makes the
-// worker read the edges); with no reading holding it, none.
+// worker read the edges); with no reading holding it, or one holding it
+// closed, none (bd show reads it).
 func TestClaimedIssue(t *testing.T) {
 	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	held := beads.Issue{ID: "t-a", Title: "One", Description: "the first", Status: beads.StatusOpen, Labels: []string{"x"},
@@ -629,6 +630,7 @@ func TestClaimedIssue(t *testing.T) {
 	}{
 		{name: "no reading yet", claimed: answer},
 		{name: "not in the reading", reading: guard.Snapshot{"t-b": {ID: "t-b"}}, claimed: answer},
+		{name: "closed in the reading: reopened since", reading: guard.Snapshot{"t-a": {ID: "t-a", Status: beads.StatusClosed, CloseReason: "done"}}, claimed: answer},
 		{name: "in the reading", reading: guard.Snapshot{"t-a": held}, claimed: answer, ok: true, want: func() beads.Issue {
 			w := held
 			w.Status, w.Assignee, w.StartedAt, w.UpdatedAt, w.DependencyCount = answer.Status, answer.Assignee, answer.StartedAt, answer.UpdatedAt, 2
