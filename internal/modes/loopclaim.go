@@ -108,9 +108,10 @@ func (l *Loop) recoverLoopClaims(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list this clone's claims: %w", err)
 	}
+	prefix, c := l.WorkerActor(""), l.workerClient(cl.Actor, l.Dir)
 	for _, is := range held {
-		if leftClaim(is, l.WorkerActor(""), nil) {
-			if err := freeClaim(ctx, l.workerClient(cl.Actor, l.Dir), is.ID); err != nil {
+		if leftClaim(is, prefix, nil) {
+			if err := freeClaim(ctx, c, is.ID); err != nil {
 				return err
 			}
 			l.human().Info("freed a claim a worker of this clone left on an open issue", "issue", is.ID, "assignee", is.Assignee)
