@@ -17,6 +17,9 @@
 //	              revert violations, reopen failed closes
 //	epics.go      an epic waits for its children: what the pick and the
 //	              workers' claims (claimNext) pass over
+//	claimsleft.go claims this clone's workers left on reopened issues,
+//	              freed; what a run passes over for its assignee (and so
+//	              what the daemon counts as work)
 //	gate.go       the verify and acceptance checks
 //	plan.go       PLANNING iterations; daemon.go the daemon cycle
 //	run.go        a run's life: start, stop reasons, quota waits, the end;
