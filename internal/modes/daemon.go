@@ -71,7 +71,8 @@ func (l *Loop) Daemon(ctx context.Context, opts DaemonOptions) error {
 		hold:   opts.Hold,
 	}
 	l.fleet = newFleet(l)
-	defer func() { l.fleet.close(); l.fleet = nil }()
+	l.daemonReads = true
+	defer func() { l.fleet.close(); l.fleet, l.daemonReads = nil, false }()
 	return d.run(ctx)
 }
 

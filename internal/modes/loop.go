@@ -245,6 +245,9 @@ type runState struct {
 	// tracker is how the run reads the tracker (trackread.go); every Loop
 	// of the run shares it.
 	tracker *trackerReads
+	// daemonReads: the Loop is a daemon's, whose runs may start from the
+	// reading the run before ended with (trackread.go, carry).
+	daemonReads bool
 }
 
 // derive makes a Loop for one part of this Loop's run (a worker, a

@@ -358,6 +358,9 @@ func (l *Loop) snapshotFull(ctx context.Context) (guard.Snapshot, error) {
 // caches it.
 func (l *Loop) takeReading(ctx context.Context, o readOpts) (guard.Snapshot, error) {
 	fp, fpErr := Fingerprint(l.beadsDir())
+	if fpErr == nil {
+		o.fp = fp
+	}
 	snap, err := l.reads().read(ctx, l, o)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot the tracker: %w", err)

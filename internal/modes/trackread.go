@@ -56,6 +56,15 @@ import (
 // One trackerReads serves a run: every Loop of it (workers, the pool's
 // readings) reads through it, one reading at a time; the workers' claims
 // take the claimed issue from its last reading (claimedIssue).
+//
+// The daemon's runs share one, and a run may start from the reading the
+// one before it ended with (carry): when that reading listed every issue
+// and .beads/ is, at the new run's first reading, as it was when that
+// reading started (Fingerprint: bd wrote nothing since, ralphd's own
+// writes included), the tracker is that reading, and the first reading
+// is it, with no bd call. Anything else (a write, an idle wait that a
+// write ended, bd's server mode, where .beads/ does not show what other
+// clones write) starts the run with a full reading, as every run did.
 
 // Tracker read strategies, the values of tracker_reads.
 const (
@@ -133,8 +142,16 @@ type trackerReads struct {
 	// hidden counts the hidden changes found; the run adds them to its
 	// violations when it ends.
 	hidden atomic.Int64
-	// full counts the full readings, cheap the others (tests, logs).
-	full, cheap atomic.Int64
+	// full counts the full readings, cheap the others (tests, logs);
+	// reused the runs whose first reading was the last run's (carry).
+	full, cheap, reused atomic.Int64
+
+	// fullFP is .beads/'s fingerprint taken just before the last full
+	// reading started ("" when a reading of what changed followed it);
+	// carrying: the run started from that reading, pending its first
+	// reading's check (carry).
+	fullFP   string
+	carrying bool
 }
 
 // rereadWhy is why the next reading re-reads an issue by id.
@@ -200,18 +217,22 @@ func (l *Loop) reads() *trackerReads {
 // a worker's view).
 func (l *Loop) startReads() {
 	r := l.reads()
-	r.startRun(l.BD)
+	r.startRun(l.BD, l.daemonReads && !beads.ServerMode(l.beadsDir(), l.environ()))
 	if l.State != nil && l.State.Worker() == "" {
 		r.store, r.runID = l.State, l.RunID
 		r.warn = func(msg string, err error) { l.human().Warn(msg, "err", err) }
 	}
 }
 
-// startRun starts a run's readings: the first lists every issue, and
-// ralphd's writes through bd are re-read by id.
-func (r *trackerReads) startRun(bd *beads.Client) {
+// startRun starts a run's readings: the first lists every issue, or with
+// mayCarry may be the last run's last reading (carry), and ralphd's
+// writes through bd are re-read by id.
+func (r *trackerReads) startRun(bd *beads.Client, mayCarry bool) {
 	r.mu.Lock()
-	r.held, r.cheapSince, r.sinceFull = nil, false, 0
+	r.carrying = mayCarry && r.held != nil && !r.cheapSince && r.fullFP != ""
+	if !r.carrying {
+		r.held, r.cheapSince, r.sinceFull, r.fullFP = nil, false, 0, ""
+	}
 	r.last.Store(nil)
 	r.mu.Unlock()
 	r.wmu.Lock()
@@ -539,6 +560,9 @@ type readOpts struct {
 	// full: the reading must list every issue (PLANNING, the sweep, the
 	// check before a run reports success).
 	full bool
+	// fp is .beads/'s fingerprint taken before the reading ("" when it
+	// could not be taken).
+	fp string
 }
 
 // read takes one reading of the tracker with l's bd. A full reading that
@@ -546,6 +570,11 @@ type readOpts struct {
 func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.carrying {
+		if snap, ok := r.carry(o.fp); ok {
+			return snap, nil
+		}
+	}
 	start := time.Now()
 	rereads := r.takeWritten()
 	due := r.held == nil || !r.incremental || o.full || r.sinceFull >= r.every ||
@@ -562,12 +591,13 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 			h.windows = r.openSinceFull()
 			next = r.found(ctx, l, next, h)
 		}
-		r.held, r.prevStart, r.cheapSince = next, start, true
+		r.held, r.prevStart, r.cheapSince, r.fullFP = next, start, true, ""
 		r.last.Store(&next)
 		r.sinceFull++
 		r.keep(false, start, touched)
 		return maps.Clone(next), nil
 	}
+	r.fullFP = ""
 	issues, fresh, err := l.listEverything(ctx)
 	if err == nil {
 		r.comments = fresh
@@ -598,9 +628,34 @@ func (r *trackerReads) read(ctx context.Context, l *Loop, o readOpts) (guard.Sna
 		r.chargeable(start)
 	}
 	r.held, r.prevStart, r.lastFull, r.sinceFull, r.cheapSince = full, start, start, 0, false
+	r.fullFP = o.fp
 	r.last.Store(&full)
 	r.keep(true, start, nil)
 	return maps.Clone(full), nil
+}
+
+// carry is a run's first reading when the run may start from the last
+// run's (startRun): the reading held, when .beads/'s fingerprint fp,
+// taken before this reading, is the one taken before that full reading
+// started, and no write of ralphd's or an agent's is waiting to be
+// re-read. Then bd wrote nothing since that reading started, and the
+// reading held, which nothing patched since, is the tracker. Otherwise
+// the run starts as any run does, with a full reading. The caller holds
+// r.mu.
+func (r *trackerReads) carry(fp string) (guard.Snapshot, bool) {
+	r.carrying = false
+	r.wmu.Lock()
+	quiet := len(r.written) == 0 && len(r.claiming) == 0
+	r.wmu.Unlock()
+	if fp == "" || fp != r.fullFP || !quiet {
+		r.held, r.cheapSince, r.sinceFull, r.fullFP = nil, false, 0, ""
+		return nil, false
+	}
+	r.reused.Add(1)
+	held := r.held
+	r.last.Store(&held)
+	r.keep(true, r.lastFull, nil) // the last run's end forgot it on disk
+	return maps.Clone(held), true
 }
 
 // listEverything lists every issue with every comment read afresh, in

@@ -109,7 +109,7 @@ func TestTrackerReadsIncremental(t *testing.T) {
 			backdate(t, p.repo, nil) // nothing changed lately
 			e.l = &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
 			e.l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
-			e.l.tracker.startRun(e.l.BD)
+			e.l.tracker.startRun(e.l.BD, false)
 			ctx := context.Background()
 			first, err := e.l.snapshotFresh(ctx)
 			if err != nil {
@@ -182,7 +182,7 @@ func TestTrackerReadsCadence(t *testing.T) {
 	} {
 		l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
 		l.tracker = newTrackerReads(tc.mode, tc.every, 0)
-		l.tracker.startRun(l.BD)
+		l.tracker.startRun(l.BD, false)
 		for _, f := range tc.force {
 			if _, err := l.takeReading(context.Background(), readOpts{full: f}); err != nil {
 				t.Fatal(err)
@@ -283,7 +283,7 @@ func TestTrackerReadsWriteLaundering(t *testing.T) {
 			backdate(t, p.repo, nil)
 			e.l = &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
 			e.l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
-			e.l.tracker.startRun(e.l.BD)
+			e.l.tracker.startRun(e.l.BD, false)
 			if _, err := e.l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -383,7 +383,7 @@ func TestTrackerReadsAgentWriteRace(t *testing.T) {
 			backdate(t, p.repo, nil)
 			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: p.bd, Dir: p.repo, Timeout: time.Minute}}}
 			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
-			l.tracker.startRun(l.BD)
+			l.tracker.startRun(l.BD, false)
 			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -580,7 +580,7 @@ func TestTrackerReadsRereadOnlyWhatTheListLacks(t *testing.T) {
 			wrap, log := loggingBD(t, p.bd, "")
 			l := &Loop{Deps: Deps{Dir: p.repo, BD: &beads.Client{Bin: wrap, Dir: p.repo, Timeout: time.Minute}}}
 			l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
-			l.tracker.startRun(l.BD)
+			l.tracker.startRun(l.BD, false)
 			ctx := context.Background()
 			if _, err := l.snapshotFresh(ctx); err != nil {
 				t.Fatal(err)
@@ -649,6 +649,129 @@ func TestClaimedIssue(t *testing.T) {
 				is.Equal(got, tc.want)
 				is.Equal(len(tc.reading["t-a"].Description), len("the first")) // the reading is not changed
 				is.Equal(tc.reading["t-a"].Status, beads.StatusOpen)
+			}
+		})
+	}
+}
+
+// TestTrackerReadsCarry: a daemon's run starts from the reading the run
+// before it ended with only when bd wrote nothing since that reading
+// started. Any write between the runs, one that moves no updated_at or
+// one made around bd and back-dated included, starts the run with a full
+// reading that takes the tracker as it is and charges nothing to anyone;
+// so do a run that is not a daemon's and a run before whose last reading
+// was of what changed. A run that did start from the last run's reading
+// still finds a change hidden after it, in a full reading and, killed,
+// in the next start's sweep (the reading is kept on disk again).
+func TestTrackerReadsCarry(t *testing.T) {
+	type env struct {
+		p    *project
+		x    string
+		log  string
+		st   *state.Store
+		loop func() *Loop
+	}
+	hide := func(t *testing.T, e env) {
+		backdate(t, e.p.repo, func(id string, is map[string]any) {
+			if id == e.x {
+				is["title"] = "Easier"
+			}
+		})
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		daemon    bool
+		cheapLast bool
+		between   func(*testing.T, env)
+		// seen: the second run's first reading holds what was done
+		// between the runs.
+		seen   func(guard.Snapshot, string) bool
+		reused bool
+	}{
+		{"nothing between", true, false, nil, nil, true},
+		{"not a daemon's run", false, false, nil, nil, false},
+		{"last reading of what changed", true, true, nil, nil, false},
+		{"title by bd", true, false, func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "update", e.x, "--title", "New") },
+			func(s guard.Snapshot, x string) bool { return s[x].Title == "New" }, false},
+		{"label by bd, no updated_at moved", true, false, func(t *testing.T, e env) { sh(t, e.p.repo, e.p.bd, "label", "add", e.x, "later") },
+			func(s guard.Snapshot, x string) bool { return s[x].HasLabel("later") }, false},
+		{"title around bd, back-dated", true, false, hide,
+			func(s guard.Snapshot, x string) bool { return s[x].Title == "Easier" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProject(t)
+			e := env{p: p, x: p.create("X", "-p", "1"), log: filepath.Join(p.root, "calls")}
+			p.create("Y", "-p", "2")
+			backdate(t, p.repo, nil)
+			wrapper := filepath.Join(p.root, "bd")
+			if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$*\" >> '"+e.log+"'\nexec '"+p.bd+"' \"$@\"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			st, err := state.Open(ctx, filepath.Join(p.root, "state"), state.Identity{ID: "0123456789ab", TopLevel: p.repo}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.st = st
+			e.loop = func() *Loop {
+				l := &Loop{Deps: Deps{Dir: p.repo, State: st, BD: &beads.Client{Bin: wrapper, Dir: p.repo, Timeout: time.Minute}}}
+				l.tracker = newTrackerReads(TrackerReadsIncremental, 20, 0)
+				l.daemonReads = tc.daemon
+				return l
+			}
+			l := e.loop()
+			l.startReads()
+			if _, err := l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.cheapLast {
+				if _, err := l.snapshotFresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.finish(&Result{}, nil, true)
+			if tc.between != nil {
+				tc.between(t, e)
+			}
+			_ = os.Remove(e.log)
+			l.startReads()
+			first, err := l.snapshotFresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, _ := os.ReadFile(e.log)
+			if reused := l.tracker.reused.Load() == 1; reused != tc.reused {
+				t.Fatalf("the second run's first reading was the first run's: %v, want %v (bd calls: %q)", reused, tc.reused, calls)
+			}
+			if tc.reused && len(calls) > 0 {
+				t.Errorf("the reading reused called bd: %q", calls)
+			}
+			if !tc.reused && !strings.Contains(string(calls), "export") {
+				t.Errorf("the second run's first reading did not list every issue: %q", calls)
+			}
+			if len(first) != 2 || (tc.seen != nil && !tc.seen(first, e.x)) {
+				t.Errorf("the second run's first reading misses what was done between the runs: %+v", first[e.x])
+			}
+			if h := l.tracker.hidden.Load(); h != 0 {
+				t.Errorf("%d hidden changes charged for what was done between the runs", h)
+			}
+			if !tc.reused {
+				return
+			}
+			// What is hidden after the reused reading is found, killed or not.
+			hide(t, e)
+			if _, err := l.snapshotFresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if l.tracker.cheap.Load() != 1 {
+				t.Fatalf("%d readings of what changed after the reused one, want 1", l.tracker.cheap.Load())
+			}
+			killed := e.loop()
+			if msg := killed.chargeSinceFull(ctx, nil); !strings.Contains(msg, "reverted 1 change hidden") {
+				t.Errorf("a ralphd killed after a run started from the last one's reading: the sweep says %q, want the hidden title found", msg)
+			}
+			if y, err := killed.BD.Show(ctx, e.x); err != nil || y.Title != "X" {
+				t.Errorf("after the sweep X is titled %q (%v), want X", y.Title, err)
 			}
 		})
 	}
