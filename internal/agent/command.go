@@ -99,6 +99,26 @@ func (p *commandParser) Line(line []byte) []Event {
 	return []Event{{Kind: EventText, Text: t}}
 }
 
+// startFailed reports whether the shell said the agent command itself
+// cannot run: not found or not executable (127 or 126, as sh says it), a
+// script given to sh that it cannot open (dash: "sh: 0: cannot open
+// FILE: No such file", exit 2), or a command or script missing as bash
+// says it ("bash: FILE: No such file or directory", exit 127). The last
+// two are matched on stderr's last line, where the shell's own complaint
+// is when nothing ran.
+func startFailed(exitCode int, stderrTail string) bool {
+	low, last := strings.ToLower(stderrTail), strings.ToLower(lastLine(stderrTail))
+	switch exitCode {
+	case 127:
+		return strings.Contains(low, "not found") || strings.HasSuffix(last, ": no such file or directory")
+	case 126:
+		return strings.Contains(low, "permission denied") || strings.Contains(low, "cannot execute")
+	case 2:
+		return strings.Contains(last, ": 0: cannot open ") || strings.Contains(last, ": 0: can't open ")
+	}
+	return false
+}
+
 // Finish classifies the run: a missing command is fatal, then the stream
 // decides if it can, then the exit code.
 func (p *commandParser) Finish(exitCode int, stderrTail string) Outcome {
@@ -106,10 +126,7 @@ func (p *commandParser) Finish(exitCode int, stderrTail string) Outcome {
 	if !p.claude.haveResult {
 		out.ResultText = p.lastText
 	}
-	low := strings.ToLower(stderrTail)
-	switch {
-	case exitCode == 127 && strings.Contains(low, "not found"),
-		exitCode == 126 && (strings.Contains(low, "permission denied") || strings.Contains(low, "cannot execute")):
+	if startFailed(exitCode, stderrTail) {
 		out.Status = StatusFatal
 		out.Reason = fmt.Sprintf("agent command failed to start (exit code %d): %s; check --agent-cmd", exitCode, lastLine(stderrTail))
 		return out

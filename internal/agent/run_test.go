@@ -412,6 +412,9 @@ func TestRunMissingAgent(t *testing.T) {
 		{"claude not executable", Claude{Bin: notExec}, testEnv(), "not executable"},
 		{"agent command missing", Command{Line: "ralphd-no-such-agent --go"}, testEnv(), "check --agent-cmd"},
 		{"agent command not executable", Command{Line: notExec}, testEnv(), "check --agent-cmd"},
+		// A script the shell cannot open: sh (dash) exits 2, bash 127.
+		{"agent script missing", Command{Line: "sh " + filepath.Join(empty, "agent.sh")}, testEnv(), "cannot open " + filepath.Join(empty, "agent.sh")},
+		{"agent script missing, bash", Command{Line: "bash " + filepath.Join(empty, "agent.sh") + " --go"}, testEnv(), "agent.sh: No such file or directory; check --agent-cmd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -441,6 +444,11 @@ func TestRunCommandExitCodes(t *testing.T) {
 		// A mistyped command is a setup error; a logged-out agent is one a
 		// person can clear while ralphd waits.
 		{"no-such-agent-xyz --go", StatusFatal, 127, "", false},
+		// The agent's own work failing the same ways is its error, not a
+		// command that cannot run.
+		{"ls /no/such/dir", StatusAgentError, 2, "", false},
+		{`echo "make: *** [test] Error 2" >&2; exit 2`, StatusAgentError, 2, "", false},
+		{`sh /no/such/script.sh; echo "went on without it" >&2; exit 2`, StatusAgentError, 2, "", false},
 		{`echo '{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}'; exit 1`, StatusFatal, 1, "Not logged in · Please run /login", true},
 	}
 	for _, tt := range tests {
