@@ -310,7 +310,8 @@ func (l *Loop) giveBack(ctx context.Context, res *Result, it *buildIter) (iterat
 	case agent.StatusRateLimited:
 		return iteration{rateLimited: true, resetAt: it.out.ResetAt, resetRounded: it.out.ResetRounded, reason: it.out.Reason}, nil
 	case agent.StatusFatal:
-		return iteration{reason: it.out.Reason}, agentUnusable(it.out)
+		out := l.sandboxHint(it.out)
+		return iteration{reason: out.Reason}, agentUnusable(out)
 	default:
 		return iteration{reason: it.out.Reason}, ErrInterrupted
 	}

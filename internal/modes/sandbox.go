@@ -18,6 +18,21 @@ import (
 // so; PLANNING never does, as it has full powers over the tracker.
 func (l *Loop) sandboxed(mode string) bool { return mode == ModeBuild && l.Sandbox.Use }
 
+// sandboxHint adds to the reason a sandboxed BUILD agent could not run
+// what to do when the reason names a file that exists here but lies in a
+// dir the sandbox hides (sandbox.HiddenIn): `--agent-cmd "sh
+// /tmp/agent.sh"` cannot open its script there.
+func (l *Loop) sandboxHint(out agent.Outcome) agent.Outcome {
+	if !l.sandboxed(ModeBuild) {
+		return out
+	}
+	if path, dir := sandbox.HiddenIn(out.Reason, l.agentHome().Getenv); path != "" && fileExists(path) {
+		out.Reason += fmt.Sprintf("; %s is in %s, which BUILD's sandbox replaces with an empty private dir: "+
+			"put it in the project or in a dir on PATH, or run with --sandbox off (docs/security.md, \"The sandbox\")", path, dir)
+	}
+	return out
+}
+
 // sandboxName is what the run log and history record say about the
 // sandbox of an agent in mode: "bwrap" or "none".
 func (l *Loop) sandboxName(mode string) string {
@@ -224,4 +239,10 @@ func (l *Loop) getenv(key string) string {
 		}
 	}
 	return ""
+}
+
+// fileExists reports whether path names something ralphd can stat.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

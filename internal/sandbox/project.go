@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Project names the paths of one BUILD iteration that decide the layout.
@@ -52,6 +53,29 @@ type Project struct {
 // others connect to (tmux, ssh-agent, X11, D-Bus, Docker, systemd):
 // inside the sandbox each is an empty private tmpfs instead.
 var HiddenDirs = []string{"/tmp", "/var/tmp", "/run", "/var/run"}
+
+// HiddenIn returns the first absolute path text names (an agent command's
+// complaint) that lies in a dir the BUILD sandbox hides (HiddenDirs and
+// $XDG_RUNTIME_DIR, as getenv reads it) and in no dir on $PATH, which the
+// sandbox binds back; and the hidden dir. It returns "", "" when text
+// names none: a file missing inside the sandbox for a reason of its own.
+func HiddenIn(text string, getenv func(string) string) (path, dir string) {
+	hidden := append([]string{getenv("XDG_RUNTIME_DIR")}, HiddenDirs...)
+	onPath := filepath.SplitList(getenv("PATH"))
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(`:;,'"()`+"`", r) }) {
+		if !filepath.IsAbs(f) {
+			continue
+		}
+		f = filepath.Clean(f)
+		kept := slices.ContainsFunc(onPath, func(d string) bool { return filepath.IsAbs(d) && within(f, d) })
+		for _, h := range hidden {
+			if h != "" && within(f, h) && !kept {
+				return f, h
+			}
+		}
+	}
+	return "", ""
+}
 
 // Shared is what a worker's agent may write of the git common dir it
 // shares with the other workers and the merge queue: its commits need the
