@@ -75,7 +75,15 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
 		}
 		if shared {
-			ready = slices.DeleteFunc(slices.Clone(ready), func(is beads.Issue) bool { return lost[is.ID] || l.heldByOther(is) })
+			// Someone else's, passed over: named in the success line.
+			res.elsewhere = nil
+			ready = slices.DeleteFunc(slices.Clone(ready), func(is beads.Issue) bool {
+				if l.heldByOther(is) {
+					res.elsewhere = append(res.elsewhere, is.ID+" ("+is.Assignee+")")
+					return true
+				}
+				return lost[is.ID]
+			})
 		}
 		if len(ready) == 0 {
 			if err := l.queueEmpty(ctx, res); !errors.Is(err, errHiddenFound) {
