@@ -52,11 +52,20 @@ func Seed(dir string, m Mix) (Seeded, error) {
 	db.Issues, db.Deps, db.Comments = make([]*issue, 0, m.Issues), nil, nil
 	var epic *issue
 	children := 0
+	// Ids are unique, as bd's are: a hash that collides with an earlier
+	// issue's is made again with another nonce (five base-36 characters of
+	// a hash collide often enough among thousands of issues).
+	taken := map[string]bool{}
 	for i := range m.Issues {
 		created := start.Add(time.Duration(i) * step)
 		open := i >= m.Issues-m.Open
+		id := ""
+		for nonce := i; id == "" || taken[id]; nonce += m.Issues {
+			id = fmt.Sprintf("%s-%s", db.Prefix, hashID(fmt.Sprint("seed ", i), "", "seed", created, nonce, 5))
+		}
+		taken[id] = true
 		is := &issue{
-			ID:        fmt.Sprintf("%s-%s", db.Prefix, hashID(fmt.Sprint("seed ", i), "", "seed", created, i, 5)),
+			ID:        id,
 			Title:     fmt.Sprintf("Generated issue %d", i+1),
 			Status:    "open",
 			Priority:  rng.IntN(4),

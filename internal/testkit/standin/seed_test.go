@@ -13,6 +13,7 @@ func TestSeed(t *testing.T) {
 	}{
 		{"small", 50, 50, false},
 		{"large mostly closed", 2000, 150, false},
+		{"the benchmarks' size", 5000, 300, false},
 		{"no open issue", 10, 0, true},
 		{"more open than issues", 10, 11, true},
 	} {
@@ -42,7 +43,12 @@ func TestSeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			closed, epics, commented := 0, 0, 0
+			ids := map[string]bool{}
 			for _, is := range all {
+				if ids[is.ID] {
+					t.Fatalf("two issues with the id %s: bd's ids are unique", is.ID)
+				}
+				ids[is.ID] = true
 				if is.Status == "closed" {
 					closed++
 				}
