@@ -111,6 +111,28 @@ func (r Repo) Dirty(ctx context.Context) (bool, error) {
 	return len(paths) > 0, err
 }
 
+// WorkTreeID returns the id of the tree `git add -A` would stage of the
+// work tree (outside .beads/, ignored files left out), built in a scratch
+// index: two calls give the same id exactly when no tracked or untracked
+// file changed between them. It names the work an interrupted iteration
+// left (modes: treework.go).
+func (r Repo) WorkTreeID(ctx context.Context) (string, error) {
+	idx, cleanup, err := r.tempIndex(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if _, err := r.gitEnv(ctx, env, append([]string{"add", "-A"}, excludeBeads...)...); err != nil {
+		return "", err
+	}
+	tree, err := r.gitEnv(ctx, env, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(tree)), nil
+}
+
 // FailureBranch keeps the work done since base on a new branch called
 // name, then puts the current branch and the working tree back at base.
 // Work means commits made since base and uncommitted changes (outside

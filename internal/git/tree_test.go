@@ -297,3 +297,48 @@ func FuzzParseLayout(f *testing.F) {
 		}
 	})
 }
+
+// TestWorkTreeID: the id names the work tree's content as `git add -A`
+// would stage it: the same for the same tree, whatever the index holds;
+// another after any tracked or untracked change; the same after a change
+// to an ignored file or under .beads/ (the tracker's).
+func TestWorkTreeID(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		same   bool
+	}{
+		{"nothing", func(*testing.T, string) {}, true},
+		{"staged, same content", func(t *testing.T, dir string) { git(t, dir, "add", "-A") }, true},
+		{"a tracked file edited", func(t *testing.T, dir string) { write(t, dir, "a.txt", "two\n") }, false},
+		{"a tracked file removed", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "a.txt")) }, false},
+		{"an untracked file", func(t *testing.T, dir string) { write(t, dir, "new/b.txt", "b\n") }, false},
+		{"an untracked file edited", func(t *testing.T, dir string) { write(t, dir, "wip.txt", "more\n") }, false},
+		{"an ignored file", func(t *testing.T, dir string) { write(t, dir, "build.log", "x\n") }, true},
+		{"the tracker", func(t *testing.T, dir string) { write(t, dir, ".beads/issues.jsonl", "v2\n") }, true},
+		{"the mode", func(t *testing.T, dir string) { os.Chmod(filepath.Join(dir, "a.txt"), 0o755) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, r := newRepo(t)
+			write(t, dir, ".gitignore", "*.log\n")
+			write(t, dir, "wip.txt", "started\n")
+			before, err := r.WorkTreeID(ctx)
+			if err != nil || before == "" {
+				t.Fatalf("%q, %v", before, err)
+			}
+			tc.change(t, dir)
+			after, err := r.WorkTreeID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (after == before) != tc.same {
+				t.Errorf("the id is the same: %v, want %v", after == before, tc.same)
+			}
+			// The user's index is not touched: what was untracked stays so.
+			if st := git(t, dir, "status", "--porcelain"); tc.name != "staged, same content" && !strings.Contains(st, "?? wip.txt") {
+				t.Errorf("WorkTreeID staged files in the user's index: %q", st)
+			}
+		})
+	}
+}

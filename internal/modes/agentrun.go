@@ -103,6 +103,7 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 				PGID: s.PGID, PID: s.PID, StartTicks: s.StartTime, Marker: s.Marker, Iteration: r.iteration, IssueID: r.issue,
 				Attempt: r.attempt, Mode: r.mode, RunID: l.RunID, StartedAt: l.now(),
 				Agent: l.Backend.Name(), Model: l.agentModel(), Resumed: r.resume != nil, Carried: r.carried,
+				DirtyAtStart: l.dirtyAtStart,
 			}
 			return l.State.WriteRunning(running)
 		},

@@ -58,8 +58,10 @@ func stopped(ctx context.Context, res *Result, reason string) error {
 //
 // It checks once per Loop: later runs of the same Loop (the daemon's
 // batches) find the tree as the agents left it, which is ralphd's own
-// business.
-func (l *Loop) checkClean(ctx context.Context) error {
+// business. The single loop (goOn) also starts on a tree that holds
+// exactly the work an interrupted iteration left, and works its issue
+// first (treework.go).
+func (l *Loop) checkClean(ctx context.Context, goOn bool) error {
 	if l.treeChecked {
 		return nil
 	}
@@ -77,12 +79,25 @@ func (l *Loop) checkClean(ctx context.Context) error {
 		l.human().Warn("the working tree had uncommitted changes at start; failure branches are off for this run", "files", len(changed))
 		return nil
 	}
+	w, mismatch := l.treeWorkHolds(ctx)
+	if w != nil && goOn {
+		l.treeChecked, l.goOn, l.lastWorked = true, w, w.IssueID
+		l.human().Info(fmt.Sprintf("the working tree holds the work of iteration %d on %s, interrupted at %s: the run goes on from it", w.Iteration, w.IssueID, w.At.Format(time.RFC3339)),
+			"files", len(changed))
+		return nil
+	}
 	shown := changed
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], fmt.Sprintf("and %d more", len(changed)-5))
 	}
-	return fmt.Errorf("%w (%s): ralphd keeps a failed issue's work on a branch and restores the tree, so it starts BUILD only on a clean tree; commit or stash them, or pass --allow-dirty (failure branches are then off for the run)",
-		ErrDirtyTree, strings.Join(shown, ", "))
+	if w != nil {
+		mismatch = fmt.Sprintf("it holds the work of iteration %d on %s, interrupted at %s, which one loop goes on from (`ralphd build` without --workers)", w.Iteration, w.IssueID, w.At.Format(time.RFC3339))
+	}
+	if mismatch != "" {
+		mismatch = "; " + mismatch
+	}
+	return fmt.Errorf("%w (%s)%s: ralphd keeps a failed issue's work on a branch and restores the tree, so it starts BUILD only on a clean tree; commit or stash them, or pass --allow-dirty (failure branches are then off for the run)",
+		ErrDirtyTree, strings.Join(shown, ", "), mismatch)
 }
 
 // branchSafe makes an issue id usable in a branch name.

@@ -29,7 +29,7 @@ func (l *Loop) Build(ctx context.Context, maxIter int) (*Result, error) {
 }
 
 func (l *Loop) build(ctx context.Context, res *Result, maxIter int, o runOpts) error {
-	if err := l.checkClean(ctx); err != nil {
+	if err := l.checkClean(ctx, true); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
 	if err := l.pinTracker(ctx, res.RunID); err != nil {
@@ -73,6 +73,9 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 				return stopped(ctx, res, "stopped by a signal before the next iteration")
 			}
 			return res.stop(StopError, "bd ready failed", fmt.Errorf("list ready work: %w", err))
+		}
+		if l.goOn != nil {
+			ready = l.goOnFirst(ctx, res, ready) // treework.go
 		}
 		if shared {
 			// Someone else's, passed over: named in the success line.
@@ -123,13 +126,18 @@ func (l *Loop) buildLoop(ctx context.Context, res *Result, maxIter int, o runOpt
 				continue
 			}
 		}
-
+		if l.goOn != nil {
+			l.goingOn(ctx, res, *pick) // treework.go
+		}
 		it, err := l.buildIteration(ctx, res, *pick)
 		if shared {
 			l.dropLoopClaim(ctx, pick.ID)
 			clear(lost)
 		}
 		if stop, err := l.afterIteration(ctx, res, it, err, &quota); stop {
+			if res.Stop == StopInterrupted {
+				l.leftInTree(ctx, pick.ID, res.Iterations, res.RunID, l.dirtyAtStart) // treework.go
+			}
 			return err
 		}
 	}

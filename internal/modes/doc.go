@@ -20,6 +20,9 @@
 //	claimsleft.go claims this clone's workers left on reopened issues,
 //	              freed; what a run passes over for its assignee (and so
 //	              what the daemon counts as work)
+//	treework.go   the work an interrupted iteration left in the tree: the
+//	              next run goes on from it, that issue first, or keeps it
+//	              on a branch
 //	gate.go       the verify and acceptance checks
 //	plan.go       PLANNING iterations; daemon.go the daemon cycle
 //	run.go        a run's life: start, stop reasons, quota waits, the end;

@@ -183,7 +183,7 @@ func (l *Loop) startIteration(ctx context.Context, res *Result, is beads.Issue) 
 	}
 	if err := l.State.WriteRunning(state.Running{
 		Iteration: it.n, IssueID: is.ID, Attempt: attempt, Mode: ModeBuild, RunID: res.RunID, StartedAt: it.started,
-		Resumed: it.resume != nil, Carried: it.carried,
+		Resumed: it.resume != nil, Carried: it.carried, DirtyAtStart: l.dirtyAtStart,
 	}); err != nil {
 		return nil, "could not record the iteration", fmt.Errorf("record iteration %d: %w", it.n, err)
 	}

@@ -227,6 +227,9 @@ type runState struct {
 	dirtyAtStart bool
 	// lastWorked is the issue the previous BUILD iteration worked on.
 	lastWorked string
+	// goOn is the work an interrupted iteration left in the tree, which
+	// the run goes on from (treework.go); nil when there is none.
+	goOn *state.TreeWork
 	// treeChecked: the working tree was checked clean (or allowed dirty)
 	// when this Loop's first BUILD run started.
 	treeChecked bool

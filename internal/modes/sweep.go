@@ -87,6 +87,9 @@ func (l *Loop) sweep(ctx context.Context) (string, []sweptWindow, error) {
 			did = append(did, "gave its attempt back")
 		}
 		gaveBack = st.GaveBack
+		if r.Mode == ModeBuild && l.State.Worker() == "" {
+			l.leftInTree(ctx, r.IssueID, r.Iteration, r.RunID, r.DirtyAtStart) // treework.go
+		}
 		if r.IssueID != "" {
 			if msg := l.unclaimAfterCrash(ctx, r.IssueID); msg != "" {
 				did = append(did, msg)

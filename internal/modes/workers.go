@@ -155,7 +155,7 @@ func (l *Loop) buildRun(ctx context.Context, maxIter, k int, o runOpts) (*Result
 }
 
 func (l *Loop) buildWorkers(ctx context.Context, res *Result, maxIter, k int, o runOpts) error {
-	if err := l.checkClean(ctx); err != nil {
+	if err := l.checkClean(ctx, false); err != nil {
 		return res.stop(StopError, "the working tree is not clean", err)
 	}
 	if err := l.pinTracker(ctx, res.RunID); err != nil {

@@ -313,3 +313,30 @@ func FuzzParseTrackerHeld(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTreeWork: tree-work.json as ralphd writes it parses back; any
+// input gives a record naming an issue, a commit and a tree, or an error
+// and the zero record, never a panic.
+func FuzzParseTreeWork(f *testing.F) {
+	b, err := json.Marshal(TreeWork{IssueID: "t-a", Iteration: 2, RunID: "r", At: time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC),
+		Head: "3177b12a", Tree: "4b825dc6"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	for _, s := range []string{`null`, `[]`, `{}`, `{"issue_id":"t-a"}`, `{"issue_id":"t-a","head":"h","tree":"t","iteration":1e400}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := ParseTreeWork(data)
+		if err != nil {
+			if w != (TreeWork{}) {
+				t.Fatalf("error %v with a record %+v", err, w)
+			}
+			return
+		}
+		if w.IssueID == "" || w.Head == "" || w.Tree == "" {
+			t.Fatalf("a record without an issue, commit or tree: %+v", w)
+		}
+	})
+}

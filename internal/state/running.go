@@ -46,6 +46,10 @@ type Running struct {
 	// resumes the session of an iteration that did (a timeout). The
 	// sweep does not give that attempt back.
 	Carried bool `json:"carried,omitempty"`
+	// DirtyAtStart marks an iteration of a run that started on a work tree
+	// with changes of the user's (allow_dirty): what the tree holds after
+	// it is not the iteration's alone (modes: treework.go).
+	DirtyAtStart bool `json:"dirty_at_start,omitempty"`
 }
 
 // ParseRunning parses running.json.

@@ -18,7 +18,7 @@ import (
 // attempts/ (judgement records and verbatim attempts), and the saved
 // tracker pin (which a start compares what bd opens with). running.json is
 // sealed too; ralphd's own write of it while sealed updates the seal.
-var sealedFiles = []string{AttemptsFile, HistoryFile, BaselineFile, RunningFile, TrackerPinFile, ReadWindowsFile, TrackerHeldFile, TrackerHeldDeltaFile}
+var sealedFiles = []string{AttemptsFile, HistoryFile, BaselineFile, RunningFile, TrackerPinFile, ReadWindowsFile, TrackerHeldFile, TrackerHeldDeltaFile, TreeWorkFile}
 
 // sealState is the seal: the sealed files as ralphd left them, and how many
 // Seals are open. With several workers, each worker's agent seals; the copy

@@ -223,7 +223,7 @@ func (s *Store) RemoveStaleTemps() ([]string, error) {
 func (s *Store) setAsideOdd() {
 	// The lock file too: no ralphd can hold a lock on one that is not a
 	// regular file, since taking it would have failed the same way.
-	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, TrackerPinFile, ReadWindowsFile, TrackerHeldFile, TrackerHeldDeltaFile, LockFile}
+	names := []string{MetadataFile, AttemptsFile, HistoryFile, RunningFile, BaselineFile, TrackerPinFile, ReadWindowsFile, TrackerHeldFile, TrackerHeldDeltaFile, TreeWorkFile, LockFile}
 	names = append(names, s.workerFiles()...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
