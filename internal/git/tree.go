@@ -116,22 +116,7 @@ func (r Repo) Dirty(ctx context.Context) (bool, error) {
 // index: two calls give the same id exactly when no tracked or untracked
 // file changed between them. It names the work an interrupted iteration
 // left (modes: treework.go).
-func (r Repo) WorkTreeID(ctx context.Context) (string, error) {
-	idx, cleanup, err := r.tempIndex(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
-	env := []string{"GIT_INDEX_FILE=" + idx}
-	if _, err := r.gitEnv(ctx, env, append([]string{"add", "-A"}, excludeBeads...)...); err != nil {
-		return "", err
-	}
-	tree, err := r.gitEnv(ctx, env, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(tree)), nil
-}
+func (r Repo) WorkTreeID(ctx context.Context) (string, error) { return r.stageTree(ctx, nil) }
 
 // FailureBranch keeps the work done since base on a new branch called
 // name, then puts the current branch and the working tree back at base.
@@ -202,6 +187,21 @@ func (r Repo) FreeBranchName(ctx context.Context, name string) (string, error) {
 // commitWork commits the uncommitted work on top of parent, with the
 // ignored paths given, without moving any branch, and returns the commit.
 func (r Repo) commitWork(ctx context.Context, parent, message string, ignored []string) (string, error) {
+	tree, err := r.stageTree(ctx, ignored)
+	if err != nil {
+		return "", err
+	}
+	commit, err := r.gitEnv(ctx, nil, "commit-tree", tree, "-p", parent, "-m", message)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(commit)), nil
+}
+
+// stageTree writes the tree `git add -A` stages of the work tree (outside
+// .beads/), with the ignored paths given added too, in a scratch index
+// (the user's is not touched), and returns its id.
+func (r Repo) stageTree(ctx context.Context, ignored []string) (string, error) {
 	idx, cleanup, err := r.tempIndex(ctx)
 	if err != nil {
 		return "", err
@@ -224,11 +224,7 @@ func (r Repo) commitWork(ctx context.Context, parent, message string, ignored []
 	if err != nil {
 		return "", err
 	}
-	commit, err := r.gitEnv(ctx, nil, "commit-tree", strings.TrimSpace(string(tree)), "-p", parent, "-m", message)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(commit)), nil
+	return strings.TrimSpace(string(tree)), nil
 }
 
 // restore moves the current branch to base and makes the index and the
