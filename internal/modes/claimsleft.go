@@ -24,10 +24,50 @@ import (
 // claim ended. ralphd frees it (`bd update <id> --assignee ""`, which
 // leaves the status alone): when a run starts (recoverClaims,
 // recoverLoopClaims), when ralphd reopens such an issue itself
-// (chargeWindows), and, should one still be left, before a pool reports
-// its work done (readyLeft), which then ends the run with exit 3, not 0.
+// (chargeWindows), before the workers leave having found nothing to
+// claim (freeLeftOnLeave: an agent reopened it mid-run; the run works
+// it), and, should one still be left, before a pool reports its work done
+// (readyLeft), which then ends the run with exit 3, not 0.
 // An issue assigned to anyone else (a person, another clone's ralphd) is
 // left as it is.
+
+// freeLeftOnLeave is the workers' last look before they leave, having
+// found nothing to claim: the claims left on open issues (an agent may
+// reopen an issue another worker closed, as BUILD may) are freed with c,
+// once a generation, and it reports whether any was: then that work is
+// claimable, a new generation starts, and the worker claims again rather
+// than leave the issue to the next run (readyLeft's exit 3).
+func (p *Pool) freeLeftOnLeave(ctx context.Context, c *beads.Client) bool {
+	p.mu.Lock()
+	if p.leftLooked == p.gen+1 {
+		p.mu.Unlock()
+		return false
+	}
+	p.leftLooked = p.gen + 1
+	p.mu.Unlock()
+	ready, err := c.Ready(ctx, beads.ReadyOptions{Parent: p.Scope})
+	if err != nil {
+		return false // readyLeft looks again before the run's end
+	}
+	freed := 0
+	for _, is := range ready {
+		if !leftClaim(is, p.actorPrefix, p.holds) {
+			continue
+		}
+		if err := freeClaim(ctx, c, is.ID); err != nil {
+			continue
+		}
+		freed++
+		p.log(Event{Issue: is.ID, Kind: "recovered", Detail: "freed the claim " + is.Assignee + " left on it when it was reopened"})
+	}
+	if freed == 0 {
+		return false
+	}
+	p.mu.Lock()
+	p.eventLocked()
+	p.mu.Unlock()
+	return true
+}
 
 // leftClaim reports whether is is a claim left behind by one of the
 // actors under prefix (a clone's worker actors, WorkerActor("")): open,
@@ -65,4 +105,11 @@ func (l *Loop) passedOver(is beads.Issue, workers int) bool {
 		return true
 	}
 	return l.claimsShared() && l.heldByOther(is)
+}
+
+// holds reports whether a worker of p holds issue id now.
+func (p *Pool) holds(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held[id] != nil
 }

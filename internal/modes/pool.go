@@ -267,6 +267,9 @@ type poolWork struct {
 	mu   sync.Mutex
 	busy int
 	held map[string]*holding // issues a worker of this pool holds, until handled
+	// leftLooked is the generation (plus one) whose workers' leaving last
+	// looked for claims left on reopened issues (freeLeftOnLeave).
+	leftLooked int
 	// unfinished are the issues whose last handling here ended without
 	// their work on the target (blockers.go).
 	unfinished map[string]bool
@@ -711,6 +714,9 @@ func (p *Pool) work(ctx context.Context, worker string) error {
 		case beads.Empty:
 			// Others may still close what unblocks more work.
 			if p.park(ctx, idle) {
+				if p.freeLeftOnLeave(ctx, client) { // claimsleft.go
+					continue
+				}
 				p.log(Event{Worker: worker, Kind: "idle-exit"})
 				return nil
 			}
