@@ -126,8 +126,10 @@ func (w *epicWaits) of(ctx context.Context, is beads.Issue) ([]string, error) {
 	return w.fam.waitsOn(is.ID, nil), nil
 }
 
-// passOver logs, once a run for each epic and set of children, that the
-// loop passes over epic because it waits on kids.
+// passOver records, once a run for each epic and set of children, that
+// the loop passes over epic because it waits on kids (the run log's
+// decision). The human log says it once a Loop: the daemon's batches
+// would repeat it every batch, unchanged.
 func (l *Loop) passOver(res *Result, epic string, kids []string) {
 	on := strings.Join(kids, ", ")
 	if res.waiting == nil {
@@ -138,7 +140,13 @@ func (l *Loop) passOver(res *Result, epic string, kids []string) {
 	}
 	res.waiting[epic] = on
 	l.event(logjsonl.EventDecision, logjsonl.Decision{IssueID: epic, Decision: "wait", Reason: "epic waits on its children: " + on})
-	l.human().Info("passing over an epic until its children are closed", "issue", epic, "children", on)
+	if l.saidWaits == nil {
+		l.saidWaits = map[string]string{}
+	}
+	if l.saidWaits[epic] != on {
+		l.saidWaits[epic] = on
+		l.human().Info("passing over an epic until its children are closed", "issue", epic, "children", on)
+	}
 }
 
 // epicsHeld ends the single loop's run with exit 6 (stopHeld) when an

@@ -227,6 +227,9 @@ type runState struct {
 	dirtyAtStart bool
 	// lastWorked is the issue the previous BUILD iteration worked on.
 	lastWorked string
+	// saidWaits are the epics the human log said the loop passes over,
+	// with the children they waited on then (epics.go: passOver).
+	saidWaits map[string]string
 	// goOn is the work an interrupted iteration left in the tree, which
 	// the run goes on from (treework.go); nil when there is none.
 	goOn *state.TreeWork
