@@ -184,6 +184,14 @@ func TestNoRepositoryCodeRuns(t *testing.T) {
 			gitplant.Touch(t, tr.Dir)
 			_, err = m.Recover(ctx, "main")
 			is.NoErr(err)
+			// An interrupted iteration's work in the main tree: named, then
+			// kept on a branch (modes: treework.go).
+			gitplant.Touch(t, repo)
+			r := Repo{Dir: repo}
+			_, err = r.WorkTreeID(ctx)
+			is.NoErr(err)
+			_, err = r.FailureBranch(ctx, "wip/ralph-interrupted-t-a", "keep", "")
+			is.NoErr(err)
 			is.Equal(gitplant.Ran(t, markers), []string(nil)) // no planted code ran
 		})
 	}
