@@ -318,6 +318,7 @@ func TestPullRequestWatchedAfterRestart(t *testing.T) {
 			var blocker, dependent string
 			var mu sync.Mutex
 			depSaw, depAfterMerge, merged := "", false, false
+			blockerTries := 0
 			var f *prFixture
 			it := func(ctx context.Context, a Assignment) (bool, error) {
 				if a.Issue.ID == dependent {
@@ -330,7 +331,14 @@ func TestPullRequestWatchedAfterRestart(t *testing.T) {
 					}
 					return commitAndClose(ctx, a)
 				}
-				if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte("fixed\n"), 0o644); err != nil {
+				// The attempt after a person reopened it pushes other work:
+				// the same work, committed within the same second, would be
+				// the same commit, the head the reviewer leaves alone.
+				mu.Lock()
+				blockerTries++
+				fix := strings.Repeat("fixed\n", blockerTries)
+				mu.Unlock()
+				if err := os.WriteFile(filepath.Join(a.Dir, "a.txt"), []byte(fix), 0o644); err != nil {
 					return false, err
 				}
 				return commitAndClose(ctx, a)
