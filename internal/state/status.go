@@ -46,6 +46,9 @@ type Status struct {
 	// Running is the agent record. With Lock nil it is left over from a
 	// ralphd that died; the next start cleans it up.
 	Running *Running `json:"running"`
+	// TreeWork is the work an interrupted BUILD iteration left in the
+	// work tree, which the next run goes on from; nil when none.
+	TreeWork *TreeWork `json:"tree_work"`
 	// Fleet is who plans on the tracker the running daemon shares with
 	// other daemons (fleet planning); nil when no daemon on a fleet
 	// tracker runs.
@@ -182,6 +185,16 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		warn("%v", err)
 	}
+	if data, err := readIn(d, TreeWorkFile); err == nil {
+		w, err := ParseTreeWork(data)
+		if err != nil {
+			warn("%s could not be parsed (%v)", filepath.Join(dir, TreeWorkFile), err)
+		} else {
+			st.TreeWork = &w
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		warn("%v", err)
+	}
 
 	// Attempts.
 	if data, err := readIn(d, AttemptsFile); err == nil {
@@ -308,6 +321,10 @@ func (st Status) WriteText(w io.Writer) error {
 		}
 	}
 
+	if w := st.TreeWork; w != nil {
+		line("Tree", "holds the work of iteration %d on %s, interrupted %s (HEAD %.12s):", w.Iteration, w.IssueID, fmtTime(w.At), w.Head)
+		more("the next `ralphd build` or `daemon` goes on from it, %s first, while the tree is unchanged", w.IssueID)
+	}
 	if f := st.Fleet; f != nil {
 		line("Fleet", "%s", f.Describe())
 	}

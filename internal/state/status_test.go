@@ -200,7 +200,7 @@ func TestStatusJSONStable(t *testing.T) {
 	}
 	slices.Sort(keys)
 	is.Equal(keys, []string{"attempts", "created_at", "created_by", "fleet", "issues", "last_run", "layers", "lock", "logs", "project",
-		"ralphd_version", "running", "state_dir", "state_exists", "stuck_limit", "totals", "version", "warnings"})
+		"ralphd_version", "running", "state_dir", "state_exists", "stuck_limit", "totals", "tree_work", "version", "warnings"})
 	for _, k := range []string{"attempts", "issues", "layers", "logs", "warnings"} {
 		is.Equal(string(m[k]), "[]")
 	}
