@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
+	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/judge"
 	"github.com/ralphd/ralphd/internal/text"
 )
@@ -173,28 +174,8 @@ func ReadStatus(root string, id Identity, stuckLimit int) (Status, error) {
 	} else {
 		st.Fleet = f
 	}
-	if data, err := readIn(d, RunningFile); err == nil {
-		r, err := ParseRunning(data)
-		if err != nil {
-			warn("%s could not be parsed (%v)", filepath.Join(dir, RunningFile), err)
-		} else {
-			st.Running = &r
-		}
-	} else if unusable(err) {
-		warn("%v; ralphd will move it aside on its next run", err)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		warn("%v", err)
-	}
-	if data, err := readIn(d, TreeWorkFile); err == nil {
-		w, err := ParseTreeWork(data)
-		if err != nil {
-			warn("%s could not be parsed (%v)", filepath.Join(dir, TreeWorkFile), err)
-		} else {
-			st.TreeWork = &w
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		warn("%v", err)
-	}
+	st.Running = statusRecord(d, dir, RunningFile, ParseRunning, warn)
+	st.TreeWork = statusRecord(d, dir, TreeWorkFile, ParseTreeWork, warn)
 
 	// Attempts.
 	if data, err := readIn(d, AttemptsFile); err == nil {
@@ -540,4 +521,25 @@ func fmtSize(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// statusRecord is the state file name in d (whose path is dir) as parse
+// reads it, for status: nil when there is none; one that cannot be read
+// or parsed is a warning, and nil.
+func statusRecord[T any](d *atomicfile.Dir, dir, name string, parse func([]byte) (T, error), warn func(string, ...any)) *T {
+	data, err := readIn(d, name)
+	switch {
+	case err == nil:
+		v, err := parse(data)
+		if err != nil {
+			warn("%s could not be parsed (%v)", filepath.Join(dir, name), err)
+			return nil
+		}
+		return &v
+	case unusable(err):
+		warn("%v; ralphd will move it aside on its next run", err)
+	case !errors.Is(err, fs.ErrNotExist):
+		warn("%v", err)
+	}
+	return nil
 }
