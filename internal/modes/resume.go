@@ -2,7 +2,6 @@ package modes
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/agent"
@@ -86,16 +85,7 @@ func (l *Loop) interruptedWhy(out agent.Outcome) string {
 
 // agentHome is the home dir and environment the agent runs with.
 func (l *Loop) agentHome() agent.Home {
-	env := l.environ()
-	getenv := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-	return agent.Home{Dir: getenv("HOME"), Getenv: getenv}
+	return agent.Home{Dir: l.getenv("HOME"), Getenv: l.getenv}
 }
 
 // saveSession reads back, through the backend, the session of a run of

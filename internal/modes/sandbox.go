@@ -26,7 +26,7 @@ func (l *Loop) sandboxHint(out agent.Outcome) agent.Outcome {
 	if !l.sandboxed(ModeBuild) {
 		return out
 	}
-	if path, dir := sandbox.HiddenIn(out.Reason, l.agentHome().Getenv); path != "" && fileExists(path) {
+	if path, dir := sandbox.HiddenIn(out.Reason, l.getenv); path != "" && fileExists(path) {
 		out.Reason += fmt.Sprintf("; %s is in %s, which BUILD's sandbox replaces with an empty private dir: "+
 			"put it in the project or in a dir on PATH, or run with --sandbox off (docs/security.md, \"The sandbox\")", path, dir)
 	}
