@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/beads"
@@ -160,7 +162,22 @@ pins what bd opens then. Do it only when you moved the tracker on purpose.`)
 	if len(ids) == 0 {
 		fmt.Fprintln(a.stdout, "no attempt counters to reset")
 	}
-	unstick(ctx, a, p.cfg, p.dir, pos, *all)
+	unknown := unstick(ctx, a, p.cfg, p.dir, pos, *all)
+	var typos []string
+	for _, id := range unknown {
+		if _, had := cleared[id]; !had {
+			typos = append(typos, id)
+		}
+	}
+	if len(typos) > 0 {
+		if len(typos) == 1 {
+			errorf(a.stderr, "no issue %s: bd does not know it and ralphd holds no attempt record of it", typos[0])
+		} else {
+			errorf(a.stderr, "no issues %s: bd knows none of them and ralphd holds no attempt record of them", strings.Join(typos, ", "))
+		}
+		hintf(a.stderr, "check the id with `bd list --all`, or `ralphd status` for the issues with attempt records")
+		return exitUsage
+	}
 	return exitOK
 }
 
@@ -189,23 +206,24 @@ func resetTracker(ctx context.Context, a *app) int {
 }
 
 // unstick removes the stuck label from the named issues (or all labelled
-// ones). bd trouble is a warning: the counters are already reset.
-func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []string, all bool) {
+// ones), and returns the named ones bd does not know. bd trouble is a
+// warning: the counters are already reset.
+func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []string, all bool) (unknown []string) {
 	bin, err := beads.LookPath(cfg.BD)
 	if err != nil {
 		warnf(a.stderr, "could not remove the %s labels: %v", modes.StuckLabel, err)
-		return
+		return nil
 	}
 	bd, err := beads.NewClient(bin, dir)
 	if err != nil {
 		warnf(a.stderr, "could not remove the %s labels: %v", modes.StuckLabel, err)
-		return
+		return nil
 	}
 	if all {
 		issues, err := bd.List(ctx, beads.ListOptions{All: true})
 		if err != nil {
 			warnf(a.stderr, "could not list issues to remove %s labels: %v", modes.StuckLabel, err)
-			return
+			return nil
 		}
 		ids = nil
 		for _, is := range issues {
@@ -217,6 +235,10 @@ func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []
 	for _, id := range ids {
 		if !all { // named issues: remove the label only where it is
 			is, err := bd.Show(ctx, id)
+			if errors.Is(err, beads.ErrIssueNotFound) {
+				unknown = append(unknown, id)
+				continue
+			}
 			if err != nil {
 				warnf(a.stderr, "could not read %s: %v", id, err)
 				continue
@@ -231,6 +253,7 @@ func unstick(ctx context.Context, a *app, cfg *config.Config, dir string, ids []
 		}
 		fmt.Fprintf(a.stdout, "removed %s from %s\n", modes.StuckLabel, id)
 	}
+	return unknown
 }
 
 func cmdMigrate(ctx context.Context, a *app, args []string) int {

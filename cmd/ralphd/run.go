@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/ralphd/ralphd/internal/config"
@@ -253,7 +254,14 @@ func parseFlags(a *app, fs *flag.FlagSet, args []string) (code int, done bool) {
 		usage()
 		return exitOK, true
 	}
-	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+	name, undefined := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if _, numErr := strconv.ParseFloat(name, 64); undefined && numErr == nil {
+		// `ralphd build -5`: a negative count, not a flag
+		errorf(a.stderr, "-%s: a count cannot be negative", name)
+		hintf(a.stderr, "run `%s --help` for its usage", fs.Name())
+		return exitUsage, true
+	}
+	if undefined {
 		errorf(a.stderr, "%s has no flag --%s", fs.Name(), name)
 		names := []string{"help"}
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
