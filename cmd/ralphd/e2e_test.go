@@ -281,6 +281,68 @@ func TestE2ESandboxStopsWritesAroundTheBroker(t *testing.T) {
 	is.True(strings.Contains(status, "BUILD agent sandboxed (bwrap)"))
 }
 
+// A sandboxed Claude Code, told to plant what the next unsandboxed claude
+// (PLANNING, or your own session) would run: a hook in its settings, a
+// settings file and a hooks dir where there were none, an MCP server in
+// ~/.claude.json, and an object in the XDG cache, where a build cache
+// would hand it to your next build. The settings that exist are
+// read-only at the moment it tries; what it made is moved aside after the
+// iteration, as a violation; ~/.claude.json and the cache were copies of
+// its own. Everything of yours is as it was.
+func TestE2ESandboxKeepsAgentConfig(t *testing.T) {
+	is := is.New(t)
+	readOnly := []scriptedapi.Check{scriptedapi.Failed(), scriptedapi.Matches("(?i)read-only file system")}
+	hook := `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/pwned"}]}]}}`
+	// Scripts, so that Claude Code's own permission layer, which asks
+	// before a command writes its settings, does not see the writes: the
+	// sandbox is what stops them.
+	e := newE2E(t, false, forIssue("e2e-a",
+		scriptedapi.Bash("sh plant-settings.sh"),
+		scriptedapi.Bash("sh plant-new.sh").Expect(readOnly...),
+		scriptedapi.Bash("sh plant-copies.sh").Expect(scriptedapi.Contains("planted")),
+		scriptedapi.Bash(`bd close e2e-a --reason "test -s hello.txt passes (exit 0)"`).Expect(scriptedapi.Contains("copies")),
+		scriptedapi.Say("Done.").Expect(scriptedapi.Succeeded()),
+	))
+	for name, script := range map[string]string{
+		"plant-settings.sh": "echo '" + hook + "' > ~/.claude/settings.json\n",
+		"plant-new.sh":      "echo '" + hook + "' > ~/.claude/settings.local.json && mkdir -p ~/.claude/hooks && echo evil > ~/.claude/hooks/h.sh && echo planted\n",
+		"plant-copies.sh":   "echo '{\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}' > ~/.claude.json && echo poison > ~/.cache/go-build-poison && echo copies\n",
+	} {
+		is.NoErr(os.WriteFile(filepath.Join(e.repo, name), []byte(script), 0o644))
+	}
+	e.run("git", "add", "-A")
+	e.run("git", "commit", "-qm", "scripts")
+	e.bd("create", "Work", "--id", "e2e-a", "-p", "1", "--quiet")
+	settings := filepath.Join(e.home, ".claude", "settings.json")
+	is.NoErr(os.MkdirAll(filepath.Dir(settings), 0o700))
+	is.NoErr(os.WriteFile(settings, []byte(`{"env":{"MINE":"1"}}`), 0o600))
+	state := filepath.Join(e.home, ".claude.json")
+	is.NoErr(os.WriteFile(state, []byte(`{"numStartups":1}`), 0o600))
+
+	_, stderr, code := e.ralphd("build", "1", "--agent", "claude", "--sandbox", "bwrap", "--log")
+	t.Logf("ralphd build: exit %d\n%s", code, stderr)
+	is.NoErr(e.srv.Verify())
+	is.Equal(code, 3)                                                              // a violation: the close is undone, work left
+	is.True(strings.Contains(e.bd("show", "e2e-a", "--json"), `"status": "open"`)) // reopened: closed among forbidden changes
+	b, err := os.ReadFile(settings)
+	is.NoErr(err)
+	is.Equal(string(b), `{"env":{"MINE":"1"}}`) // read-only when the agent tried
+	b, err = os.ReadFile(state)
+	is.NoErr(err)
+	is.Equal(string(b), `{"numStartups":1}`) // the agent wrote its copy
+	for _, gone := range []string{".claude/settings.local.json", ".claude/hooks", ".cache/go-build-poison"} {
+		_, err := os.Lstat(filepath.Join(e.home, gone))
+		is.True(errors.Is(err, os.ErrNotExist)) // moved aside, or never there
+	}
+	moved, _ := filepath.Glob(filepath.Join(e.home, ".claude", "*.ralphd-moved-*"))
+	is.Equal(len(moved), 2) // settings.local.json and hooks, kept beside
+	is.True(strings.Contains(stderr, "BUILD changed an agent CLI's configuration: put back"))
+	raw, _, _ := e.ralphd("logs", "last", "--raw")
+	is.True(strings.Contains(raw, `"kind":"agent_config_changed"`))
+	cached, _ := filepath.Glob(filepath.Join(e.home, ".cache", "ralph", "sandbox", "*", "go-build-poison"))
+	is.Equal(len(cached), 1) // in the agent's own cache
+}
+
 // With the default network=allowlist, the sandboxed claude reaches its
 // scripted model on the host's loopback only through ralphd's proxy (the
 // sandbox has a network namespace of its own: the model's 127.0.0.1 is

@@ -256,6 +256,9 @@ type Backend interface {
 	// home and XDG dirs) that the CLI writes to, which the sandbox leaves
 	// writable. Paths that cannot be known (no home) are "".
 	Writable(h Home) (dirs, files []string)
+	// Guarded lists what of those dirs configures the CLI itself, which
+	// a BUILD agent may not change (see Guarded).
+	Guarded(h Home) Guarded
 	// ScrubEnv lists the variables the CLI sets for the commands it runs
 	// (CLAUDECODE, ...), which must never reach an agent ralphd starts:
 	// Run removes every backend's from every agent's environment.

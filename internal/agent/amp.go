@@ -78,6 +78,13 @@ func (a Amp) Writable(h Home) (dirs, files []string) {
 	return []string{under(h.xdg("XDG_CONFIG_HOME", ".config"), "amp"), under(h.xdg("XDG_DATA_HOME", ".local/share"), "amp")}, nil
 }
 
+// Guarded returns Amp's settings (MCP servers, permissions) and global
+// instructions in its config dir.
+func (a Amp) Guarded(h Home) Guarded {
+	return Guarded{Paths: guardedIn([]string{under(h.xdg("XDG_CONFIG_HOME", ".config"), "amp")},
+		"settings.json", "AGENTS.md", "AGENT.md")}
+}
+
 // ScrubEnv returns nothing: Amp sets no variable that would mislead an
 // agent ralphd starts.
 func (a Amp) ScrubEnv() []string { return nil }

@@ -91,11 +91,24 @@ func (c Claude) Credentials(h Home) Credentials {
 		credFile(filepath.Join(cfgDir, ".credentials.json")), acct)
 }
 
-// Writable returns ~/.claude (and $CLAUDE_CONFIG_DIR), and ~/.claude.json
-// with the backup Claude Code writes next to it.
+// Writable returns ~/.claude (and $CLAUDE_CONFIG_DIR). ~/.claude.json and
+// its backup are copies (Guarded).
 func (c Claude) Writable(h Home) (dirs, files []string) {
-	return []string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")},
-		[]string{h.in(".claude.json"), h.in(".claude.json.backup")}
+	return []string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")}, nil
+}
+
+// Guarded returns Claude Code's settings (hooks, MCP servers, permission
+// rules), global instructions, plugins, hooks, custom commands, agents,
+// skills and output styles in each config dir, and ~/.claude.json (with
+// its backup), which holds its state and the MCP servers of `claude mcp
+// add`, as copies.
+func (c Claude) Guarded(h Home) Guarded {
+	return Guarded{
+		Paths: guardedIn([]string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")},
+			"settings.json", "settings.local.json", "CLAUDE.md", "plugins", "hooks", "commands", "agents",
+			"skills", "output-styles", ".mcp.json"),
+		Copies: nonEmpty([]string{h.in(".claude.json"), h.in(".claude.json.backup")}),
+	}
 }
 
 // ScrubEnv lists what Claude Code sets for its commands: since 2.1.39 a

@@ -122,6 +122,19 @@ func (c Codex) Writable(h Home) (dirs, files []string) {
 	return []string{h.in(".codex")}, nil
 }
 
+// Guarded returns Codex's configuration in its home ($CODEX_HOME, else
+// ~/.codex): config.toml (MCP servers, the notify command, providers),
+// its execpolicy rules, global instructions, custom prompts and skills.
+func (c Codex) Guarded(h Home) Guarded {
+	home := h.absEnv("CODEX_HOME")
+	if home == "" {
+		home = h.in(".codex")
+	}
+	return Guarded{Paths: guardedIn([]string{home},
+		"config.toml", "config.json", "managed_config.toml", "rules", "AGENTS.md", "AGENTS.override.md",
+		"prompts", "skills", "hooks.json", ".env")}
+}
+
 // ScrubEnv lists what Codex sets inside its sandbox: a nested codex would
 // believe it is sandboxed already.
 func (c Codex) ScrubEnv() []string {

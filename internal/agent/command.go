@@ -53,6 +53,9 @@ func (c Command) Credentials(Home) Credentials { return Credentials{} }
 // Writable returns nothing beyond the shared cache Writable adds.
 func (c Command) Writable(Home) (dirs, files []string) { return nil, nil }
 
+// Guarded returns nothing: the command is not known, and has no dirs.
+func (c Command) Guarded(Home) Guarded { return Guarded{} }
+
 // ScrubEnv returns nothing: the command is not known.
 func (c Command) ScrubEnv() []string { return nil }
 

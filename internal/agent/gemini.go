@@ -106,6 +106,16 @@ func (g Gemini) Writable(h Home) (dirs, files []string) {
 	return []string{h.in(".gemini")}, nil
 }
 
+// Guarded returns Gemini CLI's settings (MCP servers, hooks, tool
+// discovery commands), the .env it loads, trusted folders, global
+// instructions, extensions, custom commands, policies, skills and agents
+// in ~/.gemini.
+func (g Gemini) Guarded(h Home) Guarded {
+	return Guarded{Paths: guardedIn([]string{h.in(".gemini")},
+		"settings.json", ".env", "trustedFolders.json", "GEMINI.md", "extensions", "commands", "policies",
+		"skills", "agents", "hooks")}
+}
+
 // ScrubEnv lists what Gemini CLI sets for its shell commands.
 func (g Gemini) ScrubEnv() []string { return []string{"GEMINI_CLI"} }
 

@@ -65,11 +65,12 @@ func under(base, rel string) string {
 }
 
 // Writable lists what the sandbox leaves writable for b under the user's
-// home: the shared XDG cache dir, then the dirs and files b's CLI writes
-// (Backend.Writable). Unknown paths (no home) are left out.
+// home: the dirs and files b's CLI writes (Backend.Writable). The XDG
+// cache dir is the sandbox's own (Home.CacheDir). Unknown paths (no home)
+// are left out.
 func Writable(b Backend, h Home) (dirs, files []string) {
 	d, f := b.Writable(h)
-	return nonEmpty(append([]string{h.xdg("XDG_CACHE_HOME", ".cache")}, d...)), nonEmpty(f)
+	return nonEmpty(d), nonEmpty(f)
 }
 
 func nonEmpty(ss []string) []string {

@@ -28,15 +28,15 @@ func TestWritable(t *testing.T) {
 		env   map[string]string
 		want  []string
 	}{
-		{"claude", nil, []string{"/h/.cache", "/h/.claude", "/h/.claude.json", "/h/.claude.json.backup"}},
-		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.cache", "/h/.claude", "/cc", "/h/.claude.json", "/h/.claude.json.backup"}},
-		{"codex", nil, []string{"/h/.cache", "/h/.codex"}},
-		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/h/.cache", "/ch"}},
-		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.cache", "/h/.codex"}},
-		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/h/.cache", "/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode", "/h/.local/state/opencode"}},
-		{"gemini", nil, []string{"/h/.cache", "/h/.gemini"}},
-		{"amp", nil, []string{"/h/.cache", "/h/.config/amp", "/h/.local/share/amp"}},
-		{"command", nil, []string{"/h/.cache"}},
+		{"claude", nil, []string{"/h/.claude"}},
+		{"claude", map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}, []string{"/h/.claude", "/cc"}},
+		{"codex", nil, []string{"/h/.codex"}},
+		{"codex", map[string]string{"CODEX_HOME": "/ch"}, []string{"/ch"}},
+		{"codex", map[string]string{"CODEX_HOME": "relative"}, []string{"/h/.codex"}},
+		{"opencode", map[string]string{"XDG_CONFIG_HOME": "/xc"}, []string{"/xc/opencode", "/h/.local/share/opencode", "/h/.cache/opencode", "/h/.local/state/opencode"}},
+		{"gemini", nil, []string{"/h/.gemini"}},
+		{"amp", nil, []string{"/h/.config/amp", "/h/.local/share/amp"}},
+		{"command", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.agent+strings.Join(slices.Sorted(mapsKeys(tt.env)), ","), func(t *testing.T) {
@@ -45,6 +45,35 @@ func TestWritable(t *testing.T) {
 			is.New(t).Equal(append(dirs, files...), tt.want)
 		})
 	}
+}
+
+// Every backend guards what configures its CLI inside the dirs it may
+// write (never a path outside them, which the sandbox keeps read-only
+// anyway, nor a dir as a whole, which the CLI needs writable), and
+// GuardedAll holds them all.
+func TestGuarded(t *testing.T) {
+	is := is.New(t)
+	h := Home{Dir: "/h", Getenv: func(k string) string { return map[string]string{"CLAUDE_CONFIG_DIR": "/cc"}[k] }}
+	all := GuardedAll(h)
+	for _, name := range Names() {
+		b := describe(t, name)
+		g := b.Guarded(h)
+		dirs, _ := b.Writable(h)
+		for _, p := range g.Paths {
+			is.True(filepath.IsAbs(p))
+			is.True(slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(p, d+"/") })) // inside a writable dir
+			is.True(slices.Contains(all.Paths, p))
+		}
+		if name != "command" {
+			is.True(len(g.Paths) > 0) // every CLI has settings of its own
+		}
+	}
+	for _, want := range []string{"/h/.claude/settings.json", "/cc/settings.json", "/cc/plugins", "/h/.codex/config.toml",
+		"/h/.gemini/settings.json", "/h/.gemini/.env", "/h/.config/opencode/plugin", "/h/.local/share/opencode/bin", "/h/.config/amp/settings.json"} {
+		is.True(slices.Contains(all.Paths, want))
+	}
+	is.Equal(all.Copies, []string{"/h/.claude.json", "/h/.claude.json.backup"})
+	is.Equal(GuardedAll(Home{}), Guarded{}) // no home: nothing known
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {

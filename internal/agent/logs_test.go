@@ -26,6 +26,7 @@ func (tally) Verified() agent.Verification               { return agent.Verifica
 func (tally) Hosts(func(string) string) []string         { return nil }
 func (tally) Credentials(agent.Home) agent.Credentials   { return agent.Credentials{} }
 func (tally) Writable(agent.Home) (dirs, files []string) { return nil, nil }
+func (tally) Guarded(agent.Home) agent.Guarded           { return agent.Guarded{} }
 func (tally) ScrubEnv() []string                         { return nil }
 
 // tallyParser reads "SAY <text>", "RUN <command>", "FAIL <output>" and

@@ -101,6 +101,23 @@ func (o Opencode) Writable(h Home) (dirs, files []string) {
 	}, nil
 }
 
+// Guarded returns opencode's configuration in its config dir (its config
+// files, global instructions, plugins with their node_modules, agents,
+// commands, modes, tools and skills), and the programs and packages it
+// downloads and runs: bin/ in its data dir, and the provider packages in
+// its cache dir.
+func (o Opencode) Guarded(h Home) Guarded {
+	config := under(h.xdg("XDG_CONFIG_HOME", ".config"), "opencode")
+	paths := guardedIn([]string{config},
+		"opencode.json", "opencode.jsonc", "config.json", "AGENTS.md", "plugin", "plugins", "agent", "agents",
+		"command", "commands", "mode", "modes", "tool", "tools", "skill", "skills", "node_modules",
+		"package.json", "bun.lock", "bunfig.toml", ".npmrc")
+	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_DATA_HOME", ".local/share"), "opencode")}, "bin")...)
+	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_CACHE_HOME", ".cache"), "opencode")},
+		"node_modules", "package.json", "bun.lock", "bin")...)
+	return Guarded{Paths: paths}
+}
+
 // ScrubEnv returns nothing: opencode sets no variable that would mislead
 // an agent ralphd starts.
 func (o Opencode) ScrubEnv() []string { return nil }

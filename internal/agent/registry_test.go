@@ -144,6 +144,7 @@ func TestEveryBackendAnswersForItself(t *testing.T) {
 			for _, p := range nonEmpty(append(dirs, files...)) {
 				is.True(strings.HasPrefix(p, "/h/")) // under the home it was given
 			}
+			is.True(len(b.Guarded(home).Paths) > 0) // what of them configures its CLI, which BUILD may not change
 			for _, k := range b.ScrubEnv() {
 				is.True(slices.Contains(scrubbedEnv(), k)) // what it sets never reaches an agent
 			}

@@ -469,6 +469,18 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "planning_files_changed", Detail: c})
 		l.human().Warn("BUILD changed what belongs to PLANNING: restored", "change", c)
 	}
+	guarded, err := it.held.guarded.restore(l.now())
+	if err != nil {
+		l.human().Error("could not put back the agent CLIs' configuration", "err", err)
+	}
+	for _, c := range guarded {
+		it.fixed = append(it.fixed, "restored: "+c)
+		it.rec.Violations = append(it.rec.Violations, c)
+		res.Violations++
+		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "agent_config_changed", Detail: c})
+		l.human().Warn("BUILD changed an agent CLI's configuration: put back", "change", c)
+	}
+	changes = append(changes, guarded...)
 	var all []string
 	for _, f := range restored {
 		all = append(all, "ralphd's state file "+f+" was changed")

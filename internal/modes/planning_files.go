@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ralphd/ralphd/internal/agent"
 	"github.com/ralphd/ralphd/internal/atomicfile"
 	"github.com/ralphd/ralphd/internal/git"
 )
@@ -36,6 +37,8 @@ type planningFiles struct {
 	// history is the repository's refs and objects (the single loop's;
 	// a pool holds its own), nil when they could not be held.
 	history *git.History
+	// guarded is the agent CLIs' own configuration (guardedHold).
+	guarded guardedHold
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
@@ -55,6 +58,7 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 		}
 		p.config = append(p.config, s)
 	}
+	p.guarded = holdGuarded(agent.GuardedAll(l.agentHome()).Paths)
 	p.trackers = map[string]os.FileInfo{}
 	holdTracker := func(dir string) {
 		if fi, err := os.Lstat(filepath.Join(dir, ".beads")); err == nil {

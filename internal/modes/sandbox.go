@@ -62,9 +62,12 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	}
 	home := l.agentHome()
 	dirs, files := agent.Writable(l.Backend, home)
+	guarded := l.Backend.Guarded(home)
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: home.Dir, Getenv: home.Getenv,
+		AgentGuarded: guarded.Paths, AgentCopies: guarded.Copies,
+		Cache: l.sandboxCache(home), CacheDir: home.CacheDir(),
 		Shared: l.pool().sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, and the agent CLI, when they
 		// live in the private /tmp.
@@ -86,6 +89,18 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 		return args[0], args
 	}
 	return wrap, "TMPDIR=" + tmp, nil
+}
+
+// sandboxCache is the BUILD agent's own cache dir, which the sandbox
+// binds at the user's XDG cache dir: <cache>/ralph/sandbox/<project id>,
+// kept between iterations (a warm build cache) and shared by the
+// project's workers; "" when the cache dir is unknown.
+func (l *Loop) sandboxCache(home agent.Home) string {
+	c := home.CacheDir()
+	if c == "" {
+		return ""
+	}
+	return filepath.Join(c, "ralph", "sandbox", l.State.Identity().ID)
 }
 
 // sandboxNet starts the network proxy of a sandboxed BUILD agent, unless

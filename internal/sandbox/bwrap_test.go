@@ -100,6 +100,91 @@ func TestSandboxHolds(t *testing.T) {
 	is.Equal(string(b), "ok\n") // written through to the real work tree
 }
 
+// What configures the agent's CLI inside its writable dirs is read-only
+// by every route the agent could take (a write, a rename over it, a
+// removal, a link swapped in, through $CLAUDE_CONFIG_DIR's other path);
+// ~/.claude.json is a copy the agent may write, and the XDG cache is the
+// agent's own: nothing reaches the user's. The CLI's own writes (a
+// session file, its state) still work.
+func TestSandboxKeepsAgentConfig(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	wt, home, state, tmp := filepath.Join(root, "repo"), filepath.Join(root, "home"), filepath.Join(root, "state"), filepath.Join(root, "tmp")
+	cache, own := filepath.Join(home, ".cache"), filepath.Join(home, ".cache", "ralph", "sandbox", "p")
+	for _, d := range []string{wt + "/.git", home + "/.claude/plugins/x", home + "/dotfiles", cache + "/go-build", state, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig := map[string]string{
+		home + "/.claude/settings.json":     `{"mine":1}`,
+		home + "/.claude/plugins/x/hook.sh": "mine",
+		home + "/dotfiles/CLAUDE.md":        "mine",
+		home + "/.claude.json":              `{"numStartups":1}`,
+		cache + "/go-build/obj":             "mine",
+	}
+	for f, c := range orig {
+		if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(home+"/dotfiles/CLAUDE.md", home+"/.claude/CLAUDE.md"); err != nil {
+		t.Fatal(err)
+	}
+	h := agent.Home{Dir: home, Getenv: func(string) string { return "" }}
+	dirs, files := agent.Writable(agent.Claude{}, h)
+	g := agent.Claude{}.Guarded(h)
+	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
+		AgentDirs: dirs, AgentFiles: files, AgentGuarded: g.Paths, AgentCopies: g.Copies, Cache: own, CacheDir: cache,
+		Home: home, Getenv: h.Getenv})
+	is := is.New(t)
+	is.NoErr(l.Prepare())
+	sh := func(script string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		argv := l.Args(bwrap, []string{"sh", "-c", script})
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = wt
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, script := range []string{
+		"echo evil > ~/.claude/settings.json",
+		"echo evil > /tmp/s && mv /tmp/s ~/.claude/settings.json",
+		"rm ~/.claude/settings.json",
+		"echo evil > ~/.claude/plugins/x/hook.sh",
+		"echo evil > ~/.claude/plugins/y",
+		"rm -r ~/.claude/plugins",
+		"echo evil > ~/.claude/CLAUDE.md",
+		"echo evil > " + home + "/dotfiles/CLAUDE.md",
+	} {
+		out, err := sh("HOME=" + home + "; " + script)
+		if err == nil {
+			t.Errorf("%q succeeded inside the sandbox:\n%s", script, out)
+		}
+	}
+	out, err := sh("HOME=" + home + "; echo '{\"mcpServers\":{}}' > ~/.claude.json && mkdir -p ~/.claude/projects && echo s > ~/.claude/projects/s.jsonl && " +
+		"mkdir -p ~/.cache/go-build && echo obj > ~/.cache/go-build/obj2 && echo evil > ~/.cache/go-build/obj && cat ~/.claude/settings.json")
+	is.NoErr(err)                                // the CLI's own writes, its copy and its cache work...
+	is.True(strings.Contains(out, `{"mine":1}`)) // ...and it reads its settings
+	for f, c := range orig {
+		b, err := os.ReadFile(f)
+		is.NoErr(err)
+		is.Equal(string(b), c) // the user's are as they were
+	}
+	link, err := os.Readlink(home + "/.claude/CLAUDE.md")
+	is.NoErr(err)
+	is.Equal(link, home+"/dotfiles/CLAUDE.md")
+	b, err := os.ReadFile(home + "/.claude/projects/s.jsonl")
+	is.NoErr(err)
+	is.Equal(string(b), "s\n") // a session file reaches the real dir
+	b, err = os.ReadFile(own + "/go-build/obj2")
+	is.NoErr(err)
+	is.Equal(string(b), "obj\n") // the cache write went to the agent's own cache
+	_, err = os.Stat(cache + "/go-build/obj2")
+	is.True(os.IsNotExist(err))
+}
+
 // Nothing an agent starts outlives it: a setsid'd, double-forked process
 // dies when the agent's leader exits.
 func TestSandboxEndsLeftovers(t *testing.T) {

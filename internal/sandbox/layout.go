@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ralphd/ralphd/internal/atomicfile"
 )
 
 // Layout says what a sandboxed agent may write. Everything else is
@@ -41,10 +44,24 @@ type Layout struct {
 	// user's forge logins): a file is covered by MaskWith, a dir by an
 	// empty read-only tmpfs. Missing ones are left out.
 	Secrets []string
+	// Binds are dirs of ralphd's bound writable in place of others (the
+	// agent's own cache dir at the user's): Prepare makes both ends.
+	Binds []Bind
+	// Copies are files the agent gets a copy of: Prepare copies each
+	// Dest that is a regular file to Src, which is bound writable at
+	// Dest. What the agent writes there is dropped with Src.
+	Copies []Bind
 	// Net, when set, gives the sandbox a network namespace of its own;
 	// nil shares the host's network.
 	Net *Net
 }
+
+// Bind is a path bound at another inside the sandbox.
+type Bind struct{ Src, Dest string }
+
+// maxCopy bounds a file Prepare copies (Layout.Copies): one larger is not
+// copied, and stays read-only.
+const maxCopy = 64 << 20
 
 // Net is the network of a sandbox with a network namespace of its own:
 // only loopback, and a way out through ralphd's proxy when Socket is set.
@@ -83,7 +100,35 @@ func (l Layout) Prepare() error {
 			return fmt.Errorf("make %s for the sandboxed agent: %w", d, err)
 		}
 	}
+	for _, b := range l.Binds {
+		for _, d := range []string{b.Src, b.Dest} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("make %s for the sandboxed agent: %w", d, err)
+			}
+		}
+	}
+	for _, c := range l.Copies {
+		if err := copyFile(c.Dest, c.Src); err != nil {
+			return fmt.Errorf("copy %s for the sandboxed agent: %w", c.Dest, err)
+		}
+	}
 	return nil
+}
+
+// copyFile copies from, when it is a regular file no larger than maxCopy,
+// to a new file to (0600), making its dir. Anything else is not copied.
+func copyFile(from, to string) error {
+	b, err := atomicfile.Read(from, maxCopy)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, atomicfile.ErrNotRegular) || errors.Is(err, atomicfile.ErrTooLarge) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(to, b, 0o600)
 }
 
 // mount is one bwrap mount operation.
@@ -138,6 +183,13 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 		if exists(p) {
 			ms = append(ms, mount{p, []string{"--bind", p}, 1})
 			writable = append(writable, p)
+		}
+	}
+	for _, b := range append(slices.Clip(l.Binds), l.Copies...) {
+		dest := clean([]string{b.Dest})
+		if len(dest) == 1 && exists(b.Src) && exists(dest[0]) {
+			ms = append(ms, mount{dest[0], []string{"--bind", b.Src}, 1})
+			writable = append(writable, dest[0])
 		}
 	}
 	for _, p := range clean(readOnly) {

@@ -68,14 +68,20 @@ func TestBuildLayout(t *testing.T) {
 	is := is.New(t)
 	env := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "XDG_CACHE_HOME": "/c"}
 	getenv := func(k string) string { return env[k] }
-	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: "/h", Getenv: getenv})
+	home := agent.Home{Dir: "/h", Getenv: getenv}
+	dirs, files := agent.Writable(agent.Claude{}, home)
+	g := agent.Claude{}.Guarded(home)
 	l := BuildLayout(Project{
 		WorkTree: "/w/repo", GitDir: "/w/repo/.git", GitCommonDir: "/w/repo/.git", StateDir: "/s", Scratch: "/t/x",
 		ReadOnly: []string{"/t/x/sock"}, AgentDirs: dirs, AgentFiles: files, Getenv: getenv,
+		AgentGuarded: g.Paths, AgentCopies: g.Copies, Cache: "/c/ralph/sandbox/p", CacheDir: "/c",
 	})
-	is.Equal(l.Writable, []string{"/w/repo", "/t/x", "/h/.claude.json", "/h/.claude.json.backup"})
-	is.Equal(l.Dirs, []string{"/c", "/h/.claude"}) // made when missing
-	for _, p := range []string{"/s", "/t/x/sock", "/w/repo/.git/config"} {
+	is.Equal(l.Writable, []string{"/w/repo", "/t/x"})
+	is.Equal(l.Dirs, []string{"/h/.claude"})                                                     // made when missing
+	is.Equal(l.Binds, []Bind{{Src: "/c/ralph/sandbox/p", Dest: "/c"}})                           // the agent's own cache
+	is.Equal(l.Copies, []Bind{{Src: "/t/x/home-copies/0-.claude.json", Dest: "/h/.claude.json"}, // a copy of its own
+		{Src: "/t/x/home-copies/1-.claude.json.backup", Dest: "/h/.claude.json.backup"}})
+	for _, p := range []string{"/s", "/t/x/sock", "/w/repo/.git/config", "/h/.claude/settings.json", "/h/.claude/plugins"} {
 		is.True(slices.Contains(l.ReadOnly, p)) // read-only
 	}
 	for _, p := range []string{"/w/repo/.beads", "/w/repo/.ralph", "/w/repo/.git/hooks"} {
@@ -101,6 +107,24 @@ func TestBuildLayoutKeeps(t *testing.T) {
 	}
 	for _, p := range []string{"/tmp", "/usr/bin", "/home/u/bin", "/tmp/s/bin", "/tmp/w/repo/.git"} {
 		is.True(!slices.Contains(l.ReadOnly, p)) // a hidden dir, visible anyway, or writable
+	}
+}
+
+// With a cache of its own, what the agent needs of the user's real cache
+// (its CLI installed there, a dir on PATH) is bound back read-only; the
+// rest of the real cache is out of sight.
+func TestBuildLayoutCacheKeeps(t *testing.T) {
+	is := is.New(t)
+	env := map[string]string{"PATH": "/usr/bin:/h/.cache/tools/bin"}
+	l := BuildLayout(Project{
+		WorkTree: "/w/repo", Scratch: "/t/x", Home: "/h", Cache: "/h/.cache/ralph/sandbox/p", CacheDir: "/h/.cache",
+		Keep: []string{"/h/.cache/npx/node_modules/.bin/claude", "/usr/local/bin/ralphd"}, Getenv: func(k string) string { return env[k] },
+	})
+	for _, p := range []string{"/h/.cache/npx", "/h/.cache/tools/bin"} {
+		is.True(slices.Contains(l.ReadOnly, p)) // kept
+	}
+	for _, p := range []string{"/h/.cache", "/usr/local/bin/ralphd", "/usr/bin"} {
+		is.True(!slices.Contains(l.ReadOnly, p)) // the cache itself is the agent's own; the rest is visible anyway
 	}
 }
 

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,6 +29,18 @@ type Project struct {
 	// backend lists: agent.Writable): writable.
 	AgentDirs  []string
 	AgentFiles []string
+	// AgentGuarded and AgentCopies are what of the agent CLI's dirs
+	// configures the CLI (agent.Guarded): the guarded paths that exist are
+	// bound read-only, and each copy's file is replaced by a copy of its
+	// own in Scratch.
+	AgentGuarded []string
+	AgentCopies  []string
+	// Cache, when set, is the agent's own cache dir, bound writable at
+	// CacheDir (the user's XDG cache dir): a build cache the agent wrote
+	// there would hand its objects to the user's next build. What the
+	// agent needs of the real one (Keep, dirs on PATH) is bound back
+	// read-only.
+	Cache, CacheDir string
 	// Home is the user's home dir: sockets near its top are masked, and
 	// it is kept when it lies in a hidden dir (in tests).
 	Home string
@@ -128,6 +141,17 @@ func BuildLayout(p Project) Layout {
 		},
 		Hidden: append([]string{getenv("XDG_RUNTIME_DIR")}, HiddenDirs...),
 	}
+	l.ReadOnly = append(l.ReadOnly, p.AgentGuarded...)
+	if p.Scratch != "" {
+		for i, f := range p.AgentCopies {
+			l.Copies = append(l.Copies, Bind{Src: filepath.Join(p.Scratch, "home-copies", fmt.Sprintf("%d-%s", i, filepath.Base(f))), Dest: f})
+		}
+	}
+	replaced := slices.Clone(l.Hidden)
+	if p.Cache != "" && p.CacheDir != "" {
+		l.Binds = append(l.Binds, Bind{Src: p.Cache, Dest: p.CacheDir})
+		replaced = append(replaced, p.CacheDir)
+	}
 	// What lies in a hidden dir but must be seen: the user's home (in
 	// tests), and a linked worktree's main work tree and common dir,
 	// where git reads HEAD, config and packed refs.
@@ -173,7 +197,7 @@ func BuildLayout(p Project) Layout {
 		// A linked worktree's tracker is the main work tree's .beads.
 		l.Sealed = append(l.Sealed, filepath.Join(filepath.Dir(p.GitCommonDir), ".beads"))
 	}
-	l.ReadOnly = append(l.ReadOnly, kept(l.Hidden, slices.Concat(l.Writable, l.Dirs), keep, getenv("PATH"))...)
+	l.ReadOnly = append(l.ReadOnly, kept(replaced, slices.Concat(l.Writable, l.Dirs), keep, getenv("PATH"))...)
 	if p.Scratch != "" {
 		l.Secrets = slices.Clone(p.Secrets)
 		l.MaskWith = filepath.Join(p.Scratch, ".masked")
@@ -183,7 +207,7 @@ func BuildLayout(p Project) Layout {
 		// an editor's server) are reachable through a read-only mount.
 		// The sockets ralphd itself gives the agent (the bd broker's,
 		// named in ReadOnly) are meant to be reached: never masked.
-		l.Masked = Strays([]string{p.Home}, slices.Concat(l.Writable, l.Dirs, p.ReadOnly), strayDepth, strayBudget)
+		l.Masked = Strays([]string{p.Home}, slices.Concat(l.Writable, l.Dirs, p.ReadOnly, []string{p.CacheDir}), strayDepth, strayBudget)
 		l.MaskWith = filepath.Join(p.Scratch, ".masked")
 	}
 	return l
