@@ -101,13 +101,16 @@ func (c Claude) Writable(h Home) (dirs, files []string) {
 // rules), global instructions, plugins, hooks, custom commands, agents,
 // skills and output styles in each config dir, and ~/.claude.json (with
 // its backup), which holds its state and the MCP servers of `claude mcp
-// add`, as copies.
+// add`, as copies. In a project: .claude/ (its settings, hooks, commands,
+// agents) and .mcp.json.
 func (c Claude) Guarded(h Home) Guarded {
 	return Guarded{
 		Paths: guardedIn([]string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")},
 			"settings.json", "settings.local.json", "CLAUDE.md", "plugins", "hooks", "commands", "agents",
 			"skills", "output-styles", ".mcp.json"),
-		Copies: nonEmpty([]string{h.in(".claude.json"), h.in(".claude.json.backup")}),
+		Copies:       nonEmpty([]string{h.in(".claude.json"), h.in(".claude.json.backup")}),
+		ProjectDirs:  []string{".claude"},
+		ProjectFiles: []string{".mcp.json"},
 	}
 }
 

@@ -132,7 +132,8 @@ func (c Codex) Guarded(h Home) Guarded {
 	}
 	return Guarded{Paths: guardedIn([]string{home},
 		"config.toml", "config.json", "managed_config.toml", "rules", "AGENTS.md", "AGENTS.override.md",
-		"prompts", "skills", "hooks.json", ".env")}
+		"prompts", "skills", "hooks.json", ".env"),
+		ProjectDirs: []string{".codex"}}
 }
 
 // ScrubEnv lists what Codex sets inside its sandbox: a nested codex would

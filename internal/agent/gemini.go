@@ -113,7 +113,8 @@ func (g Gemini) Writable(h Home) (dirs, files []string) {
 func (g Gemini) Guarded(h Home) Guarded {
 	return Guarded{Paths: guardedIn([]string{h.in(".gemini")},
 		"settings.json", ".env", "trustedFolders.json", "GEMINI.md", "extensions", "commands", "policies",
-		"skills", "agents", "hooks")}
+		"skills", "agents", "hooks"),
+		ProjectDirs: []string{".gemini"}}
 }
 
 // ScrubEnv lists what Gemini CLI sets for its shell commands.

@@ -19,6 +19,10 @@ type Guarded struct {
 	// (~/.claude.json holds Claude Code's MCP servers): a sandboxed agent
 	// gets a copy of each, and what it writes there is dropped.
 	Copies []string
+	// ProjectDirs and ProjectFiles are the same in a project, relative to
+	// its work tree (.claude/, .mcp.json): what a run of the CLI there
+	// loads. They belong to PLANNING, as .ralph/ does.
+	ProjectDirs, ProjectFiles []string
 }
 
 // GuardedAll is every backend's Guarded under h: what a BUILD iteration
@@ -30,9 +34,18 @@ func GuardedAll(h Home) Guarded {
 		b := e.proto.Guarded(h)
 		g.Paths = append(g.Paths, b.Paths...)
 		g.Copies = append(g.Copies, b.Copies...)
+		g.ProjectDirs = append(g.ProjectDirs, b.ProjectDirs...)
+		g.ProjectFiles = append(g.ProjectFiles, b.ProjectFiles...)
 	}
 	g.Paths, g.Copies = nonEmpty(g.Paths), nonEmpty(g.Copies)
 	return g
+}
+
+// ProjectConfig lists every backend's ProjectDirs and ProjectFiles: what
+// of a work tree configures an agent CLI.
+func ProjectConfig() (dirs, files []string) {
+	g := GuardedAll(Home{})
+	return g.ProjectDirs, g.ProjectFiles
 }
 
 // guardedIn joins each name to every dir that is known.

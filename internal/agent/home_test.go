@@ -73,7 +73,10 @@ func TestGuarded(t *testing.T) {
 		is.True(slices.Contains(all.Paths, want))
 	}
 	is.Equal(all.Copies, []string{"/h/.claude.json", "/h/.claude.json.backup"})
-	is.Equal(GuardedAll(Home{}), Guarded{}) // no home: nothing known
+	is.Equal(GuardedAll(Home{}).Paths, nil) // no home: nothing known there
+	dirs, files := ProjectConfig()
+	is.Equal(dirs, []string{".claude", ".codex", ".opencode", ".gemini"})
+	is.Equal(files, []string{".mcp.json", "opencode.json", "opencode.jsonc"})
 }
 
 func mapsKeys(m map[string]string) func(func(string) bool) {

@@ -115,7 +115,7 @@ func (o Opencode) Guarded(h Home) Guarded {
 	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_DATA_HOME", ".local/share"), "opencode")}, "bin")...)
 	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_CACHE_HOME", ".cache"), "opencode")},
 		"node_modules", "package.json", "bun.lock", "bin")...)
-	return Guarded{Paths: paths}
+	return Guarded{Paths: paths, ProjectDirs: []string{".opencode"}, ProjectFiles: []string{"opencode.json", "opencode.jsonc"}}
 }
 
 // ScrubEnv returns nothing: opencode sets no variable that would mislead

@@ -37,8 +37,10 @@ type planningFiles struct {
 	// history is the repository's refs and objects (the single loop's;
 	// a pool holds its own), nil when they could not be held.
 	history *git.History
-	// guarded is the agent CLIs' own configuration (guardedHold).
+	// guarded is the agent CLIs' own configuration (guardedHold), and
+	// project what of the work tree configures them (projectConfig).
 	guarded guardedHold
+	project projectConfig
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
@@ -59,6 +61,7 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 		p.config = append(p.config, s)
 	}
 	p.guarded = holdGuarded(agent.GuardedAll(l.agentHome()).Paths)
+	p.project = holdProjectConfig(ctx, l.Dir, func(msg string, err error) { l.human().Warn(msg, "err", err) })
 	p.trackers = map[string]os.FileInfo{}
 	holdTracker := func(dir string) {
 		if fi, err := os.Lstat(filepath.Join(dir, ".beads")); err == nil {
@@ -127,6 +130,11 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 			}
 		}
 	}
+	pc, perr := p.project.restore(ctx, dir)
+	changes = append(changes, pc...)
+	if perr != nil {
+		errs = append(errs, perr)
+	}
 	if p.git != nil {
 		files, gerr := p.git.Restore()
 		for _, f := range files {
@@ -146,6 +154,26 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 // it was (tree, or none), without touching the index or the work tree
 // beyond .ralph/'s index entries. It returns the new commit.
 func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
+	e := headEntry{path: ".ralph", dir: true}
+	if tree != "" {
+		e.mode, e.typ, e.oid = "040000", "tree", tree
+	}
+	return revertCommit(ctx, dir, []headEntry{e}, ".ralph/ belongs to PLANNING; a BUILD iteration may not change it.")
+}
+
+// headEntry is what HEAD holds at a path: its mode, type (tree, blob) and
+// object; oid is "" when HEAD has nothing there. dir says the path is
+// meant as a dir (for messages).
+type headEntry struct {
+	path, mode, typ, oid string
+	dir                  bool
+}
+
+// revertCommit commits, on top of HEAD, HEAD's tree with each of entries
+// as it was (or gone), without touching the index or the work tree beyond
+// their index entries. It returns the new commit. why is the commit
+// message's body.
+func revertCommit(ctx context.Context, dir string, entries []headEntry, why string) (string, error) {
 	idx := filepath.Join(dir, ".git", "ralphd-revert-index")
 	if gd := revParseGitDir(ctx, dir); gd != "" {
 		idx = filepath.Join(gd, "ralphd-revert-index")
@@ -153,31 +181,47 @@ func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
 	env := []string{"GIT_INDEX_FILE=" + idx,
 		"GIT_AUTHOR_NAME=ralphd", "GIT_AUTHOR_EMAIL=ralphd@localhost",
 		"GIT_COMMITTER_NAME=ralphd", "GIT_COMMITTER_EMAIL=ralphd@localhost"}
-	steps := [][]string{{"read-tree", "HEAD"}, {"rm", "-r", "--cached", "-q", "--ignore-unmatch", "--", ".ralph"}}
-	if tree != "" {
-		steps = append(steps, []string{"read-tree", "--prefix=.ralph/", tree})
+	var paths, names []string
+	for _, e := range entries {
+		paths = append(paths, e.path)
+		name := e.path
+		if e.dir {
+			name += "/"
+		}
+		names = append(names, name)
+	}
+	what := strings.Join(names, ", ")
+	steps := [][]string{{"read-tree", "HEAD"}, append([]string{"rm", "-r", "--cached", "-q", "--ignore-unmatch", "--"}, paths...)}
+	for _, e := range entries {
+		switch {
+		case e.oid == "":
+		case e.typ == "tree":
+			steps = append(steps, []string{"read-tree", "--prefix=" + e.path + "/", e.oid})
+		case e.typ == "blob":
+			steps = append(steps, []string{"update-index", "--add", "--cacheinfo", e.mode + "," + e.oid + "," + e.path})
+		}
 	}
 	for _, s := range steps {
 		if _, err := git.OutputEnv(ctx, dir, env, s...); err != nil {
-			return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+			return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 		}
 	}
 	t, err := git.OutputEnv(ctx, dir, env, "write-tree")
 	if err != nil {
-		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}
-	c, err := git.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD",
-		"-m", "ralphd: revert BUILD's change to .ralph/\n\n.ralph/ belongs to PLANNING; a BUILD iteration may not change it.")
+	msg := "ralphd: revert BUILD's change to " + what
+	c, err := git.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD", "-m", msg+"\n\n"+why)
 	if err != nil {
-		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}
 	commit := strings.TrimSpace(string(c))
-	if _, err := git.Output(ctx, dir, "update-ref", "-m", "ralphd: revert BUILD's change to .ralph/", "HEAD", commit); err != nil {
-		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	if _, err := git.Output(ctx, dir, "update-ref", "-m", msg, "HEAD", commit); err != nil {
+		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}
-	// The real index follows HEAD for .ralph/ only.
-	if _, err := git.Output(ctx, dir, "reset", "-q", "HEAD", "--", ".ralph"); err != nil {
-		return "", fmt.Errorf("revert .ralph/ in a commit: %w", err)
+	// The real index follows HEAD for those paths only.
+	if _, err := git.Output(ctx, dir, append([]string{"reset", "-q", "HEAD", "--"}, paths...)...); err != nil {
+		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}
 	_ = os.Remove(idx)
 	return commit[:min(12, len(commit))], nil

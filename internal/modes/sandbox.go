@@ -63,10 +63,11 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	home := l.agentHome()
 	dirs, files := agent.Writable(l.Backend, home)
 	guarded := l.Backend.Guarded(home)
+	projectDirs, projectFiles := agent.ProjectConfig()
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: home.Dir, Getenv: home.Getenv,
-		AgentGuarded: guarded.Paths, AgentCopies: guarded.Copies,
+		AgentGuarded: guarded.Paths, AgentCopies: guarded.Copies, ProjectGuarded: append(projectDirs, projectFiles...),
 		Cache: l.sandboxCache(home), CacheDir: home.CacheDir(),
 		Shared: l.pool().sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, and the agent CLI, when they

@@ -35,12 +35,12 @@ func TestSandboxHolds(t *testing.T) {
 	bwrap := bwrapOrSkip(t)
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	wt, home, state, tmp, run := filepath.Join(root, "repo"), filepath.Join(root, "home"), filepath.Join(root, "state"), filepath.Join(root, "tmp"), filepath.Join(root, "run")
-	for _, d := range []string{wt + "/.beads", wt + "/.git/hooks", home + "/.claude", state, tmp, run} {
+	for _, d := range []string{wt + "/.beads", wt + "/.git/hooks", wt + "/.claude", home + "/.claude", state, tmp, run} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", state + "/attempts.txt", home + "/.gitconfig", run + "/bus"} {
+	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", wt + "/.claude/settings.json", state + "/attempts.txt", home + "/.gitconfig", run + "/bus"} {
 		if err := os.WriteFile(f, []byte("orig\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -48,8 +48,9 @@ func TestSandboxHolds(t *testing.T) {
 	env := map[string]string{"XDG_RUNTIME_DIR": run}
 	getenv := func(k string) string { return env[k] }
 	dirs, files := agent.Writable(agent.Claude{}, agent.Home{Dir: home, Getenv: getenv})
+	projectDirs, projectFiles := agent.ProjectConfig()
 	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
-		AgentDirs: dirs, AgentFiles: files, Home: home, Getenv: getenv})
+		AgentDirs: dirs, AgentFiles: files, Home: home, Getenv: getenv, ProjectGuarded: append(projectDirs, projectFiles...)})
 	sh := func(script string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -65,6 +66,8 @@ func TestSandboxHolds(t *testing.T) {
 		{"create .ralph", "mkdir -p .ralph && echo '{}' > .ralph/config.json"},
 		{"git config", "echo '[core] fsmonitor = evil' >> .git/config"},
 		{"git hook", "echo evil > .git/hooks/pre-commit"},
+		{"the project's agent settings", "echo evil > .claude/settings.json"},
+		{"a hook beside them", "echo evil > .claude/hook.sh"},
 		{"state dir", "echo id:0 > " + state + "/attempts.txt"},
 		{"home", "echo evil >> " + home + "/.gitconfig"},
 		{"unmount the tracker", "umount .beads && echo x >> .beads/issues.jsonl"},
@@ -82,7 +85,7 @@ func TestSandboxHolds(t *testing.T) {
 			}
 		})
 	}
-	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", state + "/attempts.txt", home + "/.gitconfig"} {
+	for _, f := range []string{wt + "/.beads/issues.jsonl", wt + "/.git/config", wt + "/.claude/settings.json", state + "/attempts.txt", home + "/.gitconfig"} {
 		b, _ := os.ReadFile(f)
 		if string(b) != "orig\n" {
 			t.Errorf("%s changed: %q", f, b)

@@ -35,6 +35,9 @@ type Project struct {
 	// own in Scratch.
 	AgentGuarded []string
 	AgentCopies  []string
+	// ProjectGuarded are the same in the work tree, relative to it
+	// (agent.ProjectConfig): those that exist are read-only.
+	ProjectGuarded []string
 	// Cache, when set, is the agent's own cache dir, bound writable at
 	// CacheDir (the user's XDG cache dir): a build cache the agent wrote
 	// there would hand its objects to the user's next build. What the
@@ -142,6 +145,9 @@ func BuildLayout(p Project) Layout {
 		Hidden: append([]string{getenv("XDG_RUNTIME_DIR")}, HiddenDirs...),
 	}
 	l.ReadOnly = append(l.ReadOnly, p.AgentGuarded...)
+	for _, r := range p.ProjectGuarded {
+		l.ReadOnly = append(l.ReadOnly, filepath.Join(p.WorkTree, r))
+	}
 	if p.Scratch != "" {
 		for i, f := range p.AgentCopies {
 			l.Copies = append(l.Copies, Bind{Src: filepath.Join(p.Scratch, "home-copies", fmt.Sprintf("%d-%s", i, filepath.Base(f))), Dest: f})
