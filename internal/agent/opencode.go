@@ -103,16 +103,17 @@ func (o Opencode) Writable(h Home) (dirs, files []string) {
 
 // Guarded returns opencode's configuration in its config dir (its config
 // files, global instructions, plugins with their node_modules, agents,
-// commands, modes, tools and skills), and the programs and packages it
-// downloads and runs: bin/ in its data dir, and the provider packages in
-// its cache dir.
+// commands, modes, tools and skills), the programs and packages it
+// downloads and runs (bin/ in its data dir, the provider packages in its
+// cache dir), and its snapshots: git repositories in its data dir, whose
+// config and hooks git would run (BUILD runs it with snapshots off).
 func (o Opencode) Guarded(h Home) Guarded {
 	config := under(h.xdg("XDG_CONFIG_HOME", ".config"), "opencode")
 	paths := guardedIn([]string{config},
 		"opencode.json", "opencode.jsonc", "config.json", "AGENTS.md", "plugin", "plugins", "agent", "agents",
 		"command", "commands", "mode", "modes", "tool", "tools", "skill", "skills", "node_modules",
 		"package.json", "bun.lock", "bunfig.toml", ".npmrc")
-	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_DATA_HOME", ".local/share"), "opencode")}, "bin")...)
+	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_DATA_HOME", ".local/share"), "opencode")}, "bin", "snapshot")...)
 	paths = append(paths, guardedIn([]string{under(h.xdg("XDG_CACHE_HOME", ".cache"), "opencode")},
 		"node_modules", "package.json", "bun.lock", "bin")...)
 	return Guarded{Paths: paths, ProjectDirs: []string{".opencode"}, ProjectFiles: []string{"opencode.json", "opencode.jsonc"}}
@@ -468,7 +469,9 @@ func (o Opencode) SaveSession(inv Invocation, id string) (Session, error) {
 }
 
 // opencodeConfig renders the inline config with the bash deny rules; nil
-// when there are none.
+// when there are none. It also turns opencode's snapshots off: they are
+// git repositories in its data dir (snapshot/), whose config and hooks
+// git runs, so BUILD's sandbox keeps them read-only (Guarded).
 func opencodeConfig(prefixes []string) ([]byte, error) {
 	prefixes = denyPrefixes(prefixes)
 	if len(prefixes) == 0 {
@@ -482,6 +485,7 @@ func opencodeConfig(prefixes []string) ([]byte, error) {
 	cfg := map[string]any{
 		"$schema":    "https://opencode.ai/config.json",
 		"permission": map[string]any{"bash": bash},
+		"snapshot":   false,
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {

@@ -132,8 +132,10 @@ func TestOpencodeCommand(t *testing.T) {
 	is.True(ok)
 	var parsed struct {
 		Permission struct{ Bash map[string]string }
+		Snapshot   *bool
 	}
 	is.NoErr(json.Unmarshal([]byte(cfg), &parsed))
+	is.True(parsed.Snapshot != nil && !*parsed.Snapshot) // its snapshot repos stay read-only: not used
 	is.Equal(parsed.Permission.Bash, map[string]string{
 		"bd delete": "deny", "bd delete *": "deny", "bd dep remove": "deny", "bd dep remove *": "deny",
 	})
