@@ -377,7 +377,7 @@ func (s *scrubber) symlink(path string, small, symref bool) {
 	case fi.IsDir() && !symref:
 	case !fi.Mode().IsRegular():
 		if fi.Mode()&fs.ModeNamedPipe != 0 {
-			unblock(path, 0)
+			defer unblock(path, 0)()
 		}
 		s.removeWhat(path, fmt.Sprintf("a symlink to %s (%s)", to, atomicfile.Describe(fi.Mode())))
 	case small && fi.Size() > MaxRef:
@@ -389,7 +389,7 @@ func (s *scrubber) symlink(path string, small, symref bool) {
 // on a FIFO there is let go first.
 func (s *scrubber) remove(path string, typ fs.FileMode) {
 	if typ&fs.ModeNamedPipe != 0 {
-		unblock(path, syscall.O_NOFOLLOW)
+		defer unblock(path, syscall.O_NOFOLLOW)()
 	}
 	s.removeWhat(path, atomicfile.Describe(typ))
 }
@@ -397,15 +397,19 @@ func (s *scrubber) remove(path string, typ fs.FileMode) {
 // unblock lets go of whoever waits in open() on the FIFO at path (flags
 // add O_NOFOLLOW, or not to follow a symlink to it): opened for reading
 // and writing, which never blocks, it has both ends, so that a git
-// waiting to read it or to append to it gets through its open. Closed
-// again at once, the reader then reads the end of the file, and the
-// writer fails. Removing the FIFO alone would leave them waiting.
-func unblock(path string, flags int) {
+// waiting to read it or to append to it gets through its open. The
+// caller removes the FIFO, then calls the returned func, which closes
+// it: the reader then reads the end of the file, and the writer fails.
+// Closed only once the FIFO is gone, so that a git opening it again in
+// between (git reads packed-refs more than once) gets through too, and
+// none can open it after. Removing the FIFO alone would leave them
+// waiting.
+func unblock(path string, flags int) (closeIt func()) {
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK|flags, 0)
 	if err != nil {
-		return
+		return func() {}
 	}
-	_ = f.Close()
+	return func() { _ = f.Close() }
 }
 
 // removeWhat removes what is at path, described as what.
@@ -520,7 +524,7 @@ func (s *scrubber) dotGit(tree, admin string) {
 		}
 		what = atomicfile.Describe(fi.Mode())
 		if fi.Mode()&fs.ModeNamedPipe != 0 {
-			unblock(path, syscall.O_NOFOLLOW)
+			defer unblock(path, syscall.O_NOFOLLOW)() // after the removal below
 		}
 		if fi.Mode().IsRegular() {
 			what = "a " + size(fi.Size()) + " .git file"
@@ -638,7 +642,7 @@ func (s *scrubber) alternates(objects string, seen map[string]bool) {
 		seen[dir] = true
 		if bad := blockingObjects(dir); len(bad) > 0 {
 			for _, f := range bad {
-				unblock(f, 0)
+				unblock(f, 0)() // left where it is: let go of who waits now
 				s.found = append(s.found, Planted{Path: f, What: "a FIFO or device in the object store " + path + " names",
 					Fix: "left where it is; " + dir + " dropped from " + path})
 			}

@@ -24,6 +24,11 @@
 //	              next run goes on from it, that issue first, or keeps it
 //	              on a branch
 //	gate.go       the verify and acceptance checks
+//	planning_files.go, projectconfig.go, guarded.go
+//	              what BUILD may not change outside the tracker, held
+//	              across an iteration and put back: .ralph/ and ralphd's
+//	              configuration, the agent CLIs' configuration in the
+//	              project, and in your home
 //	plan.go       PLANNING iterations; daemon.go the daemon cycle
 //	run.go        a run's life: start, stop reasons, quota waits, the end;
 //	              runOpts, what the daemon varies in the runs it makes
