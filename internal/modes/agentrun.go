@@ -105,6 +105,9 @@ func (l *Loop) runAgent(ctx context.Context, r agentRun) (agent.Outcome, []state
 				Agent: l.Backend.Name(), Model: l.agentModel(), Resumed: r.resume != nil, Carried: r.carried,
 				DirtyAtStart: l.dirtyAtStart,
 			}
+			if r.mode == ModeBuild {
+				running.GuardedAbsent = l.guardedAbsent
+			}
 			return l.State.WriteRunning(running)
 		},
 		OnEvent: func(ev agent.Event) {

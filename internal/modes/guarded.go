@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ralphd/ralphd/internal/atomicfile"
@@ -54,6 +55,33 @@ func holdGuarded(paths []string) guardedHold {
 		g = append(g, h)
 	}
 	return g
+}
+
+// absent returns the held paths that did not exist.
+func (g guardedHold) absent() []string {
+	var out []string
+	for _, h := range g {
+		if h.fi == nil {
+			out = append(out, h.path)
+		}
+	}
+	return out
+}
+
+// sweepGuarded is guardedHold's restore after a crash, for what the
+// running record kept (state.Running.GuardedAbsent): each path made
+// since the iteration began is moved aside. Only paths that are guarded
+// count: a record that names another file moves nothing. What changed
+// of those that existed is not known after a crash (the sandbox keeps
+// them read-only).
+func sweepGuarded(absent, guarded []string, now time.Time) (changes []string, err error) {
+	var g guardedHold
+	for _, p := range absent {
+		if slices.Contains(guarded, p) {
+			g = append(g, heldPath{path: p})
+		}
+	}
+	return g.restore(now)
 }
 
 // readGuarded reads a regular file without following a link or blocking

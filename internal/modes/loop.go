@@ -225,6 +225,10 @@ type runState struct {
 	// dirtyAtStart: the tree had changes ralphd did not make when the run
 	// started (allow_dirty), so it must not make failure branches.
 	dirtyAtStart bool
+	// guardedAbsent is what of the agent CLIs' configuration did not
+	// exist when the BUILD iteration in flight began (guardedHold.absent),
+	// for its running record.
+	guardedAbsent []string
 	// lastWorked is the issue the previous BUILD iteration worked on.
 	lastWorked string
 	// saidWaits are the epics the human log said the loop passes over,

@@ -61,6 +61,7 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 		p.config = append(p.config, s)
 	}
 	p.guarded = holdGuarded(agent.GuardedAll(l.agentHome()).Paths)
+	l.guardedAbsent = p.guarded.absent()
 	p.project = holdProjectConfig(ctx, l.Dir, func(msg string, err error) { l.human().Warn(msg, "err", err) })
 	p.trackers = map[string]os.FileInfo{}
 	holdTracker := func(dir string) {

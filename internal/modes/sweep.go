@@ -90,6 +90,17 @@ func (l *Loop) sweep(ctx context.Context) (string, []sweptWindow, error) {
 		if r.Mode == ModeBuild && l.State.Worker() == "" {
 			l.leftInTree(ctx, r.IssueID, r.Iteration, r.RunID, r.DirtyAtStart) // treework.go
 		}
+		if r.Mode == ModeBuild {
+			moved, err := sweepGuarded(r.GuardedAbsent, agent.GuardedAll(l.agentHome()).Paths, l.now())
+			if err != nil {
+				l.human().Error("could not move aside what the interrupted iteration made of the agent CLIs' configuration", "err", err)
+			}
+			for _, c := range moved {
+				did = append(did, c)
+				l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: r.Iteration, IssueID: r.IssueID, Mode: ModeBuild, Kind: "agent_config_changed", Detail: c})
+				l.human().Warn("BUILD changed an agent CLI's configuration: put back", "change", c)
+			}
+		}
 		if r.IssueID != "" {
 			if msg := l.unclaimAfterCrash(ctx, r.IssueID); msg != "" {
 				did = append(did, msg)

@@ -50,6 +50,10 @@ type Running struct {
 	// with changes of the user's (allow_dirty): what the tree holds after
 	// it is not the iteration's alone (modes: treework.go).
 	DirtyAtStart bool `json:"dirty_at_start,omitempty"`
+	// GuardedAbsent are the agent CLIs' configuration paths (in the
+	// home) that did not exist when the BUILD iteration began: after a
+	// crash the sweep moves aside any made since (modes: guarded.go).
+	GuardedAbsent []string `json:"guarded_absent,omitempty"`
 }
 
 // ParseRunning parses running.json.
