@@ -119,6 +119,13 @@ func (h *heldPath) restore(now time.Time) (string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("look at %s: %w", h.path, err)
 	}
+	if h.fi == nil && cur != nil && cur.IsDir() && emptyDir(h.path) {
+		// A CLI makes its own dirs when it starts: nothing in an empty
+		// one runs. Removed all the same, so that no later iteration
+		// finds it held as there and fills it unseen.
+		_ = os.Remove(h.path)
+		return "", nil
+	}
 	if h.unchanged(cur) {
 		return "", nil
 	}
@@ -164,8 +171,6 @@ func movedOrGone(moved string) string {
 // file, link or dir, and for a held file the same content.
 func (h heldPath) unchanged(cur fs.FileInfo) bool {
 	switch {
-	case h.fi == nil && cur != nil && cur.IsDir() && emptyDir(h.path):
-		return true // a CLI makes its own dirs when it starts: empty, nothing in it runs
 	case h.fi == nil || cur == nil:
 		return h.fi == nil && cur == nil
 	case h.fi.Mode().Type() != cur.Mode().Type():

@@ -71,7 +71,7 @@ func TestGuardedHold(t *testing.T) {
 		{name: "a dir made", before: func(string) {}, during: func(d string) {
 			os.MkdirAll(filepath.Join(d, "settings.json", "x"), 0o700)
 		}, want: "was made"},
-		{name: "an empty dir made", before: func(string) {}, during: func(d string) { // as a CLI does when it starts
+		{name: "an empty dir made", before: func(string) {}, during: func(d string) { // as a CLI does when it starts: not reported, removed
 			os.Mkdir(filepath.Join(d, "settings.json"), 0o700)
 		}},
 	}
@@ -103,10 +103,6 @@ func TestGuardedHold(t *testing.T) {
 				is.Equal(string(b), tt.file)
 				fi, _ := os.Lstat(settings)
 				is.Equal(fi.Mode().Perm(), os.FileMode(0o600))
-			case tt.name == "an empty dir made":
-				fi, err := os.Lstat(settings)
-				is.NoErr(err)
-				is.True(fi.IsDir()) // left as it is
 			default:
 				_, err := os.Lstat(settings)
 				is.True(os.IsNotExist(err))
@@ -147,4 +143,28 @@ func TestMoveAsideFreeName(t *testing.T) {
 		got = append(got, filepath.Base(to))
 	}
 	is.Equal(got, []string{"settings.json.ralphd-moved-20261128T180000Z", "settings.json.ralphd-moved-20261128T180000Z-1", "settings.json.ralphd-moved-20261128T180000Z-2"})
+}
+
+// An empty dir an iteration makes is removed, not held as there: the
+// next iteration cannot fill it unseen (without the sandbox, a held dir's
+// contents are not compared).
+func TestGuardedEmptyDirNotHeldAfter(t *testing.T) {
+	is := is.New(t)
+	dir := t.TempDir()
+	plugins := filepath.Join(dir, "plugins")
+	now := time.Date(2026, 11, 28, 18, 0, 0, 0, time.UTC)
+	g := holdGuarded([]string{plugins})
+	is.NoErr(os.Mkdir(plugins, 0o700)) // iteration 1: an empty dir
+	changes, err := g.restore(now)
+	is.NoErr(err)
+	is.Equal(len(changes), 0)
+	_, err = os.Lstat(plugins)
+	is.True(os.IsNotExist(err))        // removed
+	g = holdGuarded([]string{plugins}) // iteration 2 fills it
+	is.NoErr(os.MkdirAll(filepath.Join(plugins, "x"), 0o700))
+	is.NoErr(os.WriteFile(filepath.Join(plugins, "x", "hook.js"), []byte("evil"), 0o600))
+	changes, err = g.restore(now)
+	is.NoErr(err)
+	is.Equal(len(changes), 1)
+	is.True(strings.Contains(changes[0], "was made"))
 }
