@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
 // KeptObjectsDir is where, in the state dir, ralphd keeps hard links of
@@ -50,10 +49,7 @@ func (l *Loop) checkHistory(ctx context.Context, res *Result, it *buildIter) []s
 	}
 	var lines []string
 	for _, d := range lost.Lines() {
-		it.fixed = append(it.fixed, "restored: "+d)
-		it.rec.Violations = append(it.rec.Violations, d)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "git_history", Detail: d})
+		l.violation(res, it, it.issue.ID, "git_history", d, "restored: "+d)
 		l.human().Warn("the iteration lost git history: put back", "detail", d)
 		lines = append(lines, d)
 	}

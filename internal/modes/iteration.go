@@ -417,10 +417,7 @@ func (l *Loop) judgeBuild(ctx context.Context, res *Result, it *buildIter) error
 	// Shell commands the agent reported that ran a forbidden bd call around
 	// the guard are violations too, whatever their effect.
 	for _, b := range guard.Bypasses(it.out.Commands) {
-		it.fixed = append(it.fixed, "flagged: "+b)
-		it.rec.Violations = append(it.rec.Violations, b)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: is.ID, Mode: ModeBuild, Kind: "forbidden_command", Detail: b})
+		l.violation(res, it, is.ID, "forbidden_command", b, "flagged: "+b)
 		l.human().Warn("forbidden bd command ran around the guard", "issue", is.ID, "detail", b)
 	}
 	return l.decide(ctx, it)
@@ -436,12 +433,23 @@ func (l *Loop) trackerReplaced(res *Result, it *buildIter) error {
 		return nil
 	}
 	for _, f := range found {
-		it.rec.Violations = append(it.rec.Violations, f)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "tracker_replaced", Detail: f})
+		l.violation(res, it, it.issue.ID, "tracker_replaced", f, "")
 	}
 	return fmt.Errorf("%s during iteration %d; ralphd cannot judge it against another tracker: put the original back, and the next start judges the iteration against its baseline",
 		strings.Join(found, "; "), it.n)
+}
+
+// violation records one forbidden change of iteration it, on issueID:
+// in its history record, the run's count and the run log, and, when
+// fixed is not "", in what the iteration put right (what its summary and
+// note list).
+func (l *Loop) violation(res *Result, it *buildIter, issueID, kind, detail, fixed string) {
+	if fixed != "" {
+		it.fixed = append(it.fixed, fixed)
+	}
+	it.rec.Violations = append(it.rec.Violations, detail)
+	res.Violations++
+	l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: issueID, Mode: ModeBuild, Kind: kind, Detail: detail})
 }
 
 // unsealState ends the seal on ralphd's state files: each file the
@@ -463,10 +471,7 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	}
 	planted = append(planted, l.checkHistory(context.WithoutCancel(ctx), res, it)...) // after the restore: alternates and shallow are back
 	for _, c := range changes {
-		it.fixed = append(it.fixed, "restored: "+c)
-		it.rec.Violations = append(it.rec.Violations, c)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "planning_files_changed", Detail: c})
+		l.violation(res, it, it.issue.ID, "planning_files_changed", c, "restored: "+c)
 		l.human().Warn("BUILD changed what belongs to PLANNING: restored", "change", c)
 	}
 	guarded, err := it.held.guarded.restore(l.now())
@@ -474,10 +479,7 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 		l.human().Error("could not put back the agent CLIs' configuration", "err", err)
 	}
 	for _, c := range guarded {
-		it.fixed = append(it.fixed, "restored: "+c)
-		it.rec.Violations = append(it.rec.Violations, c)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "agent_config_changed", Detail: c})
+		l.violation(res, it, it.issue.ID, "agent_config_changed", c, "restored: "+c)
 		l.human().Warn("BUILD changed an agent CLI's configuration: put back", "change", c)
 	}
 	changes = append(changes, guarded...)
@@ -500,17 +502,11 @@ func (l *Loop) unsealState(ctx context.Context, res *Result, it *buildIter) {
 	}
 	for _, f := range restored {
 		detail := fmt.Sprintf("ralphd's state file %s was changed during the iteration; restored", f)
-		it.fixed = append(it.fixed, "restored: "+f)
-		it.rec.Violations = append(it.rec.Violations, detail)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "state_edited", Detail: detail})
+		l.violation(res, it, it.issue.ID, "state_edited", detail, "restored: "+f)
 		l.human().Warn("ralphd's own state was edited: restored", "file", f)
 	}
 	if logTamper != "" {
-		it.fixed = append(it.fixed, logTamper)
-		it.rec.Violations = append(it.rec.Violations, logTamper)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "run_log_edited", Detail: logTamper})
+		l.violation(res, it, it.issue.ID, "run_log_edited", logTamper, logTamper)
 		l.human().Warn("ralphd's run log was edited", "detail", logTamper)
 	}
 }
@@ -579,10 +575,7 @@ func (l *Loop) judgeOtherCloses(ctx context.Context, res *Result, it *buildIter,
 			return err
 		}
 		detail := fmt.Sprintf("%s was closed while working on %s, but `%s` exited %d (want %d)", o.ID, it.issue.ID, f.Command, f.ExitCode, f.Expect)
-		it.fixed = append(it.fixed, "reopened: "+detail)
-		it.rec.Violations = append(it.rec.Violations, detail)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: o.ID, Mode: ModeBuild, Kind: "close_not_proven", Detail: detail})
+		l.violation(res, it, o.ID, "close_not_proven", detail, "reopened: "+detail)
 	}
 	return nil
 }

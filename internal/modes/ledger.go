@@ -300,10 +300,7 @@ func (l *Loop) chargeConcurrent(res *Result, it *buildIter) {
 		if c.hidden {
 			detail = c.detail
 		}
-		it.fixed = append(it.fixed, "charged: "+detail)
-		it.rec.Violations = append(it.rec.Violations, detail)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "concurrent_window", Detail: detail})
+		l.violation(res, it, it.issue.ID, "concurrent_window", detail, "charged: "+detail)
 		l.human().Warn("charged with a forbidden change found while this iteration ran beside others", "issue", it.issue.ID, "found by", c.issueID, "change", c.detail)
 	}
 }

@@ -14,20 +14,19 @@ import (
 )
 
 // planningFiles is what BUILD may not change outside the tracker, held
-// from before the agent starts until its checks have run: .ralph/ (the
-// configuration and prompts, which belong to PLANNING) in the work tree
-// and in HEAD, ralphd's global configuration (Loop.ConfigDirs), and the
-// git directory's configuration and hooks, which would run code in the
+// from before the agent starts until its checks have run: what of the
+// work tree belongs to PLANNING, in the work tree and in HEAD (.ralph/,
+// the configuration and prompts, and the agent CLIs' configuration:
+// projectConfig), ralphd's global configuration (Loop.ConfigDirs), the
+// agent CLIs' configuration in your home (guardedHold), and the git
+// directory's configuration and hooks, which would run code in the
 // person's next git command.
 type planningFiles struct {
-	ralph  *git.DirSnapshot
 	config []*git.DirSnapshot // Loop.ConfigDirs
 	// trackers are the tracker's directories (.beads/ of the work tree
 	// and of a linked worktree's main work tree) as found (os.Lstat).
-	trackers  map[string]os.FileInfo
-	head      string // HEAD's commit, "" without one
-	ralphTree string // HEAD's .ralph tree, "" without one
-	git       *git.Snapshot
+	trackers map[string]os.FileInfo
+	git      *git.Snapshot
 	// The work tree's git dirs as found, for the sandbox to protect; ""
 	// when git could not say.
 	gitDir, gitCommonDir string
@@ -37,21 +36,15 @@ type planningFiles struct {
 	// history is the repository's refs and objects (the single loop's;
 	// a pool holds its own), nil when they could not be held.
 	history *git.History
-	// guarded is the agent CLIs' own configuration (guardedHold), and
-	// project what of the work tree configures them (projectConfig).
 	guarded guardedHold
 	project projectConfig
 }
 
 // holdPlanningFiles takes what holdPlanningFiles' restore puts back. A part
-// that cannot be read is not held (and said so). One git call finds HEAD,
-// its .ralph tree and the git dirs.
+// that cannot be read is not held (and said so).
 func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	var p planningFiles
 	var err error
-	if p.ralph, err = git.TakeDir(filepath.Join(l.Dir, ".ralph")); err != nil {
-		l.human().Warn("could not hold .ralph/ for the iteration", "err", err)
-	}
 	for _, d := range l.ConfigDirs {
 		s, err := git.TakeDir(d)
 		if err != nil {
@@ -70,15 +63,14 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 		}
 	}
 	holdTracker(l.Dir)
-	where, err := l.repo().Layout(ctx, ".ralph")
+	where, err := l.repo().Layout(ctx, "")
 	if err != nil {
-		l.human().Warn("could not hold HEAD's .ralph/ and the git configuration for the iteration", "err", err)
+		l.human().Warn("could not hold the git configuration for the iteration", "err", err)
 		return p
 	}
 	if filepath.Base(where.CommonDir) == ".git" {
 		holdTracker(filepath.Dir(where.CommonDir))
 	}
-	p.head, p.ralphTree = where.Head, where.Tree
 	p.gitDir, p.gitCommonDir = where.GitDir, where.CommonDir
 	if b, err := atomicfile.Read(filepath.Join(where.GitDir, "HEAD"), git.MaxRef); err == nil {
 		p.headRef = strings.TrimSpace(string(b))
@@ -92,27 +84,10 @@ func (l *Loop) holdPlanningFiles(ctx context.Context) planningFiles {
 	return p
 }
 
-func revParse(ctx context.Context, dir, rev string) string {
-	out, err := git.Output(ctx, dir, "rev-parse", "-q", "--verify", rev)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // restore puts back what the iteration changed and returns, for each
 // change, a line for the violation.
 func (p planningFiles) restore(ctx context.Context, dir string) (changes []string, err error) {
 	var errs []error
-	if p.ralph != nil {
-		files, rerr := p.ralph.Restore()
-		for _, f := range files {
-			changes = append(changes, ".ralph/"+f+" was changed in the work tree; restored (.ralph/ belongs to PLANNING)")
-		}
-		if rerr != nil {
-			errs = append(errs, rerr)
-		}
-	}
 	for _, c := range p.config {
 		files, cerr := c.Restore()
 		for _, f := range files {
@@ -120,15 +95,6 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 		}
 		if cerr != nil {
 			errs = append(errs, cerr)
-		}
-	}
-	if p.head != "" {
-		if revParse(ctx, dir, "HEAD:.ralph") != p.ralphTree {
-			if c, cerr := revertRalphCommit(ctx, dir, p.ralphTree); cerr != nil {
-				errs = append(errs, cerr)
-			} else {
-				changes = append(changes, ".ralph/ was changed in a commit; reverted by commit "+c+" (.ralph/ belongs to PLANNING)")
-			}
 		}
 	}
 	pc, perr := p.project.restore(ctx, dir)
@@ -151,17 +117,6 @@ func (p planningFiles) restore(ctx context.Context, dir string) (changes []strin
 	return changes, nil
 }
 
-// revertRalphCommit commits, on top of HEAD, HEAD's tree with .ralph/ as
-// it was (tree, or none), without touching the index or the work tree
-// beyond .ralph/'s index entries. It returns the new commit.
-func revertRalphCommit(ctx context.Context, dir, tree string) (string, error) {
-	e := headEntry{path: ".ralph", dir: true}
-	if tree != "" {
-		e.mode, e.typ, e.oid = "040000", "tree", tree
-	}
-	return revertCommit(ctx, dir, []headEntry{e}, ".ralph/ belongs to PLANNING; a BUILD iteration may not change it.")
-}
-
 // headEntry is what HEAD holds at a path: its mode, type (tree, blob) and
 // object; oid is "" when HEAD has nothing there. dir says the path is
 // meant as a dir (for messages).
@@ -172,9 +127,9 @@ type headEntry struct {
 
 // revertCommit commits, on top of HEAD, HEAD's tree with each of entries
 // as it was (or gone), without touching the index or the work tree beyond
-// their index entries. It returns the new commit. why is the commit
-// message's body.
-func revertCommit(ctx context.Context, dir string, entries []headEntry, why string) (string, error) {
+// their index entries. It returns the new commit. Its message says why
+// each belongs to PLANNING (planningWhy).
+func revertCommit(ctx context.Context, dir string, entries []headEntry) (string, error) {
 	idx := filepath.Join(dir, ".git", "ralphd-revert-index")
 	if gd := revParseGitDir(ctx, dir); gd != "" {
 		idx = filepath.Join(gd, "ralphd-revert-index")
@@ -182,7 +137,7 @@ func revertCommit(ctx context.Context, dir string, entries []headEntry, why stri
 	env := []string{"GIT_INDEX_FILE=" + idx,
 		"GIT_AUTHOR_NAME=ralphd", "GIT_AUTHOR_EMAIL=ralphd@localhost",
 		"GIT_COMMITTER_NAME=ralphd", "GIT_COMMITTER_EMAIL=ralphd@localhost"}
-	var paths, names []string
+	var paths, names, whys []string
 	for _, e := range entries {
 		paths = append(paths, e.path)
 		name := e.path
@@ -190,6 +145,7 @@ func revertCommit(ctx context.Context, dir string, entries []headEntry, why stri
 			name += "/"
 		}
 		names = append(names, name)
+		whys = append(whys, name+": "+planningWhy(e.path)+".")
 	}
 	what := strings.Join(names, ", ")
 	steps := [][]string{{"read-tree", "HEAD"}, append([]string{"rm", "-r", "--cached", "-q", "--ignore-unmatch", "--"}, paths...)}
@@ -212,7 +168,8 @@ func revertCommit(ctx context.Context, dir string, entries []headEntry, why stri
 		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}
 	msg := "ralphd: revert BUILD's change to " + what
-	c, err := git.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD", "-m", msg+"\n\n"+why)
+	c, err := git.OutputEnv(ctx, dir, env, "commit-tree", strings.TrimSpace(string(t)), "-p", "HEAD", "-m",
+		msg+"\n\n"+strings.Join(whys, "\n")+"\nA BUILD iteration may not change what belongs to PLANNING.")
 	if err != nil {
 		return "", fmt.Errorf("revert %s in a commit: %w", what, err)
 	}

@@ -2,7 +2,6 @@ package modes
 
 import (
 	"github.com/ralphd/ralphd/internal/git"
-	"github.com/ralphd/ralphd/internal/logjsonl"
 )
 
 // scrubGit removes what the iteration's code planted where git opens a
@@ -32,10 +31,7 @@ func (l *Loop) scrubGit(res *Result, it *buildIter) []string {
 	var lines []string
 	for _, f := range found {
 		d := f.String()
-		it.fixed = append(it.fixed, "removed: "+d)
-		it.rec.Violations = append(it.rec.Violations, d)
-		res.Violations++
-		l.event(logjsonl.EventViolation, logjsonl.Violation{Iteration: it.n, IssueID: it.issue.ID, Mode: ModeBuild, Kind: "git_planted", Detail: d})
+		l.violation(res, it, it.issue.ID, "git_planted", d, "removed: "+d)
 		l.human().Warn("something was planted where git opens a file: removed", "detail", d)
 		lines = append(lines, d)
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/ralphd/ralphd/internal/git"
 )
 
-// projectConfig is what of the work tree configures the agent CLIs
-// (agent.Guarded's ProjectDirs and ProjectFiles, of every backend:
-// .claude/, .mcp.json, .codex/, .gemini/, opencode.json, .opencode/). A
-// run of a CLI in the project loads it, PLANNING's with full powers, so
-// it belongs to PLANNING as .ralph/ does: held from before the agent
-// starts until its checks have run, in the work tree and in HEAD, and put
-// back (in HEAD by a revert commit on top).
+// projectConfig is what of the work tree belongs to PLANNING (planningPaths):
+// .ralph/, ralphd's configuration and prompts, and what configures the
+// agent CLIs (agent.Guarded's ProjectDirs and ProjectFiles, of every
+// backend: .claude/, .mcp.json, .codex/, .gemini/, opencode.json,
+// .opencode/), which every run of a CLI in the project loads, PLANNING's
+// with full powers. It is held from before the agent starts until its
+// checks have run, in the work tree and in HEAD, and put back (in HEAD by
+// one revert commit on top).
 type projectConfig struct {
 	dirs  []*git.DirSnapshot
 	files []heldFile
@@ -40,13 +41,25 @@ type heldFile struct {
 	mode    fs.FileMode
 }
 
-// projectConfigWhy says why the paths belong to PLANNING.
-const projectConfigWhy = "it configures an agent CLI, which PLANNING runs here with full powers"
+// planningPaths are the dirs and files of the work tree that belong to
+// PLANNING: .ralph/, and every agent CLI's configuration.
+func planningPaths() (dirs, files []string) {
+	dirs, files = agent.ProjectConfig()
+	return append([]string{".ralph"}, dirs...), files
+}
 
-// holdProjectConfig takes the work tree's and HEAD's agent configuration.
-// What cannot be read is not held (and said so by warn).
+// planningWhy says why path belongs to PLANNING.
+func planningWhy(path string) string {
+	if path == ".ralph" {
+		return ".ralph/ belongs to PLANNING"
+	}
+	return "it configures an agent CLI, which PLANNING runs here with full powers"
+}
+
+// holdProjectConfig takes what of the work tree and HEAD belongs to
+// PLANNING. What cannot be read is not held (and said so by warn).
 func holdProjectConfig(ctx context.Context, dir string, warn func(msg string, err error)) projectConfig {
-	dirs, files := agent.ProjectConfig()
+	dirs, files := planningPaths()
 	var p projectConfig
 	for _, d := range dirs {
 		s, err := git.TakeDir(filepath.Join(dir, d))
@@ -116,7 +129,7 @@ func (p projectConfig) restore(ctx context.Context, dir string) (changes []strin
 		files, rerr := s.Restore()
 		rel, _ := filepath.Rel(dir, s.Dir())
 		for _, f := range files {
-			changes = append(changes, fmt.Sprintf("%s was changed in the work tree; restored (%s)", filepath.Join(rel, f), projectConfigWhy))
+			changes = append(changes, fmt.Sprintf("%s was changed in the work tree; restored (%s)", filepath.Join(rel, f), planningWhy(rel)))
 		}
 		if rerr != nil {
 			errs = append(errs, rerr)
@@ -150,7 +163,7 @@ func (p projectConfig) restore(ctx context.Context, dir string) (changes []strin
 		if herr != nil {
 			errs = append(errs, herr)
 		} else if len(back) > 0 {
-			c, cerr := revertCommit(ctx, dir, back, "The agent CLIs' configuration in the project belongs to PLANNING; a BUILD iteration may not change it.")
+			c, cerr := revertCommit(ctx, dir, back)
 			if cerr != nil {
 				errs = append(errs, cerr)
 			} else {
@@ -159,7 +172,7 @@ func (p projectConfig) restore(ctx context.Context, dir string) (changes []strin
 					if e.dir {
 						name += "/"
 					}
-					changes = append(changes, fmt.Sprintf("%s was changed in a commit; reverted by commit %s (%s)", name, c, projectConfigWhy))
+					changes = append(changes, fmt.Sprintf("%s was changed in a commit; reverted by commit %s (%s)", name, c, planningWhy(e.path)))
 				}
 			}
 		}
@@ -183,7 +196,7 @@ func (h heldFile) restore(dir string) (string, error) {
 		if err := os.RemoveAll(path); err != nil {
 			return "", fmt.Errorf("remove %s: %w", h.path, err)
 		}
-		return fmt.Sprintf("%s was made in the work tree; removed (%s)", h.path, projectConfigWhy), nil
+		return fmt.Sprintf("%s was made in the work tree; removed (%s)", h.path, planningWhy(h.path)), nil
 	case err == nil && bytes.Equal(cur, h.data) && fi.Mode().Perm() == h.mode:
 		return "", nil
 	}
@@ -195,5 +208,5 @@ func (h heldFile) restore(dir string) (string, error) {
 	if err := atomicfile.Write(path, h.data, h.mode); err != nil {
 		return "", fmt.Errorf("restore %s: %w", h.path, err)
 	}
-	return fmt.Sprintf("%s was changed in the work tree; restored (%s)", h.path, projectConfigWhy), nil
+	return fmt.Sprintf("%s was changed in the work tree; restored (%s)", h.path, planningWhy(h.path)), nil
 }

@@ -29,6 +29,24 @@ func bwrapOrSkip(t *testing.T) string {
 	return s.Path
 }
 
+// shellIn returns a func that runs a shell script under bwrap with layout
+// l, in dir, with env added to this process's environment, and returns
+// its combined output; a stuck script is killed after 20 s.
+func shellIn(l Layout, bwrap, dir string, env ...string) func(script string) (string, error) {
+	return func(script string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		argv := l.Args(bwrap, []string{"sh", "-c", script})
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = dir
+		if len(env) > 0 {
+			cmd.Env = append(os.Environ(), env...)
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
 // A sandboxed agent tries every way to write what it must not; each fails
 // at once, and what it may write, it can.
 func TestSandboxHolds(t *testing.T) {
@@ -51,15 +69,7 @@ func TestSandboxHolds(t *testing.T) {
 	projectDirs, projectFiles := agent.ProjectConfig()
 	l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
 		AgentDirs: dirs, AgentFiles: files, Home: home, Getenv: getenv, ProjectGuarded: append(projectDirs, projectFiles...)})
-	sh := func(script string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		argv := l.Args(bwrap, []string{"sh", "-c", script})
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = wt
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	sh := shellIn(l, bwrap, wt)
 	refused := []struct{ name, script string }{
 		{"edit the tracker", "echo x >> .beads/issues.jsonl"},
 		{"replace the tracker", "rm .beads/issues.jsonl"},
@@ -142,15 +152,7 @@ func TestSandboxKeepsAgentConfig(t *testing.T) {
 		Home: home, Getenv: h.Getenv})
 	is := is.New(t)
 	is.NoErr(l.Prepare())
-	sh := func(script string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		argv := l.Args(bwrap, []string{"sh", "-c", script})
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = wt
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	sh := shellIn(l, bwrap, wt)
 	for _, script := range []string{
 		"echo evil > ~/.claude/settings.json",
 		"echo evil > /tmp/s && mv /tmp/s ~/.claude/settings.json",
@@ -238,14 +240,7 @@ func TestSandboxLinkedWorktree(t *testing.T) {
 	git(main, "worktree", "add", "-q", linked)
 	gitDir := git(linked, "rev-parse", "--absolute-git-dir")
 	l := BuildLayout(Project{WorkTree: linked, GitDir: gitDir, GitCommonDir: filepath.Join(main, ".git"), Scratch: t.TempDir()})
-	sh := func(script string) (string, error) {
-		argv := l.Args(bwrap, []string{"sh", "-c", script})
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = linked
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	sh := shellIn(l, bwrap, linked, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x", "GIT_CONFIG_NOSYSTEM=1")
 	out, err := sh("echo work > w.txt && git add w.txt && git commit -qm work")
 	is.True(err == nil) // the agent commits in its worktree
 	_ = out
@@ -325,16 +320,7 @@ func TestSandboxHidesForgeLogins(t *testing.T) {
 	if err := l.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	sh := func(script string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		argv := l.Args(bwrap, []string{"sh", "-c", script})
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir = wt
-		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+cfg, "GH_CONFIG_DIR="+ghDir, "XDG_CACHE_HOME="+home+"/.cache")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	sh := shellIn(l, bwrap, wt, "HOME="+home, "XDG_CONFIG_HOME="+cfg, "GH_CONFIG_DIR="+ghDir, "XDG_CACHE_HOME="+home+"/.cache")
 	routes := []struct{ name, script string }{
 		{"gh's hosts.yml in ~/.config", "cat " + home + "/.config/gh/hosts.yml"},
 		{"gh's hosts.yml in XDG_CONFIG_HOME", `cat "$XDG_CONFIG_HOME/gh/hosts.yml"`},
