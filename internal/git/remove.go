@@ -95,3 +95,72 @@ func SameDir(a, b string) bool {
 	ib, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
 }
+
+// ForgetKilledAdds removes what a `git worktree add` killed before it
+// ended left of the worktrees ours claims: git's record of it and its
+// files. git locks a worktree while adding it and writes its admin files
+// one after the other; a kill among them leaves an empty commondir that
+// makes every later `git worktree` call fail ("failed to read
+// .../commondir"), and `git worktree prune` keeps it, being locked. Such
+// a worktree holds nothing but what git was checking out (Open keeps a
+// branch's commits before it adds). It runs only at recovery, when no git
+// of ralphd's is adding. It returns the worktrees it removed.
+func ForgetKilledAdds(ctx context.Context, repo string, ours func(dir string) bool) ([]string, error) {
+	common, err := CommonDir(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("forget interrupted worktree adds: %w", err)
+	}
+	var gone []string
+	for _, e := range entries {
+		admin := filepath.Join(common, "worktrees", e.Name())
+		if !unfinishedAdd(admin) {
+			continue
+		}
+		b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), 64<<10)
+		if err != nil {
+			continue // not written yet: no worktree of ours named
+		}
+		dir := filepath.Dir(strings.TrimSpace(string(b)))
+		if !ours(dir) {
+			continue
+		}
+		if err := os.RemoveAll(admin); err != nil {
+			return gone, fmt.Errorf("forget the interrupted add of %s: %w", dir, err)
+		}
+		if err := removeSettled(ctx, dir); err != nil {
+			return gone, fmt.Errorf("remove the interrupted add of %s: %w", dir, err)
+		}
+		gone = append(gone, dir)
+	}
+	return gone, nil
+}
+
+// unfinishedAdd reports whether the worktree record at admin is one whose
+// `git worktree add` never ended: still locked (git locks it while it
+// adds), with an admin file not yet written (HEAD still git's all-zero
+// placeholder, or no commondir) or no index yet (killed before or during
+// its checkout). A worktree a person locked has all of them.
+func unfinishedAdd(admin string) bool {
+	if _, err := os.Lstat(filepath.Join(admin, "locked")); err != nil {
+		return false
+	}
+	read := func(name string) string {
+		b, err := atomicfile.Read(filepath.Join(admin, name), 4<<10)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if head := read("HEAD"); head == "" || strings.Trim(head, "0") == "" || read("commondir") == "" {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(admin, "index"))
+	return errors.Is(err, os.ErrNotExist)
+}

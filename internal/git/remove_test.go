@@ -90,3 +90,104 @@ func TestRemoveSettledWhileWritten(t *testing.T) {
 		t.Fatalf("%s is still there: %v", dir, err)
 	}
 }
+
+// TestRecoverKilledAdd: a `git worktree add` of a worker's worktree is
+// killed at each point between its admin files; the last leaves an empty
+// commondir, which fails every `git worktree` call after it. Recover
+// removes what the add left and lists again. A worktree a person locked
+// keeps its work, and a half-added worktree that is not ralphd's is
+// named in the error, not removed.
+func TestRecoverKilledAdd(t *testing.T) {
+	ctx := context.Background()
+	zero := strings.Repeat("0", 40)
+	for _, tc := range []struct {
+		name string
+		// kill leaves the admin dir and worktree as the killed add did.
+		kill func(t *testing.T, admin string)
+	}{
+		{"before HEAD", func(t *testing.T, admin string) {
+			for _, f := range []string{"HEAD", "commondir", "index"} {
+				if err := os.Remove(filepath.Join(admin, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"HEAD half written", func(t *testing.T, admin string) {
+			writePath(t, filepath.Join(admin, "HEAD"), "")
+			for _, f := range []string{"commondir", "index"} {
+				if err := os.Remove(filepath.Join(admin, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"commondir half written", func(t *testing.T, admin string) {
+			writePath(t, filepath.Join(admin, "HEAD"), zero+"\n")
+			writePath(t, filepath.Join(admin, "commondir"), "")
+			if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"before the checkout", func(t *testing.T, admin string) {
+			if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, repo := newManagerRepo(t)
+			tr, _, err := m.Open(ctx, "w1", "main")
+			if err != nil {
+				t.Fatal(err)
+			}
+			admin := filepath.Join(repo, ".git", "worktrees", "w1")
+			writePath(t, filepath.Join(admin, "locked"), "initializing")
+			tc.kill(t, admin)
+			if _, err := m.Recover(ctx, "main"); err != nil {
+				t.Fatalf("Recover: %v", err)
+			}
+			if all, err := List(ctx, repo); err != nil || len(all) != 1 {
+				t.Fatalf("worktrees after Recover: %v, %v", all, err)
+			}
+			if _, err := os.Lstat(tr.Dir); !os.IsNotExist(err) {
+				t.Errorf("%s is still there: %v", tr.Dir, err)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(repo, ".git", "worktrees")); len(ents) != 0 {
+				t.Errorf("git's records left: %v", ents)
+			}
+			if _, _, err := m.Open(ctx, "w1", "main"); err != nil {
+				t.Errorf("Open after Recover: %v", err)
+			}
+		})
+	}
+	t.Run("a person's lock", func(t *testing.T) {
+		m, repo := newManagerRepo(t)
+		tr, _, err := m.Open(ctx, "w1", "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writePath(t, filepath.Join(tr.Dir, "a.txt"), "work\n")
+		sh(t, repo, "git", "worktree", "lock", tr.Dir)
+		saved, err := m.Recover(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(saved) != 1 || sh(t, repo, "git", "show", saved[0].Branch+":a.txt") != "work" {
+			t.Errorf("the locked worktree's work was not kept: %v", saved)
+		}
+	})
+	t.Run("not ralphd's", func(t *testing.T) {
+		m, repo := newManagerRepo(t)
+		other := filepath.Join(filepath.Dir(repo), "mine")
+		sh(t, repo, "git", "worktree", "add", "-q", "--detach", other)
+		admin := filepath.Join(repo, ".git", "worktrees", "mine")
+		writePath(t, filepath.Join(admin, "locked"), "initializing")
+		writePath(t, filepath.Join(admin, "commondir"), "")
+		_, err := m.Recover(ctx, "main")
+		if err == nil || !strings.Contains(err.Error(), "interrupted") {
+			t.Fatalf("Recover = %v, want an error that names the interrupted add", err)
+		}
+		if _, err := os.Stat(filepath.Join(other, "a.txt")); err != nil {
+			t.Errorf("a worktree not ralphd's was touched: %v", err)
+		}
+	})
+}

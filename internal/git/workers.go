@@ -421,6 +421,9 @@ func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recover worktrees: %w", err)
 	}
+	if _, err := m.forgetKilledAdds(ctx); err != nil {
+		return nil, fmt.Errorf("recover worktrees: %w", err)
+	}
 	if _, err := Output(ctx, m.Repo, "worktree", "prune"); err != nil {
 		return nil, fmt.Errorf("recover worktrees: %w", err)
 	}
@@ -455,6 +458,23 @@ func (m *Manager) Recover(ctx context.Context, base string) ([]Saved, error) {
 		}
 	}
 	return saved, errors.Join(errs...)
+}
+
+// ForgetKilledAdds removes the worker worktrees a kill left half added
+// (ForgetKilledAdds in remove.go), which would make every `git worktree`
+// call fail, the merge queue's recovery among them: the pool calls it
+// before anything else lists worktrees. Recover calls it too.
+func (m *Manager) ForgetKilledAdds(ctx context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.forgetKilledAdds(ctx)
+}
+
+// forgetKilledAdds is ForgetKilledAdds with m.mu held.
+func (m *Manager) forgetKilledAdds(ctx context.Context) ([]string, error) {
+	return ForgetKilledAdds(ctx, m.Repo, func(dir string) bool {
+		return SameDir(filepath.Dir(dir), m.root()) && CheckWorker(filepath.Base(dir)) == nil
+	})
 }
 
 // moveAside moves a stray path under the root to Root/.lost, so nothing
@@ -513,6 +533,9 @@ func List(ctx context.Context, repo string) ([]Worktree, error) {
 			return nil, fmt.Errorf("list worktrees: %w", ctx.Err())
 		case <-time.After(time.Duration(try) * 20 * time.Millisecond):
 		}
+	}
+	if err != nil && halfAdded(err) {
+		return nil, fmt.Errorf("list worktrees: %w; a `git worktree add` was interrupted there: if none is running, remove that worktrees/ entry and the worktree it names", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list worktrees: %w", err)

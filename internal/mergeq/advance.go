@@ -159,10 +159,12 @@ func (q *Queue) Recover(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := q.removeStaleLocks(ctx); err != nil {
+	// The queue's worktree goes first: a kill mid `git worktree add`
+	// leaves it in a state that fails every list of worktrees.
+	if err := q.dropTree(ctx); err != nil {
 		return false, err
 	}
-	if err := q.dropTree(ctx); err != nil {
+	if err := q.removeStaleLocks(ctx); err != nil {
 		return false, err
 	}
 	dir, old, tip, found, err := q.readJournal(ctx, jpath)

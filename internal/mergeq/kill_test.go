@@ -200,3 +200,47 @@ func TestSIGKILLDuringPutBack(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverKilledAdd: a kill mid `git worktree add` of the queue's
+// worktree, or of a worker's, leaves an empty commondir that fails every
+// list of worktrees. In the pool's order (the workers' half-added
+// worktrees forgotten first, then the queue's recovery), recovery ends
+// with the target clean and only the main worktree and the worker's
+// finished one left.
+func TestRecoverKilledAdd(t *testing.T) {
+	for _, whose := range []string{"the queue's", "a worker's"} {
+		t.Run(whose, func(t *testing.T) {
+			is := is.New(t)
+			f := newRepo(t)
+			ctx := context.Background()
+			f.work("w1", map[string]string{"a.txt": "a\n"})
+			q := &Queue{Repo: f.repo, Target: "main"}
+			dir, err := q.treePath(ctx)
+			is.NoErr(err)
+			if whose == "a worker's" {
+				tr, _, err := f.wt.Open(ctx, "w2", "main")
+				is.NoErr(err)
+				dir = tr.Dir
+			} else {
+				sh(t, f.repo, "git", "worktree", "add", "-q", "--detach", dir)
+			}
+			common := filepath.Join(f.repo, ".git", "worktrees")
+			admin := filepath.Join(common, filepath.Base(dir))
+			write(t, filepath.Join(admin, "locked"), "initializing")
+			write(t, filepath.Join(admin, "HEAD"), strings.Repeat("0", 40)+"\n")
+			write(t, filepath.Join(admin, "commondir"), "")
+			is.NoErr(os.Remove(filepath.Join(admin, "index")))
+
+			_, err = f.wt.ForgetKilledAdds(ctx)
+			is.NoErr(err)
+			_, err = q.Recover(ctx)
+			is.NoErr(err)
+			left, err := git.List(ctx, f.repo)
+			is.NoErr(err)
+			is.Equal(len(left), 2) // main and w1
+			_, err = os.Lstat(dir)
+			is.True(os.IsNotExist(err)) // what the add left is gone
+			f.clean()
+		})
+	}
+}

@@ -552,6 +552,11 @@ func (p *Pool) Run(ctx context.Context) (Summary, error) {
 		return p.sum, err
 	}
 	defer stopScrub()
+	// A worker's worktree a kill left half added fails every list of
+	// worktrees, the queue's recovery among them: it goes first.
+	if _, err := p.Trees.ForgetKilledAdds(ctx); err != nil {
+		return p.sum, fmt.Errorf("workers: %w", err)
+	}
 	if _, err := p.Queue.Recover(ctx); err != nil {
 		return p.sum, fmt.Errorf("workers: %w", err)
 	}

@@ -387,3 +387,29 @@ func TestTakeHold(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolRecoversKilledAdd: the run before was killed mid `git worktree
+// add` of a worker's worktree, which leaves an empty commondir and fails
+// every list of worktrees, the merge queue's recovery among them. The
+// next run starts, and works its issue.
+func TestPoolRecoversKilledAdd(t *testing.T) {
+	is := is.New(t)
+	p := newProject(t)
+	id := p.create("one")
+	pool := p.pool(1, func(ctx context.Context, a Assignment) (bool, error) {
+		if err := os.WriteFile(filepath.Join(a.Dir, "f.txt"), []byte("f\n"), 0o644); err != nil {
+			return false, err
+		}
+		return commitAndClose(ctx, a)
+	})
+	_, _, err := pool.Trees.Open(context.Background(), "w1", "main")
+	is.NoErr(err)
+	admin := filepath.Join(p.repo, ".git", "worktrees", "w1")
+	for name, body := range map[string]string{"locked": "initializing", "HEAD": strings.Repeat("0", 40) + "\n", "commondir": ""} {
+		is.NoErr(os.WriteFile(filepath.Join(admin, name), []byte(body), 0o644))
+	}
+	is.NoErr(os.Remove(filepath.Join(admin, "index")))
+	sum, err := pool.Run(context.Background())
+	is.NoErr(err)
+	is.Equal(sum.Integrated, []string{id})
+}
