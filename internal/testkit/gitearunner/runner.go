@@ -125,7 +125,8 @@ func (r *Runner) Serve(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// Done lists the ids of the tasks the runner finished, in order.
+// Done lists the ids of the tasks the runner finished and reported, in
+// order.
 func (r *Runner) Done() []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,9 +149,6 @@ func (r *Runner) Once(ctx context.Context) (bool, error) {
 	if err := r.run(ctx, task); err != nil {
 		return true, fmt.Errorf("task %d: %w", task.GetId(), err)
 	}
-	r.mu.Lock()
-	r.done = append(r.done, task.GetId())
-	r.mu.Unlock()
 	return true, nil
 }
 
@@ -245,7 +243,15 @@ func (r *Runner) finish(ctx context.Context, lg *logStream, state *runnerv1.Task
 		return err
 	}
 	state.StoppedAt = timestamppb.Now()
+	// Listed as done before the report: the commit status the report
+	// sets is never seen before Done lists the task.
+	r.mu.Lock()
+	r.done = append(r.done, state.GetId())
+	r.mu.Unlock()
 	if _, err := r.client.UpdateTask(ctx, connect.NewRequest(&runnerv1.UpdateTaskRequest{State: state})); err != nil {
+		r.mu.Lock()
+		r.done = r.done[:len(r.done)-1]
+		r.mu.Unlock()
 		return fmt.Errorf("report the result: %w", err)
 	}
 	return nil
