@@ -306,7 +306,8 @@ func TestE2ESandboxKeepsAgentConfig(t *testing.T) {
 	for name, script := range map[string]string{
 		"plant-settings.sh": "echo '" + hook + "' > ~/.claude/settings.json\n",
 		"plant-new.sh":      "echo '" + hook + "' > ~/.claude/settings.local.json && mkdir -p ~/.claude/hooks && echo evil > ~/.claude/hooks/h.sh && echo planted\n",
-		"plant-copies.sh":   "echo '{\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}' > ~/.claude.json && echo poison > ~/.cache/go-build-poison && echo copies\n",
+		"plant-copies.sh": "echo '{\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}' > ~/.claude.json && echo poison > ~/.cache/go-build-poison && " +
+			"mkdir -p ~/.claude/session-env/s && echo evil > ~/.claude/session-env/s/sessionstart-hook-0.sh && echo copies\n",
 	} {
 		is.NoErr(os.WriteFile(filepath.Join(e.repo, name), []byte(script), 0o644))
 	}
@@ -341,6 +342,10 @@ func TestE2ESandboxKeepsAgentConfig(t *testing.T) {
 	is.True(strings.Contains(raw, `"kind":"agent_config_changed"`))
 	cached, _ := filepath.Glob(filepath.Join(e.home, ".cache", "ralph", "sandbox", "*", "go-build-poison"))
 	is.Equal(len(cached), 1) // in the agent's own cache
+	_, err = os.Lstat(filepath.Join(e.home, ".claude", "session-env", "s"))
+	is.True(errors.Is(err, os.ErrNotExist)) // a session env script never reaches the user's...
+	private, _ := filepath.Glob(filepath.Join(e.home, ".cache", "ralph", "sandbox", "*.private", e.home, ".claude", "session-env", "s", "sessionstart-hook-0.sh"))
+	is.Equal(len(private), 1) // ...but the agent's own dir
 }
 
 // With the default network=allowlist, the sandboxed claude reaches its

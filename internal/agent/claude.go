@@ -109,6 +109,7 @@ func (c Claude) Guarded(h Home) Guarded {
 			"settings.json", "settings.local.json", "CLAUDE.md", "plugins", "hooks", "commands", "agents",
 			"skills", "output-styles", ".mcp.json"),
 		Copies:       nonEmpty([]string{h.in(".claude.json"), h.in(".claude.json.backup")}),
+		Private:      guardedIn([]string{h.in(".claude"), h.absEnv("CLAUDE_CONFIG_DIR")}, "session-env"),
 		ProjectDirs:  []string{".claude"},
 		ProjectFiles: []string{".mcp.json"},
 	}

@@ -114,6 +114,7 @@ func (g Gemini) Guarded(h Home) Guarded {
 	return Guarded{Paths: guardedIn([]string{h.in(".gemini")},
 		"settings.json", ".env", "trustedFolders.json", "GEMINI.md", "extensions", "commands", "policies",
 		"skills", "agents", "hooks"),
+		Private:     guardedIn([]string{h.in(".gemini")}, "history"),
 		ProjectDirs: []string{".gemini"}}
 }
 

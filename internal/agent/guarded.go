@@ -19,6 +19,13 @@ type Guarded struct {
 	// (~/.claude.json holds Claude Code's MCP servers): a sandboxed agent
 	// gets a copy of each, and what it writes there is dropped.
 	Copies []string
+	// Private are dirs of the CLI's state that a later run of it executes
+	// from (Gemini CLI's checkpoint repositories, whose hooks and config
+	// its git runs; Claude Code's per-session env scripts, sourced again
+	// when the session is resumed): a sandboxed agent gets a dir of
+	// ralphd's in each one's place, kept between its runs, and never
+	// writes the user's.
+	Private []string
 	// ProjectDirs and ProjectFiles are the same in a project, relative to
 	// its work tree (.claude/, .mcp.json): what a run of the CLI there
 	// loads. They belong to PLANNING, as .ralph/ does.
@@ -34,10 +41,11 @@ func GuardedAll(h Home) Guarded {
 		b := e.proto.Guarded(h)
 		g.Paths = append(g.Paths, b.Paths...)
 		g.Copies = append(g.Copies, b.Copies...)
+		g.Private = append(g.Private, b.Private...)
 		g.ProjectDirs = append(g.ProjectDirs, b.ProjectDirs...)
 		g.ProjectFiles = append(g.ProjectFiles, b.ProjectFiles...)
 	}
-	g.Paths, g.Copies = nonEmpty(g.Paths), nonEmpty(g.Copies)
+	g.Paths, g.Copies, g.Private = nonEmpty(g.Paths), nonEmpty(g.Copies), nonEmpty(g.Private)
 	return g
 }
 

@@ -67,7 +67,7 @@ func (l *Loop) sandboxWrap(ctx context.Context, scratch, gitDir, common string, 
 	layout := sandbox.BuildLayout(sandbox.Project{
 		WorkTree: l.Dir, GitDir: gitDir, GitCommonDir: common, StateDir: l.State.Dir(), Scratch: scratch,
 		ReadOnly: readOnly, AgentDirs: dirs, AgentFiles: files, Home: home.Dir, Getenv: home.Getenv,
-		AgentGuarded: guarded.Paths, AgentCopies: guarded.Copies, ProjectGuarded: append(projectDirs, projectFiles...),
+		AgentGuarded: guarded.Paths, AgentCopies: guarded.Copies, AgentPrivate: guarded.Private, ProjectGuarded: append(projectDirs, projectFiles...),
 		Cache: l.sandboxCache(home), CacheDir: home.CacheDir(),
 		Shared: l.pool().sandboxShared(l.State.Worker()),
 		// ralphd itself, for the bd client, and the agent CLI, when they

@@ -361,3 +361,63 @@ func TestSandboxHidesForgeLogins(t *testing.T) {
 	_, err = os.Stat(ghDir + "/planted")
 	is.True(os.IsNotExist(err))
 }
+
+// TestSandboxPrivateAgentState: what of its CLI's state a later run
+// executes from (Gemini CLI's checkpoint repositories, whose git runs
+// their hooks; Claude Code's session env scripts) is a dir of ralphd's
+// in the sandbox: the agent's writes there land in it, are there at its
+// next run, and never reach the user's. No such dir is made for a user
+// who has none of the CLI's dirs.
+func TestSandboxPrivateAgentState(t *testing.T) {
+	bwrap := bwrapOrSkip(t)
+	for _, tc := range []struct {
+		backend agent.Backend
+		dir     string // the private dir, under home
+	}{
+		{agent.Gemini{}, ".gemini/history"},
+		{agent.Claude{}, ".claude/session-env"},
+	} {
+		t.Run(tc.backend.Name(), func(t *testing.T) {
+			is := is.New(t)
+			root, _ := filepath.EvalSymlinks(t.TempDir())
+			wt, home, state, tmp := filepath.Join(root, "repo"), filepath.Join(root, "home"), filepath.Join(root, "state"), filepath.Join(root, "tmp")
+			cache, own := filepath.Join(home, ".cache"), filepath.Join(home, ".cache", "ralph", "sandbox", "p")
+			hook := filepath.Join(home, tc.dir, "p", ".git", "hooks", "pre-commit")
+			for _, d := range []string{wt + "/.git", filepath.Dir(hook), state, tmp} {
+				is.NoErr(os.MkdirAll(d, 0o755))
+			}
+			is.NoErr(os.WriteFile(hook, []byte("mine"), 0o755))
+			h := agent.Home{Dir: home, Getenv: func(string) string { return "" }}
+			dirs, files := agent.Writable(tc.backend, h)
+			g := tc.backend.Guarded(h)
+			is.True(len(g.Private) > 0)
+			l := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
+				AgentDirs: dirs, AgentFiles: files, AgentGuarded: g.Paths, AgentPrivate: g.Private, Cache: own, CacheDir: cache,
+				Home: home, Getenv: h.Getenv})
+			is.NoErr(l.Prepare())
+			sh := shellIn(l, bwrap, wt)
+			rel := "~/" + tc.dir + "/p/.git/hooks/pre-commit"
+			out, err := sh("HOME=" + home + "; mkdir -p $(dirname " + rel + ") && echo evil > " + rel)
+			is.NoErr(err) // the CLI's state stays writable
+			_ = out
+			b, err := os.ReadFile(hook)
+			is.NoErr(err)
+			is.Equal(string(b), "mine") // the user's is untouched
+			out, err = sh("HOME=" + home + "; cat " + rel)
+			is.NoErr(err)
+			is.Equal(strings.TrimSpace(out), "evil") // kept for the agent's next run
+
+			// A home with none of the CLI's dirs gets none.
+			bare := filepath.Join(root, "bare")
+			is.NoErr(os.MkdirAll(bare, 0o755))
+			hb := agent.Home{Dir: bare, Getenv: func(string) string { return "" }}
+			gb := tc.backend.Guarded(hb)
+			lb := BuildLayout(Project{WorkTree: wt, GitDir: wt + "/.git", GitCommonDir: wt + "/.git", StateDir: state, Scratch: tmp,
+				AgentPrivate: gb.Private, Cache: filepath.Join(bare, ".cache", "ralph", "sandbox", "p"), CacheDir: filepath.Join(bare, ".cache"),
+				Home: bare, Getenv: hb.Getenv})
+			is.NoErr(lb.Prepare())
+			_, err = os.Stat(filepath.Join(bare, strings.Split(tc.dir, "/")[0]))
+			is.True(os.IsNotExist(err))
+		})
+	}
+}

@@ -47,6 +47,12 @@ type Layout struct {
 	// Binds are dirs of ralphd's bound writable in place of others (the
 	// agent's own cache dir at the user's): Prepare makes both ends.
 	Binds []Bind
+	// Private are dirs of the agent CLI's state it later executes from
+	// (Gemini CLI's checkpoint repositories), each replaced by a dir of
+	// ralphd's (Src) kept between runs: Prepare makes Src, and Dest only
+	// where its parent dir exists (no ~/.gemini is made for a user who
+	// has none).
+	Private []Bind
 	// Copies are files the agent gets a copy of: Prepare copies each
 	// Dest that is a regular file to Src, which is bound writable at
 	// Dest. What the agent writes there is dropped with Src.
@@ -104,6 +110,16 @@ func (l Layout) Prepare() error {
 		for _, d := range []string{b.Src, b.Dest} {
 			if err := os.MkdirAll(d, 0o700); err != nil {
 				return fmt.Errorf("make %s for the sandboxed agent: %w", d, err)
+			}
+		}
+	}
+	for _, b := range l.Private {
+		if err := os.MkdirAll(b.Src, 0o700); err != nil {
+			return fmt.Errorf("make %s for the sandboxed agent: %w", b.Src, err)
+		}
+		if isDir(filepath.Dir(b.Dest)) {
+			if err := os.Mkdir(b.Dest, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("make %s for the sandboxed agent: %w", b.Dest, err)
 			}
 		}
 	}
@@ -185,9 +201,10 @@ func (l Layout) Args(bwrap string, argv []string) []string {
 			writable = append(writable, p)
 		}
 	}
-	for _, b := range append(slices.Clip(l.Binds), l.Copies...) {
+	for _, b := range slices.Concat(l.Binds, l.Private, l.Copies) {
+		// A dir on a dir, a file on a file: bwrap can bind nothing else.
 		dest := clean([]string{b.Dest})
-		if len(dest) == 1 && exists(b.Src) && exists(dest[0]) {
+		if len(dest) == 1 && exists(b.Src) && exists(dest[0]) && isDir(b.Src) == isDir(dest[0]) {
 			ms = append(ms, mount{dest[0], []string{"--bind", b.Src}, 1})
 			writable = append(writable, dest[0])
 		}

@@ -35,6 +35,10 @@ type Project struct {
 	// own in Scratch.
 	AgentGuarded []string
 	AgentCopies  []string
+	// AgentPrivate are dirs of the agent CLI's state it later executes
+	// from (agent.Guarded.Private): with Cache set, each is bound to a dir
+	// of ralphd's beside Cache, kept between runs.
+	AgentPrivate []string
 	// ProjectGuarded are the same in the work tree, relative to it
 	// (agent.ProjectConfig): those that exist are read-only.
 	ProjectGuarded []string
@@ -157,6 +161,13 @@ func BuildLayout(p Project) Layout {
 	if p.Cache != "" && p.CacheDir != "" {
 		l.Binds = append(l.Binds, Bind{Src: p.Cache, Dest: p.CacheDir})
 		replaced = append(replaced, p.CacheDir)
+	}
+	if p.Cache != "" {
+		for _, d := range p.AgentPrivate {
+			if filepath.IsAbs(d) {
+				l.Private = append(l.Private, Bind{Src: filepath.Join(p.Cache+".private", d), Dest: d})
+			}
+		}
 	}
 	// What lies in a hidden dir but must be seen: the user's home (in
 	// tests), and a linked worktree's main work tree and common dir,
