@@ -55,6 +55,7 @@ type Field struct {
 	Help    string   // one line of help
 	Allowed []string // the allowed values, for enumerations
 	Min     float64  // the smallest allowed number, for numeric kinds
+	Max     float64  // the largest allowed whole number, when above 0
 	Aliases []string // other flag names for the same key
 	// DaemonOnly marks a key only `ralphd daemon` uses (its help starts
 	// with "daemon: "); build and plan do not take it as a flag.
@@ -109,7 +110,7 @@ func Fields() []Field {
 		field("failure_branches", kindBool, "true", "commit a hard-stopped issue's work to a wip/ralph-fail-* branch"),
 		field("push_failure_branches", kindBool, "false", "push failure branches to origin"),
 		field("allow_dirty", kindBool, "false", "let BUILD start on a working tree with uncommitted changes"),
-		field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"),
+		between(field("workers", kindInt, "1", "BUILD workers at once, each in its own git worktree (README: Workers)"), 1, MaxWorkers),
 		field("workers_remote", kindString, "", "git remote the workers' merge queue fetches from and pushes to, e.g. origin (empty: local only)"),
 		field("integrate", kindString, mergeq.DefaultStrategy, "how the workers' merge queue lands rebased, verified work: ff fast-forwards the target (pushing it to workers_remote first, when set); branch pushes each issue's work to its own ralph/<issue> branch and merges nothing; pr does as branch and opens a pull request on the forge, the issue integrated once a person merges it", mergeq.StrategyNames()...),
 		field("forge", kindString, "github", "integrate = pr: the forge pull requests are opened on: github (with your gh CLI and its login) or gitea (Gitea or Forgejo at forge_host, through its API with the token in ralphd's GITEA_TOKEN)", "github", "gitea"),
@@ -148,6 +149,12 @@ func list(f Field) Field {
 // atLeast1 marks a whole-number field that must be 1 or more.
 func atLeast1(f Field) Field {
 	f.Min = 1
+	return f
+}
+
+// between marks a whole-number field that must lie from lo to hi.
+func between(f Field, lo, hi float64) Field {
+	f.Min, f.Max = lo, hi
 	return f
 }
 
@@ -457,6 +464,9 @@ func (c *Config) set(f Field, v, source string) error {
 		v = strconv.FormatBool(b)
 	case kindInt:
 		n, err := strconv.Atoi(v)
+		if f.Max > 0 && (err != nil || float64(n) < f.Min || float64(n) > f.Max) {
+			return bad(fmt.Sprintf("want a whole number from %g to %g, got %q", f.Min, f.Max, v))
+		}
 		if err != nil || float64(n) < f.Min {
 			return bad(fmt.Sprintf("want a whole number of at least %g, got %q", f.Min, v))
 		}
@@ -575,8 +585,6 @@ func (c *Config) decode() error {
 		return &Error{Source: c.sources["agent"], Key: "agent", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
 	case slices.ContainsFunc(c.Agents, func(a AgentSpec) bool { return a.Backend == "command" }) && c.AgentCmd == "":
 		return &Error{Source: c.sources["agents"], Key: "agents", Msg: "the command backend needs agent_cmd (--agent-cmd '<command line>')"}
-	case c.Workers < 1 || c.Workers > MaxWorkers:
-		return &Error{Source: c.sources["workers"], Key: "workers", Msg: fmt.Sprintf("must be between 1 and %d", MaxWorkers)}
 	case c.MaxStuck < 1:
 		return &Error{Source: c.sources["max_stuck"], Key: "max_stuck", Msg: "must be at least 1"}
 	case c.IterationTimeout <= 0:
