@@ -269,7 +269,11 @@ func parseFlags(a *app, fs *flag.FlagSet, args []string) (code int, done bool) {
 			hintf(a.stderr, "did you mean --%s?", s)
 		}
 	} else {
-		errorf(a.stderr, "%v", err)
+		// flag's own messages name a flag with one dash: ralphd's help
+		// and docs use two.
+		msg := strings.Replace(err.Error(), " for flag -", " for flag --", 1)
+		msg = strings.Replace(msg, "flag needs an argument: -", "flag needs an argument: --", 1)
+		errorf(a.stderr, "%s", msg)
 	}
 	hintf(a.stderr, "run `%s --help` for its flags", fs.Name())
 	return exitUsage, true

@@ -281,8 +281,17 @@ func BindFlags(fs *flag.FlagSet, keys ...string) {
 		if len(f.Allowed) > 0 {
 			help += " (" + strings.Join(f.Allowed, ", ") + ")"
 		}
-		if f.kind == kindDuration {
+		switch {
+		case f.kind == kindDuration:
 			help += " (a `duration` such as 90s, 45m or 2h)"
+		case f.kind == kindInt && f.Max > 0:
+			help += fmt.Sprintf(" (a whole `number` from %g to %g)", f.Min, f.Max)
+		case f.kind == kindInt && f.Min > 0:
+			help += fmt.Sprintf(" (a whole `number`, at least %g)", f.Min)
+		case f.kind == kindInt:
+			help += " (a whole `number`)"
+		case f.kind == kindFloat:
+			help += " (a `number`)"
 		}
 		help += fmt.Sprintf(" [env %s]", f.Env)
 		for i, name := range append([]string{f.Flag}, f.Aliases...) {
@@ -294,14 +303,8 @@ func BindFlags(fs *flag.FlagSet, keys ...string) {
 			case kindBool:
 				def, _ := strconv.ParseBool(f.Default)
 				fs.Bool(name, def, h)
-			case kindInt:
-				def, _ := strconv.Atoi(f.Default)
-				fs.Int(name, def, h)
-			case kindFloat:
-				def, _ := strconv.ParseFloat(f.Default, 64)
-				fs.Float64(name, def, h)
-			case kindDuration:
-				fs.Var(&durationFlag{text: f.Default}, name, h)
+			case kindInt, kindFloat, kindDuration:
+				fs.Var(&valueFlag{f: f, text: f.Default}, name, h)
 			default:
 				fs.String(name, f.Default, h)
 			}
@@ -321,19 +324,23 @@ func RunKeys() []string {
 	return ks
 }
 
-// durationFlag is a duration flag that keeps the text the user gave and
-// rejects a number without a unit.
-type durationFlag struct{ text string }
+// valueFlag is a numeric or duration flag that keeps the text the user
+// gave and rejects what its field would (check): a number out of range,
+// a duration without a unit.
+type valueFlag struct {
+	f    Field
+	text string
+}
 
-func (d *durationFlag) String() string {
+func (d *valueFlag) String() string {
 	if d == nil {
 		return ""
 	}
 	return d.text
 }
 
-func (d *durationFlag) Set(v string) error {
-	if _, err := parseDuration(v); err != nil {
+func (d *valueFlag) Set(v string) error {
+	if _, err := check(d.f, v); err != nil {
 		return err
 	}
 	d.text = v
@@ -454,7 +461,19 @@ func jsonText(f Field, raw json.RawMessage) (string, error) {
 
 // set validates v for f and records it with its source.
 func (c *Config) set(f Field, v, source string) error {
-	bad := func(msg string) error { return &Error{Source: source, Key: f.Key, Msg: msg} }
+	v, err := check(f, v)
+	if err != nil {
+		return &Error{Source: source, Key: f.Key, Msg: err.Error()}
+	}
+	c.values[f.Key] = v
+	c.sources[f.Key] = source
+	return nil
+}
+
+// check validates v for f, and returns it as it is kept (a bool spelled
+// true or false).
+func check(f Field, v string) (string, error) {
+	bad := func(msg string) (string, error) { return "", errors.New(msg) }
 	switch f.kind {
 	case kindBool:
 		b, err := strconv.ParseBool(v)
@@ -493,9 +512,7 @@ func (c *Config) set(f Field, v, source string) error {
 			return bad(fmt.Sprintf("%q is not allowed; use one of: %s", v, strings.Join(f.Allowed, ", ")))
 		}
 	}
-	c.values[f.Key] = v
-	c.sources[f.Key] = source
-	return nil
+	return v, nil
 }
 
 // parseDuration accepts Go durations, which carry their unit ("90s",
