@@ -88,9 +88,17 @@ func (b *buildLedger) isMade(id string) bool {
 // noteRunStart records what was ready when the run began, for heldBack.
 // Without it (bd failed) the run keeps no account, and says so.
 func (l *Loop) noteRunStart(ctx context.Context, res *Result) {
+	// The reading the ready answer is read at is the run's start when the
+	// run took it (this Loop had none); a reading a daemon's earlier batch
+	// left is read afresh.
+	first := l.snap.snap == nil
 	ready, err := l.readyWork(ctx) // the first iteration's pick reuses it
 	var snap guard.Snapshot
-	if err == nil {
+	switch {
+	case err != nil:
+	case first && l.lastReady.at != nil:
+		snap = l.lastReady.at
+	default:
 		snap, err = l.snapshotFresh(ctx)
 	}
 	if err != nil {

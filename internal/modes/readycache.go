@@ -14,14 +14,17 @@ type readyAnswer struct {
 	parent string // the scope it was asked for
 	issues []beads.Issue
 	at     guard.Snapshot
+	fp     string // the fingerprint of .beads/ at was taken at
 }
 
 // readyWork returns the ready work, in bd's order: the previous `bd
 // ready` answer while the tracker's changes since it cannot have made
 // another issue ready or changed the order (readyStillHolds), filtered to
 // the issues still ready; else bd's answer afresh. A reused answer is
-// never empty: when none of it is left, bd is asked, so a run never stops
-// with "all work complete" on a stale answer.
+// never empty, but for one bd gave empty at the very reading the tracker
+// is still at (.beads/ unchanged since: the run's start asked a moment
+// ago): when none of it is left, bd is asked, so a run never stops with
+// "all work complete" on a stale answer.
 func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 	parent := l.Config.Scope
 	if beads.ServerMode(l.beadsDir(), l.environ()) {
@@ -34,6 +37,9 @@ func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 			if left := stillReady(a.issues, a.at, now); len(left) > 0 {
 				return left, nil
 			}
+			if len(a.issues) == 0 && a.fp != "" && a.fp == l.snap.fp {
+				return nil, nil
+			}
 		}
 	}
 	l.lastReady = readyAnswer{}
@@ -43,9 +49,10 @@ func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 	// newer than at, so later comparisons from at see more changes, not
 	// fewer.
 	at, err := l.snapshot(ctx)
+	fp := l.snap.fp
 	if err != nil {
 		at = nil
-	} else if fp, err := Fingerprint(l.beadsDir()); err != nil || fp != l.snap.fp {
+	} else if now, err := Fingerprint(l.beadsDir()); err != nil || now != fp {
 		at = nil
 	}
 	ready, err := l.BD.Ready(ctx, beads.ReadyOptions{Parent: parent})
@@ -53,7 +60,7 @@ func (l *Loop) readyWork(ctx context.Context) ([]beads.Issue, error) {
 		return nil, err
 	}
 	if at != nil {
-		l.lastReady = readyAnswer{parent: parent, issues: ready, at: at}
+		l.lastReady = readyAnswer{parent: parent, issues: ready, at: at, fp: fp}
 	}
 	return ready, nil
 }
