@@ -259,18 +259,18 @@ func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot, elsewhe
 	if l.Config.Scope != "" {
 		msg = fmt.Sprintf("all work in %s complete or blocked", l.Config.Scope)
 	}
-	st, err := l.BD.Stats(ctx)
-	if err != nil {
-		return msg
-	}
-	st = l.fleet.uncount(st) // the fleet's own issues are not work
-	blocked := st.Blocked
-	for _, is := range now {
-		if is.Status == beads.StatusBlocked && !is.HasLabel(FleetLabel) {
-			blocked++
+	var c issueCounts
+	if now != nil {
+		c = countIssues(now)
+	} else {
+		st, err := l.BD.Stats(ctx)
+		if err != nil {
+			return msg
 		}
+		st = l.fleet.uncount(st) // the fleet's own issues are not work
+		c = issueCounts{open: st.Open, blocked: st.Blocked, inProgress: st.InProgress, closed: st.Closed}
 	}
-	msg = fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, st.Open, blocked, st.InProgress, st.Closed)
+	msg = fmt.Sprintf("%s: %d open, %d blocked, %d in progress, %d closed", msg, c.open, c.blocked, c.inProgress, c.closed)
 	if now != nil {
 		if w := familyOf(now).waitingText(); w != "" {
 			msg += "; epics waiting on their children: " + w
@@ -280,6 +280,52 @@ func (l *Loop) emptyQueueReason(ctx context.Context, now guard.Snapshot, elsewhe
 		msg += "; ready but assigned to someone else: " + strings.Join(elsewhere, ", ")
 	}
 	return msg
+}
+
+// issueCounts are the issues of the run's last line, each counted once.
+type issueCounts struct{ open, blocked, inProgress, closed int }
+
+// countIssues counts the issues of a full reading by status, the fleet's
+// own aside (they are not work). An open issue waiting on a blocker that
+// is not closed (bd's rule for ready) counts as blocked, as one set
+// blocked does: bd stats counts it both open and blocked.
+func countIssues(now guard.Snapshot) issueCounts {
+	var c issueCounts
+	for _, is := range now {
+		if is.HasLabel(FleetLabel) {
+			continue
+		}
+		switch is.Status {
+		case beads.StatusClosed:
+			c.closed++
+		case beads.StatusInProgress:
+			c.inProgress++
+		case beads.StatusBlocked:
+			c.blocked++
+		case beads.StatusOpen:
+			if waitsOnBlocker(now, is) {
+				c.blocked++
+			} else {
+				c.open++
+			}
+		}
+	}
+	return c
+}
+
+// waitsOnBlocker reports whether is depends, through a blocks edge, on an
+// issue that is not closed. An edge to an issue the reading does not have
+// (another repository's) does not block, as in bd.
+func waitsOnBlocker(now guard.Snapshot, is beads.Issue) bool {
+	for _, d := range is.Dependencies {
+		if d.Type != beads.DepBlocks {
+			continue
+		}
+		if b, ok := now[d.DependsOnID]; ok && b.Status != beads.StatusClosed {
+			return true
+		}
+	}
+	return false
 }
 
 // iteration is what one iteration did, for the loop's next decision.
