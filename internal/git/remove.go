@@ -131,8 +131,15 @@ func ForgetKilledAdds(ctx context.Context, repo string, ours func(dir string) bo
 		if !ours(dir) {
 			continue
 		}
+		// The files go only when they are this add's: a gitdir file (an
+		// agent may write its own worktree's record) can name another
+		// worktree, whose .git file names its own record.
+		files := pointsBack(dir, admin)
 		if err := os.RemoveAll(admin); err != nil {
 			return gone, fmt.Errorf("forget the interrupted add of %s: %w", dir, err)
+		}
+		if !files {
+			continue
 		}
 		if err := removeSettled(ctx, dir); err != nil {
 			return gone, fmt.Errorf("remove the interrupted add of %s: %w", dir, err)
@@ -163,4 +170,23 @@ func unfinishedAdd(admin string) bool {
 	}
 	_, err := os.Lstat(filepath.Join(admin, "index"))
 	return errors.Is(err, os.ErrNotExist)
+}
+
+// pointsBack reports whether the worktree at dir is the one the record
+// at admin was added for: its .git file names admin, or the add was
+// killed before it wrote one (missing or empty).
+func pointsBack(dir, admin string) bool {
+	b, err := atomicfile.Read(filepath.Join(dir, ".git"), 64<<10)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	line := strings.TrimSpace(string(b))
+	if line == "" {
+		return true
+	}
+	to, ok := strings.CutPrefix(line, "gitdir: ")
+	return ok && SameDir(to, admin)
 }

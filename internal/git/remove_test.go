@@ -191,3 +191,37 @@ func TestRecoverKilledAdd(t *testing.T) {
 		}
 	})
 }
+
+// TestRecoverForgedKilledAdd: an agent may write its own worktree's
+// record, and forges one that looks like a killed add naming another
+// worker's worktree, which holds that worker's interrupted work. Recovery
+// forgets the forged record but keeps the other worktree's work.
+func TestRecoverForgedKilledAdd(t *testing.T) {
+	ctx := context.Background()
+	m, repo := newManagerRepo(t)
+	if _, _, err := m.Open(ctx, "w1", "main"); err != nil {
+		t.Fatal(err)
+	}
+	t2, _, err := m.Open(ctx, "w2", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePath(t, filepath.Join(t2.Dir, "a.txt"), "w2's work\n")
+	admin := filepath.Join(repo, ".git", "worktrees", "w1")
+	writePath(t, filepath.Join(admin, "locked"), "initializing")
+	writePath(t, filepath.Join(admin, "gitdir"), filepath.Join(t2.Dir, ".git")+"\n")
+	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := m.Recover(ctx, "main")
+	if err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	var kept bool
+	for _, s := range saved {
+		kept = kept || (s.Worker == "w2" && sh(t, repo, "git", "show", s.Branch+":a.txt") == "w2's work")
+	}
+	if !kept {
+		t.Errorf("w2's work was not kept: %+v", saved)
+	}
+}
