@@ -174,19 +174,22 @@ func unfinishedAdd(admin string) bool {
 
 // pointsBack reports whether the worktree at dir is the one the record
 // at admin was added for: its .git file names admin, or the add was
-// killed before it wrote one (missing or empty).
+// killed before it wrote one (missing or empty), when git checks out
+// nothing yet, so the dir holds nothing else. A dir with files and no
+// .git file of this record's is left for recovery, which keeps it.
 func pointsBack(dir, admin string) bool {
 	b, err := atomicfile.Read(filepath.Join(dir, ".git"), 64<<10)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return false
+	case strings.TrimSpace(string(b)) != "":
+		to, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		return ok && SameDir(to, admin)
+	}
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
-	if err != nil {
-		return false
-	}
-	line := strings.TrimSpace(string(b))
-	if line == "" {
-		return true
-	}
-	to, ok := strings.CutPrefix(line, "gitdir: ")
-	return ok && SameDir(to, admin)
+	return err == nil && (len(ents) == 0 || len(ents) == 1 && ents[0].Name() == ".git")
 }

@@ -225,3 +225,29 @@ func TestRecoverForgedKilledAdd(t *testing.T) {
 		t.Errorf("w2's work was not kept: %+v", saved)
 	}
 }
+
+// TestRecoverForgedKilledAddStray: a forged killed add that names a dir
+// under the root with files and no .git file (a stray) does not remove
+// it: recovery moves it aside, as every stray.
+func TestRecoverForgedKilledAddStray(t *testing.T) {
+	ctx := context.Background()
+	m, repo := newManagerRepo(t)
+	if _, _, err := m.Open(ctx, "w1", "main"); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(m.root(), "w9")
+	writePath(t, filepath.Join(stray, "keep.txt"), "keep\n")
+	admin := filepath.Join(repo, ".git", "worktrees", "w1")
+	writePath(t, filepath.Join(admin, "locked"), "initializing")
+	writePath(t, filepath.Join(admin, "gitdir"), filepath.Join(stray, ".git")+"\n")
+	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Recover(ctx, "main"); err != nil {
+		t.Fatalf("Recover: %v", err)
+	}
+	kept, _ := filepath.Glob(filepath.Join(m.root(), lostDir, "w9-*", "keep.txt"))
+	if len(kept) != 1 {
+		t.Errorf("the stray was not moved aside: %v", kept)
+	}
+}
