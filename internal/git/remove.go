@@ -62,24 +62,44 @@ func forgetWorktree(ctx context.Context, repo, dir string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	recs, err := records(common)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s: %w", dir, errNoRecord)
-		}
 		return err
 	}
-	for _, e := range entries {
-		admin := filepath.Join(common, "worktrees", e.Name())
-		b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), 64<<10)
-		if err != nil {
-			continue
-		}
-		if SameDir(filepath.Dir(strings.TrimSpace(string(b))), dir) {
-			return os.RemoveAll(admin)
+	for _, r := range recs {
+		if SameDir(r.dir, dir) {
+			return os.RemoveAll(r.admin)
 		}
 	}
 	return fmt.Errorf("%s in %s: %w", dir, filepath.Join(common, "worktrees"), errNoRecord)
+}
+
+// record is one entry of a common dir's worktrees/: git's record of a
+// linked worktree (admin), and the worktree its gitdir file names ("" when
+// that file is missing, unreadable or empty).
+type record struct{ admin, dir string }
+
+// records lists the records in common's worktrees/; none when there is no
+// such dir.
+func records(common string) ([]record, error) {
+	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]record, 0, len(entries))
+	for _, e := range entries {
+		r := record{admin: filepath.Join(common, "worktrees", e.Name())}
+		if b, err := atomicfile.Read(filepath.Join(r.admin, "gitdir"), 64<<10); err == nil {
+			if line := strings.TrimSpace(string(b)); line != "" {
+				r.dir = filepath.Dir(line)
+			}
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
 }
 
 // SameDir reports whether a and b are the same directory: the same path,
@@ -110,25 +130,15 @@ func ForgetKilledAdds(ctx context.Context, repo string, ours func(dir string) bo
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(filepath.Join(common, "worktrees"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	recs, err := records(common)
 	if err != nil {
 		return nil, fmt.Errorf("forget interrupted worktree adds: %w", err)
 	}
 	var gone []string
-	for _, e := range entries {
-		admin := filepath.Join(common, "worktrees", e.Name())
-		if !unfinishedAdd(admin) {
-			continue
-		}
-		b, err := atomicfile.Read(filepath.Join(admin, "gitdir"), 64<<10)
-		if err != nil {
-			continue // not written yet: no worktree of ours named
-		}
-		dir := filepath.Dir(strings.TrimSpace(string(b)))
-		if !ours(dir) {
+	for _, r := range recs {
+		admin, dir := r.admin, r.dir
+		// A record whose gitdir is not written yet names no worktree of ours.
+		if dir == "" || !ours(dir) || !unfinishedAdd(admin) {
 			continue
 		}
 		// The files go only when they are this add's: a gitdir file (an

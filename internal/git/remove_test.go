@@ -208,11 +208,7 @@ func TestRecoverForgedKilledAdd(t *testing.T) {
 	}
 	writePath(t, filepath.Join(t2.Dir, "a.txt"), "w2's work\n")
 	admin := filepath.Join(repo, ".git", "worktrees", "w1")
-	writePath(t, filepath.Join(admin, "locked"), "initializing")
-	writePath(t, filepath.Join(admin, "gitdir"), filepath.Join(t2.Dir, ".git")+"\n")
-	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
-		t.Fatal(err)
-	}
+	forgeKilledAdd(t, admin, filepath.Join(t2.Dir, ".git"))
 	saved, err := m.Recover(ctx, "main")
 	if err != nil {
 		t.Fatalf("Recover: %v", err)
@@ -238,16 +234,24 @@ func TestRecoverForgedKilledAddStray(t *testing.T) {
 	stray := filepath.Join(m.root(), "w9")
 	writePath(t, filepath.Join(stray, "keep.txt"), "keep\n")
 	admin := filepath.Join(repo, ".git", "worktrees", "w1")
-	writePath(t, filepath.Join(admin, "locked"), "initializing")
-	writePath(t, filepath.Join(admin, "gitdir"), filepath.Join(stray, ".git")+"\n")
-	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
-		t.Fatal(err)
-	}
+	forgeKilledAdd(t, admin, filepath.Join(stray, ".git"))
 	if _, err := m.Recover(ctx, "main"); err != nil {
 		t.Fatalf("Recover: %v", err)
 	}
 	kept, _ := filepath.Glob(filepath.Join(m.root(), lostDir, "w9-*", "keep.txt"))
 	if len(kept) != 1 {
 		t.Errorf("the stray was not moved aside: %v", kept)
+	}
+}
+
+// forgeKilledAdd makes the worktree record at admin look like a killed
+// add (locked, no index) naming gitFile as its worktree's .git, as a BUILD
+// agent can with its own worktree's record.
+func forgeKilledAdd(t *testing.T, admin, gitFile string) {
+	t.Helper()
+	writePath(t, filepath.Join(admin, "locked"), "initializing")
+	writePath(t, filepath.Join(admin, "gitdir"), gitFile+"\n")
+	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+		t.Fatal(err)
 	}
 }
